@@ -1,0 +1,209 @@
+// decode: CPU JPEG decode with libjpeg-turbo (what torchvision/PIL workers spend most of
+// their time on) and how per-core speed falls as more cores decode at once. The JPEGs are
+// generated here (smooth gradients + texture + noise, quality 90, 4:2:0 like most photo
+// datasets), so no data set is needed. The scaling curve becomes cpu.speed_vs_busy_cores, and
+// running 2x cores threads gives cpu.oversubscription_cost (formula in calibrate/stats.hpp).
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <cmath>
+#include <latch>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "calibrate/sections.hpp"
+#include "calibrate/stats.hpp"
+
+namespace pipeplan::calibrate {
+
+namespace {
+
+struct TjDeleter {
+  void operator()(void* h) const { tjDestroy(h); }
+};
+using TjHandle = std::unique_ptr<void, TjDeleter>;
+
+struct Jpeg {
+  int width = 0, height = 0;
+  std::vector<unsigned char> bytes;
+};
+
+// A photo-like RGB image: large smooth gradients, mid-frequency texture and sensor-like noise,
+// so the entropy coder sees a realistic mix (a flat image decodes unrealistically fast).
+std::vector<unsigned char> synthetic_rgb(int w, int h, std::uint32_t seed) {
+  std::vector<unsigned char> rgb(static_cast<std::size_t>(w) * h * 3);
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (int y = 0; y < h; ++y) {
+    for (int i = 0; i < w; ++i) {
+      const double u = static_cast<double>(i) / w, v = static_cast<double>(y) / h;
+      for (int c = 0; c < 3; ++c) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        const double noise = static_cast<double>(x % 25) - 12.0;
+        const double base = 128.0 + 70.0 * std::sin(3.0 * u + 2.0 * c) * std::cos(2.5 * v - c) +
+                            25.0 * std::sin(40.0 * u * (1.0 + c) + 25.0 * v) * std::sin(30.0 * v * (2.0 - v));
+        rgb[(static_cast<std::size_t>(y) * w + i) * 3 + c] =
+            static_cast<unsigned char>(std::clamp(base + noise, 0.0, 255.0));
+      }
+    }
+  }
+  return rgb;
+}
+
+Outcome<Jpeg> make_jpeg(int w, int h, std::uint32_t seed) {
+  TjHandle tj(tjInitCompress());
+  if (!tj) return Problem::failed(std::string("tjInitCompress: ") + tjGetErrorStr2(nullptr));
+  auto rgb = synthetic_rgb(w, h, seed);
+  unsigned char* out = nullptr;
+  unsigned long out_bytes = 0;
+  if (tjCompress2(tj.get(), rgb.data(), w, 0, h, TJPF_RGB, &out, &out_bytes, TJSAMP_420, 90, 0) != 0)
+    return Problem::failed(std::string("tjCompress2: ") + tjGetErrorStr2(tj.get()));
+  Jpeg j{w, h, std::vector<unsigned char>(out, out + out_bytes)};
+  tjFree(out);
+  return j;
+}
+
+// Decodes one image to RGB the way PIL/torchvision do (accurate integer DCT, no fast flags).
+class Decoder {
+ public:
+  explicit Decoder(const Jpeg& jpeg) : jpeg_(jpeg), tj_(tjInitDecompress()) {
+    rgb_.resize(static_cast<std::size_t>(jpeg.width) * jpeg.height * 3);
+  }
+  bool ready() const { return static_cast<bool>(tj_); }
+  bool decode() {
+    int w = 0, h = 0, subsamp = 0, colorspace = 0;
+    if (tjDecompressHeader3(tj_.get(), jpeg_.bytes.data(), jpeg_.bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
+      return false;
+    return tjDecompress2(tj_.get(), jpeg_.bytes.data(), jpeg_.bytes.size(), rgb_.data(), w, 0, h, TJPF_RGB, 0) == 0;
+  }
+  std::string error() const { return tjGetErrorStr2(tj_.get()); }
+
+ private:
+  Jpeg jpeg_;  // each decoder its own copy, as each worker has its own files
+  TjHandle tj_;
+  std::vector<unsigned char> rgb_;
+};
+
+struct ThreadRate {
+  double images_per_s = 0.0;
+  bool ok = true;
+};
+
+void decode_for(const Jpeg& jpeg, double duration_s, std::latch& start, ThreadRate& out) {
+  Decoder d(jpeg);
+  d.decode();  // warm-up: tables, caches
+  start.arrive_and_wait();
+  const double t0 = now_s();
+  double t = t0;
+  long images = 0;
+  while (t - t0 < duration_s) {
+    if (!d.decode()) {
+      out.ok = false;
+      return;
+    }
+    ++images;
+    t = now_s();
+  }
+  out.images_per_s = static_cast<double>(images) / (t - t0);
+}
+
+// Mean per-thread decode rate with `threads` threads decoding at once.
+double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& ok) {
+  std::vector<ThreadRate> rates(static_cast<std::size_t>(threads));
+  std::latch start(threads);
+  {
+    std::vector<std::jthread> pool;
+    for (int i = 0; i < threads; ++i)
+      pool.emplace_back(decode_for, std::cref(jpeg), duration_s, std::ref(start), std::ref(rates[static_cast<std::size_t>(i)]));
+  }
+  double sum = 0.0;
+  for (const auto& r : rates) {
+    ok = ok && r.ok;
+    sum += r.images_per_s;
+  }
+  return sum / threads;
+}
+
+}  // namespace
+
+SectionOutcome run_decode(const RunContext& ctx) {
+  struct Size {
+    int w, h;
+  };
+  const std::vector<Size> sizes = {{256, 256}, {500, 375}, {1024, 768}};
+  const double single_s = ctx.by_scale(0.1, 0.3, 1.0);
+  const double scaling_s = ctx.by_scale(0.15, 0.4, 1.0);
+  const int trials = ctx.by_scale(1, 2, 3);
+  const int cores = static_cast<int>(ctx.cores);
+
+  std::vector<Jpeg> jpegs;
+  for (const auto& s : sizes) {
+    auto j = make_jpeg(s.w, s.h, static_cast<std::uint32_t>(s.w * 7 + s.h));
+    if (!j.ok()) return j.problem();
+    jpegs.push_back(std::move(j.value()));
+  }
+
+  nlohmann::json cpu_jpeg = nlohmann::json::array();
+  for (const auto& j : jpegs) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    Decoder d(j);
+    if (!d.ready() || !d.decode()) return Problem::failed("tjDecompress2: " + d.error());
+    std::vector<double> per_image_s;
+    const double t_end = now_s() + single_s;
+    while (now_s() < t_end || per_image_s.size() < 5) {
+      const double t0 = now_s();
+      d.decode();
+      per_image_s.push_back(now_s() - t0);
+    }
+    const double s = median(per_image_s);
+    cpu_jpeg.push_back({{"width", j.width}, {"height", j.height}, {"bytes", j.bytes.size()}, {"quality", 90}, {"s_per_image", s}});
+    ctx.log(strf("decode: %4dx%-4d %7zu bytes: %.3f ms/image (1 thread, median of %zu)", j.width, j.height,
+                 j.bytes.size(), s * 1e3, per_image_s.size()));
+  }
+
+  // Scaling on the ImageNet-typical 500x375 image: 1, 2, 4, ... cores threads, then 2x cores.
+  const Jpeg& typical = jpegs[1];
+  std::vector<int> thread_counts;
+  for (int t = 1; t < cores; t *= 2) thread_counts.push_back(t);
+  thread_counts.push_back(cores);
+  thread_counts.push_back(2 * cores);
+
+  nlohmann::json scaling = nlohmann::json::array();
+  nlohmann::json speed = nlohmann::json::array();
+  double rate_1 = 0.0, aggregate_at_cores = 0.0, aggregate_at_2x = 0.0;
+  ctx.log("decode: threads  images/s  images/s/thread  relative_speed");
+  for (const int threads : thread_counts) {
+    std::vector<double> rates;
+    bool ok = true;
+    for (int t = 0; t < trials; ++t) {
+      if (ctx.interrupted()) return Problem::interrupted();
+      rates.push_back(per_thread_rate(typical, threads, scaling_s, ok));
+    }
+    if (!ok) return Problem::failed("a decode failed in the scaling run");
+    const double per_thread = median(rates);
+    if (threads == 1) rate_1 = per_thread;
+    const double relative = per_thread / rate_1;
+    const double aggregate = per_thread * threads;
+    if (threads == cores) aggregate_at_cores = aggregate;
+    if (threads == 2 * cores) aggregate_at_2x = aggregate;
+    scaling.push_back({{"threads", threads},
+                       {"images_per_s", aggregate},
+                       {"images_per_s_per_thread", per_thread},
+                       {"relative_speed", relative}});
+    if (threads <= cores) speed.push_back({{"busy_cores", threads}, {"relative_speed", relative}});
+    ctx.log(strf("decode: %7d %9.1f %16.1f %15.3f", threads, aggregate, per_thread, relative));
+  }
+  const double oversub = oversubscription_cost(aggregate_at_cores, aggregate_at_2x, cores, 2 * cores);
+  ctx.log(strf("decode: oversubscription_cost %.4f (aggregate %.1f images/s at %d threads, %.1f at %d)", oversub,
+               aggregate_at_cores, cores, aggregate_at_2x, 2 * cores));
+
+  SectionReport report;
+  report.profile_keys["decode"] = {{"cpu_jpeg", cpu_jpeg}, {"cpu_jpeg_scaling", scaling}};
+  report.profile_keys["cpu"] = {{"cores", cores}, {"speed_vs_busy_cores", speed}, {"oversubscription_cost", oversub}};
+  report.notes.push_back("gpu_nvjpeg not measured (no nvJPEG path in this build)");
+  return report;
+}
+
+}  // namespace pipeplan::calibrate

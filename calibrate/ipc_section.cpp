@@ -1,0 +1,171 @@
+// ipc: what it costs the DataLoader's main process to receive one batch from a worker.
+// PyTorch's file_descriptor strategy: the worker collates into shared memory and sends the
+// fd over a Unix socket; the main process maps it and the batch's pages are touched (first
+// by the pin thread's copy or the H2D copy). Here a forked writer plays the worker; the
+// receiver's clock runs from the message's arrival through recvmsg, mmap, a read of every
+// page, munmap and close. Fit: s = receive_s_per_batch + bytes * receive_s_per_byte.
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "calibrate/sections.hpp"
+#include "calibrate/stats.hpp"
+
+namespace pipeplan::calibrate {
+
+namespace {
+
+constexpr std::size_t kPageBytes = 4096;
+
+// The writer (child process): for each size, a fresh memfd filled (pages allocated, as a
+// worker's collate does), sent, then wait for the receiver's ack. Only system calls here.
+[[noreturn]] void writer_main(int sock, const std::vector<std::size_t>& plan) {
+  for (std::size_t bytes : plan) {
+    const int fd = memfd_create("pipeplan-ipc-batch", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) _exit(2);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) _exit(3);
+    std::memset(p, 0x5a, bytes);
+    munmap(p, bytes);
+
+    std::size_t payload = bytes;
+    iovec iov{&payload, sizeof payload};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) _exit(4);
+    close(fd);
+    char ack = 0;
+    if (recv(sock, &ack, 1, 0) != 1) _exit(0);  // receiver gone (interrupted): stop quietly
+  }
+  _exit(0);
+}
+
+// Receives one batch; returns seconds, or a negative value on error.
+double receive_one(int sock, std::string& error) {
+  pollfd pfd{sock, POLLIN, 0};
+  if (poll(&pfd, 1, 60000) != 1) {
+    error = "writer sent nothing for 60 s";
+    return -1.0;
+  }
+  const double t0 = now_s();  // the message is there: writer time is excluded
+  std::size_t bytes = 0;
+  iovec iov{&bytes, sizeof bytes};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof bytes)) {
+    error = std::string("recvmsg: ") + std::strerror(errno);
+    return -1.0;
+  }
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+    error = "no file descriptor in the message";
+    return -1.0;
+  }
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    error = std::string("mmap: ") + std::strerror(errno);
+    close(fd);
+    return -1.0;
+  }
+  const auto* bytes_in = static_cast<const volatile unsigned char*>(p);
+  unsigned sum = 0;
+  for (std::size_t off = 0; off < bytes; off += kPageBytes) sum += bytes_in[off];  // first touch
+  munmap(p, bytes);
+  close(fd);
+  const double t1 = now_s();
+  asm volatile("" : : "r"(sum));
+  return t1 - t0;
+}
+
+}  // namespace
+
+SectionOutcome run_ipc(const RunContext& ctx) {
+  const std::size_t largest = ctx.by_scale<std::size_t>(16u << 20, 64u << 20, 256u << 20);
+  const int trials = ctx.by_scale(3, 5, 7);
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = 64u << 10; b <= largest; b *= 4) sizes.push_back(b);
+
+  std::vector<std::size_t> plan;  // per size: one warm-up, then the trials
+  for (std::size_t b : sizes)
+    for (int t = 0; t < trials + 1; ++t) plan.push_back(b);
+
+  int socks[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, socks) != 0)
+    return Problem::failed(std::string("socketpair: ") + std::strerror(errno));
+  const pid_t child = fork();
+  if (child < 0) {
+    close(socks[0]);
+    close(socks[1]);
+    return Problem::failed(std::string("fork: ") + std::strerror(errno));
+  }
+  if (child == 0) {
+    close(socks[0]);
+    writer_main(socks[1], plan);
+  }
+  close(socks[1]);
+  const int sock = socks[0];
+
+  std::vector<double> xs, ys;
+  nlohmann::json points = nlohmann::json::array();
+  std::string error;
+  bool interrupted = false;
+  std::size_t k = 0;
+  for (std::size_t b : sizes) {
+    std::vector<double> times;
+    for (int t = 0; t < trials + 1 && error.empty(); ++t, ++k) {
+      if (ctx.interrupted()) {
+        interrupted = true;
+        break;
+      }
+      const double s = receive_one(sock, error);
+      if (s < 0) break;
+      if (t > 0) times.push_back(s);
+      const char ack = 1;
+      send(sock, &ack, 1, MSG_NOSIGNAL);
+    }
+    if (interrupted || !error.empty()) break;
+    const double s = median(times);
+    xs.push_back(static_cast<double>(b));
+    ys.push_back(s);
+    points.push_back({{"bytes", b}, {"s", s}});
+    ctx.log(strf("ipc: %8zu KiB: %10.1f us (%.2f GB/s)", b >> 10, s * 1e6, static_cast<double>(b) / s / 1e9));
+  }
+  close(sock);  // an interrupted writer sees EOF and exits
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (interrupted) return Problem::interrupted();
+  if (!error.empty()) return Problem::failed(error);
+
+  const auto fit = fit_affine_relative(xs, ys);
+  if (!fit) return Problem::failed("receive times do not fit s = a + b * bytes (non-positive per-byte cost)");
+  ctx.log(strf("ipc: fit %.1f us per batch + %.3g s per byte (%.2f GB/s), rel_rmse %.3f", fit->intercept * 1e6,
+               fit->slope, 1e-9 / fit->slope, fit->rel_rmse));
+  SectionReport report;
+  report.profile_keys["ipc"] = {{"receive_s_per_batch", fit->intercept},
+                                {"receive_s_per_byte", fit->slope},
+                                {"points", points}};
+  return report;
+}
+
+}  // namespace pipeplan::calibrate

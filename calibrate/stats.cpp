@@ -1,0 +1,109 @@
+#include "calibrate/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <Eigen/Dense>
+
+namespace pipeplan::calibrate {
+
+double median(std::vector<double> values) {
+  const std::size_t n = values.size();
+  std::sort(values.begin(), values.end());
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(rank));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  const double t = rank - static_cast<double>(lo);
+  return values[lo] + t * (values[hi] - values[lo]);
+}
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) return 0.0;
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+namespace {
+
+double rel_rmse_of(const std::vector<double>& x, const std::vector<double>& y, double a, double b) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double r = (a + b * x[i] - y[i]) / y[i];
+    sum += r * r;
+  }
+  return std::sqrt(sum / static_cast<double>(x.size()));
+}
+
+}  // namespace
+
+std::optional<AffineFit> fit_affine_relative(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return std::nullopt;
+  if (std::any_of(y.begin(), y.end(), [](double v) { return !(v > 0.0) || !std::isfinite(v); })) return std::nullopt;
+  if (std::all_of(x.begin(), x.end(), [&](double v) { return v == x.front(); })) return std::nullopt;
+
+  // Divide each equation a + b x_i = y_i by y_i: ordinary least squares on relative error.
+  const auto n = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd A(n, 2);
+  Eigen::VectorXd rhs = Eigen::VectorXd::Ones(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    A(i, 0) = 1.0 / y[i];
+    A(i, 1) = x[i] / y[i];
+  }
+  const Eigen::Vector2d ab = A.colPivHouseholderQr().solve(rhs);
+  double a = ab(0);
+  double b = ab(1);
+  if (a < 0.0) {  // refit through the origin: b = sum(x/y) / sum((x/y)^2)
+    const Eigen::VectorXd col = A.col(1);
+    a = 0.0;
+    b = col.sum() / col.squaredNorm();
+  }
+  if (!(b > 0.0) || !std::isfinite(b)) return std::nullopt;
+  return AffineFit{a, b, rel_rmse_of(x, y, a, b)};
+}
+
+std::optional<LatencyBandwidth> fit_latency_bandwidth(const std::vector<double>& bytes,
+                                                      const std::vector<double>& time_s) {
+  const auto fit = fit_affine_relative(bytes, time_s);
+  if (!fit) return std::nullopt;
+  return LatencyBandwidth{fit->intercept, 1.0 / fit->slope, fit->rel_rmse};
+}
+
+double bus_factor(Collective c, int ranks) {
+  if (ranks <= 1) return 0.0;
+  const double n = ranks;
+  switch (c) {
+    case Collective::all_reduce: return 2.0 * (n - 1.0) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter: return (n - 1.0) / n;
+  }
+  return 0.0;
+}
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,
+                             int threads) {
+  const double extra_per_core = static_cast<double>(threads - cores) / cores;
+  const double cost = (aggregate_rate_at_cores / aggregate_rate_at_threads - 1.0) / extra_per_core;
+  return std::max(0.0, cost);
+}
+
+std::vector<double> geometric_sizes(double first, double last, double factor) {
+  std::vector<double> sizes;
+  for (double s = first; s <= last * (1.0 + 1e-9); s *= factor) sizes.push_back(s);
+  return sizes;
+}
+
+}  // namespace pipeplan::calibrate

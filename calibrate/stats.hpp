@@ -1,0 +1,61 @@
+// Small pure functions behind every calibration number: robust summaries (median,
+// percentile), the latency + bandwidth fit, nccl-tests' bus-bandwidth factors and the
+// oversubscription formula. Each is tested against hand calculations (tests/calibrate).
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace pipeplan::calibrate {
+
+// Median of the values (mean of the two middle ones for an even count). REQUIRES non-empty.
+double median(std::vector<double> values);
+
+// Percentile p in [0, 100] with linear interpolation between closest ranks (numpy's default,
+// "linear"): rank = p/100 * (n-1). REQUIRES non-empty.
+double percentile(std::vector<double> values, double p);
+
+double mean(const std::vector<double>& values);
+
+// y = intercept + slope * x, fitted by least squares on RELATIVE residuals
+// ((fit - y) / y), so a 4 KiB copy weighs as much as a 1 GiB one. A negative intercept
+// (noise at small sizes) is not physical: the fit is then redone through the origin.
+// rel_rmse = sqrt(mean(((fit - y) / y)^2)).
+struct AffineFit {
+  double intercept = 0.0;
+  double slope = 0.0;
+  double rel_rmse = 0.0;
+};
+// Empty when fewer than two distinct x, any y <= 0, or a non-positive slope comes out.
+std::optional<AffineFit> fit_affine_relative(const std::vector<double>& x, const std::vector<double>& y);
+
+// time_s = latency_s + bytes / bytes_per_s: the form every copy and collective model uses.
+struct LatencyBandwidth {
+  double latency_s = 0.0;
+  double bytes_per_s = 0.0;
+  double rel_rmse = 0.0;
+};
+std::optional<LatencyBandwidth> fit_latency_bandwidth(const std::vector<double>& bytes,
+                                                      const std::vector<double>& time_s);
+
+// nccl-tests' busbw = algbw * factor (doc/PERFORMANCE.md): all-reduce 2(n-1)/n,
+// all-gather and reduce-scatter (n-1)/n. 0 for a single rank.
+enum class Collective { all_reduce, all_gather, reduce_scatter };
+double bus_factor(Collective c, int ranks);
+std::string_view collective_name(Collective c);  // "all_reduce", ...
+
+// The simulator divides the capacity of `cores` busy cores by
+//   1 + cost * (threads - cores) / cores
+// when `threads` > `cores` runnable threads share them (models/cost_models.cpp). Given the
+// measured aggregate rates at `cores` and at `threads` threads, this solves for cost:
+//   cost = (rate_at_cores / rate_at_threads - 1) * cores / (threads - cores),
+// clamped at 0 (oversubscription never helps in the model). REQUIRES threads > cores > 0,
+// rates > 0.
+double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads,
+                             int cores, int threads);
+
+// Sizes from `first` to `last` bytes, multiplying by `factor` (last included if hit).
+std::vector<double> geometric_sizes(double first, double last, double factor);
+
+}  // namespace pipeplan::calibrate

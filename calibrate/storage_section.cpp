@@ -1,0 +1,336 @@
+// storage: read bandwidth, IOPS and completion latency of the device under --storage-path,
+// in fio's terms (rw=read|randread, bs, numjobs, iodepth=1; bw_bytes, iops, clat_ns).
+// The page cache is bypassed with O_DIRECT, or, where the file system refuses O_DIRECT
+// (tmpfs, some FUSE), by posix_fadvise(DONTNEED) on the file before each point (weaker:
+// re-read blocks may hit the cache; the profile's cache_bypass says which). Reads go through
+// io_uring (one ring per job, depth 1) where the kernel allows it, else pread.
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <latch>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "calibrate/sections.hpp"
+#include "calibrate/stats.hpp"
+
+namespace pipeplan::calibrate {
+
+namespace {
+
+constexpr std::size_t kAlign = 4096;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
+
+AlignedBuffer aligned_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, kAlign, bytes) != 0) return AlignedBuffer{};
+  std::memset(p, 0, bytes);
+  return AlignedBuffer{static_cast<char*>(p)};
+}
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+// Removes what the section created, whatever way it ends.
+class Cleanup {
+ public:
+  Cleanup(std::filesystem::path file, std::filesystem::path dir_to_remove)
+      : file_(std::move(file)), dir_(std::move(dir_to_remove)) {}
+  ~Cleanup() {
+    std::error_code ec;
+    std::filesystem::remove(file_, ec);
+    if (!dir_.empty()) std::filesystem::remove(dir_, ec);
+  }
+  Cleanup(const Cleanup&) = delete;
+  Cleanup& operator=(const Cleanup&) = delete;
+
+ private:
+  std::filesystem::path file_, dir_;
+};
+
+enum class Engine { io_uring, pread };
+
+// One reading job (fio's numjobs = one thread), iodepth 1.
+class Reader {
+ public:
+  Reader(Engine engine, int fd, std::size_t bs) : engine_(engine), fd_(fd), bs_(bs), buf_(aligned_buffer(bs)) {
+    if (engine_ == Engine::io_uring) ring_ok_ = io_uring_queue_init(1, &ring_, 0) == 0;
+  }
+  ~Reader() {
+    if (ring_ok_) io_uring_queue_exit(&ring_);
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  bool ready() const { return buf_ && (engine_ == Engine::pread || ring_ok_); }
+
+  // Reads bs bytes at off; returns the bytes read or -errno.
+  long read_at(std::size_t off) {
+    if (engine_ == Engine::pread) {
+      const ssize_t n = ::pread(fd_, buf_.get(), bs_, static_cast<off_t>(off));
+      return n < 0 ? -errno : static_cast<long>(n);
+    }
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (!sqe) return -EBUSY;
+    io_uring_prep_read(sqe, fd_, buf_.get(), static_cast<unsigned>(bs_), off);
+    int r = io_uring_submit(&ring_);
+    if (r < 0) return r;
+    io_uring_cqe* cqe = nullptr;
+    do {
+      r = io_uring_wait_cqe(&ring_, &cqe);
+    } while (r == -EINTR);
+    if (r < 0) return r;
+    const long res = cqe->res;
+    io_uring_cqe_seen(&ring_, cqe);
+    return res;
+  }
+
+ private:
+  Engine engine_;
+  int fd_;
+  std::size_t bs_;
+  AlignedBuffer buf_;
+  io_uring ring_{};
+  bool ring_ok_ = false;
+};
+
+struct PointSpec {
+  bool random = false;
+  std::size_t bs = 4096;
+  int numjobs = 1;
+};
+
+struct JobResult {
+  std::vector<double> clat_ns;
+  std::size_t io_bytes = 0;
+  double runtime_s = 0.0;
+  long error = 0;
+};
+
+void run_job(Engine engine, int fd, std::size_t file_bytes, const PointSpec& spec, int job, double duration_s,
+             bool drop_cache_on_wrap, std::latch& start, JobResult& out) {
+  Reader reader(engine, fd, spec.bs);
+  const std::size_t blocks_in_file = file_bytes / spec.bs;
+  // Sequential jobs each own a contiguous region (fio's offset_increment), wrapping inside it.
+  const std::size_t region_blocks = std::max<std::size_t>(1, blocks_in_file / spec.numjobs);
+  const std::size_t region_first = region_blocks * static_cast<std::size_t>(job);
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(job + 1);
+  std::size_t next_block = 0;
+  out.clat_ns.reserve(1 << 16);
+  start.arrive_and_wait();
+  if (!reader.ready()) {
+    out.error = -ENOMEM;
+    return;
+  }
+  const double t0 = now_s();
+  double t = t0;
+  while (t - t0 < duration_s) {
+    std::size_t block;
+    if (spec.random) {
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      block = rng % blocks_in_file;
+    } else {
+      if (next_block == region_blocks) {
+        next_block = 0;
+        if (drop_cache_on_wrap)
+          posix_fadvise(fd, static_cast<off_t>(region_first * spec.bs), static_cast<off_t>(region_blocks * spec.bs),
+                        POSIX_FADV_DONTNEED);
+      }
+      block = region_first + next_block++;
+    }
+    const double s0 = now_s();
+    const long n = reader.read_at(block * spec.bs);
+    t = now_s();
+    if (n < 0) {
+      out.error = n;
+      return;
+    }
+    out.clat_ns.push_back((t - s0) * 1e9);
+    out.io_bytes += static_cast<std::size_t>(n);
+  }
+  out.runtime_s = t - t0;
+}
+
+// Writes `bytes` of incompressible data, then pushes it out of the page cache.
+std::string write_test_file(const std::filesystem::path& path, std::size_t bytes) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.ok()) return "cannot create " + path.string() + ": " + std::strerror(errno);
+  const std::size_t chunk = 4u << 20;
+  std::vector<std::uint64_t> data(chunk / sizeof(std::uint64_t));
+  std::uint64_t x = 88172645463325252ull;
+  for (std::size_t done = 0; done < bytes; done += chunk) {
+    for (auto& w : data) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      w = x;
+    }
+    const std::size_t n = std::min(chunk, bytes - done);
+    if (::write(fd.get(), data.data(), n) != static_cast<ssize_t>(n))
+      return "cannot write " + path.string() + ": " + std::strerror(errno);
+  }
+  if (::fsync(fd.get()) != 0) return "fsync " + path.string() + ": " + std::strerror(errno);
+  posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  return "";
+}
+
+Engine pick_engine(int fd, std::string& why_not_uring) {
+  io_uring ring{};
+  const int r = io_uring_queue_init(1, &ring, 0);
+  if (r < 0) {
+    why_not_uring = std::string("io_uring_queue_init: ") + std::strerror(-r);
+    return Engine::pread;
+  }
+  io_uring_queue_exit(&ring);
+  Reader probe(Engine::io_uring, fd, kAlign);  // submissions can be refused after setup
+  const long n = probe.ready() ? probe.read_at(0) : -ENOMEM;
+  if (n < 0) {
+    why_not_uring = std::string("io_uring read: ") + std::strerror(static_cast<int>(-n));
+    return Engine::pread;
+  }
+  return Engine::io_uring;
+}
+
+}  // namespace
+
+SectionOutcome run_storage(const RunContext& ctx) {
+  SectionReport report;
+  std::filesystem::path dir = ctx.storage_path;
+  std::filesystem::path created_dir;
+  if (dir.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pipeplan-storage-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return Problem::failed(std::string("mkdtemp: ") + std::strerror(errno));
+    dir = created_dir = tmpl;
+  }
+  const std::filesystem::path file = dir / ("pipeplan-storage-test." + std::to_string(::getpid()));
+  Cleanup cleanup(file, created_dir);
+
+  const std::size_t file_bytes = ctx.by_scale<std::size_t>(16u << 20, 256u << 20, 1u << 30);
+  const double point_s = ctx.by_scale(0.1, 0.2, 0.4);
+  const int max_jobs = static_cast<int>(std::min(ctx.cores, 32u));
+  const std::vector<std::size_t> block_sizes = ctx.scale == Scale::tiny  ? std::vector<std::size_t>{4096, 1u << 20}
+                                               : ctx.scale == Scale::quick ? std::vector<std::size_t>{4096, 64u << 10, 1u << 20, 4u << 20}
+                                                                           : std::vector<std::size_t>{4096, 16u << 10, 64u << 10, 256u << 10, 1u << 20, 4u << 20};
+  std::vector<int> jobs = {1};
+  if (ctx.scale == Scale::full) {
+    for (int j = 2; j < max_jobs; j *= 2) jobs.push_back(j);
+  }
+  if (max_jobs > 1) jobs.push_back(max_jobs);
+
+  ctx.log(strf("storage: writing a %zu MiB test file in %s", file_bytes >> 20, dir.c_str()));
+  if (const std::string err = write_test_file(file, file_bytes); !err.empty()) return Problem::failed(err);
+  if (ctx.interrupted()) return Problem::interrupted();
+
+  bool direct = true;
+  Fd fd(::open(file.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+  if (!fd.ok()) {
+    direct = false;
+    report.notes.push_back(std::string("O_DIRECT refused (") + std::strerror(errno) +
+                           "): page cache dropped per file with posix_fadvise(DONTNEED)");
+    fd = Fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.ok()) return Problem::failed("cannot open " + file.string() + ": " + std::strerror(errno));
+  }
+  std::string why_not_uring;
+  const Engine engine = pick_engine(fd.get(), why_not_uring);
+  if (engine == Engine::pread) report.notes.push_back("io_uring unavailable (" + why_not_uring + "): pread");
+  ctx.log(strf("storage: engine %s, cache bypass %s", engine == Engine::io_uring ? "io_uring" : "pread",
+               direct ? "O_DIRECT" : "posix_fadvise(DONTNEED)"));
+  ctx.log("storage:  rw        bs  numjobs      bw_MB/s       iops  clat_p50_us  clat_p99_us");
+
+  nlohmann::json points = nlohmann::json::array();
+  double best_seq_bw = 0.0, best_rand_iops = 0.0, rand_lat_s = 0.0;
+  for (const bool random : {false, true}) {
+    for (const std::size_t bs : block_sizes) {
+      for (const int numjobs : jobs) {
+        if (ctx.interrupted()) return Problem::interrupted();
+        if (!direct) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+        const PointSpec spec{random, bs, numjobs};
+        std::vector<JobResult> results(static_cast<std::size_t>(numjobs));
+        std::latch start(numjobs);
+        {
+          std::vector<std::jthread> threads;
+          for (int j = 0; j < numjobs; ++j)
+            threads.emplace_back(run_job, engine, fd.get(), file_bytes, std::cref(spec), j, point_s, !direct,
+                                 std::ref(start), std::ref(results[static_cast<std::size_t>(j)]));
+        }
+        std::vector<double> clat;
+        std::size_t io_bytes = 0;
+        double runtime_s = 0.0;
+        for (const auto& r : results) {
+          if (r.error < 0)
+            return Problem::failed(strf("%s read of %zu bytes: %s", random ? "random" : "sequential", bs,
+                                        std::strerror(static_cast<int>(-r.error))));
+          clat.insert(clat.end(), r.clat_ns.begin(), r.clat_ns.end());
+          io_bytes += r.io_bytes;
+          runtime_s = std::max(runtime_s, r.runtime_s);
+        }
+        if (clat.empty() || runtime_s <= 0.0) return Problem::failed("no read completed");
+        const double bw = static_cast<double>(io_bytes) / runtime_s;
+        const double iops = static_cast<double>(clat.size()) / runtime_s;
+        const double p50 = percentile(clat, 50), p99 = percentile(clat, 99);
+        points.push_back({{"rw", random ? "randread" : "read"},
+                          {"bs", bs},
+                          {"numjobs", numjobs},
+                          {"iodepth", 1},
+                          {"io_bytes", io_bytes},
+                          {"runtime_s", runtime_s},
+                          {"bw_bytes", bw},
+                          {"iops", iops},
+                          {"clat_ns",
+                           {{"mean", mean(clat)},
+                            {"p50", p50},
+                            {"p90", percentile(clat, 90)},
+                            {"p99", p99},
+                            {"max", *std::max_element(clat.begin(), clat.end())}}}});
+        ctx.log(strf("storage: %-8s %8zu %8d %12.1f %10.0f %12.1f %12.1f", random ? "randread" : "read", bs, numjobs,
+                     bw / 1e6, iops, p50 / 1e3, p99 / 1e3));
+        // Every scale measures 1 MiB and 4 KiB blocks: the profile's summary figures.
+        if (!random && bs == (1u << 20)) best_seq_bw = std::max(best_seq_bw, bw);
+        if (random && bs == 4096) {
+          best_rand_iops = std::max(best_rand_iops, iops);
+          if (numjobs == 1) rand_lat_s = p50 * 1e-9;
+        }
+      }
+    }
+  }
+  report.profile_keys["storage"] = {{"path", dir.string()},
+                                    {"engine", engine == Engine::io_uring ? "io_uring" : "pread"},
+                                    {"cache_bypass", direct ? "O_DIRECT" : "posix_fadvise_dontneed"},
+                                    {"read_bytes_per_s", best_seq_bw},
+                                    {"read_iops", best_rand_iops},
+                                    {"read_latency_s", rand_lat_s},
+                                    {"points", points}};
+  return report;
+}
+
+}  // namespace pipeplan::calibrate

@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""pipeplan_probe: measure a Dataset's per-sample and per-batch costs for pipeplan.
+
+Wraps your own Dataset (anything with __len__ and __getitem__) and collate_fn, measures on
+this machine, in this one process, what pipeplan's scenario needs:
+
+  dataset.load_s_per_sample     mean and cv of one __getitem__ (read + decode + augment)
+  dataset.item_bytes            bytes of one sample as collated into the batch
+  dataset.num_samples           len(dataset)
+  dataset.sample_bytes          bytes read from storage per sample (only if you say how:
+                                --sample-bytes N or a sample_bytes_fn)
+  loader.collate_s_per_batch    CPU time of collate_fn for one batch
+
+and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario.
+
+Method. Samples are drawn at random (seeded) without replacement; the first few calls are
+a warm-up and are not counted (imports, caches, lazy file handles). Each __getitem__ is
+timed alone with time.perf_counter. Torch, when present, is limited to one intra-op thread
+(torch.set_num_threads(1)) as it is inside a DataLoader worker. Collate is timed on batches
+of the measured samples. Every mean is reported with its coefficient of variation and its
+standard error (stddev / sqrt(n)): a few hundred samples can still be 5-20% off for
+heavy-tailed datasets, so look at stderr_rel before trusting the third digit.
+
+Use as a module:
+
+    from pipeplan_probe import probe, scenario_fragment
+    res = probe(my_dataset, collate_fn=my_collate, batch_size=64, n_samples=300)
+    print(json.dumps(scenario_fragment(res), indent=2))
+
+or as a script:
+
+    python3 pipeplan_probe.py --dataset mypkg.data:make_dataset [--collate mypkg.data:collate] \
+        --batch-size 64 --samples 300 --out fragment.json
+
+where make_dataset is a callable returning the Dataset (or the Dataset object itself).
+Nothing here needs a GPU; torch is only needed for torch's default_collate.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+__all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "probe",
+           "scenario_fragment", "load_callable"]
+
+
+# ----------------------------------------------------------------------------- statistics
+def summarize(xs: Sequence[float]) -> Dict[str, float]:
+    """mean, sample stddev, cv, standard error of the mean, p50, p90, min, max, n."""
+    n = len(xs)
+    if n == 0:
+        return {"n": 0, "mean": float("nan"), "std": float("nan"), "cv": float("nan"),
+                "stderr": float("nan"), "stderr_rel": float("nan"), "p50": float("nan"),
+                "p90": float("nan"), "min": float("nan"), "max": float("nan")}
+    mean = sum(xs) / n
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+    std = math.sqrt(var)
+    s = sorted(xs)
+    stderr = std / math.sqrt(n)
+    return {"n": n, "mean": mean, "std": std,
+            "cv": std / mean if mean > 0 else float("nan"),
+            "stderr": stderr, "stderr_rel": stderr / mean if mean > 0 else float("nan"),
+            "p50": _quantile(s, 0.5), "p90": _quantile(s, 0.9),
+            "min": s[0], "max": s[-1]}
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default 'linear')."""
+    n = len(sorted_xs)
+    if n == 0:
+        return float("nan")
+    if n == 1:
+        return float(sorted_xs[0])
+    pos = q * (n - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return float(sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac)
+
+
+# ----------------------------------------------------------------------------- bytes
+def nbytes_of(obj: Any) -> int:
+    """Bytes of the tensors/arrays/buffers in a (nested) batch or sample.
+
+    torch tensors: numel * element_size; numpy arrays: nbytes; bytes/bytearray/memoryview:
+    len; lists, tuples and dicts are walked; numbers and strings count 0 (they are not
+    what moves through shared memory in bulk).
+    """
+    if obj is None:
+        return 0
+    if hasattr(obj, "element_size") and hasattr(obj, "numel"):   # torch.Tensor
+        try:
+            return int(obj.numel()) * int(obj.element_size())
+        except Exception:  # pragma: no cover
+            return 0
+    if hasattr(obj, "nbytes") and not isinstance(obj, (bytes, bytearray, memoryview)):
+        try:
+            return int(obj.nbytes)                               # numpy array
+        except Exception:  # pragma: no cover
+            return 0
+    if isinstance(obj, (bytes, bytearray)):
+        return len(obj)
+    if isinstance(obj, memoryview):
+        return obj.nbytes
+    if isinstance(obj, dict):
+        return sum(nbytes_of(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes_of(v) for v in obj)
+    return 0
+
+
+# ----------------------------------------------------------------------------- timing
+def _one_thread():
+    """Limit torch to one intra-op thread as in a DataLoader worker; return a restorer."""
+    try:
+        import torch  # noqa: F401
+    except Exception:
+        return lambda: None
+    import torch
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    return lambda: torch.set_num_threads(old)
+
+
+def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
+                 keep: int = 0, max_seconds: Optional[float] = None,
+                 clock: Callable[[], float] = time.perf_counter):
+    """Time dataset[i] for n_samples random indices (after `warmup` untimed calls).
+
+    Returns (summary dict of seconds, list of kept samples (up to `keep`), item bytes list).
+    Stops early, after at least 30 timed samples, once max_seconds have passed.
+    """
+    n = len(dataset)
+    rng = random.Random(seed)
+    total = warmup + n_samples
+    if total <= n:
+        idx = rng.sample(range(n), total)
+    else:
+        idx = [rng.randrange(n) for _ in range(total)]
+    restore = _one_thread()
+    times: List[float] = []
+    kept: List[Any] = []
+    item_bytes: List[int] = []
+    t_begin = clock()
+    try:
+        for j, i in enumerate(idx):
+            t0 = clock()
+            s = dataset[i]
+            t1 = clock()
+            if j < warmup:
+                continue
+            times.append(t1 - t0)
+            item_bytes.append(nbytes_of(s))
+            if len(kept) < keep:
+                kept.append(s)
+            if (max_seconds is not None and len(times) >= 30
+                    and clock() - t_begin > max_seconds):
+                break
+    finally:
+        restore()
+    return summarize(times), kept, item_bytes
+
+
+def default_collate_fn():
+    from torch.utils.data import default_collate
+    return default_collate
+
+
+def time_collate(samples: Sequence[Any], batch_size: int, collate_fn=None,
+                 n_batches: int = 30, warmup: int = 2, seed: int = 0,
+                 max_seconds: Optional[float] = None,
+                 clock: Callable[[], float] = time.perf_counter):
+    """Time collate_fn on n_batches batches drawn (with replacement) from `samples`.
+
+    Returns (summary of seconds per batch, summary of batch bytes).
+    """
+    if collate_fn is None:
+        collate_fn = default_collate_fn()
+    if not samples:
+        raise ValueError("time_collate needs at least one sample")
+    rng = random.Random(seed + 1)
+    restore = _one_thread()
+    times: List[float] = []
+    sizes: List[float] = []
+    t_begin = clock()
+    try:
+        for j in range(warmup + n_batches):
+            batch = [samples[rng.randrange(len(samples))] for _ in range(batch_size)]
+            t0 = clock()
+            out = collate_fn(batch)
+            t1 = clock()
+            if j < warmup:
+                continue
+            times.append(t1 - t0)
+            sizes.append(float(nbytes_of(out)))
+            del out
+            if (max_seconds is not None and len(times) >= 8
+                    and clock() - t_begin > max_seconds):
+                break
+    finally:
+        restore()
+    return summarize(times), summarize(sizes)
+
+
+# ----------------------------------------------------------------------------- probe
+def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
+          n_batches: int = 30, seed: int = 0, sample_bytes: Optional[float] = None,
+          sample_bytes_fn: Optional[Callable[[int], float]] = None,
+          max_seconds: Optional[float] = None) -> Dict[str, Any]:
+    """Measure one dataset; return a dict of results (see scenario_fragment)."""
+    keep = min(n_samples, max(batch_size, 64))
+    load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
+                                          keep=keep, max_seconds=max_seconds)
+    coll, bbytes = time_collate(kept, batch_size, collate_fn=collate_fn,
+                                n_batches=n_batches, seed=seed,
+                                max_seconds=None if max_seconds is None else max_seconds / 4)
+    res: Dict[str, Any] = {
+        "num_samples": len(dataset),
+        "batch_size": batch_size,
+        "load_s_per_sample": load,
+        "item_bytes_per_sample": summarize([float(b) for b in item_bytes]),
+        "collate_s_per_batch": coll,
+        "batch_bytes": bbytes,
+        "item_bytes_from_batch": bbytes["mean"] / batch_size if batch_size else float("nan"),
+    }
+    if sample_bytes_fn is not None:
+        rng = random.Random(seed + 2)
+        idx = [rng.randrange(len(dataset)) for _ in range(min(len(dataset), 500))]
+        res["sample_bytes"] = summarize([float(sample_bytes_fn(i)) for i in idx])
+    elif sample_bytes is not None:
+        res["sample_bytes"] = {"mean": float(sample_bytes), "cv": 0.0}
+    return res
+
+
+def _dist(mean: float, cv: float) -> Dict[str, Any]:
+    cv = 0.0 if (cv is None or not math.isfinite(cv)) else float(cv)
+    return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
+
+
+def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The pipeplan-scenario/1 keys that a probe result fills (merge into a scenario)."""
+    ds: Dict[str, Any] = {
+        "num_samples": int(res["num_samples"]),
+        "load_s_per_sample": _dist(res["load_s_per_sample"]["mean"],
+                                   res["load_s_per_sample"]["cv"]),
+        "item_bytes": max(1, int(round(res["item_bytes_from_batch"]))),
+    }
+    if "sample_bytes" in res:
+        ds["sample_bytes"] = _dist(res["sample_bytes"]["mean"], res["sample_bytes"].get("cv", 0.0))
+    return {
+        "dataset": ds,
+        "loader": {"batch_size": int(res["batch_size"]),
+                   "collate_s_per_batch": float(res["collate_s_per_batch"]["mean"])},
+    }
+
+
+# ----------------------------------------------------------------------------- CLI
+def load_callable(spec: str):
+    """'package.module:attr' (attr may be dotted) -> object; a file path works as module."""
+    if ":" not in spec:
+        raise ValueError(f"expected module:callable, got {spec!r}")
+    mod_name, attr = spec.split(":", 1)
+    if mod_name.endswith(".py") or os.sep in mod_name:
+        import importlib.util
+        path = os.path.abspath(mod_name)
+        sp = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        if sp is None or sp.loader is None:
+            raise ImportError(f"cannot load {path}")
+        mod = importlib.util.module_from_spec(sp)
+        sys.modules[sp.name] = mod
+        sp.loader.exec_module(mod)
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        mod = importlib.import_module(mod_name)
+    obj = mod
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _human(res: Dict[str, Any]) -> str:
+    ld, co, bb = res["load_s_per_sample"], res["collate_s_per_batch"], res["batch_bytes"]
+    lines = [
+        f"samples in dataset     {res['num_samples']}",
+        f"__getitem__            {ld['mean']*1e3:.3f} ms  cv {ld['cv']:.2f}  stderr {ld['stderr_rel']*100:.1f}%  (n={ld['n']})",
+        f"collate (batch {res['batch_size']:>4})    {co['mean']*1e3:.3f} ms  cv {co['cv']:.2f}  stderr {co['stderr_rel']*100:.1f}%  (n={co['n']})",
+        f"batch bytes            {bb['mean']:.0f}  ({res['item_bytes_from_batch']:.0f} per sample)",
+        f"one worker's capacity  {1.0/ld['mean']:.1f} samples/s (load only, one idle core)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", required=True,
+                    help="module:callable returning the Dataset (or module:object)")
+    ap.add_argument("--dataset-args", default="[]",
+                    help="JSON list of positional args for the dataset callable")
+    ap.add_argument("--collate", default=None, help="module:callable collate_fn "
+                    "(default: torch.utils.data.default_collate)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--samples", type=int, default=300, help="timed __getitem__ calls")
+    ap.add_argument("--batches", type=int, default=30, help="timed collate calls")
+    ap.add_argument("--sample-bytes", type=float, default=None,
+                    help="bytes read from storage per sample (mean), if known")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-seconds", type=float, default=None)
+    ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
+    ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
+    a = ap.parse_args(argv)
+    try:
+        obj = load_callable(a.dataset)
+        ds = obj(*json.loads(a.dataset_args)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
+        coll = load_callable(a.collate) if a.collate else None
+    except Exception as e:  # bad input: exit 2 like pipeplan
+        print(f"pipeplan_probe: cannot load dataset/collate: {e}", file=sys.stderr)
+        return 2
+    res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
+                n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
+                max_seconds=a.max_seconds)
+    print(_human(res), file=sys.stderr)
+    frag = scenario_fragment(res)
+    text = json.dumps(frag, indent=2)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    if a.raw:
+        with open(a.raw, "w") as f:
+            json.dump(res, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

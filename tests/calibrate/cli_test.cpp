@@ -1,0 +1,134 @@
+// `calibrate` end to end, in-process, at the tiny scale (PIPEPLAN_CALIBRATE_SCALE=tiny is set
+// by CMake for these tests): exit codes and the shape and sanity of the written profile.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/calibrate.hpp"
+#include "calibrate/gpu.hpp"
+#ifdef PIPEPLAN_TEST_PROFILE_READER
+#include "models/profile.hpp"
+#endif
+
+namespace pipeplan::calibrate {
+namespace {
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "calibrate");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return run_cli(static_cast<int>(args.size()), argv.data());
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pipeplan-calibrate-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(CalibrateCli, UnknownSectionIsExit2) {
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"--only", "bogus"}), 2);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("bogus"), std::string::npos) << err;
+  EXPECT_NE(err.find("copy, host, ipc, storage, decode, compute, nccl"), std::string::npos) << err;
+}
+
+TEST(CalibrateCli, UnknownOptionAndBadPathAreExit2) {
+  EXPECT_EQ(run({"--frobnicate"}), 2);
+  EXPECT_EQ(run({"--storage-path", "/nonexistent/pipeplan"}), 2);
+  EXPECT_EQ(run({"--out", "/nonexistent/dir/profile.json"}), 2);
+}
+
+TEST(CalibrateCli, HelpIsExit0) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(run({"--help"}), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("--storage-path"), std::string::npos);
+  EXPECT_NE(out.find("nccl"), std::string::npos);
+}
+
+TEST(CalibrateCli, CopyWithoutGpuIsExit3) {
+  if (gpu::unavailable_reason().empty()) GTEST_SKIP() << "a CUDA device is present";
+  TempDir dir;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"--only", "copy", "--out", (dir.path() / "p.json").string()}), 3);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("calibrate: copy: "), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "p.json"));  // nothing measured, nothing written
+}
+
+TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
+  TempDir dir;
+  const auto out = dir.path() / "profile.json";
+  ASSERT_EQ(run({"--only", "storage,decode,ipc,host", "--quick", "--out", out.string(), "--storage-path",
+                 dir.path().string()}),
+            0);
+  std::ifstream in(out);
+  const auto p = nlohmann::json::parse(in);
+  EXPECT_EQ(p["schema"], "pipeplan-profile/1");
+  EXPECT_TRUE(p["provenance"]["date"].is_string());
+  EXPECT_GE(p["provenance"]["cpu_cores"].get<int>(), 1);
+
+  // decode and the cpu curve it feeds
+  ASSERT_TRUE(p["decode"]["cpu_jpeg"].is_array());
+  for (const auto& d : p["decode"]["cpu_jpeg"]) EXPECT_GT(d["s_per_image"].get<double>(), 0.0);
+  const auto& curve = p["cpu"]["speed_vs_busy_cores"];
+  ASSERT_FALSE(curve.empty());
+  EXPECT_EQ(curve[0]["busy_cores"], 1);
+  EXPECT_DOUBLE_EQ(curve[0]["relative_speed"].get<double>(), 1.0);
+  EXPECT_EQ(curve.back()["busy_cores"].get<int>(), p["cpu"]["cores"].get<int>());
+  EXPECT_GE(p["cpu"]["oversubscription_cost"].get<double>(), 0.0);
+
+  // ipc
+  EXPECT_GT(p["ipc"]["receive_s_per_byte"].get<double>(), 0.0);
+  EXPECT_GE(p["ipc"]["receive_s_per_batch"].get<double>(), 0.0);
+  EXPECT_GE(p["ipc"]["points"].size(), 2u);
+
+  // storage, in fio's terms
+  const auto& st = p["storage"];
+  EXPECT_GT(st["read_bytes_per_s"].get<double>(), 0.0);
+  EXPECT_GT(st["read_iops"].get<double>(), 0.0);
+  EXPECT_GT(st["read_latency_s"].get<double>(), 0.0);
+  ASSERT_FALSE(st["points"].empty());
+  const auto& pt = st["points"][0];
+  for (const char* k : {"rw", "bs", "numjobs", "bw_bytes", "iops"}) EXPECT_TRUE(pt.contains(k)) << k;
+  EXPECT_LE(pt["clat_ns"]["p50"].get<double>(), pt["clat_ns"]["p99"].get<double>());
+
+  // host
+  EXPECT_GT(p["host"]["memcpy_bytes_per_s"].get<double>(), 1e8);
+  EXPECT_GT(p["host"]["pin_copy_bytes_per_s"].get<double>(), 1e8);
+
+  // No stray temporary file beside the profile, and the storage file is gone.
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "profile.json");
+  }
+  EXPECT_EQ(files, 1u);
+
+#ifdef PIPEPLAN_TEST_PROFILE_READER
+  EXPECT_NO_THROW(pipeplan::parse_profile(p, out.string(), nullptr));
+#endif
+}
+
+}  // namespace
+}  // namespace pipeplan::calibrate

@@ -1,0 +1,111 @@
+// The calibration formulas against hand calculations.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "calibrate/provenance.hpp"
+#include "calibrate/stats.hpp"
+
+namespace pipeplan::calibrate {
+namespace {
+
+TEST(Median, OddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_DOUBLE_EQ(median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_DOUBLE_EQ(median({7.0}), 7.0);
+}
+
+TEST(Percentile, LinearBetweenClosestRanks) {
+  // numpy.percentile([10, 20, 30, 40, 50], p): rank = p/100 * 4.
+  const std::vector<double> v = {50, 10, 40, 20, 30};
+  EXPECT_DOUBLE_EQ(percentile(v, 0), 10.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 50), 30.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 100), 50.0);
+  EXPECT_DOUBLE_EQ(percentile(v, 90), 46.0);  // rank 3.6: 40 + 0.6 * 10
+  EXPECT_DOUBLE_EQ(percentile(v, 99), 49.6);  // rank 3.96
+  EXPECT_DOUBLE_EQ(percentile({5.0}, 99), 5.0);
+}
+
+TEST(Mean, Simple) { EXPECT_DOUBLE_EQ(mean({1.0, 2.0, 6.0}), 3.0); }
+
+TEST(FitLatencyBandwidth, RecoversAnExactLine) {
+  // 10 us + bytes / 50 GB/s, sizes 4 KiB .. 1 GiB.
+  std::vector<double> bytes, t;
+  for (double b = 4096; b <= (1 << 30); b *= 4) {
+    bytes.push_back(b);
+    t.push_back(10e-6 + b / 50e9);
+  }
+  const auto fit = fit_latency_bandwidth(bytes, t);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->latency_s, 10e-6, 1e-15);
+  EXPECT_NEAR(fit->bytes_per_s, 50e9, 50e9 * 1e-9);
+  EXPECT_NEAR(fit->rel_rmse, 0.0, 1e-12);
+}
+
+TEST(FitAffine, RelativeErrorByHand) {
+  // Points (1, 2) and (2, 2): a line through both is y = 2 (slope 0) -> rejected (not a rate).
+  EXPECT_FALSE(fit_affine_relative({1.0, 2.0}, {2.0, 2.0}).has_value());
+  // (1, 2), (2, 3), (3, 3): weighted rows [1/y, x/y] = [1/2,1/2], [1/3,2/3], [1/3,1]; rhs 1.
+  // Normal equations times 36: [17 29; 29 61] [a b]' = [42 78]', det 196:
+  // a = (42*61 - 29*78) / 196 = 75/49, b = (17*78 - 29*42) / 196 = 27/49.
+  const auto fit = fit_affine_relative({1.0, 2.0, 3.0}, {2.0, 3.0, 3.0});
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->intercept, 75.0 / 49.0, 1e-12);
+  EXPECT_NEAR(fit->slope, 27.0 / 49.0, 1e-12);
+  // Relative residuals 2/49, -6/49, 3/49: rel_rmse = sqrt(49/3)/49 = 1/(7 sqrt 3).
+  EXPECT_NEAR(fit->rel_rmse, 1.0 / (7.0 * std::sqrt(3.0)), 1e-12);
+}
+
+TEST(FitAffine, NegativeInterceptRefitsThroughOrigin) {
+  // y = -1 + 2x exactly would need a negative latency: refit y = b x with b = sum(x/y)/sum((x/y)^2).
+  const std::vector<double> x = {1.0, 2.0, 3.0}, y = {1.0, 3.0, 5.0};
+  const auto fit = fit_affine_relative(x, y);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_DOUBLE_EQ(fit->intercept, 0.0);
+  const double r1 = 1.0, r2 = 2.0 / 3.0, r3 = 3.0 / 5.0;
+  EXPECT_NEAR(fit->slope, (r1 + r2 + r3) / (r1 * r1 + r2 * r2 + r3 * r3), 1e-12);
+}
+
+TEST(FitAffine, RejectsDegenerateInput) {
+  EXPECT_FALSE(fit_affine_relative({1.0}, {1.0}).has_value());
+  EXPECT_FALSE(fit_affine_relative({2.0, 2.0}, {1.0, 3.0}).has_value());
+  EXPECT_FALSE(fit_affine_relative({1.0, 2.0}, {0.0, 3.0}).has_value());
+}
+
+TEST(BusFactor, NcclTestsFactors) {
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 8), 2.0 * 7 / 8);  // 1.75
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 2), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_gather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::reduce_scatter, 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 1), 0.0);
+  EXPECT_EQ(collective_name(Collective::reduce_scatter), "reduce_scatter");
+}
+
+TEST(OversubscriptionCost, SolvesTheSimulatorsFormula) {
+  // 16 cores give 1600 images/s; 32 threads give 1500: 1600/1500 - 1 = 1/15, extra/core = 1.
+  EXPECT_NEAR(oversubscription_cost(1600, 1500, 16, 32), 1.0 / 15.0, 1e-12);
+  // 8 extra threads on 16 cores (extra/core = 0.5): cost = (1600/1500 - 1) / 0.5.
+  EXPECT_NEAR(oversubscription_cost(1600, 1500, 16, 24), 2.0 / 15.0, 1e-12);
+  // Faster when oversubscribed (noise): clamped at 0.
+  EXPECT_DOUBLE_EQ(oversubscription_cost(1500, 1600, 16, 32), 0.0);
+}
+
+TEST(GeometricSizes, IncludesBothEnds) {
+  const auto s = geometric_sizes(4096, 1 << 20, 4);
+  ASSERT_EQ(s.size(), 5u);  // 4K 16K 64K 256K 1M
+  EXPECT_DOUBLE_EQ(s.front(), 4096);
+  EXPECT_DOUBLE_EQ(s.back(), 1 << 20);
+}
+
+TEST(Provenance, CpuModelFromCpuinfo) {
+  EXPECT_EQ(cpu_model_from_cpuinfo("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum\nflags\t: fpu\n"),
+            "Intel(R) Xeon(R) Platinum");
+  EXPECT_EQ(cpu_model_from_cpuinfo("processor\t: 0\n"), "");
+  const std::string date = utc_iso8601_now();
+  ASSERT_EQ(date.size(), 20u);
+  EXPECT_EQ(date[10], 'T');
+  EXPECT_EQ(date.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace pipeplan::calibrate
