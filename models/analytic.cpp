@@ -1,0 +1,66 @@
+#include "models/analytic.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "models/cost_models.hpp"
+
+namespace pipeplan {
+
+namespace {
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+double per_batch(double batch, double seconds) { return seconds > 0.0 ? batch / seconds : kUnbounded; }
+}  // namespace
+
+double core_share_per_thread(const Profile& p, int cores, int threads) {
+  if (threads <= 0) return 1.0;
+  return cpu_capacity_cores(p.cpu, cores, threads) / threads;
+}
+
+int input_threads(const Scenario& s) {
+  const int per_rank = std::max(1, s.loader.num_workers) + (s.loader.num_workers > 0 ? 1 : 0) +
+                       (s.loader.pin_memory && s.loader.num_workers > 0 ? 1 : 0);
+  return per_rank * s.node.gpus;
+}
+
+std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p) {
+  std::vector<StageCapacity> out;
+  const double gpus = s.node.gpus;
+  const double batch = s.loader.batch_size;
+  const double bytes = s.batch_bytes();
+  const double share = core_share_per_thread(p, s.node.cpu_cores, input_threads(s));
+  const double collate_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch : bytes / p.host.memcpy_bytes_per_s;
+  const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean + collate_s;  // one batch, one idle core
+  const double ipc_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
+  const double pin_s = bytes / p.host.pin_copy_bytes_per_s;
+
+  const double miss = 1.0 - s.storage.page_cache_hit_ratio;
+  if (miss > 0.0) {
+    const double by_bandwidth = s.storage.read_bytes_per_s / (s.dataset.sample_bytes.mean * miss);
+    const double by_iops = s.storage.read_iops / miss;
+    out.push_back({"storage", std::min(by_bandwidth, by_iops)});
+  }
+  if (s.loader.num_workers > 0) {
+    out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s / share)});
+    if (s.loader.pin_memory)
+      out.push_back({"pin_thread", gpus * per_batch(batch, (ipc_s + pin_s) / share)});
+    else
+      out.push_back({"main_receive", gpus * per_batch(batch, ipc_s / share)});
+  } else {
+    out.push_back({"main_inline_load", gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share)});
+  }
+  if (s.training.host_s_per_step > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.training.host_s_per_step / share)});
+  const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
+  out.push_back({"h2d_copy", gpus * per_batch(batch, copy_time_s(curve, bytes))});
+  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.step_s())});
+  if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
+    double comm_s = 0.0;
+    for (double b : ddp_bucket_bytes(s.ddp.gradient_bytes, s.ddp.first_bucket_mb * 1048576.0, s.ddp.bucket_cap_mb * 1048576.0))
+      comm_s += collective_time_s(p.nccl.all_reduce, b, all_reduce_bus_factor(s.node.gpus));
+    out.push_back({"comm", gpus * per_batch(batch, comm_s)});
+  }
+  return out;
+}
+
+}  // namespace pipeplan

@@ -1,0 +1,29 @@
+// The analytic bound model: each stage's capacity in samples per second (node-wide), as a
+// by-hand estimate would compute it from component costs. The slowest stage bounds
+// throughput; the simulator exists for what this misses (bursts, head-of-line blocking,
+// shared cores over time, the GIL, copies that do or do not overlap).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+
+namespace pipeplan {
+
+struct StageCapacity {
+  std::string stage;
+  double samples_per_s;  // +inf when the stage costs nothing
+};
+
+// Capacities of every stage the scenario uses, node-wide (all ranks).
+std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p);
+
+// CPU cores available to one thread when `threads` threads run flat out on the node.
+double core_share_per_thread(const Profile& p, int cores, int threads);
+
+// Threads competing for the node's cores when the input pipeline runs flat out.
+int input_threads(const Scenario& s);
+
+}  // namespace pipeplan

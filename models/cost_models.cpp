@@ -1,0 +1,68 @@
+#include "models/cost_models.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipeplan {
+
+double copy_time_s(const CopyCurve& curve, double bytes) {
+  if (bytes <= 0.0) return 0.0;
+  const auto& p = curve.points;
+  if (p.empty() || bytes < p.front().bytes) return curve.latency_s + bytes / curve.bytes_per_s;
+  if (bytes >= p.back().bytes) return bytes / p.back().bytes_per_s;
+  auto upper = std::upper_bound(p.begin(), p.end(), bytes, [](double b, const RatePoint& q) { return b < q.bytes; });
+  const RatePoint& hi = *upper;
+  const RatePoint& lo = *(upper - 1);
+  const double t = (std::log(bytes) - std::log(lo.bytes)) / (std::log(hi.bytes) - std::log(lo.bytes));
+  const double rate = lo.bytes_per_s + t * (hi.bytes_per_s - lo.bytes_per_s);
+  return bytes / rate;
+}
+
+double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy) {
+  if (curve.empty()) return 1.0;
+  if (busy <= curve.front().busy_cores) return curve.front().relative_speed;
+  if (busy >= curve.back().busy_cores) return curve.back().relative_speed;
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    if (busy <= curve[i].busy_cores) {
+      const auto& a = curve[i - 1];
+      const auto& b = curve[i];
+      const double t = (busy - a.busy_cores) / (b.busy_cores - a.busy_cores);
+      return a.relative_speed + t * (b.relative_speed - a.relative_speed);
+    }
+  }
+  return curve.back().relative_speed;
+}
+
+double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable) {
+  if (runnable <= 0) return 0.0;
+  const int busy = std::min(runnable, cores);
+  double capacity = busy * relative_core_speed(cpu.speed_vs_busy_cores, busy);
+  if (runnable > cores) {
+    const double extra_per_core = static_cast<double>(runnable - cores) / cores;
+    capacity /= 1.0 + cpu.oversubscription_cost * extra_per_core;
+  }
+  return capacity;
+}
+
+double all_reduce_bus_factor(int ranks) { return ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) / ranks; }
+double all_gather_bus_factor(int ranks) { return ranks <= 1 ? 0.0 : static_cast<double>(ranks - 1) / ranks; }
+
+double collective_time_s(const CollectiveModel& model, double bytes, double bus_factor) {
+  if (bytes <= 0.0 || bus_factor <= 0.0) return 0.0;
+  return model.latency_s + bytes * bus_factor / model.bus_bytes_per_s;
+}
+
+std::vector<double> ddp_bucket_bytes(double gradient_bytes, double first_bucket_bytes, double cap_bytes) {
+  std::vector<double> buckets;
+  double left = gradient_bytes;
+  double next = first_bucket_bytes;
+  while (left > 0.0) {
+    const double b = std::min(left, next);
+    buckets.push_back(b);
+    left -= b;
+    next = cap_bytes;
+  }
+  return buckets;
+}
+
+}  // namespace pipeplan

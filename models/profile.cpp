@@ -1,0 +1,190 @@
+#include "models/profile.hpp"
+
+#include <algorithm>
+
+#include "models/input_error.hpp"
+#include "models/json_reader.hpp"
+
+namespace pipeplan {
+
+namespace {
+
+// Points are measurements kept for people and refits: validated for shape, not used.
+void check_points(ObjectReader& r, const std::string& key, const std::vector<std::string>& allowed) {
+  for (auto& p : r.array_of_objects(key)) {
+    for (const auto& k : allowed) p.raw(k);
+    p.finish();
+  }
+}
+
+CopyCurve read_curve(ObjectReader& parent, const std::string& key, const CopyCurve& fallback) {
+  if (!parent.has(key)) {
+    parent.raw(key);
+    return fallback;
+  }
+  ObjectReader r = parent.object(key);
+  CopyCurve c;
+  c.latency_s = r.number("latency_s", 0.0, Range::between(0, 1));
+  c.bytes_per_s = r.required_number("bytes_per_s", Range::positive());
+  r.number("rel_rmse", 0.0, Range::non_negative());
+  for (auto& p : r.array_of_objects("points")) {
+    RatePoint q;
+    q.bytes = p.required_number("bytes", Range::positive());
+    q.bytes_per_s = p.required_number("bytes_per_s", Range::positive());
+    p.raw("time_s");
+    p.finish();
+    c.points.push_back(q);
+  }
+  std::sort(c.points.begin(), c.points.end(), [](const RatePoint& a, const RatePoint& b) { return a.bytes < b.bytes; });
+  // Equal sizes would make interpolation divide by zero: keep the last of each size.
+  c.points.erase(std::unique(c.points.begin(), c.points.end(),
+                             [](const RatePoint& a, const RatePoint& b) { return a.bytes == b.bytes; }),
+                 c.points.end());
+  r.finish();
+  return c;
+}
+
+CollectiveModel read_collective(ObjectReader& parent, const std::string& key) {
+  CollectiveModel m;
+  if (!parent.has(key)) {
+    parent.raw(key);
+    return m;
+  }
+  ObjectReader r = parent.object(key);
+  m.present = true;
+  m.latency_s = r.number("latency_s", 0.0, Range::between(0, 10));
+  m.bus_bytes_per_s = r.required_number("bus_bytes_per_s", Range::positive());
+  r.number("rel_rmse", 0.0, Range::non_negative());
+  check_points(r, "points", {"bytes", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s"});
+  r.finish();
+  return m;
+}
+
+}  // namespace
+
+Profile parse_profile(const json& document, const std::string& file, const Profile* fallback) {
+  Profile p = fallback ? *fallback : Profile{};
+  p.file = file;
+  p.fallbacks.clear();
+  ObjectReader top(document, file, "");
+  top.choice("schema", "pipeplan-profile/1", {"pipeplan-profile/1"});
+  if (const json* prov = top.raw("provenance")) {
+    if (!prov->is_object()) top.fail("provenance", *prov, "an object");
+    p.provenance = *prov;
+  } else {
+    p.provenance = json::object();
+  }
+  auto missing = [&](const std::string& section) {
+    if (top.has(section)) return false;
+    top.raw(section);
+    if (fallback) p.fallbacks.push_back(section);
+    return true;
+  };
+
+  if (!missing("cpu")) {
+    ObjectReader r = top.object("cpu");
+    p.cpu.cores = static_cast<int>(r.integer("cores", p.cpu.cores, Range::between(1, 4096)));
+    auto points = r.array_of_objects("speed_vs_busy_cores");
+    if (!points.empty()) {
+      p.cpu.speed_vs_busy_cores.clear();
+      for (auto& q : points) {
+        SpeedPoint s;
+        s.busy_cores = q.required_number("busy_cores", Range::at_least(1));
+        s.relative_speed = q.required_number("relative_speed", {0.0, 10.0, true});
+        q.finish();
+        p.cpu.speed_vs_busy_cores.push_back(s);
+      }
+      std::sort(p.cpu.speed_vs_busy_cores.begin(), p.cpu.speed_vs_busy_cores.end(),
+                [](const SpeedPoint& a, const SpeedPoint& b) { return a.busy_cores < b.busy_cores; });
+    }
+    p.cpu.oversubscription_cost = r.number("oversubscription_cost", p.cpu.oversubscription_cost, Range::between(0, 100));
+    r.finish();
+  }
+  if (!missing("host")) {
+    ObjectReader r = top.object("host");
+    p.host.memcpy_bytes_per_s = r.number("memcpy_bytes_per_s", p.host.memcpy_bytes_per_s, Range::positive());
+    p.host.pin_copy_bytes_per_s = r.number("pin_copy_bytes_per_s", p.host.pin_copy_bytes_per_s, Range::positive());
+    p.host.host_alloc_s_per_mib = r.number("host_alloc_s_per_mib", p.host.host_alloc_s_per_mib, Range::non_negative());
+    p.host.host_register_s_per_mib = r.number("host_register_s_per_mib", p.host.host_register_s_per_mib, Range::non_negative());
+    check_points(r, "points", {"what", "bytes", "bytes_per_s", "s"});
+    r.finish();
+  }
+  if (!missing("ipc")) {
+    ObjectReader r = top.object("ipc");
+    p.ipc.receive_s_per_batch = r.number("receive_s_per_batch", p.ipc.receive_s_per_batch, Range::between(0, 10));
+    p.ipc.receive_s_per_byte = r.number("receive_s_per_byte", p.ipc.receive_s_per_byte, Range::between(0, 1));
+    check_points(r, "points", {"bytes", "s"});
+    r.finish();
+  }
+  if (!missing("storage")) {
+    ObjectReader r = top.object("storage");
+    r.string("path", "");
+    r.choice("engine", "pread", {"io_uring", "pread"});
+    r.string("cache_bypass", "");
+    p.storage.read_bytes_per_s = r.number("read_bytes_per_s", p.storage.read_bytes_per_s, Range::positive());
+    p.storage.read_iops = r.number("read_iops", p.storage.read_iops, Range::positive());
+    p.storage.read_latency_s = r.number("read_latency_s", p.storage.read_latency_s, Range::between(0, 10));
+    for (auto& q : r.array_of_objects("points")) {
+      for (const char* k : {"rw", "bs", "numjobs", "iodepth", "bw_bytes", "iops", "runtime_s", "io_bytes"}) q.raw(k);
+      if (q.has("clat_ns")) {
+        ObjectReader c = q.object("clat_ns");
+        for (const char* k : {"mean", "p50", "p90", "p99", "max"}) c.raw(k);
+        c.finish();
+      } else {
+        q.raw("clat_ns");
+      }
+      q.finish();
+    }
+    r.finish();
+  }
+  if (!missing("decode")) {
+    ObjectReader r = top.object("decode");
+    check_points(r, "cpu_jpeg", {"width", "height", "bytes", "s_per_image", "quality"});
+    check_points(r, "cpu_jpeg_scaling", {"threads", "images_per_s", "relative_speed", "images_per_s_per_thread"});
+    check_points(r, "gpu_nvjpeg", {"width", "height", "bytes", "batch", "images_per_s", "s_per_image"});
+    r.finish();
+  }
+  if (!missing("copy")) {
+    ObjectReader r = top.object("copy");
+    p.copy.copy_engines = static_cast<int>(r.integer("copy_engines", p.copy.copy_engines, Range::between(0, 64)));
+    const CopyProfile defaults = p.copy;
+    p.copy.h2d_pinned = read_curve(r, "h2d_pinned", defaults.h2d_pinned);
+    p.copy.h2d_pageable = read_curve(r, "h2d_pageable", defaults.h2d_pageable);
+    p.copy.d2h_pinned = read_curve(r, "d2h_pinned", defaults.d2h_pinned);
+    p.copy.d2h_pageable = read_curve(r, "d2h_pageable", defaults.d2h_pageable);
+    p.copy.bidirectional_bytes_per_s =
+        r.number("bidirectional_bytes_per_s", p.copy.bidirectional_bytes_per_s, Range::non_negative());
+    if (r.has("overlap")) {
+      ObjectReader o = r.object("overlap");
+      p.copy.side_stream_copy_kept = o.number("side_stream_copy_kept", 1.0, {0.0, 1.5, true});
+      p.copy.side_stream_compute_kept = o.number("side_stream_compute_kept", 1.0, {0.0, 1.5, true});
+      o.boolean("default_stream_serialized", true);
+      o.finish();
+    } else {
+      r.raw("overlap");
+    }
+    r.finish();
+  }
+  if (!missing("compute")) {
+    ObjectReader r = top.object("compute");
+    p.compute.bf16_gemm_flops_per_s = r.number("bf16_gemm_flops_per_s", 0.0, Range::non_negative());
+    p.compute.gemm_kept_with_copy = r.number("gemm_kept_with_copy", 1.0, {0.0, 1.5, true});
+    p.compute.gemm_kept_with_nccl = r.number("gemm_kept_with_nccl", 1.0, {0.0, 1.5, true});
+    r.finish();
+  }
+  if (!missing("nccl")) {
+    ObjectReader r = top.object("nccl");
+    p.nccl.measured = r.boolean("measured", false);
+    r.string("reason", "");
+    r.string("version", "");
+    p.nccl.gpus = static_cast<int>(r.integer("gpus", 1, Range::between(0, 4096)));
+    p.nccl.all_reduce = read_collective(r, "all_reduce");
+    p.nccl.all_gather = read_collective(r, "all_gather");
+    p.nccl.reduce_scatter = read_collective(r, "reduce_scatter");
+    r.finish();
+  }
+  top.finish();
+  return p;
+}
+
+}  // namespace pipeplan

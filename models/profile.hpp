@@ -1,0 +1,97 @@
+// Profile: a measured machine, as read from a `pipeplan-profile/1` file (docs/profile.md).
+// Only what the simulator uses is typed here; raw measurement points are validated and kept.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pipeplan {
+
+// Per-core speed relative to one busy core, by the number of busy cores.
+struct SpeedPoint {
+  double busy_cores = 1.0;
+  double relative_speed = 1.0;
+};
+
+struct CpuProfile {
+  int cores = 16;
+  std::vector<SpeedPoint> speed_vs_busy_cores{{1.0, 1.0}};
+  double oversubscription_cost = 0.05;
+};
+
+struct HostProfile {
+  double memcpy_bytes_per_s = 1.0e10;
+  double pin_copy_bytes_per_s = 8.0e9;
+  double host_alloc_s_per_mib = 0.0;
+  double host_register_s_per_mib = 0.0;
+};
+
+struct IpcProfile {
+  double receive_s_per_batch = 2.0e-4;
+  double receive_s_per_byte = 1.0e-10;
+};
+
+struct StorageProfile {
+  double read_bytes_per_s = 6.0e8;
+  double read_iops = 3.0e4;
+  double read_latency_s = 1.0e-4;
+};
+
+struct RatePoint {
+  double bytes = 0.0;
+  double bytes_per_s = 0.0;
+};
+
+// A size-dependent copy rate: measured points, and a latency + bandwidth fit.
+struct CopyCurve {
+  double latency_s = 0.0;
+  double bytes_per_s = 1.0e10;
+  std::vector<RatePoint> points;  // sorted by bytes
+};
+
+struct CopyProfile {
+  int copy_engines = 2;
+  CopyCurve h2d_pinned, h2d_pageable, d2h_pinned, d2h_pageable;
+  double bidirectional_bytes_per_s = 0.0;
+  double side_stream_copy_kept = 1.0;
+  double side_stream_compute_kept = 1.0;
+};
+
+struct ComputeProfile {
+  double bf16_gemm_flops_per_s = 0.0;
+  double gemm_kept_with_copy = 1.0;
+  double gemm_kept_with_nccl = 1.0;
+};
+
+struct CollectiveModel {
+  bool present = false;
+  double latency_s = 0.0;
+  double bus_bytes_per_s = 0.0;
+};
+
+struct NcclProfile {
+  bool measured = false;
+  int gpus = 1;
+  CollectiveModel all_reduce, all_gather, reduce_scatter;
+};
+
+struct Profile {
+  std::string file;
+  nlohmann::json provenance = nlohmann::json::object();
+  CpuProfile cpu;
+  HostProfile host;
+  IpcProfile ipc;
+  StorageProfile storage;
+  CopyProfile copy;
+  ComputeProfile compute;
+  NcclProfile nccl;
+  std::vector<std::string> fallbacks;  // sections taken from the default profile
+};
+
+// Parses and validates. A section missing from `document` is copied from `fallback` (when
+// given) and named in Profile::fallbacks. Throws InputError on any bad value.
+Profile parse_profile(const nlohmann::json& document, const std::string& file, const Profile* fallback);
+
+}  // namespace pipeplan

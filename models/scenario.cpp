@@ -1,0 +1,201 @@
+#include "models/scenario.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "models/input_error.hpp"
+#include "models/json_reader.hpp"
+#include "models/profile.hpp"
+
+namespace pipeplan {
+
+namespace {
+
+// A distribution is {"mean", "cv", "kind"} or a bare number (constant).
+Distribution read_distribution(ObjectReader& parent, const std::string& key, Distribution fallback, Range mean_range) {
+  const json* v = parent.raw(key);
+  if (!v) return fallback;
+  if (v->is_number()) {
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || !mean_range.contains(x)) parent.fail(key, *v, mean_range.describe(false));
+    return Distribution{x, 0.0, Distribution::Kind::kConstant};
+  }
+  if (!v->is_object()) parent.fail(key, *v, "a number or {\"mean\", \"cv\", \"kind\"}");
+  ObjectReader r = parent.object(key);
+  Distribution d;
+  d.mean = r.required_number("mean", mean_range);
+  d.cv = r.number("cv", 0.0, Range::between(0.0, 10.0));
+  const std::string kind = r.choice("kind", "lognormal", {"lognormal", "gamma", "constant"});
+  d.kind = kind == "gamma" ? Distribution::Kind::kGamma
+           : kind == "constant" ? Distribution::Kind::kConstant
+                                : Distribution::Kind::kLognormal;
+  r.finish();
+  return d;
+}
+
+}  // namespace
+
+std::int64_t Scenario::batches_per_epoch() const {
+  const std::int64_t n = samples_per_rank();
+  const std::int64_t b = loader.batch_size;
+  return loader.drop_last ? n / b : (n + b - 1) / b;
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open the file (missing or unreadable)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, "cannot read the file");
+  try {
+    return json::parse(buffer.str());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the byte offset; keep it on one line.
+    std::string what = e.what();
+    for (auto& c : what) if (c == '\n' || c == '\r') c = ' ';
+    throw InputError(path, "(document): malformed JSON: " + what + "; expected a JSON object");
+  }
+}
+
+void apply_override(json& document, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set", "", "\"" + assignment + "\"", "KEY.PATH=VALUE (for example loader.num_workers=8)");
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;  // a bare word is a string: --set transfer.copy_stream=side
+  }
+  json* node = &document;
+  std::size_t start = 0;
+  std::string walked;
+  for (;;) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) throw InputError("--set", path, "\"" + assignment + "\"", "a dotted path of non-empty keys");
+    if (!node->is_object()) throw InputError("--set", walked, show_value(*node), "an object to set \"" + key + "\" in");
+    walked += (walked.empty() ? "" : ".") + key;
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    json& child = (*node)[key];
+    if (child.is_null()) child = json::object();
+    node = &child;
+    start = dot + 1;
+  }
+}
+
+Scenario parse_scenario(const json& document, const std::string& file, const Profile& profile) {
+  Scenario s;
+  s.file = file;
+  ObjectReader top(document, file, "");
+  top.choice("schema", "pipeplan-scenario/1", {"pipeplan-scenario/1"});
+  {
+    std::string stem = file;
+    if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
+    if (auto dot = stem.rfind(".json"); dot != std::string::npos) stem = stem.substr(0, dot);
+    s.name = top.string("name", stem);
+  }
+  s.description = top.string("description", "");
+  s.seed = static_cast<std::uint64_t>(top.integer("seed", 1, Range::between(0, 9.0e15)));
+
+  {
+    ObjectReader r = top.object("node");
+    s.node.gpus = static_cast<int>(r.integer("gpus", 1, Range::between(1, 64)));
+    s.node.cpu_cores = static_cast<int>(r.integer("cpu_cores", profile.cpu.cores, Range::between(1, 4096)));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("dataset");
+    s.dataset.num_samples = r.integer("num_samples", s.dataset.num_samples, Range::between(1, 1e15));
+    s.dataset.sample_bytes = read_distribution(r, "sample_bytes", s.dataset.sample_bytes, Range::positive());
+    s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::positive());
+    s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::positive());
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("storage");
+    s.storage.page_cache_hit_ratio = r.number("page_cache_hit_ratio", 1.0, Range::unit_interval());
+    s.storage.read_bytes_per_s = r.number("read_bytes_per_s", profile.storage.read_bytes_per_s, Range::positive());
+    s.storage.read_iops = r.number("read_iops", profile.storage.read_iops, Range::positive());
+    s.storage.read_latency_s = r.number("read_latency_s", profile.storage.read_latency_s, Range::between(0, 10));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("loader");
+    s.loader.batch_size = static_cast<int>(r.integer("batch_size", 1, Range::between(1, 1 << 24)));
+    s.loader.num_workers = static_cast<int>(r.integer("num_workers", 0, Range::between(0, 1024)));
+    const auto prefetch = r.optional_integer("prefetch_factor", Range::between(1, 1024));
+    if (prefetch && s.loader.num_workers == 0)
+      throw InputError(file, r.path_of("prefetch_factor"), std::to_string(*prefetch),
+                       "no prefetch_factor with num_workers=0 (PyTorch raises ValueError: it applies only to worker processes)");
+    s.loader.prefetch_factor = static_cast<int>(prefetch.value_or(2));
+    s.loader.pin_memory = r.boolean("pin_memory", false);
+    s.loader.persistent_workers = r.boolean("persistent_workers", false);
+    if (s.loader.persistent_workers && s.loader.num_workers == 0)
+      throw InputError(file, r.path_of("persistent_workers"), "true",
+                       "false with num_workers=0 (PyTorch raises ValueError: persistent_workers needs num_workers > 0)");
+    s.loader.drop_last = r.boolean("drop_last", false);
+    s.loader.in_order = r.boolean("in_order", true);
+    s.loader.worker_start_s = r.number("worker_start_s", s.loader.worker_start_s, Range::between(0, 3600));
+    s.loader.collate_s_per_batch = r.optional_number("collate_s_per_batch", Range::between(0, 3600));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("transfer");
+    s.transfer.non_blocking = r.boolean("non_blocking", false);
+    s.transfer.copy_stream = r.choice("copy_stream", "default", {"default", "side"}) == "side" ? CopyStream::kSide
+                                                                                              : CopyStream::kDefault;
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("training");
+    const auto step = r.optional_number("step_s", Range::between(0, 3600));
+    const auto forward = r.optional_number("forward_s", Range::between(0, 3600));
+    const auto backward = r.optional_number("backward_s", Range::between(0, 3600));
+    if (forward.has_value() != backward.has_value())
+      throw InputError(file, r.path_of(forward ? "backward_s" : "forward_s"), "nothing",
+                       "forward_s and backward_s given together");
+    if (forward) {
+      if (*forward + *backward <= 0)
+        throw InputError(file, r.path_of("forward_s"), std::to_string(*forward), "forward_s + backward_s > 0");
+      if (step && std::fabs(*step - (*forward + *backward)) > 1e-9 * std::max(1.0, *step))
+        throw InputError(file, r.path_of("step_s"), show_value(*step),
+                         "step_s equal to forward_s + backward_s, or left out");
+      s.training.forward_s = *forward;
+      s.training.backward_s = *backward;
+      s.training.split_given = true;
+    } else {
+      if (!step) throw InputError(file, r.path_of("step_s"), "nothing", "a number > 0 (required: the synthetic-data step time)");
+      if (*step <= 0) throw InputError(file, r.path_of("step_s"), show_value(*step), "a number > 0");
+      // Backward is about twice the forward for typical networks.
+      s.training.forward_s = *step / 3.0;
+      s.training.backward_s = *step - s.training.forward_s;
+    }
+    s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
+    s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
+    s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));
+    s.training.max_steps_ahead = static_cast<int>(r.integer("max_steps_ahead", 2, Range::between(1, 1 << 20)));
+    s.training.steps = r.integer("steps", 2000, Range::between(1, 1e9));
+    const std::int64_t default_warmup =
+        (s.loader.num_workers > 0 ? static_cast<std::int64_t>(s.loader.prefetch_factor) * s.loader.num_workers : 0) + 2;
+    s.training.warmup_steps = r.integer("warmup_steps", default_warmup, Range::between(0, 1e9));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("ddp");
+    s.ddp.gradient_bytes = r.number("gradient_bytes", 0.0, Range::non_negative());
+    s.ddp.bucket_cap_mb = r.number("bucket_cap_mb", 25.0, Range::positive());
+    s.ddp.first_bucket_mb = r.number("first_bucket_mb", 1.0, Range::positive());
+    r.finish();
+  }
+  top.finish();
+  return s;
+}
+
+}  // namespace pipeplan

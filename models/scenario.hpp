@@ -1,0 +1,107 @@
+// Scenario: one training job's input pipeline, as read from a `pipeplan-scenario/1` file.
+// Every key is documented in docs/scenario.md (meaning, unit, default, range); keep the two
+// in step. Values here are fully resolved: defaults applied, cross-field rules checked.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/distribution.hpp"
+
+namespace pipeplan {
+
+struct Profile;
+
+struct NodeConfig {
+  int gpus = 1;
+  int cpu_cores = 0;  // resolved from the profile when absent
+};
+
+struct DatasetConfig {
+  std::int64_t num_samples = 1281167;
+  Distribution sample_bytes{110000.0, 0.0, Distribution::Kind::kLognormal};
+  double item_bytes = 602112.0;
+  Distribution load_s_per_sample{0.004, 0.0, Distribution::Kind::kLognormal};
+};
+
+struct StorageConfig {
+  double page_cache_hit_ratio = 1.0;
+  double read_bytes_per_s = 0.0;  // resolved from the profile when absent
+  double read_iops = 0.0;
+  double read_latency_s = 0.0;
+};
+
+struct LoaderConfig {
+  int batch_size = 1;
+  int num_workers = 0;
+  int prefetch_factor = 2;  // meaningful only when num_workers > 0
+  bool pin_memory = false;
+  bool persistent_workers = false;
+  bool drop_last = false;
+  bool in_order = true;
+  double worker_start_s = 0.15;
+  std::optional<double> collate_s_per_batch;  // absent: batch bytes / host memcpy rate
+};
+
+enum class CopyStream { kDefault, kSide };
+
+struct TransferConfig {
+  bool non_blocking = false;
+  CopyStream copy_stream = CopyStream::kDefault;
+};
+
+struct TrainingConfig {
+  double forward_s = 0.0;   // with backward_s; when only step_s is given, forward = step/3
+  double backward_s = 0.0;  // backward + optimizer
+  bool split_given = false; // forward/backward given by the user
+  double step_cv = 0.0;
+  double host_s_per_step = 0.0;
+  int sync_every_steps = 0;
+  int max_steps_ahead = 2;
+  std::int64_t steps = 2000;
+  std::int64_t warmup_steps = -1;  // resolved
+
+  double step_s() const { return forward_s + backward_s; }
+};
+
+struct DdpConfig {
+  double gradient_bytes = 0.0;
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+};
+
+struct Scenario {
+  std::string file;  // where it came from, for messages
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  NodeConfig node;
+  DatasetConfig dataset;
+  StorageConfig storage;
+  LoaderConfig loader;
+  TransferConfig transfer;
+  TrainingConfig training;
+  DdpConfig ddp;
+
+  double batch_bytes() const { return loader.batch_size * dataset.item_bytes; }
+  std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
+  // Batches per epoch per rank, as len(DataLoader) with drop_last.
+  std::int64_t batches_per_epoch() const;
+};
+
+// Applies `--set a.b.c=VALUE` (VALUE parsed as JSON, else taken as a string) to a document.
+// Throws InputError (file "--set") when the path crosses a non-object or is malformed.
+void apply_override(nlohmann::json& document, const std::string& assignment);
+
+// Parses and validates. Values the profile provides (cores, storage) are resolved against it.
+// Throws InputError on any bad value.
+Scenario parse_scenario(const nlohmann::json& document, const std::string& file, const Profile& profile);
+
+// Reads a file into JSON, throwing InputError for a missing, unreadable or malformed file.
+nlohmann::json read_json_file(const std::string& path);
+
+}  // namespace pipeplan

@@ -1,0 +1,218 @@
+#include "sim/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "models/analytic.hpp"
+
+namespace pipeplan::sim {
+
+namespace {
+
+std::string pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, seconds < 0.01 ? "%.2f ms" : "%.1f ms", seconds * 1e3);
+  return buf;
+}
+
+bool is_input_stage(const std::string& name) {
+  return name == "storage" || name == "workers" || name == "main_receive" || name == "pin_thread" || name == "main_inline_load";
+}
+
+const StageReport* find(const SimResult& r, const std::string& name) {
+  for (const auto& s : r.stages)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string with_thousands(double value) {
+  if (!std::isfinite(value)) return "unbounded";
+  const long long v = std::llround(value);
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
+  for (const auto& c : stage_capacities(s, p))
+    for (auto& stage : result.stages)
+      if (stage.name == c.stage) stage.capacity_samples_per_s = std::isfinite(c.samples_per_s) ? c.samples_per_s : -1.0;
+
+  const GpuReport& g = result.gpu;
+  const double gpu_capacity = find(result, "gpu_compute")->capacity_samples_per_s;
+  Diagnosis d;
+  // Which wait dominates the GPU's idle time decides the side of the chain to blame.
+  struct Cause { const char* name; double fraction; };
+  Cause causes[] = {{"data", g.idle_waiting_for_data_fraction}, {"copy", g.idle_waiting_for_copy_fraction},
+                    {"host", g.idle_host_fraction}, {"comm", g.exposed_comm_fraction}};
+  const Cause* top = std::max_element(std::begin(causes), std::end(causes),
+                                      [](const Cause& a, const Cause& b) { return a.fraction < b.fraction; });
+  const double idle = 1.0 - g.busy_fraction;
+  if (g.busy_fraction >= 0.9 || top->fraction < 0.05) {
+    d.stage = "gpu_compute";
+    double input_capacity = -1.0;
+    for (const auto& st : result.stages)
+      if (is_input_stage(st.name) && st.capacity_samples_per_s > 0)
+        input_capacity = input_capacity < 0 ? st.capacity_samples_per_s : std::min(input_capacity, st.capacity_samples_per_s);
+    d.explanation = "compute-bound: the GPU is busy " + pct(g.busy_fraction) + " of each step at " +
+                    with_thousands(result.samples_per_s) + " samples/s (its synthetic-data rate is " +
+                    with_thousands(result.baseline_samples_per_s) + ")";
+    if (input_capacity > 0) d.explanation += "; the input pipeline could deliver about " + with_thousands(input_capacity) + " samples/s";
+    return d;
+  }
+  const std::string waits = "; the GPU waits " + pct(top->fraction) + " of each step";
+  if (std::string(top->name) == "data") {
+    const StageReport* worst = nullptr;
+    for (const auto& st : result.stages) {
+      if (!is_input_stage(st.name)) continue;
+      if (!worst || st.busy_fraction > worst->busy_fraction + 1e-9 ||
+          (std::fabs(st.busy_fraction - worst->busy_fraction) <= 1e-9 && st.capacity_samples_per_s < worst->capacity_samples_per_s))
+        worst = &st;
+    }
+    d.stage = worst ? worst->name : "workers";
+    const std::string cap = worst ? with_thousands(worst->capacity_samples_per_s) : "?";
+    if (d.stage == "workers")
+      d.explanation = "input-bound: " + std::to_string(s.loader.num_workers * s.node.gpus) + " workers load and decode about " + cap +
+                      " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
+    else if (d.stage == "storage")
+      d.explanation = "storage-bound: the device delivers about " + cap + " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
+    else if (d.stage == "pin_thread")
+      d.explanation = "pin-bound: the single pin_memory thread receives and pins about " + cap + " samples/s against the GPU's " +
+                      with_thousands(gpu_capacity) + waits + " for data";
+    else if (d.stage == "main_receive")
+      d.explanation = "receive-bound: the main thread maps workers' batches at about " + cap + " samples/s against the GPU's " +
+                      with_thousands(gpu_capacity) + waits + " for data";
+    else
+      d.explanation = "input-bound: with num_workers=0 the training loop loads every batch itself, about " + cap +
+                      " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
+    const double burst = result.mean_batches_in_flight;
+    (void)burst;
+    return d;
+  }
+  if (std::string(top->name) == "copy") {
+    d.stage = "h2d_copy";
+    d.explanation = std::string("copy-bound: the host-to-device copy from ") + (s.loader.pin_memory ? "pinned" : "pageable") +
+                    " memory takes " + ms(find(result, "h2d_copy")->busy_fraction / std::max(result.steps_per_s, 1e-12)) +
+                    " per step and the kernels wait for it" + waits;
+    return d;
+  }
+  if (std::string(top->name) == "comm") {
+    d.stage = "comm";
+    d.explanation = "communication-bound: the gradient all-reduce is exposed after backward" + waits;
+    return d;
+  }
+  d.stage = s.training.host_s_per_step > 0.0 ? "host_loop" : "h2d_copy";
+  if (d.stage == "host_loop")
+    d.explanation = "host-bound: the training loop's Python takes " + ms(s.training.host_s_per_step) + " per step" +
+                    (s.loader.pin_memory && s.loader.num_workers > 0 ? " and shares the GIL with the pin thread" : "") +
+                    (s.training.sync_every_steps > 0 ? ", and a sync every " + std::to_string(s.training.sync_every_steps) + " step(s) stops it running ahead" : "") +
+                    waits + " for launches";
+  else
+    d.explanation = "host-bound: the training loop blocks on " + std::string(s.loader.pin_memory ? "blocking copies" : "pageable copies") +
+                    " and syncs" + waits + " (" + pct(idle) + " idle in all)";
+  return d;
+}
+
+nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s, const Profile& p) {
+  using nlohmann::json;
+  json stages = json::array();
+  for (const auto& st : r.stages) {
+    json j = {{"name", st.name}, {"description", st.description}, {"busy_fraction", st.busy_fraction}};
+    j["capacity_samples_per_s"] = st.capacity_samples_per_s < 0 ? json(nullptr) : json(st.capacity_samples_per_s);
+    stages.push_back(j);
+  }
+  double bound = -1;
+  std::string bound_stage;
+  for (const auto& st : r.stages)
+    if (st.capacity_samples_per_s > 0 && (bound < 0 || st.capacity_samples_per_s < bound)) {
+      bound = st.capacity_samples_per_s;
+      bound_stage = st.name;
+    }
+  json out = {
+      {"scenario", s.name},
+      {"profile", p.file},
+      {"profile_fallbacks", p.fallbacks},
+      {"seed", s.seed},
+      {"steps", r.steps},
+      {"warmup_steps", r.warmup_steps},
+      {"simulated_s", r.simulated_end_s},
+      {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s}}},
+      {"step_time_s", {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p90", r.step_p90_s}, {"p99", r.step_p99_s}}},
+      {"bottleneck", {{"stage", d.stage}, {"explanation", d.explanation}}},
+      {"stages", stages},
+      {"gpu",
+       {{"busy_fraction", r.gpu.busy_fraction},
+        {"idle_waiting_for_data_fraction", r.gpu.idle_waiting_for_data_fraction},
+        {"idle_waiting_for_copy_fraction", r.gpu.idle_waiting_for_copy_fraction},
+        {"idle_host_fraction", r.gpu.idle_host_fraction},
+        {"exposed_comm_fraction", r.gpu.exposed_comm_fraction}}},
+      {"synthetic_baseline",
+       {{"samples_per_s", r.baseline_samples_per_s},
+        {"step_time_s", r.baseline_step_mean_s},
+        {"ratio", r.baseline_samples_per_s > 0 ? r.samples_per_s / r.baseline_samples_per_s : 0.0}}},
+      {"analytic_bound", {{"samples_per_s", bound < 0 ? json(nullptr) : json(bound)}, {"stage", bound_stage}}},
+      {"loader",
+       {{"mean_batches_in_flight", r.mean_batches_in_flight},
+        {"mean_batch_latency_s", r.mean_batch_latency_s},
+        {"batches_per_s", r.batches_delivered_per_s},
+        {"epochs_started", r.epochs_started}}},
+  };
+  return out;
+}
+
+std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, const Profile& p) {
+  std::ostringstream o;
+  char line[256];
+  o << "pipeplan simulate: " << s.name << " (" << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", "
+    << s.node.cpu_cores << " cores; profile " << p.file << ")\n";
+  if (!p.fallbacks.empty()) {
+    o << "  profile sections taken from the default profile:";
+    for (const auto& f : p.fallbacks) o << ' ' << f;
+    o << '\n';
+  }
+  std::snprintf(line, sizeof line, "  %lld steps simulated (first %lld left out), %.2f s of training time\n",
+                static_cast<long long>(r.steps), static_cast<long long>(r.warmup_steps), r.simulated_end_s);
+  o << line << '\n';
+  o << "  throughput      " << with_thousands(r.samples_per_s) << " samples/s";
+  std::snprintf(line, sizeof line, " (%.2f steps/s)\n", r.steps_per_s);
+  o << line;
+  std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),
+                ms(r.step_p90_s).c_str());
+  o << line;
+  std::snprintf(line, sizeof line, "  synthetic data  %s samples/s: this job runs at %.0f%% of it\n",
+                with_thousands(r.baseline_samples_per_s).c_str(),
+                r.baseline_samples_per_s > 0 ? 100.0 * r.samples_per_s / r.baseline_samples_per_s : 0.0);
+  o << line << '\n';
+  o << "  bottleneck: " << d.stage << "\n    " << d.explanation << "\n\n";
+  o << "  stage             busy   capacity (samples/s)\n";
+  for (const auto& st : r.stages) {
+    std::snprintf(line, sizeof line, "  %-16s %5.0f%%   %s\n", st.name.c_str(), 100 * st.busy_fraction,
+                  st.capacity_samples_per_s < 0 ? "-" : with_thousands(st.capacity_samples_per_s).c_str());
+    o << line;
+  }
+  std::snprintf(line, sizeof line,
+                "\n  GPU: busy %.0f%%; idle waiting for data %.0f%%, for copies %.0f%%, for the host %.0f%%; exposed comm %.0f%%\n",
+                100 * r.gpu.busy_fraction, 100 * r.gpu.idle_waiting_for_data_fraction, 100 * r.gpu.idle_waiting_for_copy_fraction,
+                100 * r.gpu.idle_host_fraction, 100 * r.gpu.exposed_comm_fraction);
+  o << line;
+  std::snprintf(line, sizeof line, "  DataLoader: %.1f batches in flight on average, %s from index to hand-off\n",
+                r.mean_batches_in_flight, ms(r.mean_batch_latency_s).c_str());
+  o << line;
+  return o.str();
+}
+
+}  // namespace pipeplan::sim

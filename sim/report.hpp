@@ -1,0 +1,29 @@
+// Turning a SimResult into the diagnosis: which stage sets the pace and why, in the terms
+// a user would use, as the contract's JSON and as text for people.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+#include "sim/simulation.hpp"
+
+namespace pipeplan::sim {
+
+struct Diagnosis {
+  std::string stage;
+  std::string explanation;
+};
+
+// Fills stage capacities from the analytic model (in place) and names the bottleneck.
+Diagnosis diagnose(SimResult& result, const Scenario& scenario, const Profile& profile);
+
+nlohmann::json to_json(const SimResult& result, const Diagnosis& diagnosis, const Scenario& scenario, const Profile& profile);
+std::string to_text(const SimResult& result, const Diagnosis& diagnosis, const Scenario& scenario, const Profile& profile);
+
+// 1234567.8 -> "1,234,568"
+std::string with_thousands(double value);
+
+}  // namespace pipeplan::sim

@@ -1,0 +1,784 @@
+// The SimGrid model of one training node. See simulation.hpp for the chain and
+// docs/model.md for every modelling decision and its source.
+//
+// Resources:
+//   host "cpu"      node.cpu_cores cores at 1e9 flop/s; 1 flop = 1 ns of one otherwise idle
+//                   core. Non-linear sharing applies the measured per-core speed curve and the
+//                   oversubscription cost to everything that runs there (workers, main
+//                   threads, pin threads).
+//   disk "storage"  on "cpu": one device shared by every reader of the node.
+//   host "gpuR"     stream actors of rank R; GPU work is sleep_for (each stream runs one op at
+//                   a time, so nothing on it is shared).
+//   host "baseline" the synthetic-data twin: a main thread per rank with no input work.
+//
+// Actors per rank: N workers, a pin thread (pin_memory with workers), the main thread (the
+// training loop), a compute stream, a copy stream (copy_stream=side), and per node one
+// communication actor for DDP. Only the main threads are non-daemon: the simulation ends
+// when every rank has finished its steps.
+
+#include "sim/simulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "models/cost_models.hpp"
+#include "models/distribution.hpp"
+#include "sim/sync.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace pipeplan::sim {
+
+namespace {
+
+constexpr double kFlopsPerCoreSecond = 1e9;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The measured window: [start_s, end_s); both unknown (infinite) until the steps that bound
+// it complete. Busy time is added when an activity completes, clipped to the window.
+struct Window {
+  double start_s = kInf;
+  double end_s = kInf;
+  double overlap(double a, double b) const {
+    const double lo = std::max(a, start_s);
+    const double hi = std::min(b, end_s);
+    return hi > lo ? hi - lo : 0.0;
+  }
+};
+
+// Track ids inside one rank's trace process.
+enum Track : int { kMainTrack = 1, kPinTrack = 2, kCopyTrack = 3, kComputeTrack = 4, kCommTrack = 5, kWorkerTrack0 = 10 };
+
+struct Task {
+  std::int64_t batch = 0;  // global batch number (across epochs)
+  int samples = 0;
+  double sent_s = 0.0;
+};
+
+struct Batch {
+  std::int64_t batch = 0;
+  int samples = 0;
+  double sent_s = 0.0;
+};
+
+struct StreamOp {
+  enum class Kind { kCopy, kCompute } kind = Kind::kCompute;
+  std::int64_t step = 0;
+  double duration_s = 0.0;           // copy: its time; compute: forward+backward (with noise)
+  std::int64_t wait_side_ops = 0;    // compute on a side-stream copy: side ops to wait for
+};
+
+struct Stream {
+  Fifo<StreamOp> queue;
+  Counter completed_ops;
+  std::int64_t enqueued_ops = 0;
+};
+
+// DDP gradient all-reduce shared by all ranks of one world (real or baseline).
+struct Comm {
+  std::vector<double> bucket_bytes;
+  std::vector<double> bucket_time_s;
+  Counter buckets_ready;   // sum over ranks of ready signals
+  Counter buckets_done;    // buckets reduced (node-wide)
+  double busy_s = 0.0;
+};
+
+struct World;
+
+struct Rank {
+  int id = 0;
+  bool synthetic = false;
+  World* world = nullptr;
+  Comm* comm = nullptr;
+  sg4::Host* cpu = nullptr;
+  sg4::Host* gpu = nullptr;
+  sg4::MutexPtr gil;  // the main process's interpreter lock (main thread + pin thread)
+  Rng rng{1};
+
+  // DataLoader
+  std::vector<std::unique_ptr<Fifo<Task>>> worker_tasks;
+  Fifo<Batch> arrivals;  // worker -> pin thread or main thread, in arrival order
+  Fifo<Batch> pinned;    // pin thread -> main thread
+  std::int64_t outstanding = 0;   // PyTorch's _tasks_outstanding
+  double outstanding_integral = 0.0, outstanding_last_s = 0.0;
+  double pinned_bytes = 0.0;
+
+  // Streams
+  Stream compute, side;
+  Counter launched_steps;   // the host has finished launching step i's kernels
+  Counter computed_steps;
+
+  // Per step records
+  std::vector<double> step_end_s, data_wait_start_s, data_wait_end_s, copy_start_s, copy_end_s;
+  std::vector<int> step_samples;
+
+  // Busy time inside the window
+  double worker_busy_s = 0.0, pin_busy_s = 0.0, main_receive_busy_s = 0.0, host_busy_s = 0.0;
+  double inline_load_busy_s = 0.0, copy_busy_s = 0.0, compute_busy_s = 0.0;
+  double idle_data_s = 0.0, idle_copy_s = 0.0, idle_host_s = 0.0, exposed_comm_s = 0.0;
+  double latency_sum_s = 0.0;
+  std::int64_t latency_count = 0;
+  std::int64_t epochs_started = 0;
+  std::int64_t activities = 0;
+};
+
+struct World {
+  const Scenario* scenario = nullptr;
+  const Profile* profile = nullptr;
+  TraceRecorder* trace = nullptr;
+  std::int64_t steps = 0;
+  std::int64_t warmup = 0;
+  sg4::Disk* storage = nullptr;
+  std::vector<std::unique_ptr<Rank>> ranks;  // real ranks first, then baseline ranks
+  std::unique_ptr<Comm> comm, baseline_comm;
+  Window window, baseline_window;
+  std::vector<int> step_done_count, baseline_step_done_count;
+  std::vector<double> node_step_end_s, baseline_step_end_s;
+  double storage_device_bytes = 0.0;
+  int finished_mains = 0;
+
+  int gpus() const { return scenario->node.gpus; }
+};
+
+// ---------------------------------------------------------------- small cost helpers
+
+double batch_bytes(const Scenario& s, int samples) { return samples * s.dataset.item_bytes; }
+
+// Sum of `n` per-sample draws. Beyond 64 samples the sum is drawn from the normal law with
+// the same mean and variance (central limit): exact enough, and it keeps 10k-step runs fast.
+double sum_of_draws(const Distribution& d, int n, Rng& rng) {
+  if (d.cv <= 0.0 || d.kind == Distribution::Kind::kConstant) return d.mean * n;
+  if (n <= 64) {
+    double total = 0.0;
+    for (int i = 0; i < n; ++i) total += sample(d, rng);
+    return total;
+  }
+  const double mean = d.mean * n;
+  const double sd = d.mean * d.cv * std::sqrt(static_cast<double>(n));
+  return std::max(0.05 * mean, mean + sd * rng.standard_normal());
+}
+
+double collate_s(const Scenario& s, const Profile& p, int samples) {
+  if (s.loader.collate_s_per_batch) return *s.loader.collate_s_per_batch * samples / s.loader.batch_size;
+  return batch_bytes(s, samples) / p.host.memcpy_bytes_per_s;
+}
+
+double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {
+  return p.ipc.receive_s_per_batch + batch_bytes(s, samples) * p.ipc.receive_s_per_byte;
+}
+
+double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
+  return batch_bytes(s, samples) / p.host.pin_copy_bytes_per_s;
+}
+
+double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
+  const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
+  return copy_time_s(curve, batch_bytes(s, samples));
+}
+
+// CPU work on the actor's host; returns the simulated seconds it took.
+double run_cpu(Rank& r, double core_seconds) {
+  if (core_seconds <= 0.0) return 0.0;
+  const double t0 = sg4::Engine::get_clock();
+  sg4::this_actor::execute(core_seconds * kFlopsPerCoreSecond);
+  ++r.activities;
+  return sg4::Engine::get_clock() - t0;
+}
+
+// Storage reads of one batch: per-request latency paid serially by the reader, the bytes
+// through the shared device; a request occupies the device for at least 1/IOPS.
+void read_storage(Rank& r, int samples) {
+  const Scenario& s = *r.world->scenario;
+  const double miss = 1.0 - s.storage.page_cache_hit_ratio;
+  if (miss <= 0.0) return;
+  const double requests = samples * miss;
+  const double bytes = sum_of_draws(s.dataset.sample_bytes, samples, r.rng) * miss;
+  const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
+  if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
+  r.world->storage->read(static_cast<sg_size_t>(device_bytes));
+  const double now = sg4::Engine::get_clock();
+  if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
+  r.activities += 2;
+}
+
+void note_outstanding(Rank& r, std::int64_t delta) {
+  const double now = sg4::Engine::get_clock();
+  r.outstanding_integral += r.outstanding * r.world->window.overlap(r.outstanding_last_s, now);
+  r.outstanding_last_s = now;
+  r.outstanding += delta;
+  r.world->trace->counter(r.id, "batches_in_flight", now, static_cast<double>(r.outstanding));
+}
+
+// ---------------------------------------------------------------- actors
+
+void worker_actor(Rank& r, int w) {
+  World& world = *r.world;
+  const Scenario& s = *world.scenario;
+  Fifo<Task>& tasks = *r.worker_tasks[w];
+  for (;;) {
+    Task t = tasks.pop();
+    const double t0 = sg4::Engine::get_clock();
+    read_storage(r, t.samples);
+    const double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples);
+    run_cpu(r, cpu_s);
+    const double t1 = sg4::Engine::get_clock();
+    r.worker_busy_s += world.window.overlap(t0, t1);
+    world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
+    r.arrivals.push(Batch{t.batch, t.samples, t.sent_s});
+  }
+}
+
+void pin_thread_actor(Rank& r) {
+  World& world = *r.world;
+  const Scenario& s = *world.scenario;
+  for (;;) {
+    Batch b = r.arrivals.pop();
+    const double t0 = sg4::Engine::get_clock();
+    {
+      std::unique_lock lock(*r.gil);  // unpickling the batch (fd receive, mmap) holds the GIL
+      run_cpu(r, ipc_receive_s(s, *world.profile, b.samples));
+    }
+    run_cpu(r, pin_copy_s(s, *world.profile, b.samples));  // the copy itself releases the GIL
+    const double t1 = sg4::Engine::get_clock();
+    r.pin_busy_s += world.window.overlap(t0, t1);
+    world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);
+    r.pinned_bytes += batch_bytes(s, b.samples);
+    world.trace->counter(r.id, "pinned_bytes", t1, r.pinned_bytes);
+    r.pinned.push(b);
+  }
+}
+
+void record_step_end(Rank& r, std::int64_t step) {
+  World& world = *r.world;
+  const double now = sg4::Engine::get_clock();
+  r.step_end_s[step] = now;
+  auto& count = r.synthetic ? world.baseline_step_done_count : world.step_done_count;
+  auto& node_end = r.synthetic ? world.baseline_step_end_s : world.node_step_end_s;
+  Window& window = r.synthetic ? world.baseline_window : world.window;
+  if (++count[step] == world.gpus()) {
+    node_end[step] = now;
+    if (step + 1 == world.warmup) window.start_s = now;
+    if (step + 1 == world.steps) window.end_s = now;
+  }
+}
+
+// Attributes the compute stream's idle gap before step `step` to what the GPU waited for.
+void attribute_gap(Rank& r, std::int64_t step, double gap_start_s, double gap_end_s) {
+  const Window& window = r.world->window;
+  if (r.synthetic || gap_end_s <= gap_start_s || gap_start_s < window.start_s || gap_end_s > window.end_s) return;
+  auto overlap = [&](double a, double b) { return std::max(0.0, std::min(b, gap_end_s) - std::max(a, gap_start_s)); };
+  const double data = overlap(r.data_wait_start_s[step], r.data_wait_end_s[step]);
+  const double copy = overlap(r.copy_start_s[step], r.copy_end_s[step]);
+  r.idle_data_s += data;
+  r.idle_copy_s += copy;
+  r.idle_host_s += std::max(0.0, gap_end_s - gap_start_s - data - copy);
+}
+
+void compute_stream_actor(Rank& r) {
+  World& world = *r.world;
+  const Scenario& s = *world.scenario;
+  const Profile& p = *world.profile;
+  Window& window = r.synthetic ? world.baseline_window : world.window;
+  const int track = kComputeTrack;
+  double previous_end_s = 0.0;
+  for (;;) {
+    StreamOp op = r.compute.queue.pop();
+    if (op.kind == StreamOp::Kind::kCopy) {  // default-stream copy: serialized with kernels
+      const double t0 = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(op.duration_s);
+      const double t1 = sg4::Engine::get_clock();
+      r.copy_start_s[op.step] = t0;
+      r.copy_end_s[op.step] = t1;
+      r.copy_busy_s += window.overlap(t0, t1);
+      world.trace->span(r.id, track, "Memcpy HtoD", t0, t1, op.step);
+      ++r.activities;
+      r.compute.completed_ops.add();
+      continue;
+    }
+    if (op.wait_side_ops > 0) r.side.completed_ops.wait_at_least(op.wait_side_ops);
+    const double start_s = sg4::Engine::get_clock();
+    attribute_gap(r, op.step, previous_end_s, start_s);
+    const double forward_share = s.training.forward_s / s.training.step_s();
+    sg4::this_actor::sleep_for(op.duration_s * forward_share);
+    double backward_s = op.duration_s - op.duration_s * forward_share;
+    double exposed_comm_s = 0.0;
+    if (r.comm && !r.comm->bucket_bytes.empty()) {
+      // Backward produces gradients at a steady rate; each bucket's all-reduce launches when
+      // it fills, and runs beside the rest of backward, which NCCL's kernels slow.
+      const auto& buckets = r.comm->bucket_bytes;
+      const double total = std::accumulate(buckets.begin(), buckets.end(), 0.0);
+      const std::int64_t nb = static_cast<std::int64_t>(buckets.size());
+      for (std::int64_t k = 0; k < nb; ++k) {
+        const double segment_s = backward_s * buckets[k] / total / (k == 0 ? 1.0 : p.compute.gemm_kept_with_nccl);
+        sg4::this_actor::sleep_for(segment_s);
+        r.comm->buckets_ready.add();
+      }
+      const double wait_from_s = sg4::Engine::get_clock();
+      r.comm->buckets_done.wait_at_least((op.step + 1) * nb);
+      exposed_comm_s = sg4::Engine::get_clock() - wait_from_s;
+      r.activities += nb;
+    } else {
+      sg4::this_actor::sleep_for(backward_s);
+    }
+    const double kernels_end_s = sg4::Engine::get_clock();
+    r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches
+    const double end_s = sg4::Engine::get_clock();
+    r.activities += 2;
+    if (!r.synthetic) {
+      r.compute_busy_s += window.overlap(start_s, kernels_end_s) - std::min(exposed_comm_s, window.overlap(start_s, kernels_end_s));
+      r.exposed_comm_s += std::min(exposed_comm_s, window.overlap(start_s, kernels_end_s));
+      if (start_s >= window.start_s && end_s <= window.end_s) r.idle_host_s += end_s - kernels_end_s;
+      world.trace->span(r.id, track, "forward+backward", start_s, kernels_end_s, op.step);
+    }
+    previous_end_s = end_s;
+    record_step_end(r, op.step);
+    r.compute.completed_ops.add();
+    r.computed_steps.add();
+  }
+}
+
+void side_stream_actor(Rank& r) {
+  World& world = *r.world;
+  for (;;) {
+    StreamOp op = r.side.queue.pop();
+    const double t0 = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(op.duration_s);
+    const double t1 = sg4::Engine::get_clock();
+    r.copy_start_s[op.step] = t0;
+    r.copy_end_s[op.step] = t1;
+    r.copy_busy_s += world.window.overlap(t0, t1);
+    world.trace->span(r.id, kCopyTrack, "Memcpy HtoD", t0, t1, op.step);
+    ++r.activities;
+    r.side.completed_ops.add();
+  }
+}
+
+void comm_actor(World& world, Comm& comm, bool synthetic) {
+  const std::int64_t nb = static_cast<std::int64_t>(comm.bucket_bytes.size());
+  const Window& window = synthetic ? world.baseline_window : world.window;
+  for (std::int64_t n = 0;; ++n) {
+    comm.buckets_ready.wait_at_least((n + 1) * world.gpus());  // every rank's bucket is full
+    const double t0 = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(comm.bucket_time_s[n % nb]);
+    const double t1 = sg4::Engine::get_clock();
+    if (!synthetic) {
+      comm.busy_s += window.overlap(t0, t1);
+      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, "all_reduce", t0, t1, n / nb);
+    }
+    comm.buckets_done.add();
+  }
+}
+
+// The training loop: `for batch in loader: batch.to(device); step(batch)`.
+class MainLoop {
+ public:
+  explicit MainLoop(Rank& r) : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile) {}
+
+  void operator()() {
+    const std::int64_t per_epoch = s_.batches_per_epoch();
+    std::int64_t in_epoch = per_epoch;  // forces an epoch start at step 0
+    std::int64_t epoch = -1;
+    for (std::int64_t step = 0; step < w_.steps; ++step) {
+      const double wait_start_s = sg4::Engine::get_clock();
+      if (in_epoch == per_epoch) {
+        ++epoch;
+        in_epoch = 0;
+        start_epoch(epoch, step);
+      }
+      const int samples = samples_of(in_epoch);
+      if (!r_.synthetic) get_batch(step, samples);
+      const double wait_end_s = sg4::Engine::get_clock();
+      ++in_epoch;
+      r_.data_wait_start_s[step] = wait_start_s;
+      r_.data_wait_end_s[step] = wait_end_s;
+      r_.step_samples[step] = samples;
+      if (!r_.synthetic && wait_end_s > wait_start_s) w_.trace->span(r_.id, kMainTrack, "wait for batch", wait_start_s, wait_end_s, step);
+      if (!r_.synthetic) {
+        if (s_.loader.num_workers > 0) put_next_index(epoch_first_batch_ + in_epoch - 1, per_epoch);
+        copy_to_device(step, samples);
+      }
+      launch_step(step);
+    }
+    r_.computed_steps.wait_at_least(w_.steps);
+    ++w_.finished_mains;
+  }
+
+ private:
+  int samples_of(std::int64_t batch_in_epoch) const {
+    const std::int64_t first = batch_in_epoch * s_.loader.batch_size;
+    return static_cast<int>(std::min<std::int64_t>(s_.loader.batch_size, s_.samples_per_rank() - first));
+  }
+
+  void start_epoch(std::int64_t epoch, std::int64_t step) {
+    ++r_.epochs_started;
+    epoch_first_batch_ = step;
+    sent_in_epoch_ = 0;
+    next_to_deliver_ = step;
+    if (r_.synthetic || s_.loader.num_workers == 0) return;
+    if (epoch == 0 || !s_.loader.persistent_workers) {
+      const double t0 = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(s_.loader.worker_start_s);
+      w_.trace->span(r_.id, kMainTrack, "start workers", t0, sg4::Engine::get_clock());
+    }
+    const std::int64_t per_epoch = s_.batches_per_epoch();
+    const std::int64_t limit = static_cast<std::int64_t>(s_.loader.prefetch_factor) * s_.loader.num_workers;
+    while (r_.outstanding < limit && sent_in_epoch_ < per_epoch) send_index();
+  }
+
+  // _try_put_index: one more index goes out when a batch is handed to the loop.
+  void put_next_index(std::int64_t, std::int64_t per_epoch) {
+    const std::int64_t limit = static_cast<std::int64_t>(s_.loader.prefetch_factor) * s_.loader.num_workers;
+    if (r_.outstanding < limit && sent_in_epoch_ < per_epoch) send_index();
+  }
+
+  void send_index() {
+    const int worker = static_cast<int>(sent_in_epoch_ % s_.loader.num_workers);  // round-robin, reset each epoch
+    const std::int64_t batch = epoch_first_batch_ + sent_in_epoch_;
+    Task t{batch, samples_of(sent_in_epoch_), sg4::Engine::get_clock()};
+    ++sent_in_epoch_;
+    note_outstanding(r_, +1);
+    r_.worker_tasks[worker]->push(t);
+  }
+
+  void receive_on_main(const Batch& b) {
+    const double t0 = sg4::Engine::get_clock();
+    {
+      std::unique_lock lock(*r_.gil);
+      run_cpu(r_, ipc_receive_s(s_, p_, b.samples));
+    }
+    const double t1 = sg4::Engine::get_clock();
+    r_.main_receive_busy_s += w_.window.overlap(t0, t1);
+    w_.trace->span(r_.id, kMainTrack, "receive batch", t0, t1, b.batch);
+  }
+
+  void get_batch(std::int64_t step, int samples) {
+    if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
+      const double t0 = sg4::Engine::get_clock();
+      std::unique_lock lock(*r_.gil);
+      read_storage(r_, samples);
+      double cpu_s = sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + collate_s(s_, p_, samples);
+      if (s_.loader.pin_memory) cpu_s += pin_copy_s(s_, p_, samples);
+      run_cpu(r_, cpu_s);
+      const double t1 = sg4::Engine::get_clock();
+      r_.inline_load_busy_s += w_.window.overlap(t0, t1);
+      w_.trace->span(r_.id, kMainTrack, "load+collate (inline)", t0, t1, step);
+      return;
+    }
+    Fifo<Batch>& source = s_.loader.pin_memory ? r_.pinned : r_.arrivals;
+    // In order: receive in arrival order, stash early ones, return the expected one.
+    for (;;) {
+      if (s_.loader.in_order) {
+        auto it = stash_.find(next_to_deliver_);
+        if (it != stash_.end()) {
+          hand_over(it->second);
+          stash_.erase(it);
+          break;
+        }
+      } else if (!stash_.empty()) {
+        hand_over(stash_.begin()->second);
+        stash_.erase(stash_.begin());
+        break;
+      }
+      Batch b = source.pop();
+      if (!s_.loader.pin_memory) receive_on_main(b);
+      stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s});
+    }
+  }
+
+  struct StashedBatch {
+    std::int64_t batch;
+    int samples;
+    double sent_s;
+  };
+
+  void hand_over(const StashedBatch& b) {
+    const double now = sg4::Engine::get_clock();
+    ++next_to_deliver_;
+    note_outstanding(r_, -1);
+    if (s_.loader.pin_memory) {
+      r_.pinned_bytes -= batch_bytes(s_, b.samples);
+      w_.trace->counter(r_.id, "pinned_bytes", now, r_.pinned_bytes);
+    }
+    if (now >= w_.window.start_s) {
+      r_.latency_sum_s += now - b.sent_s;
+      ++r_.latency_count;
+    }
+  }
+
+  void copy_to_device(std::int64_t step, int samples) {
+    const double duration_s = h2d_copy_s(s_, p_, samples);
+    const bool pinned = s_.loader.pin_memory;
+    const bool side = s_.transfer.copy_stream == CopyStream::kSide;
+    Stream& stream = side ? r_.side : r_.compute;
+    stream.queue.push(StreamOp{StreamOp::Kind::kCopy, step, duration_s, 0});
+    const std::int64_t op_number = ++stream.enqueued_ops;
+    // A pageable source is staged by the calling thread; a blocking copy waits for the stream.
+    if (!pinned || !s_.transfer.non_blocking) {
+      const double t0 = sg4::Engine::get_clock();
+      stream.completed_ops.wait_at_least(op_number);
+      w_.trace->span(r_.id, kMainTrack, pinned ? "cudaMemcpy (blocking)" : "cudaMemcpy (pageable, staged)", t0,
+                     sg4::Engine::get_clock(), step);
+    }
+  }
+
+  void launch_step(std::int64_t step) {
+    // The launch queue holds only so many steps: wait for an old one to finish.
+    r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
+    double duration_s = s_.training.step_s();
+    if (s_.training.step_cv > 0.0) duration_s = sample(Distribution{duration_s, s_.training.step_cv}, r_.rng);
+    StreamOp op{StreamOp::Kind::kCompute, step, duration_s, 0};
+    if (!r_.synthetic && s_.transfer.copy_stream == CopyStream::kSide) op.wait_side_ops = r_.side.enqueued_ops;
+    r_.compute.queue.push(op);
+    ++r_.compute.enqueued_ops;
+    if (s_.training.host_s_per_step > 0.0) {
+      const double t0 = sg4::Engine::get_clock();
+      {
+        std::unique_lock lock(*r_.gil);
+        run_cpu(r_, s_.training.host_s_per_step);
+      }
+      const double t1 = sg4::Engine::get_clock();
+      if (!r_.synthetic) {
+        r_.host_busy_s += w_.window.overlap(t0, t1);
+        w_.trace->span(r_.id, kMainTrack, "training step (python)", t0, t1, step);
+      }
+    }
+    r_.launched_steps.add();
+    const int k = s_.training.sync_every_steps;
+    if (k > 0 && (step + 1) % k == 0) {
+      const double t0 = sg4::Engine::get_clock();
+      r_.computed_steps.wait_at_least(step + 1);
+      if (!r_.synthetic) w_.trace->span(r_.id, kMainTrack, "sync (.item())", t0, sg4::Engine::get_clock(), step);
+    }
+  }
+
+  Rank& r_;
+  World& w_;
+  const Scenario& s_;
+  const Profile& p_;
+  std::int64_t epoch_first_batch_ = 0;
+  std::int64_t sent_in_epoch_ = 0;
+  std::int64_t next_to_deliver_ = 0;
+  std::map<std::int64_t, StashedBatch> stash_;  // received early, by batch number
+};
+
+// ---------------------------------------------------------------- setup and results
+
+// The node's CPU: per-core speed falls with busy cores (measured), and runnable threads
+// beyond the cores cost extra (context switches, cache refills).
+void configure_cpu(sg4::Host* cpu, const Profile& profile, int cores) {
+  std::vector<double> capacity_by_runnable(4 * static_cast<std::size_t>(cores) + 64);
+  for (std::size_t n = 0; n < capacity_by_runnable.size(); ++n)
+    capacity_by_runnable[n] = kFlopsPerCoreSecond * cpu_capacity_cores(profile.cpu, cores, static_cast<int>(n));
+  const CpuProfile cpu_profile = profile.cpu;
+  cpu->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
+                          [table = std::move(capacity_by_runnable), cpu_profile, cores](double, int n) {
+                            if (n < static_cast<int>(table.size())) return table[n];
+                            return kFlopsPerCoreSecond * cpu_capacity_cores(cpu_profile, cores, n);
+                          });
+}
+
+std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
+  if (s.node.gpus <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
+  auto comm = std::make_unique<Comm>();
+  comm->bucket_bytes = ddp_bucket_bytes(s.ddp.gradient_bytes, s.ddp.first_bucket_mb * 1048576.0, s.ddp.bucket_cap_mb * 1048576.0);
+  CollectiveModel model = p.nccl.all_reduce;
+  if (!model.present) model = CollectiveModel{true, 2.0e-5, 1.0e11};  // documented placeholder: docs/model.md
+  for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.node.gpus)));
+  return comm;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+}  // namespace
+
+SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace) {
+  World world;
+  world.scenario = &scenario;
+  world.profile = &profile;
+  world.trace = &trace;
+  world.steps = options.steps > 0 ? options.steps : scenario.training.steps;
+  world.warmup = std::min(scenario.training.warmup_steps, world.steps / 2);
+  const int gpus = scenario.node.gpus;
+  world.step_done_count.assign(world.steps, 0);
+  world.baseline_step_done_count.assign(world.steps, 0);
+  world.node_step_end_s.assign(world.steps, 0.0);
+  world.baseline_step_end_s.assign(world.steps, 0.0);
+  if (world.warmup == 0) world.window.start_s = world.baseline_window.start_s = 0.0;
+
+  std::vector<std::string> args_storage = {"pipeplan", "--log=root.thresh:critical", "--log=no_loc",
+                                           "--cfg=contexts/stack-size:128", "--cfg=contexts/guard-size:0"};
+  std::vector<char*> argv;
+  for (auto& a : args_storage) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  sg4::Engine engine(&argc, argv.data());
+
+  auto* zone = sg4::create_full_zone("node");
+  sg4::Host* cpu = zone->create_host("cpu", kFlopsPerCoreSecond)->set_core_count(scenario.node.cpu_cores);
+  configure_cpu(cpu, profile, scenario.node.cpu_cores);
+  world.storage = cpu->create_disk("storage", scenario.storage.read_bytes_per_s, scenario.storage.read_bytes_per_s);
+  sg4::Host* baseline_cpu = zone->create_host("baseline", kFlopsPerCoreSecond)->set_core_count(gpus);
+  std::vector<sg4::Host*> gpu_hosts, baseline_gpu_hosts;
+  for (int g = 0; g < gpus; ++g) {
+    gpu_hosts.push_back(zone->create_host("gpu" + std::to_string(g), kFlopsPerCoreSecond));
+    baseline_gpu_hosts.push_back(zone->create_host("baseline_gpu" + std::to_string(g), kFlopsPerCoreSecond));
+  }
+  zone->seal();
+
+  world.comm = make_comm(scenario, profile);
+  world.baseline_comm = make_comm(scenario, profile);
+
+  bool deadlocked = false;
+  sg4::Engine::on_deadlock_cb([&deadlocked]() { deadlocked = true; });
+
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool synthetic = pass == 1;
+    for (int g = 0; g < gpus; ++g) {
+      auto rank = std::make_unique<Rank>();
+      Rank& r = *rank;
+      r.id = g;
+      r.synthetic = synthetic;
+      r.world = &world;
+      r.comm = synthetic ? world.baseline_comm.get() : world.comm.get();
+      r.cpu = synthetic ? baseline_cpu : cpu;
+      r.gpu = synthetic ? baseline_gpu_hosts[g] : gpu_hosts[g];
+      r.gil = sg4::Mutex::create();
+      r.rng = Rng(derive_seed(scenario.seed, static_cast<std::uint64_t>(g) + 1, synthetic ? 2 : 1));
+      for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s})
+        v->assign(world.steps, 0.0);
+      r.step_samples.assign(world.steps, 0);
+      const std::string prefix = (synthetic ? "baseline" : "rank") + std::to_string(g);
+      if (!synthetic) {
+        trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
+        trace.name_thread(g, kMainTrack, "main thread (training loop)", 0);
+        for (int w = 0; w < scenario.loader.num_workers; ++w) {
+          r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
+          trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);
+          sg4::Actor::create(prefix + "-worker" + std::to_string(w), cpu, [&r, w]() { worker_actor(r, w); })->daemonize();
+        }
+        if (scenario.loader.pin_memory && scenario.loader.num_workers > 0) {
+          trace.name_thread(g, kPinTrack, "pin_memory thread", 1);
+          sg4::Actor::create(prefix + "-pin", cpu, [&r]() { pin_thread_actor(r); })->daemonize();
+        }
+        if (scenario.transfer.copy_stream == CopyStream::kSide) {
+          trace.name_thread(g, kCopyTrack, "copy stream (H2D)", 2);
+          sg4::Actor::create(prefix + "-copy", r.gpu, [&r]() { side_stream_actor(r); })->daemonize();
+        }
+        trace.name_thread(g, kComputeTrack, "compute stream", 3);
+        if (world.comm) trace.name_thread(g, kCommTrack, "NCCL all-reduce", 4);
+      }
+      sg4::Actor::create(prefix + "-compute", r.gpu, [&r]() { compute_stream_actor(r); })->daemonize();
+      sg4::Actor::create(prefix + "-main", r.cpu, [&r]() { MainLoop loop(r); loop(); });
+      world.ranks.push_back(std::move(rank));
+    }
+    Comm* comm = synthetic ? world.baseline_comm.get() : world.comm.get();
+    if (comm) sg4::Actor::create(synthetic ? "baseline-comm" : "comm", synthetic ? baseline_gpu_hosts[0] : gpu_hosts[0],
+                                 [&world, comm, synthetic]() { comm_actor(world, *comm, synthetic); })->daemonize();
+  }
+
+  engine.run();
+  if (deadlocked || world.finished_mains != 2 * gpus)
+    throw std::runtime_error("the simulation could not make progress (a stage waits forever); this is a pipeplan bug: please report the scenario");
+
+  // ---- results
+  SimResult res;
+  res.steps = world.steps;
+  res.warmup_steps = world.warmup;
+  res.simulated_end_s = sg4::Engine::get_clock();
+  const double w0 = world.warmup > 0 ? world.node_step_end_s[world.warmup - 1] : 0.0;
+  const double w1 = world.node_step_end_s[world.steps - 1];
+  res.window_s = w1 - w0;
+  std::vector<double> step_times;
+  double samples = 0.0;
+  for (std::int64_t i = world.warmup; i < world.steps; ++i) {
+    step_times.push_back(world.node_step_end_s[i] - (i > 0 ? world.node_step_end_s[i - 1] : 0.0));
+    for (int g = 0; g < gpus; ++g) samples += world.ranks[g]->step_samples[i];
+  }
+  const double window = std::max(res.window_s, 1e-12);
+  res.samples_per_s = samples / window;
+  res.steps_per_s = static_cast<double>(step_times.size()) / window;
+  res.step_mean_s = std::accumulate(step_times.begin(), step_times.end(), 0.0) / std::max<std::size_t>(1, step_times.size());
+  res.step_p50_s = percentile(step_times, 0.5);
+  res.step_p90_s = percentile(step_times, 0.9);
+  res.step_p99_s = percentile(step_times, 0.99);
+
+  const double b0 = world.warmup > 0 ? world.baseline_step_end_s[world.warmup - 1] : 0.0;
+  const double b1 = world.baseline_step_end_s[world.steps - 1];
+  double baseline_samples = 0.0;  // the twin ranks carry the same batch sizes, step by step
+  for (std::int64_t i = world.warmup; i < world.steps; ++i)
+    for (int g = 0; g < gpus; ++g) baseline_samples += world.ranks[gpus + g]->step_samples[i];
+  res.baseline_samples_per_s = b1 > b0 ? baseline_samples / (b1 - b0) : 0.0;
+  res.baseline_step_mean_s = step_times.empty() ? 0.0 : (b1 - b0) / static_cast<double>(step_times.size());
+
+  // Per-unit busy fractions, averaged over ranks; capacities are filled in by the report.
+  const Scenario& s = scenario;
+  double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
+  double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
+  for (int g = 0; g < gpus; ++g) {
+    Rank& r = *world.ranks[g];
+    note_outstanding(r, 0);  // close the time integral at the end
+    worker += s.loader.num_workers > 0 ? r.worker_busy_s / s.loader.num_workers : 0.0;
+    pin += r.pin_busy_s;
+    recv += r.main_receive_busy_s;
+    host += r.host_busy_s;
+    inline_load += r.inline_load_busy_s;
+    copy += r.copy_busy_s;
+    compute += r.compute_busy_s;
+    idle_data += r.idle_data_s;
+    idle_copy += r.idle_copy_s;
+    idle_host += r.idle_host_s;
+    exposed += r.exposed_comm_s;
+    in_flight += r.outstanding_integral;
+    latency += r.latency_sum_s;
+    latency_n += static_cast<double>(r.latency_count);
+    res.epochs_started = std::max(res.epochs_started, r.epochs_started);
+  }
+  for (auto& r : world.ranks) res.des_events += r->activities;
+  auto frac = [&](double busy_sum) { return std::clamp(busy_sum / gpus / window, 0.0, 1.0); };
+  auto add_stage = [&](const char* name, const char* description, double busy) {
+    res.stages.push_back(StageReport{name, description, busy, -1.0});
+  };
+  if (s.storage.page_cache_hit_ratio < 1.0)
+    add_stage("storage", "device reads (bandwidth, IOPS) shared by every reader of the node",
+              std::clamp(world.storage_device_bytes / s.storage.read_bytes_per_s / window, 0.0, 1.0));
+  if (s.loader.num_workers > 0) {
+    add_stage("workers", "worker processes: __getitem__ (read, decode, augment) and collate", frac(worker));
+    if (s.loader.pin_memory)
+      add_stage("pin_thread", "the pin_memory thread: receive each batch from a worker, copy it into pinned memory", frac(pin));
+    else
+      add_stage("main_receive", "the main thread receiving each batch from a worker (shared memory map)", frac(recv));
+  } else {
+    add_stage("main_inline_load", "the main thread loading, collating (and pinning) each batch itself (num_workers=0)", frac(inline_load));
+  }
+  if (s.training.host_s_per_step > 0.0) add_stage("host_loop", "the training loop's Python per step (holds the GIL)", frac(host));
+  add_stage("h2d_copy", s.loader.pin_memory ? "host-to-device copy from pinned memory" : "host-to-device copy from pageable memory (staged)", frac(copy));
+  add_stage("gpu_compute", "forward and backward kernels on the compute stream", frac(compute));
+  if (world.comm) add_stage("comm", "DDP gradient all-reduce (NCCL)", std::clamp(world.comm->busy_s / window, 0.0, 1.0));
+
+  res.gpu.busy_fraction = frac(compute);
+  res.gpu.idle_waiting_for_data_fraction = frac(idle_data);
+  res.gpu.idle_waiting_for_copy_fraction = frac(idle_copy);
+  res.gpu.idle_host_fraction = frac(idle_host);
+  res.gpu.exposed_comm_fraction = frac(exposed);
+  res.mean_batches_in_flight = in_flight / gpus / window;
+  res.mean_batch_latency_s = latency_n > 0 ? latency / latency_n : 0.0;
+  res.batches_delivered_per_s = latency_n / gpus / window;
+  return res;
+}
+
+}  // namespace pipeplan::sim

@@ -1,0 +1,63 @@
+// simulate(): one training node's input pipeline as discrete events on SimGrid.
+//
+//   storage -> workers (load+decode+augment, collate) -> [pin thread] -> main thread
+//     -> H2D copy (copy or compute stream) -> compute stream -> [DDP all-reduce]
+//
+// plus, in the same run, the same job with input free (the synthetic-data baseline).
+// SimGrid allows one Engine per process: call simulate() at most once per process (sweeps
+// fork a child per point).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+#include "sim/trace.hpp"
+
+namespace pipeplan::sim {
+
+struct SimOptions {
+  std::int64_t steps = 0;  // 0: the scenario's training.steps
+  bool record_trace = false;
+};
+
+struct StageReport {
+  std::string name;                 // storage, workers, main_receive, pin_thread, host_loop, h2d_copy, gpu_compute, comm
+  std::string description;
+  double busy_fraction = 0.0;       // of the measured window, per unit (a worker, a thread, a stream)
+  double capacity_samples_per_s = 0.0;  // node-wide; <0 when unbounded (not used by this scenario)
+};
+
+struct GpuReport {
+  double busy_fraction = 0.0;                  // compute kernels / window (mean over GPUs)
+  double idle_waiting_for_data_fraction = 0.0;  // main thread waited for a batch
+  double idle_waiting_for_copy_fraction = 0.0;  // kernels waited for the H2D copy
+  double idle_host_fraction = 0.0;              // main thread busy (Python, GIL, syncs)
+  double exposed_comm_fraction = 0.0;           // all-reduce not hidden behind backward
+};
+
+struct SimResult {
+  std::int64_t steps = 0;
+  std::int64_t warmup_steps = 0;
+  double window_s = 0.0;                 // simulated time of the measured steps
+  double simulated_end_s = 0.0;
+  double samples_per_s = 0.0;            // node-wide
+  double steps_per_s = 0.0;
+  double step_mean_s = 0.0, step_p50_s = 0.0, step_p90_s = 0.0, step_p99_s = 0.0;
+  std::vector<StageReport> stages;
+  GpuReport gpu;
+  double baseline_samples_per_s = 0.0;
+  double baseline_step_mean_s = 0.0;
+  double mean_batches_in_flight = 0.0;   // per rank, time-averaged over the window
+  double mean_batch_latency_s = 0.0;     // index sent -> batch handed to the loop
+  double batches_delivered_per_s = 0.0;  // per rank
+  std::int64_t epochs_started = 0;
+  std::int64_t des_events = 0;           // activities simulated (for the benchmark)
+};
+
+// Runs the simulation. Throws std::runtime_error if it cannot make progress.
+SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace);
+
+}  // namespace pipeplan::sim
