@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""Turn the harness's measured cases into pipeplan scenarios, simulate them, score the predictions.
+
+Runs on the development machine (plain Python 3, no torch):
+
+    python3 calibrate/validation/convert.py --cases results/cases.json --profile results/profile.json \
+        [--pipeplan build/cli/pipeplan] [--out-dir results/run-DATE] [--md docs/validation.md]
+
+For every case with status "ok" it writes OUT_DIR/scenarios/<case id>.json (docs/scenario.md
+keys only, filled from the case's knobs and its separately measured component costs), runs
+`pipeplan simulate SCENARIO --profile PROFILE --format json`, and compares the prediction with
+the measurement. It writes OUT_DIR/report.json and replaces the generated section of the
+markdown file (between the GENERATED markers) with the table. Next to pipeplan's error it
+shows the by-hand estimate's (the slower of worker capacity and GPU capacity), so the table
+shows what the simulation adds. With --no-simulate (no binary yet) only the measured side and
+the by-hand estimate are reported.
+
+Rules (also in docs/validation.md):
+- measured bottleneck: G = synthetic GPU step time (component), T = measured mean step time,
+  W = mean wait in next(iterator). G/T >= 0.9 -> "compute"; else W >= (T-G)/2 -> "input"
+  (the loader: storage, decode, collate, IPC, pin thread); else "host" (the training loop's own
+  host time and the copies it issues or waits for).
+- predicted bottleneck: bottleneck.stage mapped to the same three classes by name
+  (stage_class()).
+- by-hand estimate (samples/s): num_workers > 0: min(num_workers / load_s, batch / step_s);
+  num_workers == 0: batch / (batch * load_s + step_s).
+- errors are signed (pred - meas) / meas; summaries use their absolute values; percentiles
+  interpolate linearly between ranks; Kendall tau is tau-b (ties allowed), over each family's
+  settings (repeat 0), between measured and predicted throughput.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+TARGETS = {
+    "median_abs_throughput_err": 0.05,
+    "p90_abs_throughput_err": 0.12,
+    "p90_abs_step_p90_err": 0.15,
+    "min_family_tau": 0.9,
+    "bottleneck_agreement": 0.90,
+}
+MIN_SIM_STEPS = 200
+BEGIN = "<!-- BEGIN GENERATED: convert.py replaces everything down to the END marker -->"
+END = "<!-- END GENERATED -->"
+
+
+# ============================================================================ pure statistics
+def percentile(xs: Sequence[float], q: float) -> Optional[float]:
+    """q in [0, 1]; linear interpolation between closest ranks (numpy 'linear')."""
+    v = sorted(x for x in xs if x is not None and math.isfinite(x))
+    if not v:
+        return None
+    if len(v) == 1:
+        return float(v[0])
+    pos = q * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return float(v[lo] + (v[hi] - v[lo]) * (pos - lo))
+
+
+def median(xs: Sequence[float]) -> Optional[float]:
+    return percentile(xs, 0.5)
+
+
+def rel_err(pred: Optional[float], meas: Optional[float]) -> Optional[float]:
+    if pred is None or meas is None or not math.isfinite(pred) or not math.isfinite(meas) or meas == 0:
+        return None
+    return (pred - meas) / meas
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
+    """Kendall's tau-b; None when undefined (fewer than 2 points, or all ties on one side)."""
+    if len(x) != len(y):
+        raise ValueError("kendall_tau_b: lengths differ")
+    n = len(x)
+    conc = disc = tx = ty = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = (x[i] > x[j]) - (x[i] < x[j])
+            dy = (y[i] > y[j]) - (y[i] < y[j])
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                tx += 1
+            elif dy == 0:
+                ty += 1
+            elif dx == dy:
+                conc += 1
+            else:
+                disc += 1
+    denom = math.sqrt((conc + disc + tx) * (conc + disc + ty))
+    if denom == 0:
+        return None
+    return (conc - disc) / denom
+
+
+# ============================================================================ classification
+STAGE_CLASSES = [
+    # (class, substrings of the stage name, checked in this order)
+    ("compute", ("compute", "gpu", "comm", "nccl", "all_reduce", "allreduce", "forward", "backward")),
+    ("host", ("h2d", "copy", "transfer", "main", "host", "loop", "train", "launch", "sync")),
+    ("input", ("storage", "disk", "read", "decode", "load", "augment", "worker", "collate", "ipc",
+               "shm", "pin", "dataloader", "input")),
+]
+
+
+def stage_class(stage: Optional[str]) -> Optional[str]:
+    """Map a simulator stage name to compute / host / input (None if unknown)."""
+    if not stage:
+        return None
+    s = stage.lower()
+    # the pin thread is loader side even though its name may contain "copy" or "host"
+    if "pin" in s:
+        return "input"
+    for cls, keys in STAGE_CLASSES:
+        if any(k in s for k in keys):
+            return cls
+    return None
+
+
+def measured_bottleneck(step_gpu_s: float, step_mean_s: float, data_wait_mean_s: float) -> Tuple[str, float]:
+    """Return (class, gpu busy fraction G/T) by the documented rule."""
+    if not step_mean_s or step_mean_s <= 0:
+        return "unknown", float("nan")
+    busy = step_gpu_s / step_mean_s
+    if busy >= 0.9:
+        return "compute", busy
+    idle = step_mean_s - step_gpu_s
+    if data_wait_mean_s >= idle / 2:
+        return "input", busy
+    return "host", busy
+
+
+def by_hand(num_workers: int, batch: int, load_s: float, step_s: float) -> float:
+    if num_workers <= 0:
+        return batch / (batch * load_s + step_s)
+    return min(num_workers / load_s, batch / step_s)
+
+
+# ============================================================================ scenario
+def _dist(mean: float, cv: Optional[float]) -> Dict[str, Any]:
+    cv = 0.0 if cv is None or not math.isfinite(cv) else max(0.0, float(cv))
+    return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
+
+
+def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS) -> Dict[str, Any]:
+    """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only)."""
+    k, comp, m = case["knobs"], case["components"], case["measured"]
+    bs, nw = int(k["batch_size"]), int(k["num_workers"])
+    load = comp["load"]
+    coll = comp["collate"]
+    step = comp["step"]
+    item_bytes = coll["batch_bytes"]["mean"] / bs
+    epochs = int(k.get("epochs", 1) or 1)
+    if epochs > 1:
+        spe = int(k["steps_per_epoch"])
+        steps, warmup, num_samples = epochs * spe, spe, spe * bs
+    else:
+        warmup = int(m["skip"])
+        steps = warmup + max(int(m["n_measured"]), min_steps)
+        num_samples = steps * bs          # one epoch covers the run: no epoch boundary, as measured
+    loader: Dict[str, Any] = {
+        "batch_size": bs, "num_workers": nw, "pin_memory": bool(k["pin_memory"]),
+        "drop_last": True, "in_order": True,
+        "collate_s_per_batch": float(coll["s_per_batch"]["mean"]),
+    }
+    if nw > 0:
+        loader["prefetch_factor"] = int(k["prefetch_factor"])
+        loader["persistent_workers"] = bool(k.get("persistent_workers", False))
+    ws = comp.get("worker_start") or {}
+    if ws.get("per_worker_s") is not None:
+        loader["worker_start_s"] = max(0.0, float(ws["per_worker_s"]))
+    sb = comp.get("sample_bytes") or {}
+    dataset = {"num_samples": int(num_samples),
+               "item_bytes": max(1, int(round(item_bytes))),
+               "load_s_per_sample": _dist(load["mean"], load.get("cv"))}
+    if sb.get("mean"):
+        dataset["sample_bytes"] = _dist(sb["mean"], sb.get("cv"))
+    desc = (f"measured case {case['id']} (family {case['family']}, repeat {case.get('repeat', 0)}); "
+            f"components measured alone in the same run")
+    return {
+        "schema": "pipeplan-scenario/1",
+        "name": case["id"],
+        "description": desc,
+        "seed": 1,
+        "node": {"gpus": 1, "cpu_cores": int(machine.get("cpu_cores") or machine.get("cpu_count") or 1)},
+        "dataset": dataset,
+        "storage": {"page_cache_hit_ratio": 0.0 if k.get("storage") == "cold" else 1.0},
+        "loader": loader,
+        "transfer": {"non_blocking": bool(k["non_blocking"]), "copy_stream": k["copy_stream"]},
+        "training": {
+            "step_s": float(step["gpu_s"]["mean"]),
+            "step_cv": round(max(0.0, float(step["gpu_s"].get("cv") or 0.0)), 4),
+            "host_s_per_step": float(step["host_s"]["mean"]),
+            "sync_every_steps": int(k["sync_every"]),
+            "steps": int(steps),
+            "warmup_steps": int(warmup),
+        },
+    }
+
+
+# ============================================================================ simulate
+def run_pipeplan(binary: str, scenario_path: str, profile: Optional[str], timeout_s: float = 300,
+                 extra: Sequence[str] = ()) -> Dict[str, Any]:
+    cmd = [binary, "simulate", scenario_path]
+    if profile:
+        cmd += ["--profile", profile]
+    cmd += ["--format", "json", *extra]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout_s}s", "command": shlex.join(cmd)}
+    except OSError as e:
+        return {"error": f"cannot run {binary}: {e}", "command": shlex.join(cmd)}
+    if p.returncode != 0:
+        return {"error": f"exit {p.returncode}: {p.stderr.strip()[:500]}", "command": shlex.join(cmd)}
+    try:
+        out = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        return {"error": f"output is not JSON: {e}", "command": shlex.join(cmd)}
+    return {"result": out, "command": shlex.join(cmd)}
+
+
+def _get(d: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+# ============================================================================ evaluation
+def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    k, comp, m = case["knobs"], case["components"], case["measured"]
+    bs, nw = int(k["batch_size"]), int(k["num_workers"])
+    load_s = comp["load"]["mean"]
+    step_s = comp["step"]["gpu_s"]["mean"]
+    meas_thr = m["throughput_samples_per_s"]
+    meas_p90 = m["step_time_s"]["p90"]
+    meas_mean = m["step_time_s"]["mean"]
+    cls, busy = measured_bottleneck(step_s, meas_mean, m["data_wait_s"]["mean"])
+    hand = by_hand(nw, bs, load_s, step_s)
+    row: Dict[str, Any] = {
+        "id": case["id"], "family": case["family"], "also_families": case.get("also_families", []),
+        "repeat": case.get("repeat", 0), "knobs": k,
+        "measured": {"samples_per_s": meas_thr, "step_mean_s": meas_mean, "step_p90_s": meas_p90,
+                     "bottleneck": cls, "gpu_busy_fraction": busy,
+                     "data_wait_fraction": m.get("data_wait_fraction"),
+                     "n_measured": m.get("n_measured")},
+        "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
+                       "load_stderr_rel": comp["load"].get("stderr_rel"),
+                       "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
+                       "collate_s": comp["collate"]["s_per_batch"]["mean"],
+                       "batch_bytes": comp["collate"]["batch_bytes"]["mean"]},
+        "by_hand": {"samples_per_s": hand, "err": rel_err(hand, meas_thr)},
+        "pipeplan": None,
+    }
+    if pred is not None:
+        if "error" in pred:
+            row["pipeplan"] = {"error": pred["error"]}
+        else:
+            r = pred["result"]
+            thr = _get(r, "throughput.samples_per_s")
+            p90 = _get(r, "step_time_s.p90")
+            stage = _get(r, "bottleneck.stage")
+            pc = stage_class(stage)
+            row["pipeplan"] = {
+                "samples_per_s": thr, "err": rel_err(thr, meas_thr),
+                "step_p90_s": p90, "step_p90_err": rel_err(p90, meas_p90),
+                "step_mean_s": _get(r, "step_time_s.mean"),
+                "bottleneck_stage": stage, "bottleneck_class": pc,
+                "bottleneck_ok": (pc == cls) if pc is not None else False,
+                "explanation": _get(r, "bottleneck.explanation"),
+                "gpu_busy_fraction": _get(r, "gpu.busy_fraction"),
+                "synthetic_baseline_samples_per_s": _get(r, "synthetic_baseline.samples_per_s"),
+            }
+    return row
+
+
+def families_of(rows: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    fam: Dict[str, List[Dict[str, Any]]] = {}
+    for r in rows:
+        if r["repeat"] != 0:
+            continue
+        for f in [r["family"]] + list(r.get("also_families") or []):
+            fam.setdefault(f, []).append(r)
+    return fam
+
+
+def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    rows = [evaluate_case(c, preds.get(c["id"])) for c in cases if c.get("status") == "ok"]
+    simulated = any(r["pipeplan"] is not None for r in rows)
+    fam_rows = families_of(rows)
+    families = {}
+    for f, rs in fam_rows.items():
+        meas = [r["measured"]["samples_per_s"] for r in rs]
+        hand = [r["by_hand"]["samples_per_s"] for r in rs]
+        ent = {"cases": [r["id"] for r in rs], "n": len(rs),
+               "tau_by_hand": kendall_tau_b(meas, hand) if len(rs) >= 2 else None}
+        if simulated:
+            ok = [r for r in rs if r["pipeplan"] and r["pipeplan"].get("samples_per_s") is not None]
+            ent["tau_pipeplan"] = (kendall_tau_b([r["measured"]["samples_per_s"] for r in ok],
+                                                 [r["pipeplan"]["samples_per_s"] for r in ok])
+                                   if len(ok) >= 2 and len(ok) == len(rs) else None)
+        families[f] = ent
+    # noise of the ground truth: settings measured more than once
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(json.dumps(r["knobs"], sort_keys=True), []).append(r)
+    noise = []
+    for g in groups.values():
+        if len(g) < 2:
+            continue
+        v = [r["measured"]["samples_per_s"] for r in g]
+        mu = sum(v) / len(v)
+        noise.append({"cases": [r["id"] for r in g], "samples_per_s": v,
+                      "spread": (max(v) - min(v)) / mu if mu else None})
+
+    def summ(kind: str) -> Dict[str, Any]:
+        if kind == "by_hand":
+            errs = [abs(r["by_hand"]["err"]) for r in rows if r["by_hand"]["err"] is not None]
+            taus = [f["tau_by_hand"] for f in families.values() if f["tau_by_hand"] is not None]
+            return {"n": len(errs), "median_abs_throughput_err": median(errs),
+                    "p90_abs_throughput_err": percentile(errs, 0.9),
+                    "p90_abs_step_p90_err": None, "min_family_tau": min(taus) if taus else None,
+                    "bottleneck_agreement": None}
+        pr = [r for r in rows if r["pipeplan"] and "error" not in r["pipeplan"]]
+        errs = [abs(r["pipeplan"]["err"]) for r in pr if r["pipeplan"]["err"] is not None]
+        serrs = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if r["pipeplan"]["step_p90_err"] is not None]
+        taus = [f.get("tau_pipeplan") for f in families.values() if f.get("tau_pipeplan") is not None]
+        bn = [r["pipeplan"]["bottleneck_ok"] for r in pr]
+        return {"n": len(errs), "failed": len(rows) - len(pr),
+                "median_abs_throughput_err": median(errs),
+                "p90_abs_throughput_err": percentile(errs, 0.9),
+                "p90_abs_step_p90_err": percentile(serrs, 0.9),
+                "min_family_tau": min(taus) if taus else None,
+                "bottleneck_agreement": (sum(bn) / len(bn)) if bn else None}
+
+    summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
+               "pipeplan": summ("pipeplan") if simulated else None, "targets": TARGETS}
+    if simulated:
+        met = {}
+        s = summary["pipeplan"]
+        for key, tgt in TARGETS.items():
+            v = s.get(key)
+            if v is None:
+                met[key] = None
+            elif key in ("min_family_tau", "bottleneck_agreement"):
+                met[key] = v >= tgt
+            else:
+                met[key] = v <= tgt
+        summary["targets_met"] = met
+    return {"rows": rows, "families": families, "noise": noise, "summary": summary}
+
+
+# ============================================================================ markdown
+def _pct(x: Optional[float], signed: bool = True) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{x*100:+.1f}%" if signed else f"{x*100:.1f}%"
+
+
+def _num(x: Optional[float], fmt: str = "{:.0f}") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return fmt.format(x)
+
+
+def _tau(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:+.2f}"
+
+
+def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
+    s = ev["summary"]
+    mach = meta.get("machine") or {}
+    L = []
+    L.append(f"## Results (generated {meta['generated']})")
+    L.append("")
+    L.append(f"- Machine: {mach.get('gpu')} (driver {mach.get('driver')}, CUDA runtime {mach.get('cuda_runtime')}), "
+             f"{mach.get('cpu_model')}, {mach.get('cpu_cores')} cores, torch {mach.get('torch')}, "
+             f"host {mach.get('hostname')}")
+    L.append(f"- Ground truth: `{meta['cases_path']}` (harness mode {meta.get('mode')}, started {meta.get('started')}, "
+             f"{s['cases_ok']}/{s['cases_total']} cases measured)")
+    L.append(f"- Profile: {meta.get('profile_note')}")
+    L.append(f"- Simulator: {meta.get('pipeplan_note')}")
+    L.append(f"- Command: `{meta['command']}`")
+    L.append("")
+    L.append("### Summary against the targets")
+    L.append("")
+    L.append("| metric | pipeplan | by-hand estimate | target | pipeplan meets it |")
+    L.append("|---|---|---|---|---|")
+    p = s.get("pipeplan") or {}
+    h = s["by_hand"]
+    met = s.get("targets_met") or {}
+
+    def yn(key):
+        v = met.get(key)
+        return "n/a" if v is None else ("yes" if v else "**no**")
+    L.append(f"| median abs throughput error | {_pct(p.get('median_abs_throughput_err'), False)} | "
+             f"{_pct(h['median_abs_throughput_err'], False)} | <= 5% | {yn('median_abs_throughput_err')} |")
+    L.append(f"| p90 abs throughput error | {_pct(p.get('p90_abs_throughput_err'), False)} | "
+             f"{_pct(h['p90_abs_throughput_err'], False)} | <= 12% | {yn('p90_abs_throughput_err')} |")
+    L.append(f"| p90 abs error of the p90 step time | {_pct(p.get('p90_abs_step_p90_err'), False)} | n/a | <= 15% | "
+             f"{yn('p90_abs_step_p90_err')} |")
+    L.append(f"| min Kendall tau over families | {_tau(p.get('min_family_tau'))} | {_tau(h['min_family_tau'])} | "
+             f">= 0.9 | {yn('min_family_tau')} |")
+    L.append(f"| bottleneck agreement | {_pct(p.get('bottleneck_agreement'), False)} | n/a | >= 90% | "
+             f"{yn('bottleneck_agreement')} |")
+    if p and p.get("failed"):
+        L.append("")
+        L.append(f"{p['failed']} case(s) could not be simulated (see the per-case table).")
+    L.append("")
+    L.append("### Per case")
+    L.append("")
+    L.append("Throughput in samples/s; step times in ms; errors are (predicted - measured) / measured. "
+             "Bottleneck classes: compute, input (loader side), host (training loop and its copies).")
+    L.append("")
+    L.append("| case | measured | pipeplan | err | by-hand | err | p90 step meas | p90 pred | err | GPU busy | bottleneck meas | pred (stage) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in ev["rows"]:
+        m, pp, bh = r["measured"], r["pipeplan"] or {}, r["by_hand"]
+        if "error" in pp:
+            pred_cells = ["error", "n/a"]
+            p90_cells = ["n/a", "n/a"]
+            bn = f"error: {pp['error'][:80]}"
+        else:
+            pred_cells = [_num(pp.get("samples_per_s")), _pct(pp.get("err"))]
+            p90_cells = [_num(pp.get("step_p90_s") and pp["step_p90_s"] * 1e3, "{:.1f}"),
+                         _pct(pp.get("step_p90_err"))]
+            bn = (f"{pp.get('bottleneck_class')} ({pp.get('bottleneck_stage')})"
+                  + ("" if pp.get("bottleneck_ok") else " ✗")) if pp else "n/a"
+        L.append(f"| `{r['id']}` | {_num(m['samples_per_s'])} | {pred_cells[0]} | {pred_cells[1]} | "
+                 f"{_num(bh['samples_per_s'])} | {_pct(bh['err'])} | {_num(m['step_p90_s']*1e3, '{:.1f}')} | "
+                 f"{p90_cells[0]} | {p90_cells[1]} | {_num(m['gpu_busy_fraction'], '{:.2f}')} | {m['bottleneck']} | {bn} |")
+    L.append("")
+    L.append("### Families (ranking of settings, Kendall tau-b against the measured order)")
+    L.append("")
+    L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand |")
+    L.append("|---|---|---|---|---|")
+    rowmap = {r["id"]: r for r in ev["rows"]}
+    for f, ent in ev["families"].items():
+        vals = ", ".join(_num(rowmap[i]["measured"]["samples_per_s"]) for i in ent["cases"])
+        L.append(f"| {f} | {ent['n']} | {vals} | {_tau(ent.get('tau_pipeplan'))} | {_tau(ent['tau_by_hand'])} |")
+    L.append("")
+    L.append("### Noise of the ground truth (the same setting measured more than once in the run)")
+    L.append("")
+    if ev["noise"]:
+        L.append("| cases | samples/s | spread (max-min)/mean |")
+        L.append("|---|---|---|")
+        for n in ev["noise"]:
+            L.append(f"| {', '.join('`'+c+'`' for c in n['cases'])} | "
+                     f"{', '.join(_num(v) for v in n['samples_per_s'])} | {_pct(n['spread'], False)} |")
+    else:
+        L.append("No repeated setting in this run.")
+    L.append("")
+    L.append("### Components (measured alone, same run)")
+    L.append("")
+    comps = meta.get("components") or {}
+    L.append("| component | mean | cv | stderr of the mean | n |")
+    L.append("|---|---|---|---|---|")
+    for kind, v in (comps.get("load") or {}).items():
+        L.append(f"| `__getitem__` {kind} | {v['mean']*1e3:.3f} ms | {_num(v.get('cv'), '{:.2f}')} | "
+                 f"{_pct(v.get('stderr_rel'), False)} | {v.get('n')} |")
+    for kind, v in (comps.get("load_cold") or {}).items():
+        L.append(f"| `__getitem__` {kind}, cold page cache | {v['mean']*1e3:.3f} ms | {_num(v.get('cv'), '{:.2f}')} | "
+                 f"{_pct(v.get('stderr_rel'), False)} | {v.get('n')} |")
+    for key, v in (comps.get("collate") or {}).items():
+        c = v["s_per_batch"]
+        L.append(f"| collate {key} ({v['batch_bytes']['mean']/1e6:.2f} MB) | {c['mean']*1e3:.3f} ms | "
+                 f"{_num(c.get('cv'), '{:.2f}')} | {_pct(c.get('stderr_rel'), False)} | {c.get('n')} |")
+    for key, v in (comps.get("step") or {}).items():
+        g, hs = v["gpu_s"], v["host_s"]
+        L.append(f"| GPU step {key} (host {hs['mean']*1e3:.2f} ms; plain synthetic loop "
+                 f"{v['synthetic_loop_step_s']*1e3:.2f} ms) | {g['mean']*1e3:.3f} ms | {_num(g.get('cv'), '{:.3f}')} | "
+                 f"{_pct(g.get('stderr_rel'), False)} | {g.get('n')} |")
+    ws = comps.get("worker_start")
+    if ws:
+        L.append(f"| worker start (slope per worker) | {ws['per_worker_s']*1e3:.1f} ms | | | {len(ws['points'])} counts |")
+    L.append("")
+    return "\n".join(L)
+
+
+def update_markdown(path: str, generated: str) -> None:
+    text = open(path).read() if os.path.exists(path) else f"# Validation\n\n{BEGIN}\n{END}\n"
+    if BEGIN in text and END in text:
+        a = text.index(BEGIN) + len(BEGIN)
+        b = text.index(END)
+        text = text[:a] + "\n" + generated + "\n" + text[b:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + generated + "\n" + END + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+# ============================================================================ main
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", required=True, help="harness output (cases.json)")
+    ap.add_argument("--profile", default=None, help="profile calibrated in the same device run")
+    ap.add_argument("--pipeplan", default="build/cli/pipeplan", help="pipeplan binary")
+    ap.add_argument("--out-dir", default=None, help="scenarios/ and report.json (default: beside --cases)")
+    ap.add_argument("--md", default=None, help="markdown file whose generated section is replaced")
+    ap.add_argument("--no-simulate", action="store_true", help="only the measured side and the by-hand estimate")
+    ap.add_argument("--min-steps", type=int, default=MIN_SIM_STEPS,
+                    help="simulated steady steps at least (default %(default)s)")
+    ap.add_argument("--timeout-s", type=float, default=300)
+    a = ap.parse_args(argv)
+
+    try:
+        doc = json.load(open(a.cases))
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"convert: cannot read {a.cases}: {e}", file=sys.stderr)
+        return 2
+    if a.profile and not os.path.exists(a.profile):
+        print(f"convert: profile {a.profile} not found", file=sys.stderr)
+        return 2
+    cases = doc.get("cases") or []
+    machine = doc.get("machine") or {}
+    out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases)),
+                                        os.path.splitext(os.path.basename(a.cases))[0] + "-report")
+    scen_dir = os.path.join(out_dir, "scenarios")
+    os.makedirs(scen_dir, exist_ok=True)
+
+    simulate = not a.no_simulate
+    if simulate and not (os.path.isfile(a.pipeplan) and os.access(a.pipeplan, os.X_OK)):
+        print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
+        return 2
+    preds: Dict[str, Dict[str, Any]] = {}
+    for c in cases:
+        if c.get("status") != "ok":
+            continue
+        scen = scenario_for(c, machine, a.min_steps)
+        sp = os.path.join(scen_dir, c["id"] + ".json")
+        with open(sp, "w") as f:
+            json.dump(scen, f, indent=2)
+            f.write("\n")
+        if simulate:
+            preds[c["id"]] = run_pipeplan(a.pipeplan, sp, a.profile, a.timeout_s)
+            pr = preds[c["id"]]
+            msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
+            print(f"convert: {c['id']}: {msg}", file=sys.stderr)
+    ev = evaluate(cases, preds)
+    prov = None
+    if a.profile:
+        try:
+            prov = json.load(open(a.profile)).get("provenance")
+        except Exception:
+            prov = None
+    cmd = "python3 " + " ".join(shlex.quote(x) for x in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
+    meta = {
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cases_path": os.path.relpath(a.cases),
+        "machine": machine, "mode": doc.get("mode"), "started": doc.get("started"),
+        "profile_note": (f"`{os.path.relpath(a.profile)}`" + (f" (measured {prov.get('date')} on {prov.get('hostname')})" if prov else ""))
+        if a.profile else "none given: pipeplan used its bundled default profile",
+        "pipeplan_note": (f"`{a.pipeplan}`" if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
+        "command": cmd, "components": doc.get("components"),
+    }
+    report = {"meta": meta, **ev}
+    with open(os.path.join(out_dir, "report.json"), "w") as f:
+        json.dump(report, f, indent=1, default=lambda o: None)
+    md = render_markdown(ev, meta)
+    if a.md:
+        update_markdown(a.md, md)
+    else:
+        print(md)
+    s = ev["summary"]
+    print(f"convert: {s['cases_ok']} cases; by-hand median |err| {_pct(s['by_hand']['median_abs_throughput_err'], False)}"
+          + (f"; pipeplan median |err| {_pct(s['pipeplan']['median_abs_throughput_err'], False)}" if s.get("pipeplan") else "")
+          + f"; wrote {out_dir}/report.json" + (f" and {a.md}" if a.md else ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

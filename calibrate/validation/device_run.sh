@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# One device call: calibrate this machine, then measure the validation cases on it.
+#
+#   run(command="bash calibrate/validation/device_run.sh", carry=[".carry"], timeout_s=600)
+#
+# Runs in the repository root on the GPU machine with $OUT set. Writes (at most 8 files):
+#   $OUT/profile.json    pipeplan calibrate's profile (absent when the binary is absent)
+#   $OUT/calibrate.log   its output
+#   $OUT/cases.json      the harness's measured cases (rewritten after every case)
+#   $OUT/harness.log     the harness's progress lines
+#   $OUT/env.txt         machine facts (nvidia-smi, lscpu, data directory and its file system)
+# Environment (all optional):
+#   PIPEPLAN_VALIDATION_MODE   full (default) | quick
+#   PIPEPLAN_TOTAL_S           seconds this script may take in all (default 570, for timeout_s=600)
+#   PIPEPLAN_CALIBRATE_TIMEOUT_S  cap on calibration (default 150 full, 60 quick)
+#   PIPEPLAN_CALIBRATE_ARGS    extra arguments for the calibrate binary
+#   PIPEPLAN_HARNESS_BUDGET_S  cap on the harness budget (default 420 full, 120 quick)
+#   PIPEPLAN_HARNESS_ARGS      extra arguments for harness.py (e.g. --families num_workers,step)
+set -u
+T0=$(date +%s)
+OUT=${OUT:-/tmp/pipeplan-validation-out}
+mkdir -p "$OUT"
+MODE=${PIPEPLAN_VALIDATION_MODE:-full}
+TOTAL=${PIPEPLAN_TOTAL_S:-570}
+if [ "$MODE" = quick ]; then
+  QFLAG=--quick; CAL_CAP=${PIPEPLAN_CALIBRATE_TIMEOUT_S:-60}; H_CAP=${PIPEPLAN_HARNESS_BUDGET_S:-120}
+else
+  QFLAG=; CAL_CAP=${PIPEPLAN_CALIBRATE_TIMEOUT_S:-150}; H_CAP=${PIPEPLAN_HARNESS_BUDGET_S:-420}
+fi
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { echo "[device_run $(elapsed)s] $*"; }
+
+# A data directory on a real disk (not tmpfs): cold-cache cases need one.
+DATA=
+for d in /var/tmp /tmp "$PWD"; do
+  fs=$(stat -f -c %T "$d" 2>/dev/null || echo unknown)
+  if [ -w "$d" ] && [ "$fs" != tmpfs ] && [ "$fs" != ramfs ]; then DATA="$d/pipeplan-validation-data"; DATAFS=$fs; break; fi
+done
+[ -n "$DATA" ] || { DATA=/tmp/pipeplan-validation-data; DATAFS=$(stat -f -c %T /tmp); }
+mkdir -p "$DATA"
+
+{
+  echo "date: $(date -u +%FT%TZ)"; echo "mode: $MODE"; echo "data_dir: $DATA ($DATAFS)"
+  echo "--- nvidia-smi"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,pcie.link.gen.max,pcie.link.width.max --format=csv 2>&1
+  echo "--- lscpu"; lscpu 2>&1 | head -30
+  echo "--- free"; free -b 2>&1
+  echo "--- df"; df -h "$DATA" 2>&1
+  echo "--- python"; python3 -c 'import torch, torchvision, PIL, numpy; print(torch.__version__, torch.version.cuda, torchvision.__version__, PIL.__version__, numpy.__version__)' 2>&1
+} > "$OUT/env.txt" 2>&1
+say "mode $MODE, total budget ${TOTAL}s, data in $DATA ($DATAFS)"
+
+# ---- 1. calibrate (same machine, same run as the ground truth)
+CAL=.carry/pipeplan-calibrate
+if [ -x "$CAL" ]; then
+  [ -d .carry/lib ] && export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "calibrating: $CAL --out $OUT/profile.json $QFLAG --storage-path $DATA ${PIPEPLAN_CALIBRATE_ARGS:-} (cap ${CAL_CAP}s)"
+  # shellcheck disable=SC2086
+  timeout -k 10 "$CAL_CAP" "$CAL" --out "$OUT/profile.json" $QFLAG --storage-path "$DATA" ${PIPEPLAN_CALIBRATE_ARGS:-} \
+    > "$OUT/calibrate.log" 2>&1
+  rc=$?
+  say "calibrate exit $rc$( [ $rc = 124 ] && echo ' (timed out)')"
+  [ -s "$OUT/profile.json" ] || say "WARNING: no profile written; see calibrate.log"
+else
+  say "NOTE: no calibrate binary at $CAL: calibration skipped (build it and pass carry=[\".carry\"]);"
+  say "      convert.py will then simulate with pipeplan's bundled default profile"
+  echo "calibration skipped: $CAL not found or not executable" > "$OUT/calibrate.log"
+fi
+
+# ---- 2. the harness, with what is left of the budget
+LEFT=$(( TOTAL - $(elapsed) - 30 ))
+BUDGET=$(( LEFT < H_CAP ? LEFT : H_CAP ))
+if [ "$BUDGET" -lt 30 ]; then
+  say "only ${LEFT}s left: harness not run"; exit 1
+fi
+say "harness: budget ${BUDGET}s"
+# shellcheck disable=SC2086
+PYTHONUNBUFFERED=1 timeout -k 10 $(( BUDGET + 45 )) python3 calibrate/validation/harness.py \
+  --out "$OUT/cases.json" --budget-s "$BUDGET" --data-dir "$DATA" $QFLAG ${PIPEPLAN_HARNESS_ARGS:-} \
+  2>&1 | tee "$OUT/harness.log"
+rc=${PIPESTATUS[0]}
+say "harness exit $rc$( [ "$rc" = 124 ] && echo ' (timed out; cases.json keeps the finished cases)')"
+rm -rf "$DATA"
+ls -la "$OUT"
+exit "$rc"

@@ -1,0 +1,1075 @@
+#!/usr/bin/env python3
+"""pipeplan fidelity harness: real PyTorch input pipelines, measured on the GPU machine.
+
+Generates its own data (JPEGs, .npy tensors, token text), runs real training loops
+(torch DataLoader with worker processes, PIL decode + torchvision transforms, pin_memory,
+.to('cuda', non_blocking=...) with or without a side copy stream, a real GPU step), and
+measures per case the steady-state step time and throughput, plus the component costs a
+user can measure alone (one sample's __getitem__ in one process, collate, batch bytes,
+the synthetic-data GPU step, the loop's host time per step, worker start-up).
+
+Output: one JSON file (--out), rewritten after every case so a kill keeps what finished.
+See docs/validation.md for the methods and for how convert.py turns it into predictions.
+
+    PYTHONUNBUFFERED=1 python3 calibrate/validation/harness.py --out cases.json --budget-s 420
+    python3 calibrate/validation/harness.py --quick --out smoke.json          # ~2 minutes
+    python3 calibrate/validation/harness.py --cpu-test --quick --out t.json   # no GPU: code paths only
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import random
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeplan_probe import nbytes_of, summarize, time_collate, time_getitem  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+SCHEMA = "pipeplan-validation-cases/1"
+T_START = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - T_START:7.1f}s] {msg}", flush=True)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ============================================================================ data generation
+# Runs in a multiprocessing pool forked before CUDA is touched.
+def _gen_jpeg(args):
+    from PIL import Image
+    path, seed, w, h = args
+    rng = np.random.default_rng(seed)
+    gh, gw = int(rng.integers(3, 9)), int(rng.integers(3, 9))
+    low = rng.integers(0, 256, size=(gh, gw, 3), dtype=np.uint8)
+    img = Image.fromarray(low).resize((w, h), Image.BICUBIC)
+    a = np.asarray(img, dtype=np.int16) + rng.normal(0.0, 22.0, size=(h, w, 3)).astype(np.int16)
+    Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(path, format="JPEG", quality=90)
+    return os.path.getsize(path)
+
+
+def _gen_npy(args):
+    path, seed, shape, dtype = args
+    rng = np.random.default_rng(seed)
+    if dtype == "uint8":
+        arr = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    else:
+        arr = rng.standard_normal(size=shape, dtype=np.float32)
+    np.save(path, arr)
+    return os.path.getsize(path)
+
+
+def gen_images(root, n, pool):
+    d = os.path.join(root, "jpeg")
+    os.makedirs(d, exist_ok=True)
+    rng = random.Random(1234)
+    jobs = []
+    for i in range(n):
+        # ImageNet-like: mostly ~500x375 / 375x500, some smaller
+        w, h = rng.choice([(500, 375), (500, 375), (500, 333), (375, 500), (400, 300), (500, 400)])
+        jobs.append((os.path.join(d, f"{i:06d}.jpg"), 1000 + i, w, h))
+    sizes = pool.map(_gen_jpeg, jobs, chunksize=16)
+    return [j[0] for j in jobs], sizes
+
+
+def gen_tensors(root, name, n, shape, dtype, pool):
+    d = os.path.join(root, name)
+    os.makedirs(d, exist_ok=True)
+    jobs = [(os.path.join(d, f"{i:06d}.npy"), 5000 + i, shape, dtype) for i in range(n)]
+    sizes = pool.map(_gen_npy, jobs, chunksize=8)
+    return [j[0] for j in jobs], sizes
+
+
+def gen_tokens(root, n_lines, mean_words=256, cv=0.6, vocab_size=8000):
+    d = os.path.join(root, "tokens")
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(77)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = ["".join(rng.choice(letters, size=int(rng.integers(2, 10)))) for _ in range(vocab_size)]
+    vocab = list(dict.fromkeys(vocab))
+    varr = np.array(vocab, dtype=object)
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    mu = math.log(mean_words) - sigma * sigma / 2
+    lengths = np.clip(rng.lognormal(mu, sigma, size=n_lines).astype(int), 8, 2048)
+    # Zipf-like word frequencies
+    ranks = np.arange(1, len(vocab) + 1)
+    p = 1.0 / ranks
+    p /= p.sum()
+    path = os.path.join(d, "text.txt")
+    offsets, lens = [], []
+    pos = 0
+    with open(path, "wb") as f:
+        for L in lengths:
+            words = varr[rng.choice(len(vocab), size=int(L), p=p)]
+            b = (" ".join(words) + "\n").encode()
+            f.write(b)
+            offsets.append(pos)
+            lens.append(len(b))
+            pos += len(b)
+    return path, offsets, lens, vocab
+
+
+# ============================================================================ datasets (picklable)
+class ImageDataset:
+    """torchvision-style ImageFolder item: open + PIL decode + RandomResizedCrop + flip + ToTensor + Normalize."""
+
+    def __init__(self, paths, crop=224):
+        import torchvision.transforms as T
+        self.paths = list(paths)
+        self.tf = T.Compose([
+            T.RandomResizedCrop(crop),
+            T.RandomHorizontalFlip(),
+            T.ToTensor(),
+            T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
+        ])
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        from PIL import Image
+        with open(self.paths[i], "rb") as f:
+            img = Image.open(f)
+            img = img.convert("RGB")
+        return self.tf(img), i % 1000
+
+
+class NpyTensorDataset:
+    """Large pre-processed tensors stored one per .npy file."""
+
+    def __init__(self, paths):
+        self.paths = list(paths)
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        import torch
+        return torch.from_numpy(np.load(self.paths[i])), i % 1000
+
+
+class TokenDataset:
+    """Variable-length token sequences: read one text line (pread), tokenize with a word vocab."""
+
+    def __init__(self, path, offsets, lens, vocab):
+        self.path = path
+        self.offsets = list(offsets)
+        self.lens = list(lens)
+        self.vocab = {w: j + 2 for j, w in enumerate(vocab)}
+        self._fd = None
+        self._pid = None
+
+    def __len__(self):
+        return len(self.offsets)
+
+    def __getstate__(self):
+        s = dict(self.__dict__)
+        s["_fd"] = None
+        s["_pid"] = None
+        return s
+
+    def __getitem__(self, i):
+        import torch
+        if self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDONLY)
+            self._pid = os.getpid()
+        line = os.pread(self._fd, self.lens[i], self.offsets[i]).decode()
+        v = self.vocab
+        ids = [v.get(w, 1) for w in line.split()]
+        return torch.tensor(ids, dtype=torch.int64), len(ids)
+
+
+def pad_collate(batch):
+    """Pad to the longest sequence of the batch (+ lengths)."""
+    import torch
+    seqs = [b[0] for b in batch]
+    L = max(int(s.shape[0]) for s in seqs)
+    out = torch.zeros((len(seqs), L), dtype=torch.int64)
+    for j, s in enumerate(seqs):
+        out[j, : s.shape[0]] = s
+    return out, torch.tensor([int(s.shape[0]) for s in seqs], dtype=torch.int64)
+
+
+class TrivialDataset:
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        return i
+
+
+class IndexSampler:
+    """Fresh seeded permutation(s) each epoch; `length` indices per epoch.
+
+    replacement=False with length > n concatenates permutations (no repeats within n).
+    """
+
+    def __init__(self, n, length, seed=0):
+        self.n, self.length, self.seed, self.epoch = n, length, seed, 0
+
+    def __iter__(self):
+        rng = random.Random(self.seed * 1000003 + self.epoch)
+        self.epoch += 1
+        out = []
+        while len(out) < self.length:
+            perm = list(range(self.n))
+            rng.shuffle(perm)
+            out.extend(perm)
+        return iter(out[: self.length])
+
+    def __len__(self):
+        return self.length
+
+
+# ============================================================================ device abstraction
+class HostEvent:
+    """Stand-in for torch.cuda.Event in --cpu-test mode."""
+
+    def __init__(self):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+class Dev:
+    def __init__(self, torch, cpu_test):
+        self.torch = torch
+        self.cpu = cpu_test
+        self.device = torch.device("cpu" if cpu_test else "cuda")
+        self._side = None
+        self.sleep_cycles_per_s = None
+
+    def event(self):
+        return HostEvent() if self.cpu else self.torch.cuda.Event(enable_timing=True)
+
+    def sync(self):
+        if not self.cpu:
+            self.torch.cuda.synchronize()
+
+    def side_stream(self):
+        if self.cpu:
+            return None
+        if self._side is None:
+            self._side = self.torch.cuda.Stream()
+        return self._side
+
+    def calibrate_sleep(self):
+        """cycles per second of torch.cuda._sleep, to hold the stream while the host enqueues."""
+        if self.cpu or not hasattr(self.torch.cuda, "_sleep"):
+            return
+        t = self.torch
+        t.cuda._sleep(1000)
+        self.sync()
+        e0, e1 = self.event(), self.event()
+        cycles = 20_000_000
+        e0.record()
+        t.cuda._sleep(cycles)
+        e1.record()
+        self.sync()
+        ms = e0.elapsed_time(e1)
+        if ms > 0:
+            self.sleep_cycles_per_s = cycles / (ms / 1e3)
+
+    def hold_stream(self, seconds):
+        """Queue a spin kernel of `seconds` so that the host's launches that follow queue up."""
+        if self.sleep_cycles_per_s:
+            self.torch.cuda._sleep(int(self.sleep_cycles_per_s * seconds))
+            return True
+        return False
+
+
+def to_dev(t, batch, device, nb):
+    if isinstance(batch, t.Tensor):
+        return batch.to(device, non_blocking=nb)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_dev(t, b, device, nb) for b in batch)
+    if isinstance(batch, dict):
+        return {k: to_dev(t, v, device, nb) for k, v in batch.items()}
+    return batch
+
+
+def tensors_in(t, batch):
+    if isinstance(batch, t.Tensor):
+        yield batch
+    elif isinstance(batch, (list, tuple)):
+        for b in batch:
+            yield from tensors_in(t, b)
+    elif isinstance(batch, dict):
+        for b in batch.values():
+            yield from tensors_in(t, b)
+
+
+# ============================================================================ GPU steps
+class MatmulStep:
+    """Controllable GPU step: k back-to-back bf16 GEMMs, k chosen so one step takes target_s.
+
+    The step reads its input (mean of the first tensor) so that it waits for the copy.
+    """
+
+    def __init__(self, dev, target_s):
+        t = dev.torch
+        self.dev, self.target_s = dev, target_s
+        n = 256 if dev.cpu else 4096
+        dt = t.float32 if dev.cpu else t.bfloat16
+        g = t.Generator(device="cpu").manual_seed(0)
+        self.a = t.randn(n, n, generator=g).to(dev.device, dt)
+        self.b = t.randn(n, n, generator=g).to(dev.device, dt)
+        self.c = t.empty(n, n, device=dev.device, dtype=dt)
+        for _ in range(3):
+            t.mm(self.a, self.b, out=self.c)
+        dev.sync()
+        reps = 40
+        e0, e1 = dev.event(), dev.event()
+        e0.record()
+        for _ in range(reps):
+            t.mm(self.a, self.b, out=self.c)
+        e1.record()
+        dev.sync()
+        self.per_mm_s = e0.elapsed_time(e1) / 1e3 / reps
+        self.k = max(1, int(round(target_s / self.per_mm_s)))
+
+    def __call__(self, batch):
+        t = self.dev.torch
+        x = batch[0] if isinstance(batch, (list, tuple)) else batch
+        s = x.float().mean()
+        for _ in range(self.k):
+            t.mm(self.a, self.b, out=self.c)
+        return s + self.c[0, 0].float() * 0.0
+
+    def describe(self):
+        return {"kind": "matmul", "target_s": self.target_s, "gemms": self.k,
+                "gemm_n": int(self.a.shape[0]), "per_gemm_s": self.per_mm_s}
+
+
+class ResNetStep:
+    """torchvision ResNet (50 on GPU), bf16 autocast, channels_last, SGD momentum."""
+
+    def __init__(self, dev, arch="resnet50"):
+        import torchvision
+        t = dev.torch
+        if dev.cpu:
+            arch = "resnet18"
+        self.dev, self.arch = dev, arch
+        t.manual_seed(0)
+        self.model = getattr(torchvision.models, arch)(num_classes=1000).to(dev.device)
+        self.model = self.model.to(memory_format=t.channels_last)
+        self.model.train()
+        self.opt = t.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        if not dev.cpu:
+            t.backends.cudnn.benchmark = True
+
+    def __call__(self, batch):
+        t = self.dev.torch
+        x, y = batch[0], batch[1]
+        x = x.contiguous(memory_format=t.channels_last)
+        with t.autocast(device_type=self.dev.device.type, dtype=t.bfloat16):
+            out = self.model(x)
+            loss = t.nn.functional.cross_entropy(out.float(), y)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+    def describe(self):
+        return {"kind": "torchvision", "arch": self.arch, "autocast": "bf16",
+                "memory_format": "channels_last", "optimizer": "SGD(momentum=0.9)"}
+
+
+# ============================================================================ harness
+def cpu_stat():
+    try:
+        with open("/proc/stat") as f:
+            parts = f.readline().split()[1:]
+        v = [int(x) for x in parts]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v), idle
+    except Exception:
+        return None
+
+
+def busy_cores(s0, s1, ncpu):
+    if not s0 or not s1:
+        return None
+    tot, idle = s1[0] - s0[0], s1[1] - s0[1]
+    return None if tot <= 0 else (tot - idle) / tot * ncpu
+
+
+def machine_info(torch, dev):
+    info = {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    try:
+        info["cpu_cores"] = len(os.sched_getaffinity(0))
+    except Exception:
+        info["cpu_cores"] = os.cpu_count()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    info["memory_bytes"] = int(line.split()[1]) * 1024
+                    break
+    except Exception:
+        pass
+    info["torch"] = torch.__version__
+    try:
+        import torchvision
+        import PIL
+        info["torchvision"] = torchvision.__version__
+        info["pillow"] = PIL.__version__
+    except Exception:
+        pass
+    info["numpy"] = np.__version__
+    if not dev.cpu:
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["cuda_runtime"] = torch.version.cuda
+        info["gpu_count"] = torch.cuda.device_count()
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+            info["driver"] = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+        except Exception:
+            info["driver"] = None
+    else:
+        info["gpu"] = None
+        info["note"] = "--cpu-test: no GPU; numbers test code paths only"
+    return info
+
+
+def warm_files(paths):
+    """Read every file once so that it is in the page cache again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def rd(p):
+        with open(p, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(rd, paths))
+
+
+def drop_cache(paths):
+    """Make the dataset files cold: sync, posix_fadvise(DONTNEED) each, and drop_caches (root)."""
+    os.sync()
+    n = 0
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                n += 1
+            finally:
+                os.close(fd)
+        except Exception:
+            pass
+    method = [f"posix_fadvise(DONTNEED) on {n} files"]
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        method.append("echo 3 > /proc/sys/vm/drop_caches")
+    except Exception as e:
+        method.append(f"drop_caches not possible: {e.__class__.__name__}")
+    return "; ".join(method)
+
+
+class Harness:
+    def __init__(self, args):
+        import torch
+        self.t = torch
+        self.args = args
+        self.dev = Dev(torch, args.cpu_test)
+        self.quick = args.quick
+        self.budget_s = args.budget_s
+        self.t0 = time.perf_counter()
+        self.crop = 64 if args.cpu_test else 224
+        self.doc = {"schema": SCHEMA, "started": now_iso(), "finished": None,
+                    "status": "running", "mode": "quick" if self.quick else "full",
+                    "budget_s": self.budget_s, "command": " ".join([sys.executable] + sys.argv),
+                    "machine": None, "datasets": {}, "components": {"load": {}, "load_cold": {},
+                    "collate": {}, "step": {}, "worker_start": None}, "methods": METHODS,
+                    "cases": []}
+        self.datasets = {}
+        self.steps = {}
+        self.samples_cache = {}
+
+    # ------------------------------------------------------------------ bookkeeping
+    def elapsed(self):
+        return time.perf_counter() - self.t0
+
+    def remaining(self):
+        return self.budget_s - self.elapsed()
+
+    def save(self):
+        path = self.args.out
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.doc, f, indent=1, default=_json_default)
+        os.replace(tmp, path)
+
+    # ------------------------------------------------------------------ data
+    def make_data(self):
+        root = self.args.data_dir
+        os.makedirs(root, exist_ok=True)
+        q = self.quick
+        n_img = self.args.n_images or (1200 if q else 3500)
+        n_t32 = 1400 if q else 2400
+        n_t8 = 400 if q else 1000
+        n_tok = 2000 if q else 6000
+        if self.args.cpu_test:
+            n_img, n_t32, n_t8, n_tok = min(n_img, 300), 200, 100, 500
+        t0 = time.perf_counter()
+        ctx = mp.get_context("fork")
+        with ctx.Pool(max(1, min(16, os.cpu_count() or 1))) as pool:
+            paths, sizes = gen_images(root, n_img, pool)
+            self.datasets["image"] = ImageDataset(paths, crop=self.crop)
+            self._ds_info("image", paths, sizes, f"JPEG q90, ~500x375, RandomResizedCrop({self.crop})+flip+ToTensor+Normalize")
+            shp = (3, self.crop, self.crop)
+            p32, s32 = gen_tensors(root, "tensor_f32", n_t32, shp, "float32", pool)
+            self.datasets["tensor_f32"] = NpyTensorDataset(p32)
+            self._ds_info("tensor_f32", p32, s32, f"np.load of float32 {shp} .npy")
+            p8, s8 = gen_tensors(root, "tensor_u8", n_t8, shp, "uint8", pool)
+            self.datasets["tensor_u8"] = NpyTensorDataset(p8)
+            self._ds_info("tensor_u8", p8, s8, f"np.load of uint8 {shp} .npy")
+        path, offs, lens, vocab = gen_tokens(root, n_tok)
+        self.datasets["tokens"] = TokenDataset(path, offs, lens, vocab)
+        self._ds_info("tokens", [path], lens, "pread one text line, word-vocab tokenize; pad-to-longest collate")
+        os.sync()
+        log(f"data generated in {time.perf_counter() - t0:.1f}s: "
+            + ", ".join(f"{k} n={v['n']} mean {v['sample_bytes']['mean']/1e3:.0f} kB"
+                        for k, v in self.doc["datasets"].items()))
+        self.save()
+
+    def _ds_info(self, kind, paths, sizes, desc):
+        s = summarize([float(x) for x in sizes])
+        self.doc["datasets"][kind] = {"n": len(sizes), "sample_bytes": {"mean": s["mean"], "cv": s["cv"]},
+                                      "dir": os.path.dirname(paths[0]), "what": desc}
+        self._paths = getattr(self, "_paths", {})
+        self._paths[kind] = list(paths)
+
+    def collate_fn(self, kind):
+        return pad_collate if kind == "tokens" else None
+
+    # ------------------------------------------------------------------ components
+    def comp_load(self, kind):
+        c = self.doc["components"]["load"]
+        if kind not in c:
+            n = {"image": 400, "tensor_f32": 300, "tensor_u8": 300, "tokens": 400}[kind]
+            if self.quick:
+                n = n // 2
+            t0 = time.perf_counter()
+            summ, kept, ib = time_getitem(self.datasets[kind], n_samples=n, keep=128, seed=11,
+                                          max_seconds=8.0 if self.quick else 15.0)
+            self.samples_cache[kind] = kept
+            summ["item_bytes_mean"] = sum(ib) / len(ib) if ib else None
+            summ["method"] = "single process, torch 1 thread, random indices, 5 warm-up calls, perf_counter per __getitem__, page cache warm"
+            c[kind] = summ
+            log(f"component load[{kind}]: {summ['mean']*1e3:.3f} ms/sample cv {summ['cv']:.2f} "
+                f"stderr {summ['stderr_rel']*100:.1f}% n={summ['n']} ({time.perf_counter()-t0:.1f}s)")
+        return c[kind]
+
+    def comp_load_cold(self, kind):
+        c = self.doc["components"]["load_cold"]
+        if kind not in c:
+            method = drop_cache(self._paths[kind])
+            n = 60 if self.quick else 120
+            summ, _, _ = time_getitem(self.datasets[kind], n_samples=n, warmup=0, seed=99,
+                                      max_seconds=6.0)
+            summ["method"] = "as load, after " + method
+            c[kind] = summ
+            log(f"component load_cold[{kind}]: {summ['mean']*1e3:.3f} ms/sample cv {summ['cv']:.2f} n={summ['n']}")
+        return c[kind]
+
+    def comp_collate(self, kind, bs):
+        key = f"{kind}/b{bs}"
+        c = self.doc["components"]["collate"]
+        if key not in c:
+            self.comp_load(kind)
+            ct, bb = time_collate(self.samples_cache[kind], bs, collate_fn=self.collate_fn(kind),
+                                  n_batches=15 if self.quick else 30, seed=5,
+                                  max_seconds=3.0 if self.quick else 6.0)
+            c[key] = {"s_per_batch": ct, "batch_bytes": bb,
+                      "method": "collate_fn in the main process (plain memory, not worker shared memory), torch 1 thread"}
+            log(f"component collate[{key}]: {ct['mean']*1e3:.3f} ms cv {ct['cv']:.2f}, batch {bb['mean']/1e6:.2f} MB")
+        return c[key]
+
+    def step_model(self, name):
+        if name not in self.steps:
+            if name.startswith("mm:"):
+                self.steps[name] = MatmulStep(self.dev, float(name[3:]) / 1e3)
+            elif name in ("resnet50",):
+                self.steps[name] = ResNetStep(self.dev, name)
+            else:
+                raise ValueError(f"unknown step {name}")
+        return self.steps[name]
+
+    def sample_batch(self, kind, bs):
+        self.comp_load(kind)
+        kept = self.samples_cache[kind]
+        coll = self.collate_fn(kind)
+        if coll is None:
+            from torch.utils.data import default_collate
+            coll = default_collate
+        return coll([kept[j % len(kept)] for j in range(bs)])
+
+    def comp_step(self, step_name, kind, bs):
+        key = f"{step_name}/{kind}/b{bs}"
+        c = self.doc["components"]["step"]
+        if key in c:
+            return c[key]
+        t, dev = self.t, self.dev
+        t0 = time.perf_counter()
+        model = self.step_model(step_name)
+        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        for _ in range(3):
+            loss = model(gb)
+        float(loss.item())
+        dev.sync()
+        reps = 8 if self.quick else 15
+        gpu, host = [], []
+        hold = 0.05
+        for r in range(reps + 1):
+            dev.sync()
+            held = dev.hold_stream(hold)
+            e0, e1 = dev.event(), dev.event()
+            e0.record()
+            h0 = time.perf_counter()
+            loss = model(gb)
+            h1 = time.perf_counter()
+            e1.record()
+            dev.sync()
+            if held and (h1 - h0) > 0.8 * hold:      # host slower than the hold: redo, longer
+                hold = 3 * (h1 - h0)
+                continue
+            if r == 0:
+                continue
+            gpu.append(e0.elapsed_time(e1) / 1e3)
+            host.append(h1 - h0)
+        # the user's quickest test: the synthetic-data loop as is, loss.item() every step
+        n_loop = 10 if self.quick else 20
+        dev.sync()
+        l0 = time.perf_counter()
+        for _ in range(n_loop):
+            loss = model(gb)
+            float(loss.item())
+        dev.sync()
+        loop_s = (time.perf_counter() - l0) / n_loop
+        g, h = summarize(gpu), summarize(host)
+        c[key] = {"gpu_s": g, "host_s": h, "synthetic_loop_step_s": loop_s,
+                  "model": model.describe(), "held_stream": bool(dev.sleep_cycles_per_s),
+                  "method": ("GPU time between CUDA events around one step whose launches were queued "
+                             "behind a torch.cuda._sleep spin kernel (launch overhead excluded); host time = "
+                             "perf_counter from step start to last launch returned; loop = plain synthetic loop "
+                             "with loss.item() each step")}
+        del gb
+        log(f"component step[{key}]: gpu {g['mean']*1e3:.2f} ms cv {g['cv']:.3f}, host {h['mean']*1e3:.2f} ms, "
+            f"synthetic loop {loop_s*1e3:.2f} ms/step ({time.perf_counter()-t0:.1f}s)")
+        return c[key]
+
+    def comp_worker_start(self):
+        if self.doc["components"]["worker_start"] is not None:
+            return self.doc["components"]["worker_start"]
+        from torch.utils.data import DataLoader
+        ns = [1, 4, 8] if self.quick else [1, 4, 8, 16]
+        pts = []
+        for n in ns:
+            dl = DataLoader(TrivialDataset(), batch_size=1, num_workers=n)
+            a = time.perf_counter()
+            it = iter(dl)
+            b = time.perf_counter()
+            next(it)
+            c = time.perf_counter()
+            del it
+            gc.collect()
+            pts.append({"num_workers": n, "iter_s": b - a, "first_batch_s": c - b, "total_s": c - a})
+        xs = [p["num_workers"] for p in pts]
+        ys = [p["total_s"] for p in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else ys[0]
+        res = {"per_worker_s": max(slope, 0.0), "intercept_s": my - slope * mx, "points": pts,
+               "method": "iter(DataLoader(trivial dataset, num_workers=N)) + first batch, fork, "
+                         "this process (CUDA initialised); per_worker_s = least-squares slope over N"}
+        self.doc["components"]["worker_start"] = res
+        log(f"component worker_start: {res['per_worker_s']*1e3:.1f} ms/worker + {res['intercept_s']*1e3:.1f} ms")
+        return res
+
+    # ------------------------------------------------------------------ one case
+    def run_case(self, case, allowance_s):
+        t, dev = self.t, self.dev
+        from torch.utils.data import DataLoader
+        k = case["knobs"]
+        kind, bs, nw = k["kind"], k["batch_size"], k["num_workers"]
+        pf = k["prefetch_factor"] if nw > 0 else None
+        epochs = k.get("epochs", 1)
+        steps_per_epoch = k.get("steps_per_epoch")
+
+        comps = {}
+        comps["load"] = self.comp_load(kind)
+        comps["collate"] = self.comp_collate(kind, bs)
+        comps["step"] = self.comp_step(k["step"], kind, bs)
+        comps["worker_start"] = self.comp_worker_start()
+        comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
+        if k.get("storage") == "cold":
+            comps["load_cold"] = self.comp_load_cold(kind)
+        case["components"] = comps
+        model = self.step_model(k["step"])
+
+        ds = self.datasets[kind]
+        if epochs > 1:
+            skip = steps_per_epoch
+            max_steps = epochs * steps_per_epoch
+            length = steps_per_epoch * bs
+        else:
+            skip = max((pf or 0) * nw + 2, 5)
+            target = 25 if self.quick else 60
+            max_steps = skip + target
+            if k.get("storage") == "cold":
+                max_steps = min(max_steps, len(ds) // bs)
+            length = max_steps * bs
+        if max_steps - skip < 3:
+            raise RuntimeError(f"too few steps ({max_steps}) for skip {skip}")
+        min_measured = 6 if self.quick else 8
+        sampler = IndexSampler(len(ds), length, seed=case["index"] + 17 * case["repeat"])
+        dl_kw = dict(batch_size=bs, sampler=sampler, num_workers=nw, pin_memory=k["pin_memory"],
+                     drop_last=True, collate_fn=self.collate_fn(kind))
+        if nw > 0:
+            dl_kw["prefetch_factor"] = pf
+            dl_kw["persistent_workers"] = k["persistent_workers"]
+        if k.get("storage") == "cold":
+            case["cold_method"] = drop_cache(self._paths[kind])
+        dl = DataLoader(ds, **dl_kw)
+
+        nb = k["non_blocking"]
+        side = dev.side_stream() if k["copy_stream"] == "side" else None
+        se = k["sync_every"]
+        events = [dev.event() for _ in range(max_steps)]
+        T0, T1, T2, T3 = [], [], [], []
+        epoch_of = []
+        iter_s = []
+        dev.sync()
+        gc.collect()
+        gc_was = gc.isenabled()
+        gc.disable()      # as in most training loops' steady state: no GC pauses inside timing
+        wall0 = time.perf_counter()
+        stat0 = None
+        stopped = "max_steps"
+        i = 0
+        it = None
+        try:
+            for ep in range(epochs):
+                a = time.perf_counter()
+                it = iter(dl)
+                iter_s.append(time.perf_counter() - a)
+                n_this = steps_per_epoch if epochs > 1 else max_steps
+                for j in range(n_this):
+                    t0 = a if j == 0 else time.perf_counter()
+                    try:
+                        batch = next(it)
+                    except StopIteration:
+                        stopped = "sampler exhausted"
+                        break
+                    t1 = time.perf_counter()
+                    if side is not None:
+                        with t.cuda.stream(side):
+                            gb = to_dev(t, batch, dev.device, nb)
+                        t.cuda.current_stream().wait_stream(side)
+                        for x in tensors_in(t, gb):
+                            x.record_stream(t.cuda.current_stream())
+                    else:
+                        gb = to_dev(t, batch, dev.device, nb)
+                    loss = model(gb)
+                    t2 = time.perf_counter()
+                    events[i].record()
+                    if se > 0 and (i + 1) % se == 0:
+                        float(loss.item())
+                    t3 = time.perf_counter()
+                    T0.append(t0), T1.append(t1), T2.append(t2), T3.append(t3)
+                    epoch_of.append(ep)
+                    del batch, gb
+                    i += 1
+                    if i == skip:
+                        stat0 = cpu_stat()
+                    if epochs == 1 and i >= skip + min_measured:
+                        el = time.perf_counter() - wall0
+                        if el > allowance_s:
+                            stopped = "time allowance"
+                            break
+                    if time.perf_counter() - wall0 > max(3 * allowance_s, 60.0) and i > skip + 2:
+                        stopped = "hard time cap"
+                        break
+                if stopped in ("time allowance", "hard time cap"):
+                    break
+                if epochs > 1 and ep < epochs - 1:
+                    del it
+                    it = None
+            dev.sync()
+        finally:
+            if gc_was:
+                gc.enable()
+        wall_end = time.perf_counter()
+        stat1 = cpu_stat()
+        del it
+        del dl
+        gc.collect()
+        n = i
+        if n <= skip + 1:
+            raise RuntimeError(f"only {n} steps ran (skip {skip})")
+        # GPU-side step intervals: end-of-step events, consecutive
+        gpu_iv = [events[j - 1].elapsed_time(events[j]) / 1e3 for j in range(skip, n)]
+        window_s = events[skip - 1].elapsed_time(events[n - 1]) / 1e3
+        host_iv = [T3[j] - T3[j - 1] for j in range(skip, n)]
+        host_window = T3[n - 1] - T3[skip - 1]
+        meas = n - skip
+        waits = [T1[j] - T0[j] for j in range(skip, n)]
+        loop = [T2[j] - T1[j] for j in range(skip, n)]
+        syncs = [T3[j] - T2[j] for j in range(skip, n)]
+        g = summarize(gpu_iv)
+        res = {
+            "steps_run": n, "skip": skip, "n_measured": meas, "stopped": stopped,
+            "samples_measured": meas * bs,
+            "throughput_samples_per_s": meas * bs / window_s if window_s > 0 else None,
+            "throughput_host_samples_per_s": meas * bs / host_window if host_window > 0 else None,
+            "step_time_s": {"mean": window_s / meas, "p50": g["p50"], "p90": g["p90"],
+                            "cv": g["cv"], "min": g["min"], "max": g["max"]},
+            "host_step_interval_s": summarize(host_iv),
+            "data_wait_s": summarize(waits),
+            "loop_host_s": summarize(loop),
+            "sync_wait_s": summarize(syncs),
+            "data_wait_fraction": sum(waits) / host_window if host_window > 0 else None,
+            "iter_create_s": iter_s,
+            "first_batch_s": T1[0] - T0[0],
+            "wall_s": wall_end - wall0,
+            "cpu_busy_cores": busy_cores(stat0, stat1, os.cpu_count()),
+            "timing": ("step intervals between CUDA events recorded on the compute stream after each "
+                       "step's launches, read after a final synchronize (valid for any sync_every)"),
+        }
+        if epochs > 1:
+            res["epochs"] = epochs
+            res["steps_per_epoch"] = steps_per_epoch
+            res["epoch_gap_s"] = [gpu_iv[j - skip] for j in range(skip, n)
+                                  if epoch_of[j] != epoch_of[j - 1]]
+        return res
+
+    # ------------------------------------------------------------------ all
+    def run(self, cases):
+        t = self.t
+        self.doc["machine"] = machine_info(t, self.dev)
+        log(f"machine: {self.doc['machine'].get('gpu')} | {self.doc['machine'].get('cpu_model')} | "
+            f"{self.doc['machine'].get('cpu_cores')} cores | torch {t.__version__}")
+        self.dev.calibrate_sleep()
+        self.doc["machine"]["sleep_cycles_per_s"] = self.dev.sleep_cycles_per_s
+        self.doc["cases"] = cases
+        self.save()
+        reserve = 3.0
+        for ci, case in enumerate(cases):
+            left = len(cases) - ci
+            rem = self.remaining() - reserve
+            if rem < (1.0 if self.quick else 2.0):
+                case["status"] = "skipped"
+                case["error"] = f"budget: {self.remaining():.1f}s left"
+                continue
+            allowance = min(max(rem / left * 0.85, 1.0), 30.0)
+            c0 = time.perf_counter()
+            try:
+                case["status"] = "running"
+                case["started_s"] = round(self.elapsed(), 2)
+                case["measured"] = self.run_case(case, allowance)
+                case["status"] = "ok"
+                m = case["measured"]
+                log(f"case {ci+1}/{len(cases)} {case['id']}: {m['throughput_samples_per_s']:.0f} samples/s, "
+                    f"step mean {m['step_time_s']['mean']*1e3:.1f} p90 {m['step_time_s']['p90']*1e3:.1f} ms, "
+                    f"wait {m['data_wait_fraction']*100:.0f}%, busy cores "
+                    f"{(m['cpu_busy_cores'] or 0):.1f}, n={m['n_measured']} ({m['stopped']}, "
+                    f"{time.perf_counter()-c0:.1f}s)")
+            except Exception as e:
+                case["status"] = "error"
+                case["error"] = f"{e.__class__.__name__}: {e}"
+                case["traceback"] = traceback.format_exc()
+                log(f"case {ci+1}/{len(cases)} {case['id']}: ERROR {case['error']}")
+                try:
+                    self.dev.sync()
+                except Exception:
+                    pass
+                gc.collect()
+            if case["knobs"].get("storage") == "cold":
+                w0 = time.perf_counter()
+                warm_files(self._paths[case["knobs"]["kind"]])
+                log(f"re-warmed the page cache for {case['knobs']['kind']} in {time.perf_counter()-w0:.1f}s")
+            case["case_wall_s"] = round(time.perf_counter() - c0, 3)
+            self.save()
+        self.doc["finished"] = now_iso()
+        self.doc["status"] = "done"
+        self.doc["elapsed_s"] = round(self.elapsed(), 1)
+        self.save()
+        ok = sum(1 for c in cases if c["status"] == "ok")
+        log(f"done: {ok}/{len(cases)} cases ok, {self.elapsed():.1f}s; wrote {self.args.out}")
+
+
+# ============================================================================ case list
+BASE = dict(kind="image", batch_size=64, num_workers=8, prefetch_factor=2, pin_memory=True,
+            persistent_workers=False, non_blocking=True, copy_stream="default", sync_every=1,
+            step="mm:25", storage="warm")
+
+
+def build_cases(quick: bool, families=None):
+    """Each family sweeps one knob around a base setting. Identical settings are measured once
+    and listed in every family they belong to (also_families). Repeats get repeat ids 1, 2."""
+    fam = []
+
+    def add(name, variants, base=None):
+        b = dict(BASE if base is None else base)
+        fam.append((name, [dict(b, **v) for v in variants]))
+
+    W = [0, 2, 8, 16, 24] if quick else [0, 1, 2, 4, 8, 12, 16, 24]
+    add("num_workers", [{"num_workers": w} for w in W])
+    add("step", [{"step": s} for s in (["mm:5", "mm:25", "resnet50"] if quick else ["mm:5", "mm:25", "mm:60", "resnet50"])])
+    tbase = dict(BASE, kind="tensor_f32", step="mm:5")
+    add("pin_memory_tensor", [{"pin_memory": True}, {"pin_memory": False}], tbase)
+    if not quick:
+        add("pin_memory_image", [{"pin_memory": True}, {"pin_memory": False}])
+    add("non_blocking_stream", [{"non_blocking": False, "copy_stream": "default"},
+                                {"non_blocking": True, "copy_stream": "default"},
+                                {"non_blocking": True, "copy_stream": "side"}], tbase)
+    add("sync_every", [{"sync_every": s} for s in ([1, 0] if quick else [1, 8, 0])], tbase)
+    add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]
+        + ([] if quick else [{"kind": "tensor_u8"}]), dict(BASE, step="mm:10"))
+    # 4 workers: a short prefetch fill, so that one pass over the files leaves enough steady steps
+    add("storage_tensor", [{"storage": "warm"}, {"storage": "cold"}], dict(tbase, step="mm:10", num_workers=4))
+    if not quick:
+        add("storage_image", [{"storage": "warm"}, {"storage": "cold"}])
+    BS = [32, 128] if quick else [16, 32, 64, 128]
+    add("batch_size", [{"batch_size": b, "step": f"mm:{25 * b / 64:g}"} for b in BS])
+    add("prefetch_factor", [{"prefetch_factor": p} for p in ([1, 4] if quick else [1, 2, 4])],
+        dict(BASE, num_workers=4))
+    ep = dict(epochs=3, steps_per_epoch=6) if quick else dict(epochs=4, steps_per_epoch=10)
+    add("persistent_workers", [dict(ep, persistent_workers=True), dict(ep, persistent_workers=False)])
+    if families:
+        fam = [f for f in fam if f[0] in families]
+
+    cases, by_key = [], {}
+    for name, variants in fam:
+        for v in variants:
+            key = json.dumps(v, sort_keys=True)
+            if key in by_key:
+                by_key[key]["also_families"].append(name)
+                continue
+            c = {"id": None, "family": name, "also_families": [], "repeat": 0, "knobs": v,
+                 "status": "pending"}
+            by_key[key] = c
+            cases.append(c)
+    # repeats of the base case (and of the tensor base), spread over the run to show drift too
+    reps = [json.dumps(dict(BASE), sort_keys=True)]
+    if not quick:
+        reps.append(json.dumps(dict(tbase, pin_memory=True), sort_keys=True))
+    rep_cases = []
+    for r in ([1] if quick else [1, 2]):
+        for key in reps:
+            if key in by_key:
+                src = by_key[key]
+                rep_cases.append({"id": None, "family": src["family"], "also_families": list(src["also_families"]),
+                                  "repeat": r, "knobs": dict(src["knobs"]), "status": "pending"})
+    if rep_cases:
+        if quick:
+            cases.append(rep_cases[0])
+        else:
+            half = len(cases) // 2
+            first = [c for c in rep_cases if c["repeat"] == 1]
+            second = [c for c in rep_cases if c["repeat"] == 2]
+            cases = cases[:half] + first + cases[half:] + second
+    for i, c in enumerate(cases):
+        c["index"] = i
+        k = c["knobs"]
+        c["id"] = (f"{i:02d}-{c['family']}-{k['kind']}-b{k['batch_size']}-w{k['num_workers']}"
+                   f"-pf{k['prefetch_factor']}-{'pin' if k['pin_memory'] else 'nopin'}"
+                   f"-{'nb' if k['non_blocking'] else 'blk'}-{k['copy_stream']}-s{k['sync_every']}"
+                   f"-{k['step'].replace(':', '')}-{k['storage']}"
+                   + (f"-ep{k['epochs']}x{k['steps_per_epoch']}" if k.get("epochs", 1) > 1 else "")
+                   + ("-persist" if k.get("persistent_workers") and k.get("epochs", 1) > 1 else "")
+                   + (f"-r{c['repeat']}" if c["repeat"] else ""))
+    return cases
+
+
+METHODS = {
+    "steady_state": "the first max(prefetch_factor*num_workers+2, 5) steps are left out (prefetch fill); "
+                    "multi-epoch cases leave out the whole first epoch",
+    "step_time": "intervals between CUDA events recorded on the compute stream after each step; mean = "
+                 "window / steps; throughput = samples / window",
+    "data_wait": "perf_counter around next(iterator) in the training loop",
+    "loop_host": "perf_counter from batch in hand to the step's last launch returned (includes .to() calls)",
+    "components": "single process, torch.set_num_threads(1) as in a worker; mean, cv, stderr reported",
+}
+
+
+def _json_default(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="results JSON (rewritten after every case)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="wall-clock budget of the whole run, data generation included "
+                         "(default 420, quick 120)")
+    ap.add_argument("--quick", action="store_true", help="smoke test: fewer, shorter cases")
+    ap.add_argument("--cpu-test", action="store_true", help="no GPU: exercise code paths on the CPU")
+    ap.add_argument("--data-dir", default="/tmp/pipeplan-validation-data")
+    ap.add_argument("--n-images", type=int, default=None)
+    ap.add_argument("--families", default=None, help="comma-separated subset of families")
+    ap.add_argument("--list", action="store_true", help="print the case list and exit")
+    a = ap.parse_args(argv)
+    if a.budget_s is None:
+        a.budget_s = 120.0 if a.quick else 420.0
+    fams = a.families.split(",") if a.families else None
+    cases = build_cases(a.quick, fams)
+    if a.list:
+        for c in cases:
+            print(c["id"], "also:" + ",".join(c["also_families"]) if c["also_families"] else "")
+        print(f"{len(cases)} cases")
+        return 0
+    import torch
+    # beyond-the-cores worker counts are deliberate
+    warnings.filterwarnings("ignore", message=".*worker processes in total.*")
+    if not a.cpu_test and not torch.cuda.is_available():
+        print("harness: no CUDA device visible (use --cpu-test to exercise code paths)", file=sys.stderr)
+        return 3
+    log(f"harness start: mode {'quick' if a.quick else 'full'}, budget {a.budget_s:.0f}s, {len(cases)} cases")
+    h = Harness(a)
+    try:
+        h.make_data()
+        h.run(cases)
+    except KeyboardInterrupt:
+        h.doc["status"] = "interrupted"
+        h.save()
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
