@@ -65,8 +65,8 @@ int simulate_command(int argc, char** argv) {
   }
   if (positional.size() > 1) throw InputError("", "command line", "\"" + positional[1] + "\"", "one scenario file at most");
   if (format != "text" && format != "json") throw InputError("", "--format", "\"" + format + "\"", "text or json");
-  if (vm.count("steps") && (steps < 1 || steps > 100000000))
-    throw InputError("", "--steps", std::to_string(steps), "an integer in [1, 100000000]");
+  if (vm.count("steps") && (steps < 1 || steps > kMaxSteps))
+    throw InputError("", "--steps", std::to_string(steps), "an integer in [1, " + std::to_string(kMaxSteps) + "]");
   if (vm.count("seed") && seed < 0) throw InputError("", "--seed", std::to_string(seed), "an integer >= 0");
 
   const Profile profile = load_profile(profile_path);

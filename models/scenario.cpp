@@ -144,6 +144,17 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.loader.in_order = r.boolean("in_order", true);
     s.loader.worker_start_s = r.number("worker_start_s", s.loader.worker_start_s, Range::between(0, 3600));
     s.loader.collate_s_per_batch = r.optional_number("collate_s_per_batch", Range::between(0, 3600));
+    if (r.has("slow_worker")) {
+      ObjectReader slow = r.object("slow_worker");
+      const double max_index = std::max(0, s.loader.num_workers - 1);
+      if (s.loader.num_workers == 0)
+        throw InputError(file, r.path_of("slow_worker"), "an object", "no slow_worker with num_workers=0");
+      s.loader.slow_worker = static_cast<int>(slow.integer("worker", 0, Range::between(0, max_index)));
+      s.loader.slow_worker_factor = slow.required_number("factor", {0.0, 1e6, true});
+      slow.finish();
+    } else {
+      r.raw("slow_worker");
+    }
     r.finish();
   }
   {
@@ -181,7 +192,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));
     s.training.max_steps_ahead = static_cast<int>(r.integer("max_steps_ahead", 2, Range::between(1, 1 << 20)));
-    s.training.steps = r.integer("steps", 2000, Range::between(1, 1e9));
+    s.training.steps = r.integer("steps", 2000, Range::between(1, kMaxSteps));
     const std::int64_t default_warmup =
         (s.loader.num_workers > 0 ? static_cast<std::int64_t>(s.loader.prefetch_factor) * s.loader.num_workers : 0) + 2;
     s.training.warmup_steps = r.integer("warmup_steps", default_warmup, Range::between(0, 1e9));
@@ -195,6 +206,9 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     r.finish();
   }
   top.finish();
+  if (s.batches_per_epoch() == 0)
+    throw InputError(file, "dataset.num_samples", std::to_string(s.dataset.num_samples),
+                     "at least loader.batch_size x node.gpus samples with drop_last=true (otherwise an epoch has no batch)");
   return s;
 }
 

@@ -16,6 +16,9 @@ namespace pipeplan {
 
 struct Profile;
 
+// The longest simulation a scenario or --steps may ask for (memory grows with steps).
+constexpr std::int64_t kMaxSteps = 2'000'000;
+
 struct NodeConfig {
   int gpus = 1;
   int cpu_cores = 0;  // resolved from the profile when absent
@@ -45,6 +48,8 @@ struct LoaderConfig {
   bool in_order = true;
   double worker_start_s = 0.15;
   std::optional<double> collate_s_per_batch;  // absent: batch bytes / host memcpy rate
+  int slow_worker = -1;              // index of a straggling worker (-1: none)
+  double slow_worker_factor = 1.0;   // how many times longer its batches take
 };
 
 enum class CopyStream { kDefault, kSide };

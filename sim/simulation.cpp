@@ -68,6 +68,7 @@ struct Batch {
   std::int64_t batch = 0;
   int samples = 0;
   double sent_s = 0.0;
+  int worker = -1;
 };
 
 struct StreamOp {
@@ -109,6 +110,7 @@ struct Rank {
   Fifo<Batch> arrivals;  // worker -> pin thread or main thread, in arrival order
   Fifo<Batch> pinned;    // pin thread -> main thread
   std::int64_t outstanding = 0;   // PyTorch's _tasks_outstanding
+  std::vector<int> worker_outstanding;  // PyTorch's _workers_num_tasks
   double outstanding_integral = 0.0, outstanding_last_s = 0.0;
   double pinned_bytes = 0.0;
 
@@ -226,14 +228,17 @@ void worker_actor(Rank& r, int w) {
   Fifo<Task>& tasks = *r.worker_tasks[w];
   for (;;) {
     Task t = tasks.pop();
-    const double t0 = sg4::Engine::get_clock();
+    const double read_start_s = sg4::Engine::get_clock();
     read_storage(r, t.samples);
-    const double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples);
+    const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
+    if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
+    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples);
+    if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();
     r.worker_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
-    r.arrivals.push(Batch{t.batch, t.samples, t.sent_s});
+    r.arrivals.push(Batch{t.batch, t.samples, t.sent_s, w});
   }
 }
 
@@ -422,6 +427,7 @@ class MainLoop {
     ++r_.epochs_started;
     epoch_first_batch_ = step;
     sent_in_epoch_ = 0;
+    cycle_ = 0;
     next_to_deliver_ = step;
     if (r_.synthetic || s_.loader.num_workers == 0) return;
     if (epoch == 0 || !s_.loader.persistent_workers) {
@@ -440,8 +446,21 @@ class MainLoop {
     if (r_.outstanding < limit && sent_in_epoch_ < per_epoch) send_index();
   }
 
+  // _try_put_index's choice of worker: the next in a cycle reset each epoch; with
+  // in_order=False a worker already holding its share (prefetch_factor) is skipped.
+  int next_worker() {
+    const int n = s_.loader.num_workers;
+    int worker = 0;
+    for (int tries = 0; tries < n; ++tries) {
+      worker = static_cast<int>(cycle_++ % n);
+      if (s_.loader.in_order || r_.worker_outstanding[worker] < s_.loader.prefetch_factor) break;
+    }
+    return worker;
+  }
+
   void send_index() {
-    const int worker = static_cast<int>(sent_in_epoch_ % s_.loader.num_workers);  // round-robin, reset each epoch
+    const int worker = next_worker();
+    ++r_.worker_outstanding[worker];
     const std::int64_t batch = epoch_first_batch_ + sent_in_epoch_;
     Task t{batch, samples_of(sent_in_epoch_), sg4::Engine::get_clock()};
     ++sent_in_epoch_;
@@ -490,7 +509,7 @@ class MainLoop {
       }
       Batch b = source.pop();
       if (!s_.loader.pin_memory) receive_on_main(b);
-      stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s});
+      stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s, b.worker});
     }
   }
 
@@ -498,12 +517,14 @@ class MainLoop {
     std::int64_t batch;
     int samples;
     double sent_s;
+    int worker;
   };
 
   void hand_over(const StashedBatch& b) {
     const double now = sg4::Engine::get_clock();
     ++next_to_deliver_;
     note_outstanding(r_, -1);
+    if (b.worker >= 0) --r_.worker_outstanding[b.worker];  // _process_data: _workers_num_tasks -= 1
     if (s_.loader.pin_memory) {
       r_.pinned_bytes -= batch_bytes(s_, b.samples);
       w_.trace->counter(r_.id, "pinned_bytes", now, r_.pinned_bytes);
@@ -566,6 +587,7 @@ class MainLoop {
   const Profile& p_;
   std::int64_t epoch_first_batch_ = 0;
   std::int64_t sent_in_epoch_ = 0;
+  std::int64_t cycle_ = 0;
   std::int64_t next_to_deliver_ = 0;
   std::map<std::int64_t, StashedBatch> stash_;  // received early, by batch number
 };
@@ -666,6 +688,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       if (!synthetic) {
         trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
         trace.name_thread(g, kMainTrack, "main thread (training loop)", 0);
+        r.worker_outstanding.assign(scenario.loader.num_workers, 0);
         for (int w = 0; w < scenario.loader.num_workers; ++w) {
           r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
           trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);

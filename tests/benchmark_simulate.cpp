@@ -1,0 +1,45 @@
+// pipeplan_bench: how fast `pipeplan simulate` runs the bundled default scenario (one GPU,
+// 8 workers), and how its wall time grows with steps. A benchmark, not a test: it prints
+// figures and the targets beside them; it fails nothing.
+//   build/tests/pipeplan_bench [STEPS...]   (default: 1000 10000 100000)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "run_pipeplan.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<long> steps_list;
+  for (int i = 1; i < argc; ++i) steps_list.push_back(std::strtol(argv[i], nullptr, 10));
+  if (steps_list.empty()) steps_list = {1000, 10000, 100000};
+  std::printf("%10s %12s %16s %12s\n", "steps", "wall_s", "steps_per_wall_s", "vs_previous");
+  double previous_wall = 0;
+  long previous_steps = 0;
+  double wall_10k = 0, wall_100k = 0;
+  for (long steps : steps_list) {
+    double best = 1e30;
+    for (int repeat = 0; repeat < 3; ++repeat) {  // best of 3: the machine's noise is one-sided
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto r = pipeplan::test::run_pipeplan({"simulate", "--steps", std::to_string(steps), "--format", "json"});
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r.exit_code != 0) {
+        std::fprintf(stderr, "pipeplan simulate failed: %s", r.err.c_str());
+        return 1;
+      }
+      best = std::min(best, wall);
+    }
+    char growth[64] = "";
+    if (previous_steps) std::snprintf(growth, sizeof growth, "%.2fx for %.0fx steps", best / previous_wall, double(steps) / previous_steps);
+    std::printf("%10ld %12.3f %16.0f %12s\n", steps, best, steps / best, growth);
+    if (steps == 10000) wall_10k = best;
+    if (steps == 100000) wall_100k = best;
+    previous_wall = best;
+    previous_steps = steps;
+  }
+  if (wall_10k > 0) std::printf("target: 10,000 steps under 1 s: %.3f s (%s)\n", wall_10k, wall_10k < 1.0 ? "met" : "NOT met");
+  if (wall_10k > 0 && wall_100k > 0)
+    std::printf("target: 100,000 steps within 11x of 10,000: %.2fx (%s)\n", wall_100k / wall_10k, wall_100k / wall_10k <= 11 ? "met" : "NOT met");
+  return 0;
+}

@@ -1,0 +1,164 @@
+// Bad input of every kind: exit code 2 and exactly one line on stderr that names the file,
+// the JSON path (or option), the bad value and what was expected. Nothing crashes or hangs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "run_pipeplan.hpp"
+
+using pipeplan::test::run_pipeplan;
+using pipeplan::test::write_temp;
+
+namespace {
+
+const char* kGood = R"({"loader": {"batch_size": 32, "num_workers": 2}, "training": {"step_s": 0.01, "steps": 50}})";
+
+struct BadCase {
+  const char* label;
+  std::string scenario;              // written to a temp file unless empty
+  std::vector<std::string> args;     // "{S}" is replaced by the scenario path
+  std::vector<std::string> must_mention;
+};
+
+void expect_one_line_exit_2(const BadCase& c) {
+  std::string path;
+  if (!c.scenario.empty()) path = write_temp(c.scenario);
+  std::vector<std::string> args;
+  for (const auto& a : c.args) args.push_back(a == "{S}" ? path : a);
+  const auto r = run_pipeplan(args);
+  EXPECT_EQ(r.exit_code, 2) << c.label << ": " << r.err;
+  ASSERT_FALSE(r.err.empty()) << c.label;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << c.label << ": not one line: " << r.err;
+  for (const auto& m : c.must_mention) EXPECT_NE(r.err.find(m), std::string::npos) << c.label << ": missing '" << m << "' in " << r.err;
+  if (!path.empty()) {
+    for (const auto& m : c.must_mention)
+      if (m == "{S}") EXPECT_NE(r.err.find(path), std::string::npos) << c.label;
+    std::remove(path.c_str());
+  }
+  EXPECT_TRUE(r.out.empty()) << c.label << ": printed a report: " << r.out;
+}
+
+}  // namespace
+
+TEST(CliErrors, MalformedFiles) {
+  std::string garbage;
+  for (int i = 0; i < 256; ++i) garbage += static_cast<char>((i * 37 + 11) & 0xff);
+  const std::vector<BadCase> cases = {
+      {"truncated", R"({"loader": {"batch_size": 3)", {"simulate", "{S}"}, {"malformed JSON"}},
+      {"not json", "hello world", {"simulate", "{S}"}, {"malformed JSON"}},
+      {"binary garbage", garbage, {"simulate", "{S}"}, {"malformed JSON"}},
+      {"empty file", " ", {"simulate", "{S}"}, {"malformed JSON"}},
+      {"array at top", "[1, 2]", {"simulate", "{S}"}, {"a JSON object"}},
+      {"missing file", "", {"simulate", "/nonexistent/scenario.json"}, {"/nonexistent/scenario.json", "cannot open"}},
+      {"missing profile", kGood, {"simulate", "{S}", "--profile", "/nonexistent/p.json"}, {"/nonexistent/p.json"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
+TEST(CliErrors, BadValues) {
+  const std::vector<BadCase> cases = {
+      {"wrong type", R"({"loader": {"num_workers": "eight"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"loader.num_workers", "\"eight\"", "an integer"}},
+      {"negative workers", R"({"loader": {"num_workers": -1}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"loader.num_workers", "-1"}},
+      {"fractional batch", R"({"loader": {"batch_size": 2.5}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"loader.batch_size", "2.5", "an integer"}},
+      {"zero batch", R"({"loader": {"batch_size": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.batch_size", "0"}},
+      {"zero step", R"({"training": {"step_s": 0}})", {"simulate", "{S}"}, {"training.step_s", "> 0"}},
+      {"negative step", R"({"training": {"step_s": -0.1}})", {"simulate", "{S}"}, {"training.step_s", "-0.1"}},
+      {"zero item bytes", R"({"dataset": {"item_bytes": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"dataset.item_bytes"}},
+      {"hit ratio > 1", R"({"storage": {"page_cache_hit_ratio": 1.5}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"storage.page_cache_hit_ratio", "1.5", "[0, 1]"}},
+      {"missing step", R"({"loader": {"batch_size": 8}})", {"simulate", "{S}"}, {"training.step_s", "required"}},
+      {"bad distribution", R"({"dataset": {"load_s_per_sample": {"mean": 0.01, "cv": -1}}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"dataset.load_s_per_sample.cv"}},
+      {"bad choice", R"({"transfer": {"copy_stream": "sideways"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"transfer.copy_stream", "\"sideways\"", "\"side\""}},
+      {"too many steps", R"({"training": {"step_s": 0.01, "steps": 1e12}})", {"simulate", "{S}"}, {"training.steps"}},
+      {"huge workers", R"({"loader": {"num_workers": 100000}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.num_workers"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
+TEST(CliErrors, UnknownKeysSuggestTheNearestKnownOne) {
+  const std::vector<BadCase> cases = {
+      {"typo", R"({"loader": {"num_worker": 4}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"loader.num_worker", "did you mean \"num_workers\""}},
+      {"top level", R"({"loaders": {}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loaders", "did you mean \"loader\""}},
+      {"pin typo", R"({"loader": {"pin_mem": true}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"did you mean \"pin_memory\""}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
+TEST(CliErrors, ContradictorySettingsPyTorchRejects) {
+  const std::vector<BadCase> cases = {
+      {"prefetch without workers", R"({"loader": {"num_workers": 0, "prefetch_factor": 2}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.prefetch_factor", "num_workers=0"}},
+      {"persistent without workers", R"({"loader": {"persistent_workers": true}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.persistent_workers", "num_workers"}},
+      {"forward without backward", R"({"training": {"forward_s": 0.01}})", {"simulate", "{S}"}, {"training.backward_s"}},
+      {"step disagrees with split", R"({"training": {"step_s": 0.5, "forward_s": 0.01, "backward_s": 0.02}})", {"simulate", "{S}"},
+       {"training.step_s"}},
+      {"drop_last leaves no batch", R"({"dataset": {"num_samples": 10}, "loader": {"batch_size": 32, "drop_last": true}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"dataset.num_samples"}},
+      {"slow worker out of range", R"({"loader": {"num_workers": 2, "slow_worker": {"worker": 5, "factor": 2}}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.slow_worker.worker"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
+TEST(CliErrors, BadSetPathsAndOptions) {
+  const std::vector<BadCase> cases = {
+      {"set without =", kGood, {"simulate", "{S}", "--set", "loader.num_workers"}, {"--set", "KEY.PATH=VALUE"}},
+      {"set unknown key", kGood, {"simulate", "{S}", "--set", "loader.workers=4"}, {"loader.workers", "did you mean"}},
+      {"set through a number", kGood, {"simulate", "{S}", "--set", "loader.batch_size.x=1"}, {"loader.batch_size"}},
+      {"set bad value", kGood, {"simulate", "{S}", "--set", "loader.num_workers=-3"}, {"loader.num_workers", "-3"}},
+      {"set empty key", kGood, {"simulate", "{S}", "--set", "loader..x=1"}, {"--set"}},
+      {"steps zero", kGood, {"simulate", "{S}", "--steps", "0"}, {"--steps"}},
+      {"steps not a number", kGood, {"simulate", "{S}", "--steps", "abc"}, {"abc"}},
+      {"bad format", kGood, {"simulate", "{S}", "--format", "xml"}, {"--format", "xml"}},
+      {"negative seed", kGood, {"simulate", "{S}", "--seed", "-1"}, {"--seed"}},
+      {"unknown option", kGood, {"simulate", "{S}", "--bogus"}, {"bogus"}},
+      {"two scenarios", kGood, {"simulate", "{S}", "{S}"}, {"one scenario"}},
+      {"unknown command", "", {"simulat"}, {"simulat"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
+TEST(CliErrors, BadProfiles) {
+  const std::string scenario = write_temp(kGood);
+  const std::vector<std::pair<std::string, std::string>> profiles = {
+      {R"({"cpu": {"cores": 0}})", "cpu.cores"},
+      {R"({"copy": {"h2d_pinned": {"bytes_per_s": -5}}})", "copy.h2d_pinned.bytes_per_s"},
+      {R"({"copy": {"h2d_pinned": {"bytes_per_s": 1e10, "points": [{"bytes": 0, "bytes_per_s": 1}]}}})", "copy.h2d_pinned.points[0].bytes"},
+      {R"({"ipc": {"receive_s_per_batch": 1, "per_byte": 2}})", "ipc.per_byte"},
+      {R"({"schema": "pipeplan-profile/9"})", "schema"},
+  };
+  for (const auto& [text, path] : profiles) {
+    BadCase c{"profile", "", {"simulate", scenario, "--profile", write_temp(text)}, {path}};
+    expect_one_line_exit_2(c);
+  }
+  std::remove(scenario.c_str());
+}
+
+TEST(CliErrors, HelpAndGoodInputSucceed) {
+  EXPECT_EQ(run_pipeplan({"--help"}).exit_code, 0);
+  const auto help = run_pipeplan({"simulate", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* option : {"--profile", "--steps", "--seed", "--set", "--format", "--trace"})
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  const std::string scenario = write_temp(kGood);
+  const auto ok = run_pipeplan({"simulate", scenario, "--set", "loader.num_workers=4", "--set", "transfer.copy_stream=side"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  std::remove(scenario.c_str());
+}
+
+// A trace path that cannot be written: exit 1 (not bad input), nothing half-written.
+TEST(CliErrors, UnwritableOutputIsReportedNotCrashed) {
+  const std::string scenario = write_temp(kGood);
+  const auto r = run_pipeplan({"simulate", scenario, "--trace", "/nonexistent/dir/trace.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/dir/trace.json"), std::string::npos) << r.err;
+  std::remove(scenario.c_str());
+}

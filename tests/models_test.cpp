@@ -1,0 +1,122 @@
+// Pure functions of models/ against hand calculations.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "models/cost_models.hpp"
+#include "models/distribution.hpp"
+#include "models/input_error.hpp"
+#include "models/json_reader.hpp"
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+
+using namespace pipeplan;
+
+TEST(CopyModel, FitOnlyCurveIsLatencyPlusBytesOverBandwidth) {
+  CopyCurve c{1e-5, 1e10, {}};
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 1e6), 1e-5 + 1e-4);
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 0), 0.0);
+}
+
+TEST(CopyModel, InterpolatesTheRateAgainstLogBytes) {
+  CopyCurve c{1e-5, 1e10, {{1e6, 1e10}, {1e8, 2e10}}};
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 1e7), 1e7 / 1.5e10);  // halfway in log(bytes)
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 1e9), 1e9 / 2e10);    // beyond the last point: its rate
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 1e5), 1e-5 + 1e5 / 1e10);  // below the first: the fit
+  EXPECT_DOUBLE_EQ(copy_time_s(c, 1e6), 1e6 / 1e10);
+}
+
+TEST(CpuModel, SpeedCurveInterpolatesAndOversubscriptionCosts) {
+  CpuProfile cpu{16, {{1, 1.0}, {8, 0.9}, {16, 0.7}}, 0.1};
+  EXPECT_DOUBLE_EQ(relative_core_speed(cpu.speed_vs_busy_cores, 12), 0.8);
+  EXPECT_DOUBLE_EQ(relative_core_speed(cpu.speed_vs_busy_cores, 32), 0.7);
+  EXPECT_DOUBLE_EQ(cpu_capacity_cores(cpu, 16, 8), 8 * 0.9);
+  // 32 runnable on 16 cores: 16 x 0.7, divided by 1 + 0.1 x (16 extra / 16 cores)
+  EXPECT_DOUBLE_EQ(cpu_capacity_cores(cpu, 16, 32), 16 * 0.7 / 1.1);
+  EXPECT_DOUBLE_EQ(cpu_capacity_cores(cpu, 16, 0), 0.0);
+}
+
+TEST(NcclModel, BusFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(all_reduce_bus_factor(8), 1.75);
+  EXPECT_DOUBLE_EQ(all_gather_bus_factor(8), 0.875);
+  EXPECT_DOUBLE_EQ(all_reduce_bus_factor(1), 0.0);
+  CollectiveModel m{true, 1e-5, 1e11};
+  EXPECT_DOUBLE_EQ(collective_time_s(m, 1e9, 1.75), 1e-5 + 1.75e9 / 1e11);
+}
+
+TEST(DdpBuckets, FirstBucketThenCapThenRemainder) {
+  const auto b = ddp_bucket_bytes(100e6, 1048576, 26214400);
+  ASSERT_EQ(b.size(), 5u);
+  EXPECT_DOUBLE_EQ(b[0], 1048576);
+  EXPECT_DOUBLE_EQ(b[1], 26214400);
+  EXPECT_DOUBLE_EQ(b[4], 100e6 - 1048576 - 3 * 26214400.0);
+  EXPECT_TRUE(ddp_bucket_bytes(0, 1, 1).empty());
+  EXPECT_EQ(ddp_bucket_bytes(500e3, 1048576, 26214400).size(), 1u);
+}
+
+TEST(Distribution, LognormalAndGammaHaveTheRequestedMeanAndCv) {
+  for (auto kind : {Distribution::Kind::kLognormal, Distribution::Kind::kGamma}) {
+    Rng rng(42);
+    Distribution d{0.004, 0.5, kind};
+    const int n = 400000;
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const double x = sample(d, rng);
+      ASSERT_GT(x, 0.0);
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / n;
+    const double cv = std::sqrt(sum2 / n - mean * mean) / mean;
+    EXPECT_NEAR(mean, 0.004, 0.004 * 0.01) << to_string(kind);
+    EXPECT_NEAR(cv, 0.5, 0.5 * 0.02) << to_string(kind);
+  }
+}
+
+TEST(Distribution, SameSeedSameDraws) {
+  Rng a(7), b(7), c(8);
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+  EXPECT_NE(a.next_u64(), c.next_u64());
+  EXPECT_NE(derive_seed(1, 1, 1), derive_seed(1, 2, 1));
+}
+
+TEST(JsonReader, SuggestsTheNearestKey) {
+  EXPECT_EQ(edit_distance("num_worker", "num_workers"), 1u);
+  EXPECT_EQ(nearest("pin_mem", {"batch_size", "pin_memory", "num_workers"}), "pin_memory");
+}
+
+TEST(Overrides, SetCreatesNestedKeysAndParsesJsonValues) {
+  json doc = json::object();
+  apply_override(doc, "loader.num_workers=8");
+  apply_override(doc, "transfer.copy_stream=side");
+  apply_override(doc, "dataset.load_s_per_sample={\"mean\":0.01,\"cv\":0.2}");
+  EXPECT_EQ(doc["loader"]["num_workers"], 8);
+  EXPECT_EQ(doc["transfer"]["copy_stream"], "side");
+  EXPECT_DOUBLE_EQ(doc["dataset"]["load_s_per_sample"]["cv"].get<double>(), 0.2);
+  EXPECT_THROW(apply_override(doc, "loader.num_workers.x=1"), InputError);
+  EXPECT_THROW(apply_override(doc, "novalue"), InputError);
+}
+
+TEST(Scenario, DefaultsFollowPyTorch) {
+  Profile p;
+  const Scenario s = parse_scenario(json{{"training", {{"step_s", 0.1}}}}, "x.json", p);
+  EXPECT_EQ(s.loader.batch_size, 1);
+  EXPECT_EQ(s.loader.num_workers, 0);
+  EXPECT_FALSE(s.loader.pin_memory);
+  EXPECT_FALSE(s.loader.persistent_workers);
+  EXPECT_EQ(s.loader.prefetch_factor, 2);
+  EXPECT_TRUE(s.loader.in_order);
+  EXPECT_FALSE(s.transfer.non_blocking);
+  EXPECT_EQ(s.node.cpu_cores, p.cpu.cores);
+  EXPECT_EQ(s.name, "x");
+}
+
+TEST(Scenario, EpochLengthIsLenOfTheDataLoaderPerRank) {
+  Profile p;
+  json j = {{"node", {{"gpus", 4}}}, {"dataset", {{"num_samples", 1000}}}, {"loader", {{"batch_size", 32}}}, {"training", {{"step_s", 0.1}}}};
+  // DistributedSampler: ceil(1000 / 4) = 250 per rank; 250 / 32 -> 8 batches, 7 with drop_last.
+  EXPECT_EQ(parse_scenario(j, "x", p).batches_per_epoch(), 8);
+  j["loader"]["drop_last"] = true;
+  EXPECT_EQ(parse_scenario(j, "x", p).batches_per_epoch(), 7);
+}

@@ -1,0 +1,295 @@
+// Simulation tests against independent results: hand calculations, PyTorch's documented
+// DataLoader semantics, and queueing identities. Every scenario runs on
+// tests/data/flat_profile.json (round numbers, flat per-core speed, free IPC) unless noted.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "run_pipeplan.hpp"
+
+using nlohmann::json;
+using pipeplan::test::simulate;
+
+namespace {
+
+json base_scenario() {
+  return json{{"node", {{"gpus", 1}, {"cpu_cores", 64}}},
+              {"dataset", {{"num_samples", 10000000}, {"item_bytes", 1000}, {"load_s_per_sample", 0.001}}},
+              {"loader", {{"batch_size", 32}, {"num_workers", 4}, {"collate_s_per_batch", 0.0}}},
+              {"training", {{"step_s", 0.005}, {"steps", 400}}}};
+}
+
+double samples_per_s(const json& r) { return r["throughput"]["samples_per_s"].get<double>(); }
+double step_mean(const json& r) { return r["step_time_s"]["mean"].get<double>(); }
+
+}  // namespace
+
+// Deterministic pipeline: throughput is the slowest stage's capacity.
+TEST(Simulate, DeterministicThroughputIsTheSlowestStage) {
+  // 4 workers x 32 samples / (32 x 1 ms) = 4,000 samples/s; GPU 32 / 5 ms = 6,400.
+  json s = base_scenario();
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 4000.0, 4000.0 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+
+  // GPU 32 / 10 ms = 3,200 < 4,000: compute-bound.
+  s["training"]["step_s"] = 0.010;
+  r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 3200.0, 3200.0 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
+  EXPECT_GT(r["gpu"]["busy_fraction"].get<double>(), 0.99);
+}
+
+TEST(Simulate, StorageBoundPipelineRunsAtTheDeviceRate) {
+  // Every sample read from a 1 GB/s device, 1 MB each: at most 1,000 samples/s (IOPS 10,000
+  // not binding). With constant costs the 4 workers stay in lockstep: all read their 32 MB
+  // together (128 ms at the shared 1 GB/s), then all decode for 32 ms while the device idles:
+  // 128 samples per 160 ms = 800 samples/s.
+  json s = base_scenario();
+  s["dataset"]["sample_bytes"] = 1.0e6;
+  s["storage"] = {{"page_cache_hit_ratio", 0.0}};
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 800.0, 800.0 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "storage");
+  // Variable decode times break the lockstep: the device is kept busy, near 1,000 samples/s.
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 1.0}};
+  s["loader"]["num_workers"] = 8;
+  s["training"]["steps"] = 2000;
+  r = simulate(s);
+  EXPECT_GT(samples_per_s(r), 900.0);
+  EXPECT_LE(samples_per_s(r), 1000.0 * 1.001);
+  EXPECT_EQ(r["bottleneck"]["stage"], "storage");
+}
+
+// No overlap at all (num_workers=0, pageable blocking copy, a sync every step): the step is
+// the sum of the stage times.
+TEST(Simulate, InlineLoadingStepIsTheSumOfStageTimes) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 16}, {"num_workers", 0}, {"collate_s_per_batch", 0.003}};
+  s["dataset"]["load_s_per_sample"] = 0.002;
+  s["dataset"]["item_bytes"] = 1.0e6;
+  s["training"] = {{"step_s", 0.010}, {"sync_every_steps", 1}, {"steps", 200}};
+  json r = simulate(s);
+  // load 16 x 2 ms + collate 3 ms + pageable copy 16 MB / 10 GB/s + step 10 ms
+  const double expected = 0.032 + 0.003 + 0.0016 + 0.010;
+  EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
+  EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), expected, expected * 1e-6);
+  EXPECT_EQ(r["bottleneck"]["stage"], "main_inline_load");
+}
+
+// One worker, prefetch_factor=1: the worker loads batch i+1 while the loop runs step i, so
+// the step is max(load, copy + compute) = load when loading is slower.
+TEST(Simulate, OneWorkerOverlapsLoadingWithTheStep) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 16}, {"num_workers", 1}, {"prefetch_factor", 1}, {"collate_s_per_batch", 0.003}};
+  s["dataset"]["load_s_per_sample"] = 0.002;
+  s["dataset"]["item_bytes"] = 1.0e6;
+  s["training"] = {{"step_s", 0.010}, {"sync_every_steps", 1}, {"steps", 200}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.035, 0.035 * 1e-6);
+}
+
+// Little's law for batches in flight (index sent -> batch handed to the loop), and
+// PyTorch's bound: prefetch_factor x num_workers outstanding once primed.
+TEST(Simulate, LittlesLawHoldsForBatchesInFlight) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 0.5}};
+  s["training"]["step_cv"] = 0.3;
+  s["training"]["steps"] = 3000;
+  for (double step_s : {0.004, 0.012}) {  // input-bound, then compute-bound
+    s["training"]["step_s"] = step_s;
+    json r = simulate(s);
+    const double in_flight = r["loader"]["mean_batches_in_flight"].get<double>();
+    const double rate = r["loader"]["batches_per_s"].get<double>();
+    const double latency = r["loader"]["mean_batch_latency_s"].get<double>();
+    EXPECT_NEAR(in_flight, rate * latency, in_flight * 0.02) << "step_s " << step_s;
+    EXPECT_LE(in_flight, 2.0 * 4 + 1e-9);
+    EXPECT_NEAR(in_flight, 8.0, 0.2) << "slots refill as soon as a batch is handed over";
+  }
+}
+
+// One slow worker (4x): batches come back in order, so every round of 4 batches waits for
+// the slow one: 4 x 8 samples per 320 ms = 100 samples/s, though the other three could
+// deliver 300. With in_order=false the others keep going (about 325 samples/s).
+TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
+  s["dataset"]["load_s_per_sample"] = 0.010;
+  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 100.0, 100.0 * 0.02);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  // The fast workers idle most of the time: their slots are full behind the slow batch.
+  for (const auto& st : r["stages"])
+    if (st["name"] == "workers") EXPECT_LT(st["busy_fraction"].get<double>(), 0.5);
+
+  s["loader"]["in_order"] = false;
+  json unordered = simulate(s);
+  EXPECT_GT(samples_per_s(unordered), 0.9 * 325.0);
+  EXPECT_LT(samples_per_s(unordered), 1.02 * 325.0);
+}
+
+// Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
+// the GPU step is 10 ms.
+TEST(Simulate, PinningAndStreamsMoveTheStepAsTheCopyModelSays) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 64}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["dataset"]["item_bytes"] = 3.0e6;
+  s["training"] = {{"step_s", 0.010}, {"steps", 300}};
+  struct Case {
+    bool pin, non_blocking;
+    const char* stream;
+    double expected_s;
+  } cases[] = {
+      {true, true, "side", 0.010},        // copy hidden behind the previous step's kernels
+      {true, true, "default", 0.01384},   // copy serialized with kernels on one stream
+      {true, false, "default", 0.01384},  // blocking copy waits for the stream, then kernels
+      {true, false, "side", 0.010},       // host waits for the copy only; kernels keep running
+      {false, true, "default", 0.0292},   // pageable: staged by the host, serialized
+      {false, true, "side", 0.0192},      // pageable on a side stream: host-bound by the staging
+  };
+  for (const auto& c : cases) {
+    s["loader"]["pin_memory"] = c.pin;
+    s["transfer"] = {{"non_blocking", c.non_blocking}, {"copy_stream", c.stream}};
+    json r = simulate(s);
+    EXPECT_NEAR(step_mean(r), c.expected_s, c.expected_s * 0.002)
+        << "pin_memory=" << c.pin << " non_blocking=" << c.non_blocking << " stream=" << c.stream;
+  }
+}
+
+// Host-bound loop: 30 ms of Python per 10 ms step: the kernels cannot outrun their launches.
+TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
+  json s = base_scenario();
+  s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"steps", 300}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.030, 0.030 * 0.002);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  // Synthetic baseline has the same host loop: input is not the problem.
+  EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
+}
+
+// persistent_workers=false restarts workers every epoch (start-up paid again, prefetch refilled).
+TEST(Simulate, NonPersistentWorkersPayTheStartUpEveryEpoch) {
+  json s = base_scenario();
+  s["dataset"]["num_samples"] = 320;  // 10 batches of 32 per epoch
+  s["loader"]["worker_start_s"] = 0.5;
+  s["training"] = {{"step_s", 0.005}, {"steps", 100}, {"warmup_steps", 0}};
+  s["loader"]["persistent_workers"] = true;
+  json persistent = simulate(s);
+  s["loader"]["persistent_workers"] = false;
+  json restarted = simulate(s);
+  EXPECT_EQ(restarted["loader"]["epochs_started"], 10);
+  // Nine more start-ups of 0.5 s each.
+  EXPECT_NEAR(restarted["simulated_s"].get<double>() - persistent["simulated_s"].get<double>(), 4.5, 1e-6);
+}
+
+TEST(Simulate, DropLastChangesTheEpochLength) {
+  json s = base_scenario();
+  s["dataset"]["num_samples"] = 330;  // 10 full batches of 32, and 10 left over
+  s["training"] = {{"step_s", 0.005}, {"steps", 110}};
+  s["loader"]["drop_last"] = true;
+  EXPECT_EQ(simulate(s)["loader"]["epochs_started"], 11);  // 10 batches per epoch
+  s["loader"]["drop_last"] = false;
+  EXPECT_EQ(simulate(s)["loader"]["epochs_started"], 10);  // 11 batches per epoch
+}
+
+// DDP on 2 GPUs: 100 MB of gradients in buckets of 1 MiB, 3 x 25 MiB and 20,308,224 B; all-reduce
+// at 1 GB/s bus bandwidth (2-rank factor 1), the rate at which backward (100 ms) makes gradients.
+// A bucket's reduce starts when it is full, so reduce k runs during backward segment k+1; the
+// last 25 MiB reduce (26.2 ms) outlasts the final 20.3 ms segment by 5.9 ms, then the last
+// bucket's 20.3 ms follows: 26.2144 ms exposed after backward.
+TEST(Simulate, DdpExposesTheLastBucketsAllReduce) {
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["loader"]["num_workers"] = 8;
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["training"] = {{"forward_s", 0.05}, {"backward_s", 0.1}, {"steps", 100}};
+  s["loader"]["pin_memory"] = true;  // copies on a side stream stay off the critical path
+  s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
+  s["ddp"] = {{"gradient_bytes", 100e6}, {"bucket_cap_mb", 25}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}})");
+  json r = simulate(s, {}, profile);
+  const double exposed = 26214400 / 1e9;
+  const double expected = 0.15 + exposed;
+  EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
+  EXPECT_NEAR(r["gpu"]["exposed_comm_fraction"].get<double>(), exposed / expected, 0.002);
+  EXPECT_EQ(r["bottleneck"]["stage"], "comm");
+  EXPECT_NEAR(samples_per_s(r), 2 * 32 / expected, 2 * 32 / expected * 1e-6);
+}
+
+TEST(Simulate, SameSeedGivesByteIdenticalOutput) {
+  auto run = [](const std::string& seed) {
+    return pipeplan::test::run_pipeplan({"simulate", "--steps", "500", "--seed", seed, "--format", "json"});
+  };
+  const auto a = run("7"), b = run("7"), c = run("8");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(Simulate, DefaultScenarioRunsAndReportsTheContractKeys) {
+  const auto r = pipeplan::test::run_pipeplan({"simulate", "--format", "json", "--steps", "300"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  for (const char* k : {"samples_per_s", "steps_per_s"}) EXPECT_TRUE(j["throughput"][k].is_number()) << k;
+  for (const char* k : {"mean", "p50", "p90"}) EXPECT_GT(j["step_time_s"][k].get<double>(), 0.0) << k;
+  EXPECT_TRUE(j["bottleneck"]["stage"].is_string());
+  EXPECT_FALSE(j["bottleneck"]["explanation"].get<std::string>().empty());
+  ASSERT_TRUE(j["stages"].is_array());
+  for (const auto& st : j["stages"]) {
+    EXPECT_TRUE(st["name"].is_string());
+    EXPECT_GE(st["busy_fraction"].get<double>(), 0.0);
+    EXPECT_TRUE(st.contains("capacity_samples_per_s"));
+  }
+  for (const char* k : {"busy_fraction", "idle_waiting_for_data_fraction", "exposed_comm_fraction"})
+    EXPECT_TRUE(j["gpu"][k].is_number()) << k;
+  EXPECT_GT(j["synthetic_baseline"]["samples_per_s"].get<double>(), 0.0);
+  // Text output for people names the bottleneck too.
+  const auto text = pipeplan::test::run_pipeplan({"simulate", "--steps", "300"});
+  EXPECT_NE(text.out.find("bottleneck:"), std::string::npos);
+}
+
+// The trace opens in Perfetto: Chrome Trace Event JSON, named tracks, spans that never
+// overlap on one track, counters for batches in flight and pinned bytes.
+TEST(Simulate, TraceHasOneTrackPerWorkerThreadAndStream) {
+  json s = base_scenario();
+  s["loader"]["pin_memory"] = true;
+  s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
+  s["training"]["steps"] = 50;
+  const std::string trace_path = pipeplan::test::write_temp("");
+  json r = simulate(s, {"--trace", trace_path});
+  std::ifstream in(trace_path);
+  json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  std::set<std::string> names, counters;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> spans;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") names.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "C") counters.insert(e["name"].get<std::string>());
+    if (e["ph"] == "X") spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({e["ts"].get<double>(), e["dur"].get<double>()});
+  }
+  for (const char* n : {"worker 0", "worker 3", "pin_memory thread", "main thread (training loop)", "copy stream (H2D)", "compute stream"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_TRUE(counters.count("batches_in_flight"));
+  EXPECT_TRUE(counters.count("pinned_bytes"));
+  // Spans on one track either follow each other or nest perfectly (Perfetto's rule).
+  for (auto& [track, list] : spans) {
+    std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    std::vector<double> open_ends;
+    for (const auto& [start, duration] : list) {
+      while (!open_ends.empty() && open_ends.back() <= start + 1e-3) open_ends.pop_back();
+      if (!open_ends.empty()) EXPECT_LE(start + duration, open_ends.back() + 1e-3) << "partial overlap on track " << track.second;
+      open_ends.push_back(start + duration);
+    }
+  }
+}
