@@ -1,0 +1,169 @@
+// compute: the bf16 GEMM rate cuBLAS reaches (cublasGemmEx, bf16 in/out, fp32 accumulate,
+// random operands: zeros run faster), and the share of it kept while a pinned H2D copy runs
+// on another stream (compute.gemm_kept_with_copy). cuBLAS is dlopen'ed (libcublas.so.13),
+// so the binary needs no cuBLAS at link time. Events time the GEMMs; median of trials.
+#include <cublas_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "calibrate/cuda/cuda_util.hpp"
+#include "calibrate/cuda/kernels.hpp"
+#include "calibrate/gpu.hpp"
+#include "calibrate/sections.hpp"
+#include "calibrate/stats.hpp"
+
+namespace pipeplan::calibrate {
+
+namespace {
+
+using namespace cuda;
+
+// The few cuBLAS entry points used, resolved from the dlopen'ed library.
+struct Cublas {
+  using Create = cublasStatus_t(cublasHandle_t*);
+  using Destroy = cublasStatus_t(cublasHandle_t);
+  using SetStream = cublasStatus_t(cublasHandle_t, cudaStream_t);
+  using GemmEx = cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  std::unique_ptr<DynLib> lib;
+  Create* create = nullptr;
+  Destroy* destroy = nullptr;
+  SetStream* set_stream = nullptr;
+  GemmEx* gemm_ex = nullptr;
+};
+
+Outcome<Cublas> load_cublas() {
+  Cublas c;
+  std::string why;
+  c.lib = DynLib::open_first(cublas_candidates(), why);
+  if (!c.lib) return Problem::unavailable("cuBLAS not found (libcublas.so.13; set PIPEPLAN_CUBLAS_LIBRARY): " + why);
+  c.create = c.lib->symbol<Cublas::Create>("cublasCreate_v2");
+  c.destroy = c.lib->symbol<Cublas::Destroy>("cublasDestroy_v2");
+  c.set_stream = c.lib->symbol<Cublas::SetStream>("cublasSetStream_v2");
+  c.gemm_ex = c.lib->symbol<Cublas::GemmEx>("cublasGemmEx");
+  if (!c.create || !c.destroy || !c.set_stream || !c.gemm_ex)
+    return Problem::failed("cuBLAS at " + c.lib->path() + " lacks cublasCreate_v2/cublasSetStream_v2/cublasGemmEx");
+  return c;
+}
+
+// Owns a cublasHandle_t.
+class CublasHandle {
+ public:
+  CublasHandle(const Cublas& api, cublasHandle_t h) : api_(api), h_(h) {}
+  ~CublasHandle() { api_.destroy(h_); }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  const Cublas& api_;
+  cublasHandle_t h_;
+};
+
+}  // namespace
+
+SectionOutcome run_compute(const RunContext& ctx) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) return Problem::unavailable(why);
+  PP_CUDA_TRY(cudaSetDevice(0));
+  auto api_or = load_cublas();
+  if (!api_or.ok()) return api_or.problem();
+  const Cublas& api = api_or.value();
+  ctx.log("compute: cuBLAS from " + api.lib->path());
+
+  const int n = 8192;  // 2 n^3 = 1.1e12 flop, ~1.4 ms on an H200: long enough for events
+  const std::size_t matrix_bytes = static_cast<std::size_t>(n) * n * 2;
+  const int gemms_per_trial = ctx.by_scale(2, 10, 20);
+  const int trials = ctx.by_scale(2, 3, 5);
+  auto a = device_buffer(matrix_bytes);
+  auto b = device_buffer(matrix_bytes);
+  auto c = device_buffer(matrix_bytes);
+  auto gemm_stream = Stream::create();
+  auto copy_stream = Stream::create();
+  auto e0 = Event::create(), e1 = Event::create(), e2 = Event::create(), e3 = Event::create();
+  auto flag = SpinFlag::create();
+  for (const Problem* p : {a.ok() ? nullptr : &a.problem(), b.ok() ? nullptr : &b.problem(), c.ok() ? nullptr : &c.problem(),
+                           gemm_stream.ok() ? nullptr : &gemm_stream.problem(), copy_stream.ok() ? nullptr : &copy_stream.problem(),
+                           e0.ok() ? nullptr : &e0.problem(), e1.ok() ? nullptr : &e1.problem(), e2.ok() ? nullptr : &e2.problem(),
+                           e3.ok() ? nullptr : &e3.problem(), flag.ok() ? nullptr : &flag.problem()})
+    if (p) return *p;
+  const cudaStream_t gs = gemm_stream.value().get();
+  const cudaStream_t cs = copy_stream.value().get();
+  PP_CUDA_TRY(kernels::launch_fill_bf16(gs, a.value().get(), static_cast<std::size_t>(n) * n, 1));
+  PP_CUDA_TRY(kernels::launch_fill_bf16(gs, b.value().get(), static_cast<std::size_t>(n) * n, 2));
+
+  cublasHandle_t raw = nullptr;
+  if (api.create(&raw) != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasCreate failed");
+  CublasHandle handle(api, raw);
+  if (api.set_stream(handle.get(), gs) != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasSetStream failed");
+  const float alpha = 1.0f, beta = 0.0f;
+  auto gemm = [&]() {
+    return api.gemm_ex(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.value().get(), CUDA_R_16BF, n,
+                       b.value().get(), CUDA_R_16BF, n, &beta, c.value().get(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT);
+  };
+  const double flop_per_gemm = 2.0 * n * static_cast<double>(n) * n;
+  for (int i = 0; i < 3; ++i)  // warm-up: heuristics, clocks
+    if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx (bf16, 8192^3) failed");
+  PP_CUDA_TRY(cudaStreamSynchronize(gs));
+
+  // Alone.
+  std::vector<double> alone;
+  for (int t = 0; t < trials; ++t) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
+    for (int i = 0; i < gemms_per_trial; ++i) gemm();
+    PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
+    auto s = elapsed_s(e0.value(), e1.value());
+    if (!s.ok()) return s.problem();
+    alone.push_back(flop_per_gemm * gemms_per_trial / s.value());
+  }
+  const double flops_alone = median(alone);
+  ctx.log(strf("compute: bf16 GEMM %dx%dx%d: %.1f TFLOP/s", n, n, n, flops_alone / 1e12));
+
+  // Beside pinned H2D copies that outlast the GEMMs (both streams released together).
+  const std::size_t chunk = ctx.by_scale<std::size_t>(16u << 20, 256u << 20, 256u << 20);
+  auto host = pinned_buffer(chunk);
+  auto dev = device_buffer(chunk);
+  if (!host.ok()) return host.problem();
+  if (!dev.ok()) return dev.problem();
+  std::memset(host.value().get(), 1, chunk);
+  const double gemm_window_s = flop_per_gemm * gemms_per_trial / flops_alone;
+  const double copy_rate_guess = 50e9;  // only sizes the copy run; two chunks' margin on top
+  const int chunks = static_cast<int>(std::ceil(gemm_window_s * copy_rate_guess / chunk)) + 2;
+  std::vector<double> beside;
+  for (int t = 0; t < trials; ++t) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    flag.value().reset();
+    PP_CUDA_TRY(flag.value().hold(cs));
+    PP_CUDA_TRY(flag.value().hold(gs));
+    PP_CUDA_TRY(cudaEventRecord(e2.value().get(), cs));
+    for (int i = 0; i < chunks; ++i)
+      PP_CUDA_TRY(cudaMemcpyAsync(dev.value().get(), host.value().get(), chunk, cudaMemcpyHostToDevice, cs));
+    PP_CUDA_TRY(cudaEventRecord(e3.value().get(), cs));
+    PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
+    for (int i = 0; i < gemms_per_trial; ++i) gemm();
+    PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
+    flag.value().release();
+    auto s = elapsed_s(e0.value(), e1.value());
+    auto copy_s = elapsed_s(e2.value(), e3.value());
+    if (!s.ok()) return s.problem();
+    if (!copy_s.ok()) return copy_s.problem();
+    if (copy_s.value() < s.value())
+      ctx.log(strf("compute: note: copies (%.2f ms) ended before the GEMMs (%.2f ms)", copy_s.value() * 1e3, s.value() * 1e3));
+    beside.push_back(flop_per_gemm * gemms_per_trial / s.value());
+  }
+  const double kept = median(beside) / flops_alone;
+  ctx.log(strf("compute: beside an H2D copy: %.1f TFLOP/s (kept %.3f)", median(beside) / 1e12, kept));
+
+  SectionReport report;
+  report.profile_keys["compute"] = {{"bf16_gemm_flops_per_s", flops_alone}, {"gemm_kept_with_copy", kept}};
+  return report;
+}
+
+}  // namespace pipeplan::calibrate
