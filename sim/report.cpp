@@ -99,8 +99,10 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     else
       d.explanation = "input-bound: with num_workers=0 the training loop loads every batch itself, about " + cap +
                       " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
-    const double burst = result.mean_batches_in_flight;
-    (void)burst;
+    if (d.stage == "workers" && worst->busy_fraction < 0.8)
+      d.explanation += "; yet the workers are busy only " + pct(worst->busy_fraction) +
+                       ": batches return in order, so a slow batch blocks the ones behind it and the other workers idle "
+                       "with their prefetch slots full (head-of-line blocking)";
     return d;
   }
   if (std::string(top->name) == "copy") {
