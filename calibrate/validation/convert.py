@@ -96,10 +96,13 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
                 conc += 1
             else:
                 disc += 1
-    denom = math.sqrt((conc + disc + tx) * (conc + disc + ty))
-    if denom == 0:
-        return None
-    return (conc - disc) / denom
+    if conc + disc == 0 and tx > 0 and ty > 0:
+        return None            # never two points that both sides order
+    if conc + disc + tx == 0 and conc + disc + ty == 0:
+        return None            # both sides constant
+    if conc + disc + tx == 0 or conc + disc + ty == 0:
+        return 0.0             # one side constant: it carries no ranking at all
+    return (conc - disc) / math.sqrt((conc + disc + tx) * (conc + disc + ty))
 
 
 # ============================================================================ classification
@@ -137,6 +140,14 @@ def measured_bottleneck(step_gpu_s: float, step_mean_s: float, data_wait_mean_s:
     if data_wait_mean_s >= idle / 2:
         return "input", busy
     return "host", busy
+
+
+def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
+    """(step_s, cv) of a step component: the harness's chosen step_s (sustained GPU time when
+    the host is well ahead, else the isolated GPU time); older files: the isolated GPU time."""
+    if step.get("step_s") is not None:
+        return float(step["step_s"]), float(step.get("step_cv") or 0.0)
+    return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
 
 
 def by_hand(num_workers: int, batch: int, load_s: float, step_s: float) -> float:
@@ -197,8 +208,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "loader": loader,
         "transfer": {"non_blocking": bool(k["non_blocking"]), "copy_stream": k["copy_stream"]},
         "training": {
-            "step_s": float(step["gpu_s"]["mean"]),
-            "step_cv": round(max(0.0, float(step["gpu_s"].get("cv") or 0.0)), 4),
+            "step_s": step_time(step)[0],
+            "step_cv": round(max(0.0, step_time(step)[1]), 4),
             "host_s_per_step": float(step["host_s"]["mean"]),
             "sync_every_steps": int(k["sync_every"]),
             "steps": int(steps),
@@ -242,7 +253,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load_s = comp["load"]["mean"]
-    step_s = comp["step"]["gpu_s"]["mean"]
+    step_s = step_time(comp["step"])[0]
+    ins = m.get("in_situ") or {}
     meas_thr = m["throughput_samples_per_s"]
     meas_p90 = m["step_time_s"]["p90"]
     meas_mean = m["step_time_s"]["mean"]
@@ -254,7 +266,11 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
         "measured": {"samples_per_s": meas_thr, "step_mean_s": meas_mean, "step_p90_s": meas_p90,
                      "bottleneck": cls, "gpu_busy_fraction": busy,
                      "data_wait_fraction": m.get("data_wait_fraction"),
-                     "n_measured": m.get("n_measured")},
+                     "n_measured": m.get("n_measured"),
+                     "load_in_situ_s": ins.get("getitem_wall_s"),
+                     "load_in_situ_cpu_s": ins.get("getitem_cpu_s"),
+                     "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
+                                            if ins.get("getitem_wall_s") and load_s else None)},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
@@ -423,8 +439,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("Throughput in samples/s; step times in ms; errors are (predicted - measured) / measured. "
              "Bottleneck classes: compute, input (loader side), host (training loop and its copies).")
     L.append("")
-    L.append("| case | measured | pipeplan | err | by-hand | err | p90 step meas | p90 pred | err | GPU busy | bottleneck meas | pred (stage) |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| case | measured | pipeplan | err | by-hand | err | p90 step meas | p90 pred | err | GPU busy | load in situ / alone | bottleneck meas | pred (stage) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in ev["rows"]:
         m, pp, bh = r["measured"], r["pipeplan"] or {}, r["by_hand"]
         if "error" in pp:
@@ -439,7 +455,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                   + ("" if pp.get("bottleneck_ok") else " ✗")) if pp else "n/a"
         L.append(f"| `{r['id']}` | {_num(m['samples_per_s'])} | {pred_cells[0]} | {pred_cells[1]} | "
                  f"{_num(bh['samples_per_s'])} | {_pct(bh['err'])} | {_num(m['step_p90_s']*1e3, '{:.1f}')} | "
-                 f"{p90_cells[0]} | {p90_cells[1]} | {_num(m['gpu_busy_fraction'], '{:.2f}')} | {m['bottleneck']} | {bn} |")
+                 f"{p90_cells[0]} | {p90_cells[1]} | {_num(m['gpu_busy_fraction'], '{:.2f}')} | "
+                 f"{_num(m.get('load_in_situ_ratio'), '{:.2f}')} | {m['bottleneck']} | {bn} |")
     L.append("")
     L.append("### Families (ranking of settings, Kendall tau-b against the measured order)")
     L.append("")
@@ -478,9 +495,13 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{_num(c.get('cv'), '{:.2f}')} | {_pct(c.get('stderr_rel'), False)} | {c.get('n')} |")
     for key, v in (comps.get("step") or {}).items():
         g, hs = v["gpu_s"], v["host_s"]
-        L.append(f"| GPU step {key} (host {hs['mean']*1e3:.2f} ms; plain synthetic loop "
+        sus = v.get("sustained_interval_s")
+        L.append(f"| GPU step {key}, isolated (host {hs['mean']*1e3:.2f} ms; plain synthetic loop "
                  f"{v['synthetic_loop_step_s']*1e3:.2f} ms) | {g['mean']*1e3:.3f} ms | {_num(g.get('cv'), '{:.3f}')} | "
                  f"{_pct(g.get('stderr_rel'), False)} | {g.get('n')} |")
+        if sus:
+            L.append(f"| GPU step {key}, sustained back-to-back{' (used)' if v.get('sustained_is_gpu_time') else ''} | "
+                     f"{sus['mean']*1e3:.3f} ms | {_num(sus.get('cv'), '{:.3f}')} | {_pct(sus.get('stderr_rel'), False)} | {sus.get('n')} |")
     ws = comps.get("worker_start")
     if ws:
         L.append(f"| worker start (slope per worker) | {ws['per_worker_s']*1e3:.1f} ms | | | {len(ws['points'])} counts |")

@@ -206,6 +206,72 @@ def pad_collate(batch):
     return out, torch.tensor([int(s.shape[0]) for s in seqs], dtype=torch.int64)
 
 
+N_SLOTS = 64          # per-worker slots of the in-situ counters (worker id mod N_SLOTS)
+
+
+class InSitu:
+    """Counters in shared memory, written by the DataLoader workers (fork) or the main process:
+    per slot [getitem wall, getitem cpu, samples, collate wall, collate cpu, batches]."""
+
+    def __init__(self):
+        self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * 6)
+
+    @staticmethod
+    def slot():
+        from torch.utils.data import get_worker_info
+        wi = get_worker_info()
+        return 0 if wi is None else (wi.id % N_SLOTS)
+
+    def snapshot(self):
+        a = list(self.arr)
+        return [sum(a[j::6]) for j in range(6)]
+
+    @staticmethod
+    def diff(s0, s1):
+        d = [b - a for a, b in zip(s0, s1)]
+        return {"getitem_wall_s": d[0] / d[2] if d[2] else None,
+                "getitem_cpu_s": d[1] / d[2] if d[2] else None, "samples": int(d[2]),
+                "collate_wall_s": d[3] / d[5] if d[5] else None,
+                "collate_cpu_s": d[4] / d[5] if d[5] else None, "batches": int(d[5])}
+
+
+class InstrumentedDataset:
+    def __init__(self, ds, insitu):
+        self.ds, self.insitu = ds, insitu
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        x = self.ds[i]
+        w1, c1 = time.perf_counter(), time.thread_time()
+        a, j = self.insitu.arr, InSitu.slot() * 6
+        a[j] += w1 - w0
+        a[j + 1] += c1 - c0
+        a[j + 2] += 1
+        return x
+
+
+class InstrumentedCollate:
+    def __init__(self, fn, insitu):
+        self.fn, self.insitu = fn, insitu
+
+    def __call__(self, batch):
+        fn = self.fn
+        if fn is None:
+            from torch.utils.data import default_collate
+            fn = default_collate
+        w0, c0 = time.perf_counter(), time.thread_time()
+        out = fn(batch)
+        w1, c1 = time.perf_counter(), time.thread_time()
+        a, j = self.insitu.arr, InSitu.slot() * 6
+        a[j + 3] += w1 - w0
+        a[j + 4] += c1 - c0
+        a[j + 5] += 1
+        return out
+
+
 class TrivialDataset:
     def __len__(self):
         return 1 << 20
@@ -535,7 +601,7 @@ class Harness:
         os.makedirs(root, exist_ok=True)
         q = self.quick
         n_img = self.args.n_images or (1200 if q else 3500)
-        n_t32 = 1400 if q else 2400
+        n_t32 = 2000 if q else 3200
         n_t8 = 400 if q else 1000
         n_tok = 2000 if q else 6000
         if self.args.cpu_test:
@@ -585,9 +651,25 @@ class Harness:
             self.samples_cache[kind] = kept
             summ["item_bytes_mean"] = sum(ib) / len(ib) if ib else None
             summ["method"] = "single process, torch 1 thread, random indices, 5 warm-up calls, perf_counter per __getitem__, page cache warm"
+            # the same with this process's default torch threads, as num_workers=0 runs it
+            old = self.t.get_num_threads()
+            t1 = time.perf_counter()
+            n_def = 0
+            for j in range(5 + 80):
+                a = time.perf_counter()
+                self.datasets[kind][(j * 7919) % len(self.datasets[kind])]
+                if j >= 5:
+                    summ.setdefault("_def", []).append(time.perf_counter() - a)
+                    n_def += 1
+                if time.perf_counter() - t1 > 3.0 and n_def >= 20:
+                    break
+            dd = summarize(summ.pop("_def"))
+            summ["default_threads"] = {"threads": old, "mean": dd["mean"], "cv": dd["cv"],
+                                       "stderr_rel": dd["stderr_rel"], "n": dd["n"]}
             c[kind] = summ
             log(f"component load[{kind}]: {summ['mean']*1e3:.3f} ms/sample cv {summ['cv']:.2f} "
-                f"stderr {summ['stderr_rel']*100:.1f}% n={summ['n']} ({time.perf_counter()-t0:.1f}s)")
+                f"stderr {summ['stderr_rel']*100:.1f}% n={summ['n']}; with {old} torch threads "
+                f"{dd['mean']*1e3:.3f} ms ({time.perf_counter()-t0:.1f}s)")
         return c[kind]
 
     def comp_load_cold(self, kind):
@@ -667,6 +749,20 @@ class Harness:
                 continue
             gpu.append(e0.elapsed_time(e1) / 1e3)
             host.append(h1 - h0)
+        # sustained: back-to-back steps, no sync, events between steps, after ~0.3 s of warm-up load
+        # (a GPU under sustained load may run at lower clocks than one isolated step)
+        n_sus = 12 if self.quick else 25
+        n_warm = max(3, int(0.3 / max(sum(gpu) / max(len(gpu), 1), 1e-3)))
+        evs = [dev.event() for _ in range(n_sus + 1)]
+        dev.sync()
+        for _ in range(n_warm):
+            loss = model(gb)
+        evs[0].record()
+        for j in range(n_sus):
+            loss = model(gb)
+            evs[j + 1].record()
+        dev.sync()
+        sus = summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n_sus)])
         # the user's quickest test: the synthetic-data loop as is, loss.item() every step
         n_loop = 10 if self.quick else 20
         dev.sync()
@@ -677,15 +773,24 @@ class Harness:
         dev.sync()
         loop_s = (time.perf_counter() - l0) / n_loop
         g, h = summarize(gpu), summarize(host)
+        gpu_bound = h["mean"] < 0.8 * sus["mean"]
         c[key] = {"gpu_s": g, "host_s": h, "synthetic_loop_step_s": loop_s,
+                  "sustained_interval_s": sus, "sustained_is_gpu_time": gpu_bound,
+                  "step_s": sus["mean"] if gpu_bound else g["mean"],
+                  "step_cv": sus["cv"] if gpu_bound else g["cv"],
+                  "step_s_method": ("sustained back-to-back interval (host well ahead: GPU time under "
+                                    "sustained load)" if gpu_bound else
+                                    "isolated held-stream GPU time (the host is too slow for the "
+                                    "back-to-back interval to show GPU time)"),
                   "model": model.describe(), "held_stream": bool(dev.sleep_cycles_per_s),
                   "method": ("GPU time between CUDA events around one step whose launches were queued "
                              "behind a torch.cuda._sleep spin kernel (launch overhead excluded); host time = "
                              "perf_counter from step start to last launch returned; loop = plain synthetic loop "
                              "with loss.item() each step")}
         del gb
-        log(f"component step[{key}]: gpu {g['mean']*1e3:.2f} ms cv {g['cv']:.3f}, host {h['mean']*1e3:.2f} ms, "
-            f"synthetic loop {loop_s*1e3:.2f} ms/step ({time.perf_counter()-t0:.1f}s)")
+        log(f"component step[{key}]: gpu isolated {g['mean']*1e3:.2f} ms cv {g['cv']:.3f}, sustained "
+            f"{sus['mean']*1e3:.2f} ms, host {h['mean']*1e3:.2f} ms, synthetic loop {loop_s*1e3:.2f} "
+            f"ms/step -> step_s {c[key]['step_s']*1e3:.2f} ms ({time.perf_counter()-t0:.1f}s)")
         return c[key]
 
     def comp_worker_start(self):
@@ -744,17 +849,24 @@ class Harness:
             length = steps_per_epoch * bs
         else:
             skip = max((pf or 0) * nw + 2, 5)
-            target = 25 if self.quick else 60
+            # the window is bounded by time (allowance); this cap only bounds memory for events
+            target = 150 if self.quick else 400
             max_steps = skip + target
+            ahead = (pf or 0) * nw + 2     # batches the loader has in flight beyond the one in hand
             if k.get("storage") == "cold":
-                max_steps = min(max_steps, len(ds) // bs)
-            length = max_steps * bs
+                # one pass over the files, none read twice; stop before the sampler runs dry
+                max_steps = min(max_steps, len(ds) // bs - ahead)
+            # the sampler outlasts the measured window, so the workers never run out of indices
+            # inside it (no end-of-epoch tail in a steady-state case)
+            length = (max_steps + ahead) * bs
         if max_steps - skip < 3:
             raise RuntimeError(f"too few steps ({max_steps}) for skip {skip}")
-        min_measured = 6 if self.quick else 8
+        min_measured = 8 if self.quick else 12
         sampler = IndexSampler(len(ds), length, seed=case["index"] + 17 * case["repeat"])
+        insitu = InSitu()
         dl_kw = dict(batch_size=bs, sampler=sampler, num_workers=nw, pin_memory=k["pin_memory"],
-                     drop_last=True, collate_fn=self.collate_fn(kind))
+                     drop_last=True, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
+        ds = InstrumentedDataset(ds, insitu)
         if nw > 0:
             dl_kw["prefetch_factor"] = pf
             dl_kw["persistent_workers"] = k["persistent_workers"]
@@ -775,6 +887,7 @@ class Harness:
         gc.disable()      # as in most training loops' steady state: no GC pauses inside timing
         wall0 = time.perf_counter()
         stat0 = None
+        ins0 = insitu.snapshot()
         stopped = "max_steps"
         i = 0
         it = None
@@ -812,6 +925,7 @@ class Harness:
                     i += 1
                     if i == skip:
                         stat0 = cpu_stat()
+                        ins0 = insitu.snapshot()
                     if epochs == 1 and i >= skip + min_measured:
                         el = time.perf_counter() - wall0
                         if el > allowance_s:
@@ -831,6 +945,7 @@ class Harness:
                 gc.enable()
         wall_end = time.perf_counter()
         stat1 = cpu_stat()
+        ins1 = insitu.snapshot()
         del it
         del dl
         gc.collect()
@@ -863,6 +978,10 @@ class Harness:
             "first_batch_s": T1[0] - T0[0],
             "wall_s": wall_end - wall0,
             "cpu_busy_cores": busy_cores(stat0, stat1, os.cpu_count()),
+            "in_situ": dict(InSitu.diff(ins0, ins1), method=(
+                "perf_counter and thread_time around each __getitem__ and collate_fn call inside the "
+                "workers (main process when num_workers=0), summed in shared memory between the first "
+                "measured step and the end; work done ahead for later steps is included")),
             "timing": ("step intervals between CUDA events recorded on the compute stream after each "
                        "step's launches, read after a final synchronize (valid for any sync_every)"),
         }
@@ -902,7 +1021,9 @@ class Harness:
                 log(f"case {ci+1}/{len(cases)} {case['id']}: {m['throughput_samples_per_s']:.0f} samples/s, "
                     f"step mean {m['step_time_s']['mean']*1e3:.1f} p90 {m['step_time_s']['p90']*1e3:.1f} ms, "
                     f"wait {m['data_wait_fraction']*100:.0f}%, busy cores "
-                    f"{(m['cpu_busy_cores'] or 0):.1f}, n={m['n_measured']} ({m['stopped']}, "
+                    f"{(m['cpu_busy_cores'] or 0):.1f}, in-situ getitem "
+                    f"{(m['in_situ']['getitem_wall_s'] or 0)*1e3:.2f} ms (cpu {(m['in_situ']['getitem_cpu_s'] or 0)*1e3:.2f}), "
+                    f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:
                 case["status"] = "error"

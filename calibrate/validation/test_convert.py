@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Unit tests of convert.py and pipeplan_probe.py (plain Python, no torch, no GPU).
+
+    python3 -m unittest discover -s calibrate/validation -p 'test_*.py'
+"""
+import json
+import math
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import convert  # noqa: E402
+import pipeplan_probe as probe  # noqa: E402
+
+
+def make_case(cid, family, thr, step_mean, p90, nw=8, bs=64, load_s=0.004, step_s=0.025,
+              wait_s=0.01, repeat=0, also=(), storage="warm", epochs=1, **knobs):
+    k = dict(kind="image", batch_size=bs, num_workers=nw, prefetch_factor=2, pin_memory=True,
+             persistent_workers=False, non_blocking=True, copy_stream="default", sync_every=1,
+             step="mm:25", storage=storage)
+    if epochs > 1:
+        k.update(epochs=epochs, steps_per_epoch=10)
+    k.update(knobs)
+    return {
+        "id": cid, "family": family, "also_families": list(also), "repeat": repeat, "status": "ok",
+        "knobs": k,
+        "components": {
+            "load": {"mean": load_s, "cv": 0.2, "stderr_rel": 0.01, "n": 300},
+            "collate": {"s_per_batch": {"mean": 0.02, "cv": 0.05}, "batch_bytes": {"mean": 64 * 602120.0}},
+            "step": {"gpu_s": {"mean": step_s, "cv": 0.01}, "host_s": {"mean": 0.002},
+                     "synthetic_loop_step_s": step_s * 1.1},
+            "worker_start": {"per_worker_s": 0.01, "points": []},
+            "sample_bytes": {"mean": 110000.0, "cv": 0.3},
+        },
+        "measured": {"throughput_samples_per_s": thr, "step_time_s": {"mean": step_mean, "p50": step_mean, "p90": p90},
+                     "data_wait_s": {"mean": wait_s}, "data_wait_fraction": wait_s / step_mean,
+                     "skip": 18, "n_measured": 40, "in_situ": {"getitem_wall_s": load_s * 1.5}},
+    }
+
+
+class StatsTest(unittest.TestCase):
+    def test_percentile_by_hand(self):
+        xs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        self.assertAlmostEqual(convert.percentile(xs, 0.5), 5.5)
+        # pos = 0.9 * 9 = 8.1 -> 9 + 0.1 * (10 - 9)
+        self.assertAlmostEqual(convert.percentile(xs, 0.9), 9.1)
+        self.assertAlmostEqual(convert.percentile([3.0], 0.9), 3.0)
+        self.assertIsNone(convert.percentile([], 0.5))
+        self.assertAlmostEqual(convert.median([0.02, 0.5, 0.1]), 0.1)
+
+    def test_rel_err(self):
+        self.assertAlmostEqual(convert.rel_err(110, 100), 0.10)
+        self.assertAlmostEqual(convert.rel_err(90, 100), -0.10)
+        self.assertIsNone(convert.rel_err(None, 100))
+        self.assertIsNone(convert.rel_err(1, 0))
+
+    def test_kendall_perfect_and_reversed(self):
+        self.assertAlmostEqual(convert.kendall_tau_b([1, 2, 3, 4], [10, 20, 30, 40]), 1.0)
+        self.assertAlmostEqual(convert.kendall_tau_b([1, 2, 3, 4], [40, 30, 20, 10]), -1.0)
+
+    def test_kendall_by_hand(self):
+        # x = 1,2,3,4 ; y = 1,3,2,4: pairs (6): one discordant (2,3) -> (5-1)/6
+        self.assertAlmostEqual(convert.kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4]), 4 / 6)
+
+    def test_kendall_ties_b(self):
+        # x = 1,2,2 ; y = 1,2,3: pairs: (0,1) C, (0,2) C, (1,2) tie in x only
+        # tau_b = (2 - 0) / sqrt((2 + 0 + 1) * (2 + 0 + 0)) = 2 / sqrt(6)
+        self.assertAlmostEqual(convert.kendall_tau_b([1, 2, 2], [1, 2, 3]), 2 / math.sqrt(6))
+
+    def test_kendall_degenerate(self):
+        self.assertIsNone(convert.kendall_tau_b([1], [2]))
+        self.assertIsNone(convert.kendall_tau_b([1, 1], [2, 2]))
+        # a constant predictor carries no ranking: 0, not undefined
+        self.assertEqual(convert.kendall_tau_b([1, 2, 3], [5, 5, 5]), 0.0)
+        with self.assertRaises(ValueError):
+            convert.kendall_tau_b([1, 2], [1])
+
+
+class RulesTest(unittest.TestCase):
+    def test_measured_bottleneck(self):
+        self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy
+        # T = 0.05, G = 0.025, idle 0.025; wait 0.02 >= 0.0125 -> input
+        self.assertEqual(convert.measured_bottleneck(0.025, 0.05, 0.02)[0], "input")
+        self.assertEqual(convert.measured_bottleneck(0.025, 0.05, 0.005)[0], "host")
+        self.assertAlmostEqual(convert.measured_bottleneck(0.025, 0.05, 0.0)[1], 0.5)
+
+    def test_stage_class(self):
+        self.assertEqual(convert.stage_class("gpu_compute"), "compute")
+        self.assertEqual(convert.stage_class("workers"), "input")
+        self.assertEqual(convert.stage_class("pin_thread"), "input")
+        self.assertEqual(convert.stage_class("h2d_copy"), "host")
+        self.assertEqual(convert.stage_class("main_loop"), "host")
+        self.assertEqual(convert.stage_class("storage"), "input")
+        self.assertIsNone(convert.stage_class("zzz"))
+        self.assertIsNone(convert.stage_class(None))
+
+    def test_by_hand(self):
+        # 8 workers at 4 ms: 2000/s; GPU 64 / 25 ms = 2560/s -> 2000
+        self.assertAlmostEqual(convert.by_hand(8, 64, 0.004, 0.025), 2000.0)
+        self.assertAlmostEqual(convert.by_hand(16, 64, 0.004, 0.025), 2560.0)
+        # inline: 64 / (64 * 0.004 + 0.025) = 64 / 0.281
+        self.assertAlmostEqual(convert.by_hand(0, 64, 0.004, 0.025), 64 / 0.281)
+
+    def test_step_time_prefers_sustained(self):
+        st = {"gpu_s": {"mean": 0.025, "cv": 0.01}, "step_s": 0.028, "step_cv": 0.02}
+        self.assertEqual(convert.step_time(st), (0.028, 0.02))
+        self.assertEqual(convert.step_time({"gpu_s": {"mean": 0.025, "cv": 0.01}}), (0.025, 0.01))
+
+
+class ScenarioTest(unittest.TestCase):
+    ALLOWED = {
+        "": {"schema", "name", "description", "seed", "node", "dataset", "storage", "loader",
+             "transfer", "training", "ddp"},
+        "node": {"gpus", "cpu_cores"},
+        "dataset": {"num_samples", "sample_bytes", "item_bytes", "load_s_per_sample"},
+        "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
+        "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
+                   "drop_last", "in_order", "worker_start_s", "collate_s_per_batch"},
+        "transfer": {"non_blocking", "copy_stream"},
+        "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step",
+                     "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps"},
+    }
+
+    def check_keys(self, scen):
+        self.assertLessEqual(set(scen), self.ALLOWED[""])
+        for sec, keys in self.ALLOWED.items():
+            if sec and sec in scen:
+                self.assertLessEqual(set(scen[sec]), keys, sec)
+
+    def test_keys_and_values(self):
+        c = make_case("a", "num_workers", 2000, 0.032, 0.04)
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.check_keys(s)
+        self.assertEqual(s["schema"], "pipeplan-scenario/1")
+        self.assertEqual(s["node"], {"gpus": 1, "cpu_cores": 16})
+        self.assertEqual(s["dataset"]["item_bytes"], 602120)
+        self.assertEqual(s["dataset"]["load_s_per_sample"], {"mean": 0.004, "cv": 0.2, "kind": "lognormal"})
+        self.assertEqual(s["loader"]["prefetch_factor"], 2)
+        self.assertEqual(s["storage"]["page_cache_hit_ratio"], 1.0)
+        self.assertEqual(s["training"]["warmup_steps"], 18)
+        self.assertEqual(s["training"]["steps"], 18 + convert.MIN_SIM_STEPS)
+        self.assertEqual(s["dataset"]["num_samples"], s["training"]["steps"] * 64)
+        self.assertEqual(s["training"]["sync_every_steps"], 1)
+        self.assertAlmostEqual(s["training"]["host_s_per_step"], 0.002)
+
+    def test_inline_and_cold_and_epochs(self):
+        s = convert.scenario_for(make_case("b", "num_workers", 100, 0.3, 0.3, nw=0), {"cpu_cores": 16})
+        self.check_keys(s)
+        self.assertNotIn("prefetch_factor", s["loader"])          # PyTorch raises otherwise
+        self.assertNotIn("persistent_workers", s["loader"])
+        s = convert.scenario_for(make_case("c", "storage", 100, 0.3, 0.3, storage="cold"), {"cpu_cores": 16})
+        self.assertEqual(s["storage"]["page_cache_hit_ratio"], 0.0)
+        s = convert.scenario_for(make_case("d", "persistent_workers", 100, 0.3, 0.3, epochs=4,
+                                           persistent_workers=True), {"cpu_cores": 16})
+        self.assertEqual((s["training"]["steps"], s["training"]["warmup_steps"]), (40, 10))
+        self.assertEqual(s["dataset"]["num_samples"], 640)
+        self.assertTrue(s["loader"]["persistent_workers"])
+
+
+FAKE = r'''#!/usr/bin/env python3
+import json, sys
+args = sys.argv[1:]
+assert args[0] == "simulate", args
+scen = json.load(open(args[1]))
+if scen["name"] == "bad":
+    print("bad.json: training.step_s: expected > 0", file=sys.stderr); sys.exit(2)
+nw = scen["loader"]["num_workers"]; bs = scen["loader"]["batch_size"]
+load = scen["dataset"]["load_s_per_sample"]["mean"]; step = scen["training"]["step_s"]
+thr = min(max(nw, 1) / load, bs / step) * 0.9
+stage = "workers" if max(nw, 1) / load < bs / step else "gpu_compute"
+print(json.dumps({"throughput": {"samples_per_s": thr, "steps_per_s": thr / bs},
+                  "step_time_s": {"mean": bs / thr, "p50": bs / thr, "p90": 1.1 * bs / thr},
+                  "bottleneck": {"stage": stage, "explanation": "fake"},
+                  "stages": [], "gpu": {"busy_fraction": 0.5, "idle_waiting_for_data_fraction": 0.5,
+                  "exposed_comm_fraction": 0.0}, "synthetic_baseline": {"samples_per_s": bs / step}}))
+'''
+
+
+class EndToEndTest(unittest.TestCase):
+    def test_convert_with_fake_pipeplan(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "pipeplan")
+            with open(fake, "w") as f:
+                f.write(FAKE)
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            cases = [
+                # input bound: measured 1800 < 8 / 4 ms; fake predicts 0.9 * 2000 = 1800
+                make_case("w8", "num_workers", 1800.0, 64 / 1800, 0.04, nw=8, wait_s=0.01),
+                make_case("w4", "num_workers", 900.0, 64 / 900, 0.08, nw=4, wait_s=0.04),
+                make_case("w16", "num_workers", 2400.0, 64 / 2400, 0.03, nw=16, wait_s=0.0),
+                make_case("w8r", "num_workers", 1700.0, 64 / 1700, 0.04, nw=8, repeat=1),
+                dict(make_case("skipped", "num_workers", 1, 1, 1), status="skipped"),
+            ]
+            cases_path = os.path.join(d, "cases.json")
+            with open(cases_path, "w") as f:
+                json.dump({"cases": cases, "machine": {"cpu_cores": 16, "gpu": "X"}, "mode": "quick",
+                           "components": {}}, f)
+            md = os.path.join(d, "validation.md")
+            with open(md, "w") as f:
+                f.write("# Validation\n\nhand text\n\n" + convert.BEGIN + "\nold\n" + convert.END + "\n\ntail\n")
+            out = os.path.join(d, "rep")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
+                                "--pipeplan", fake, "--out-dir", out, "--md", md],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rep = json.load(open(os.path.join(out, "report.json")))
+            self.assertEqual(len(os.listdir(os.path.join(out, "scenarios"))), 4)
+            rows = {r["id"]: r for r in rep["rows"]}
+            self.assertAlmostEqual(rows["w8"]["pipeplan"]["err"], 0.0, places=9)
+            self.assertAlmostEqual(rows["w4"]["pipeplan"]["err"], 0.0, places=9)   # 0.9 * 1000
+            # w16: GPU-bound 2560 * 0.9 = 2304 vs 2400
+            self.assertAlmostEqual(rows["w16"]["pipeplan"]["err"], -96 / 2400, places=9)
+            self.assertEqual(rows["w16"]["measured"]["bottleneck"], "compute")
+            self.assertTrue(rows["w16"]["pipeplan"]["bottleneck_ok"])
+            self.assertEqual(rows["w4"]["measured"]["bottleneck"], "input")
+            self.assertAlmostEqual(rows["w8"]["measured"]["load_in_situ_ratio"], 1.5)
+            fam = rep["families"]["num_workers"]
+            self.assertEqual(fam["n"], 3)                      # repeat 1 is left out of rankings
+            self.assertAlmostEqual(fam["tau_pipeplan"], 1.0)
+            self.assertEqual(len(rep["noise"]), 1)
+            self.assertAlmostEqual(rep["noise"][0]["spread"], 100 / 1750)
+            s = rep["summary"]
+            self.assertEqual(s["cases_ok"], 4)
+            self.assertTrue(s["targets_met"]["median_abs_throughput_err"])
+            text = open(md).read()
+            self.assertIn("hand text", text)
+            self.assertIn("tail", text)
+            self.assertNotIn("\nold\n", text)
+            self.assertIn("| `w8` | 1800 | 1800 | +0.0% |", text)
+
+    def test_simulator_error_is_reported(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "pipeplan")
+            with open(fake, "w") as f:
+                f.write(FAKE)
+            os.chmod(fake, 0o755)
+            c = make_case("bad", "x", 100.0, 0.64, 0.7)
+            sp = os.path.join(d, "bad.json")
+            with open(sp, "w") as f:
+                json.dump(convert.scenario_for(c, {"cpu_cores": 4}), f)
+            r = convert.run_pipeplan(fake, sp, None)
+            self.assertIn("exit 2", r["error"])
+            row = convert.evaluate_case(c, r)
+            self.assertIn("error", row["pipeplan"])
+
+
+class ProbeTest(unittest.TestCase):
+    def test_summarize_by_hand(self):
+        s = probe.summarize([1.0, 2.0, 3.0, 4.0])
+        self.assertAlmostEqual(s["mean"], 2.5)
+        self.assertAlmostEqual(s["std"], math.sqrt(5 / 3))
+        self.assertAlmostEqual(s["cv"], math.sqrt(5 / 3) / 2.5)
+        self.assertAlmostEqual(s["stderr"], math.sqrt(5 / 3) / 2)
+        self.assertAlmostEqual(s["p50"], 2.5)
+
+    def test_nbytes(self):
+        self.assertEqual(probe.nbytes_of([b"abcd", {"x": bytearray(3)}, (1, "s")]), 7)
+
+    def test_probe_with_plain_dataset(self):
+        class DS:
+            def __len__(self):
+                return 1000
+
+            def __getitem__(self, i):
+                return bytes(100 + i % 7)
+
+        def coll(batch):
+            return b"".join(batch)
+        clock = iter(range(10 ** 6))
+        res = probe.probe(DS(), collate_fn=coll, batch_size=8, n_samples=50, n_batches=5,
+                          sample_bytes=123)
+        self.assertEqual(res["load_s_per_sample"]["n"], 50)
+        frag = probe.scenario_fragment(res)
+        self.assertEqual(set(frag), {"dataset", "loader"})
+        self.assertEqual(frag["loader"]["batch_size"], 8)
+        self.assertGreater(frag["dataset"]["item_bytes"], 99)
+        self.assertEqual(frag["dataset"]["num_samples"], 1000)
+        self.assertEqual(frag["dataset"]["sample_bytes"]["mean"], 123.0)
+        self.assertEqual(frag["dataset"]["load_s_per_sample"]["kind"], "lognormal")
+        del clock
+
+    def test_probe_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            mod = os.path.join(d, "myds.py")
+            with open(mod, "w") as f:
+                f.write("class DS:\n    def __len__(self): return 50\n"
+                        "    def __getitem__(self, i): return bytes(10)\n"
+                        "def make(): return DS()\n"
+                        "def coll(b): return b''.join(b)\n")
+            out = os.path.join(d, "frag.json")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset",
+                                f"{mod}:make", "--collate", f"{mod}:coll", "--batch-size", "4",
+                                "--samples", "30", "--batches", "5", "--out", out],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            frag = json.load(open(out))
+            self.assertEqual(frag["dataset"]["item_bytes"], 10)
+            p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset",
+                                "nosuchmod:x"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
