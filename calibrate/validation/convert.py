@@ -150,6 +150,10 @@ def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
 
 
+def worker_start_s(ws: Dict[str, Any], num_workers: int) -> float:
+    return max(0.0, float(ws.get("intercept_s") or 0.0) + float(ws["per_worker_s"]) * num_workers)
+
+
 def by_hand(num_workers: int, batch: int, load_s: float, step_s: float) -> float:
     if num_workers <= 0:
         return batch / (batch * load_s + step_s)
@@ -187,8 +191,10 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         loader["prefetch_factor"] = int(k["prefetch_factor"])
         loader["persistent_workers"] = bool(k.get("persistent_workers", False))
     ws = comp.get("worker_start") or {}
-    if ws.get("per_worker_s") is not None:
-        loader["worker_start_s"] = max(0.0, float(ws["per_worker_s"]))
+    if nw > 0 and ws.get("per_worker_s") is not None:
+        # the whole start-up of nw workers (docs/scenario.md): the measured linear fit of
+        # iter(loader) + first batch of a trivial dataset against the worker count
+        loader["worker_start_s"] = worker_start_s(ws, nw)
     sb = comp.get("sample_bytes") or {}
     dataset = {"num_samples": int(num_samples),
                "item_bytes": max(1, int(round(item_bytes))),

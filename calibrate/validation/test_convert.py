@@ -35,7 +35,7 @@ def make_case(cid, family, thr, step_mean, p90, nw=8, bs=64, load_s=0.004, step_
             "collate": {"s_per_batch": {"mean": 0.02, "cv": 0.05}, "batch_bytes": {"mean": 64 * 602120.0}},
             "step": {"gpu_s": {"mean": step_s, "cv": 0.01}, "host_s": {"mean": 0.002},
                      "synthetic_loop_step_s": step_s * 1.1},
-            "worker_start": {"per_worker_s": 0.01, "points": []},
+            "worker_start": {"per_worker_s": 0.01, "intercept_s": 0.02, "points": []},
             "sample_bytes": {"mean": 110000.0, "cv": 0.3},
         },
         "measured": {"throughput_samples_per_s": thr, "step_time_s": {"mean": step_mean, "p50": step_mean, "p90": p90},
@@ -148,12 +148,14 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(s["dataset"]["num_samples"], s["training"]["steps"] * 64)
         self.assertEqual(s["training"]["sync_every_steps"], 1)
         self.assertAlmostEqual(s["training"]["host_s_per_step"], 0.002)
+        self.assertAlmostEqual(s["loader"]["worker_start_s"], 0.02 + 8 * 0.01)   # all 8 workers
 
     def test_inline_and_cold_and_epochs(self):
         s = convert.scenario_for(make_case("b", "num_workers", 100, 0.3, 0.3, nw=0), {"cpu_cores": 16})
         self.check_keys(s)
         self.assertNotIn("prefetch_factor", s["loader"])          # PyTorch raises otherwise
         self.assertNotIn("persistent_workers", s["loader"])
+        self.assertNotIn("worker_start_s", s["loader"])
         s = convert.scenario_for(make_case("c", "storage", 100, 0.3, 0.3, storage="cold"), {"cpu_cores": 16})
         self.assertEqual(s["storage"]["page_cache_hit_ratio"], 0.0)
         s = convert.scenario_for(make_case("d", "persistent_workers", 100, 0.3, 0.3, epochs=4,
