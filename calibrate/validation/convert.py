@@ -121,8 +121,8 @@ def stage_class(stage: Optional[str]) -> Optional[str]:
         return None
     s = stage.lower()
     # the pin thread is loader side even though its name may contain "copy" or "host"
-    if "pin" in s:
-        return "input"
+    if "pin" in s or "inline" in s or "load" in s:
+        return "input"        # e.g. "main_inline_load": the main thread loading (num_workers=0)
     for cls, keys in STAGE_CLASSES:
         if any(k in s for k in keys):
             return cls

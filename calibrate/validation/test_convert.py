@@ -96,6 +96,7 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(convert.stage_class("pin_thread"), "input")
         self.assertEqual(convert.stage_class("h2d_copy"), "host")
         self.assertEqual(convert.stage_class("main_loop"), "host")
+        self.assertEqual(convert.stage_class("main_inline_load"), "input")
         self.assertEqual(convert.stage_class("storage"), "input")
         self.assertIsNone(convert.stage_class("zzz"))
         self.assertIsNone(convert.stage_class(None))
