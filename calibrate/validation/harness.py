@@ -1071,6 +1071,8 @@ def build_cases(quick: bool, families=None):
     add("pin_memory_tensor", [{"pin_memory": True}, {"pin_memory": False}], tbase)
     if not quick:
         add("pin_memory_image", [{"pin_memory": True}, {"pin_memory": False}])
+    # Does a busy pin thread slow a Python-heavy loop (the GIL)? ResNet-50's loop is host-bound.
+    add("pin_memory_gil", [{"pin_memory": True}, {"pin_memory": False}], dict(tbase, step="resnet50"))
     add("non_blocking_stream", [{"non_blocking": False, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "side"}], tbase)
