@@ -108,37 +108,38 @@ SectionOutcome run_compute(const RunContext& ctx) {
                        CUBLAS_GEMM_DEFAULT);
   };
   const double flop_per_gemm = 2.0 * n * static_cast<double>(n) * n;
-  for (int i = 0; i < 3; ++i)  // warm-up: heuristics, clocks
-    if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx (bf16, 8192^3) failed");
-  PP_CUDA_TRY(cudaStreamSynchronize(gs));
-
-  // Alone.
-  std::vector<double> alone;
-  for (int t = 0; t < trials; ++t) {
-    if (ctx.interrupted()) return Problem::interrupted();
-    PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
-    for (int i = 0; i < gemms_per_trial; ++i) gemm();
-    PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
-    auto s = elapsed_s(e0.value(), e1.value());
-    if (!s.ok()) return s.problem();
-    alone.push_back(flop_per_gemm * gemms_per_trial / s.value());
+  // Warm-up long enough for clocks to settle (a few GEMMs were not: the first full run on the
+  // H200 read 699 TFLOP/s alone, then 794 beside a copy).
+  if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx (bf16, 8192^3) failed");
+  for (const double warm_until = now_s() + ctx.by_scale(0.05, 0.3, 0.5); now_s() < warm_until;) {
+    for (int i = 0; i < 10; ++i) gemm();
+    PP_CUDA_TRY(cudaStreamSynchronize(gs));
   }
-  const double flops_alone = median(alone);
-  ctx.log(strf("compute: bf16 GEMM %dx%dx%d: %.1f TFLOP/s", n, n, n, flops_alone / 1e12));
 
-  // Beside pinned H2D copies that outlast the GEMMs (both streams released together).
   const std::size_t chunk = ctx.by_scale<std::size_t>(16u << 20, 256u << 20, 256u << 20);
   auto host = pinned_buffer(chunk);
   auto dev = device_buffer(chunk);
   if (!host.ok()) return host.problem();
   if (!dev.ok()) return dev.problem();
   std::memset(host.value().get(), 1, chunk);
-  const double gemm_window_s = flop_per_gemm * gemms_per_trial / flops_alone;
-  const double copy_rate_guess = 50e9;  // only sizes the copy run; two chunks' margin on top
-  const int chunks = static_cast<int>(std::ceil(gemm_window_s * copy_rate_guess / chunk)) + 2;
-  std::vector<double> beside;
+
+  // Trials alternate alone / beside pinned H2D copies that outlast the GEMMs (both streams
+  // released together by the spin flag), so drift affects both alike.
+  std::vector<double> alone, beside;
+  int chunks = 0;
   for (int t = 0; t < trials; ++t) {
     if (ctx.interrupted()) return Problem::interrupted();
+    PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
+    for (int i = 0; i < gemms_per_trial; ++i) gemm();
+    PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
+    auto s_alone = elapsed_s(e0.value(), e1.value());
+    if (!s_alone.ok()) return s_alone.problem();
+    alone.push_back(flop_per_gemm * gemms_per_trial / s_alone.value());
+
+    if (chunks == 0) {  // size the copy run on the first trial: the GEMMs' time at ~50 GB/s, plus two chunks
+      const double copy_rate_guess = 50e9;
+      chunks = static_cast<int>(std::ceil(s_alone.value() * copy_rate_guess / static_cast<double>(chunk))) + 2;
+    }
     flag.value().reset();
     PP_CUDA_TRY(flag.value().hold(cs));
     PP_CUDA_TRY(flag.value().hold(gs));
@@ -158,8 +159,10 @@ SectionOutcome run_compute(const RunContext& ctx) {
       ctx.log(strf("compute: note: copies (%.2f ms) ended before the GEMMs (%.2f ms)", copy_s.value() * 1e3, s.value() * 1e3));
     beside.push_back(flop_per_gemm * gemms_per_trial / s.value());
   }
+  const double flops_alone = median(alone);
   const double kept = median(beside) / flops_alone;
-  ctx.log(strf("compute: beside an H2D copy: %.1f TFLOP/s (kept %.3f)", median(beside) / 1e12, kept));
+  ctx.log(strf("compute: bf16 GEMM %dx%dx%d: %.1f TFLOP/s alone, %.1f beside an H2D copy (kept %.3f)", n, n, n,
+               flops_alone / 1e12, median(beside) / 1e12, kept));
 
   SectionReport report;
   report.profile_keys["compute"] = {{"bf16_gemm_flops_per_s", flops_alone}, {"gemm_kept_with_copy", kept}};

@@ -156,17 +156,32 @@ Provenance provenance() {
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) p.gpu = prop.name;
   int v = 0;
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) p.cuda = strf("%d.%d", v / 1000, (v % 1000) / 10);
-  // The kernel module's version ("580.159.04"); the driver API's CUDA version otherwise.
-  std::ifstream version_file("/proc/driver/nvidia/version");
-  std::string line;
-  std::getline(version_file, line);
-  std::smatch m;
-  if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9.]+))"))) {
-    p.driver = m[1];
-  } else if (cudaDriverGetVersion(&v) == cudaSuccess) {
-    p.driver = strf("CUDA %d.%d driver", v / 1000, (v % 1000) / 10);
-  }
+  // The driver's version ("580.159.04"): from NVML (shipped with every driver), else the
+  // kernel module's version file, else only the CUDA version the driver supports.
   std::string why;
+  if (auto nvml = cuda::DynLib::open_first({"libnvidia-ml.so.1"}, why)) {
+    using Init = int();
+    using GetDriverVersion = int(char*, unsigned);
+    auto* init = nvml->symbol<Init>("nvmlInit_v2");
+    auto* get = nvml->symbol<GetDriverVersion>("nvmlSystemGetDriverVersion");
+    auto* shutdown = nvml->symbol<Init>("nvmlShutdown");
+    char version[96] = {};
+    if (init && get && shutdown && init() == 0) {
+      if (get(version, sizeof version) == 0) p.driver = version;
+      shutdown();
+    }
+  }
+  if (p.driver.empty()) {
+    std::ifstream version_file("/proc/driver/nvidia/version");
+    std::string line;
+    std::getline(version_file, line);
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9.]+))"))) {
+      p.driver = m[1];
+    } else if (cudaDriverGetVersion(&v) == cudaSuccess) {
+      p.driver = strf("CUDA %d.%d driver", v / 1000, (v % 1000) / 10);
+    }
+  }
   if (auto nccl = cuda::DynLib::open_first(cuda::nccl_candidates(), why)) {
     using GetVersion = int(int*);
     if (auto* get = nccl->symbol<GetVersion>("ncclGetVersion"); get && get(&v) == 0)
