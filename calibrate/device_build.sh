@@ -4,7 +4,9 @@
 #
 #   calibrate/device_build.sh
 #   run(carry=[".carry"], timeout_s=420, command=
-#       "cd .carry && ./pipeplan-calibrate --out $OUT/profile.json 2>&1 | tee $OUT/calibrate.log")
+#       "B=$PWD/.carry/pipeplan-calibrate; cd /tmp && $B --out $OUT/profile.json 2>&1 | tee $OUT/calibrate.log")
+#
+# (cd /tmp: the storage section's default temporary directory, on the machine's local disk.)
 #
 # The binary needs only glibc there: NCCL (libnccl.so.2) and cuBLAS (libcublas.so.13) are
 # dlopen'ed from the machine's own copies (see docs/calibrate.md).
