@@ -87,7 +87,7 @@ std::vector<const Section*> parse_only(const std::string& list) {
     if (std::find(chosen.begin(), chosen.end(), &*it) == chosen.end()) chosen.push_back(&*it);
   }
   if (chosen.empty()) throw BadOption{"--only: empty list (expected a comma-separated list of: " + section_list() + ")"};
-  // Run in the canonical order whatever order was asked.
+  // Run in the canonical order whatever order was asked (the pointers index one vector).
   std::sort(chosen.begin(), chosen.end());
   return chosen;
 }

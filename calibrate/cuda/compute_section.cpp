@@ -112,7 +112,8 @@ SectionOutcome run_compute(const RunContext& ctx) {
   // H200 read 699 TFLOP/s alone, then 794 beside a copy).
   if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx (bf16, 8192^3) failed");
   for (const double warm_until = now_s() + ctx.by_scale(0.05, 0.3, 0.5); now_s() < warm_until;) {
-    for (int i = 0; i < 10; ++i) gemm();
+    for (int i = 0; i < 10; ++i)
+      if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx failed in the warm-up");
     PP_CUDA_TRY(cudaStreamSynchronize(gs));
   }
 
@@ -130,7 +131,8 @@ SectionOutcome run_compute(const RunContext& ctx) {
   for (int t = 0; t < trials; ++t) {
     if (ctx.interrupted()) return Problem::interrupted();
     PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
-    for (int i = 0; i < gemms_per_trial; ++i) gemm();
+    for (int i = 0; i < gemms_per_trial; ++i)
+      if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx failed in a timed trial");
     PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
     auto s_alone = elapsed_s(e0.value(), e1.value());
     if (!s_alone.ok()) return s_alone.problem();
@@ -148,7 +150,8 @@ SectionOutcome run_compute(const RunContext& ctx) {
       PP_CUDA_TRY(cudaMemcpyAsync(dev.value().get(), host.value().get(), chunk, cudaMemcpyHostToDevice, cs));
     PP_CUDA_TRY(cudaEventRecord(e3.value().get(), cs));
     PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
-    for (int i = 0; i < gemms_per_trial; ++i) gemm();
+    for (int i = 0; i < gemms_per_trial; ++i)
+      if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx failed in a timed trial");
     PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
     flag.value().release();
     auto s = elapsed_s(e0.value(), e1.value());
