@@ -171,6 +171,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
+    if nw == 0 and (load.get("default_threads") or {}).get("mean"):
+        # num_workers=0 loads in the main process, with its default torch threads
+        load = load["default_threads"]
     coll = comp["collate"]
     step = comp["step"]
     item_bytes = coll["batch_bytes"]["mean"] / bs
@@ -222,6 +225,24 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
             "warmup_steps": int(warmup),
         },
     }
+
+
+def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float) -> Dict[str, Any]:
+    """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
+    run (harness component `transport`): the main process's receive cost per batch, and the pin
+    thread's extra cost per batch turned into a pinning rate for this batch size."""
+    prof = json.loads(json.dumps(base))
+    recv = float(transport["receive_s_per_batch"])
+    pin_extra = float(transport["pin_s_per_batch"]) - recv
+    prof.setdefault("ipc", {})
+    prof["ipc"]["receive_s_per_batch"] = recv
+    prof["ipc"]["receive_s_per_byte"] = 0.0
+    prof["ipc"].pop("points", None)
+    if pin_extra > 0 and batch_bytes > 0:
+        prof.setdefault("host", {})["pin_copy_bytes_per_s"] = batch_bytes / pin_extra
+    prof.setdefault("provenance", {})["note"] = ("validation: ipc and pin rate replaced by the DataLoader transport "
+                                                 "measured alone in the same run (convert.py --transport measured)")
+    return prof
 
 
 # ============================================================================ simulate
@@ -539,6 +560,9 @@ def main(argv=None) -> int:
     ap.add_argument("--min-steps", type=int, default=MIN_SIM_STEPS,
                     help="simulated steady steps at least (default %(default)s)")
     ap.add_argument("--timeout-s", type=float, default=300)
+    ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
+                    help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
+                         "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
     a = ap.parse_args(argv)
 
     try:
@@ -569,8 +593,15 @@ def main(argv=None) -> int:
         with open(sp, "w") as f:
             json.dump(scen, f, indent=2)
             f.write("\n")
+        profile = a.profile
+        tr = (c.get("components") or {}).get("transport")
+        if simulate and a.transport == "measured" and a.profile and tr:
+            bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
+            profile = os.path.join(scen_dir, c["id"] + ".profile.json")
+            with open(profile, "w") as f:
+                json.dump(transport_profile(json.load(open(a.profile)), tr, bb), f, indent=1)
         if simulate:
-            preds[c["id"]] = run_pipeplan(a.pipeplan, sp, a.profile, a.timeout_s)
+            preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
             pr = preds[c["id"]]
             msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
             print(f"convert: {c['id']}: {msg}", file=sys.stderr)

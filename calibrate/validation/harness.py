@@ -280,6 +280,20 @@ class TrivialDataset:
         return i
 
 
+class CachedDataset:
+    """Returns already-loaded samples: a DataLoader over it measures the transport alone
+    (collate into shared memory, worker -> main hand-over, pinning), not the loading."""
+
+    def __init__(self, samples):
+        self.samples = samples
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        return self.samples[i % len(self.samples)]
+
+
 class IndexSampler:
     """Fresh seeded permutation(s) each epoch; `length` indices per epoch.
 
@@ -575,7 +589,8 @@ class Harness:
                     "status": "running", "mode": "quick" if self.quick else "full",
                     "budget_s": self.budget_s, "command": " ".join([sys.executable] + sys.argv),
                     "machine": None, "datasets": {}, "components": {"load": {}, "load_cold": {},
-                    "collate": {}, "step": {}, "worker_start": None}, "methods": METHODS,
+                    "collate": {}, "step": {}, "worker_start": None, "transport": {}},
+                    "methods": METHODS,
                     "cases": []}
         self.datasets = {}
         self.steps = {}
@@ -793,6 +808,41 @@ class Harness:
             f"ms/step -> step_s {c[key]['step_s']*1e3:.2f} ms ({time.perf_counter()-t0:.1f}s)")
         return c[key]
 
+    def comp_transport(self, kind, bs):
+        """Main-process cost per batch of receiving (and pinning) a batch from the workers, as
+        PyTorch does it: a DataLoader over already-loaded samples with many workers, so the main
+        side is the limit; per-batch time with pin_memory off (receive) and on (receive + pin)."""
+        key = f"{kind}/b{bs}"
+        c = self.doc["components"]["transport"]
+        if key in c:
+            return c[key]
+        from torch.utils.data import DataLoader
+        self.comp_load(kind)
+        res = {"num_workers": 12, "method": "DataLoader(cached samples, batch_size=bs, num_workers=12, prefetch_factor=2, "
+               "collate_fn as the case); iterate without using the batch; "
+               "seconds per batch after 10 warm-up batches, median of 3 windows"}
+        t0 = time.perf_counter()
+        for pin in (False, True):
+            dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=12,
+                            prefetch_factor=2, pin_memory=pin, collate_fn=self.collate_fn(kind))
+            it = iter(dl)
+            for _ in range(10):
+                next(it)
+            windows = []
+            for _w in range(3):
+                n, a = 0, time.perf_counter()
+                while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
+                    next(it)
+                    n += 1
+                windows.append((time.perf_counter() - a) / n)
+            del it, dl
+            gc.collect()
+            res["pin_s_per_batch" if pin else "receive_s_per_batch"] = sorted(windows)[1]
+        c[key] = res
+        log(f"component transport[{key}]: receive {res['receive_s_per_batch']*1e3:.2f} ms/batch, "
+            f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch ({time.perf_counter()-t0:.1f}s)")
+        return res
+
     def comp_worker_start(self):
         if self.doc["components"]["worker_start"] is not None:
             return self.doc["components"]["worker_start"]
@@ -836,6 +886,8 @@ class Harness:
         comps["collate"] = self.comp_collate(kind, bs)
         comps["step"] = self.comp_step(k["step"], kind, bs)
         comps["worker_start"] = self.comp_worker_start()
+        if nw > 0:
+            comps["transport"] = self.comp_transport(kind, bs)
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)
