@@ -250,9 +250,12 @@ void pin_thread_actor(Rank& r) {
     const double t0 = sg4::Engine::get_clock();
     {
       std::unique_lock lock(*r.gil);  // unpickling the batch (fd receive, mmap) holds the GIL
-      run_cpu(r, ipc_receive_s(s, *world.profile, b.samples));
+      run_cpu(r, world.profile->ipc.receive_s_per_batch);
     }
-    run_cpu(r, pin_copy_s(s, *world.profile, b.samples));  // the copy itself releases the GIL
+    // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and
+    // runs in C++ with the GIL released.
+    const double touch_s = batch_bytes(s, b.samples) * world.profile->ipc.receive_s_per_byte;
+    run_cpu(r, touch_s + pin_copy_s(s, *world.profile, b.samples));
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);
