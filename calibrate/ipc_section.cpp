@@ -4,6 +4,8 @@
 // by the pin thread's copy or the H2D copy). Here a forked writer plays the worker; the
 // receiver's clock runs from the message's arrival through recvmsg, mmap, a read of every
 // page, munmap and close. Fit: s = receive_s_per_batch + bytes * receive_s_per_byte.
+// Also the writer's side: filling a fresh shared-memory segment (what collate does in a
+// worker), fitted per byte: shm_write_s_per_byte.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -98,6 +100,28 @@ double receive_one(int sock, std::string& error) {
   return t1 - t0;
 }
 
+// A worker's collate writes its output into a fresh shared-memory segment: every page is
+// faulted in (and zeroed by the kernel) as it is first written. Seconds to create, map, fill
+// from a source buffer, unmap and close one segment of `bytes`; negative on error.
+double fresh_shm_write_s(const std::vector<char>& source, std::size_t bytes) {
+  const double t0 = now_s();
+  const int fd = memfd_create("pipeplan-collate", MFD_CLOEXEC);
+  if (fd < 0) return -1.0;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return -1.0;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    return -1.0;
+  }
+  std::memcpy(p, source.data(), bytes);
+  munmap(p, bytes);
+  close(fd);
+  return now_s() - t0;
+}
+
 }  // namespace
 
 SectionOutcome run_ipc(const RunContext& ctx) {
@@ -165,6 +189,32 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   report.profile_keys["ipc"] = {{"receive_s_per_batch", fit->intercept},
                                 {"receive_s_per_byte", fit->slope},
                                 {"points", points}};
+
+  // The writer's side, as collate does it in a worker: fresh shared memory, filled once.
+  std::vector<char> source(largest, 1);
+  std::vector<double> wx, wy;
+  nlohmann::json write_points = nlohmann::json::array();
+  for (std::size_t b : sizes) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    std::vector<double> times;
+    for (int t = 0; t < trials + 1; ++t) {
+      const double s = fresh_shm_write_s(source, b);
+      if (s < 0) return Problem::failed(std::string("memfd/mmap for the shm write: ") + std::strerror(errno));
+      if (t > 0) times.push_back(s);
+    }
+    const double s = median(times);
+    wx.push_back(static_cast<double>(b));
+    wy.push_back(s);
+    write_points.push_back({{"bytes", b}, {"s", s}});
+    ctx.log(strf("ipc: write %8zu KiB into fresh shared memory: %10.1f us (%.2f GB/s)", b >> 10, s * 1e6,
+                 static_cast<double>(b) / s / 1e9));
+  }
+  if (const auto wfit = fit_affine_relative(wx, wy)) {
+    ctx.log(strf("ipc: fresh shared-memory write %.3g s per byte (%.2f GB/s), rel_rmse %.3f", wfit->slope,
+                 1e-9 / wfit->slope, wfit->rel_rmse));
+    report.profile_keys["ipc"]["shm_write_s_per_byte"] = wfit->slope;
+    report.profile_keys["ipc"]["shm_write_points"] = write_points;
+  }
   return report;
 }
 

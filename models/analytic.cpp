@@ -13,6 +13,14 @@ constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 double per_batch(double batch, double seconds) { return seconds > 0.0 ? batch / seconds : kUnbounded; }
 }  // namespace
 
+double worker_collate_s(const Scenario& s, const Profile& p, int samples) {
+  const double bytes = samples * s.dataset.item_bytes;
+  const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * samples / s.loader.batch_size
+                                                         : bytes / p.host.memcpy_bytes_per_s;
+  if (s.loader.num_workers == 0) return measured_s;  // inline: plain memory, no shared segment
+  return std::max(measured_s, bytes * p.ipc.shm_write_s_per_byte);
+}
+
 double core_share_per_thread(const Profile& p, int cores, int threads) {
   if (threads <= 0) return 1.0;
   return cpu_capacity_cores(p.cpu, cores, threads) / threads;
@@ -30,7 +38,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   const double batch = s.loader.batch_size;
   const double bytes = s.batch_bytes();
   const double share = core_share_per_thread(p, s.node.cpu_cores, input_threads(s));
-  const double collate_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch : bytes / p.host.memcpy_bytes_per_s;
+  const double collate_s = worker_collate_s(s, p, s.loader.batch_size);
   const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean + collate_s;  // one batch, one idle core
   const double ipc_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
   const double pin_s = bytes / p.host.pin_copy_bytes_per_s;

@@ -20,6 +20,11 @@ struct StageCapacity {
 // Capacities of every stage the scenario uses, node-wide (all ranks).
 std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p);
 
+// collate_fn's time for a batch of `samples` in a worker: the scenario's (or a memcpy of the
+// batch), but at least the time to fill fresh shared memory with the batch, which is where a
+// worker's default_collate writes (calibrated ipc.shm_write_s_per_byte).
+double worker_collate_s(const Scenario& s, const Profile& p, int samples);
+
 // CPU cores available to one thread when `threads` threads run flat out on the node.
 double core_share_per_thread(const Profile& p, int cores, int threads);
 

@@ -31,6 +31,7 @@ struct HostProfile {
 struct IpcProfile {
   double receive_s_per_batch = 2.0e-4;
   double receive_s_per_byte = 1.0e-10;
+  double shm_write_s_per_byte = 0.0;  // filling fresh shared memory (collate in a worker); 0: not measured
 };
 
 struct StorageProfile {

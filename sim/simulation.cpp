@@ -30,6 +30,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "models/analytic.hpp"
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "sim/sync.hpp"
@@ -170,8 +171,7 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
 }
 
 double collate_s(const Scenario& s, const Profile& p, int samples) {
-  if (s.loader.collate_s_per_batch) return *s.loader.collate_s_per_batch * samples / s.loader.batch_size;
-  return batch_bytes(s, samples) / p.host.memcpy_bytes_per_s;
+  return worker_collate_s(s, p, samples);
 }
 
 double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "models/analytic.hpp"
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "models/input_error.hpp"
@@ -119,4 +120,21 @@ TEST(Scenario, EpochLengthIsLenOfTheDataLoaderPerRank) {
   EXPECT_EQ(parse_scenario(j, "x", p).batches_per_epoch(), 8);
   j["loader"]["drop_last"] = true;
   EXPECT_EQ(parse_scenario(j, "x", p).batches_per_epoch(), 7);
+}
+
+TEST(Collate, WorkersWriteIntoFreshSharedMemory) {
+  Profile p;
+  p.ipc.shm_write_s_per_byte = 1e-9;  // 1 GB/s into fresh shared memory
+  json j = {{"dataset", {{"item_bytes", 1e6}}}, {"loader", {{"batch_size", 16}, {"num_workers", 4}, {"collate_s_per_batch", 0.002}}},
+            {"training", {{"step_s", 0.1}}}};
+  Scenario s = parse_scenario(j, "x", p);
+  // 16 MB at 1 GB/s = 16 ms > the 2 ms measured in plain memory.
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16), 0.016);
+  // A collate slower than the floor keeps its own time; a half batch scales.
+  s.loader.collate_s_per_batch = 0.040;
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16), 0.040);
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 8), 0.020);
+  // num_workers=0 collates inline into plain memory: no floor.
+  j["loader"] = {{"batch_size", 16}, {"collate_s_per_batch", 0.002}};
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.002);
 }
