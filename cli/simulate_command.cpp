@@ -8,7 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/paths.hpp"
+#include "cli/inputs.hpp"
 #include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
 #include "models/json_reader.hpp"
@@ -20,17 +20,6 @@
 namespace po = boost::program_options;
 
 namespace pipeplan::cli {
-
-namespace {
-
-Profile load_profile(const std::string& path) {
-  const std::string default_path = default_profile_path();
-  Profile fallback = parse_profile(read_json_file(default_path), default_path, nullptr);
-  if (path.empty() || path == default_path) return fallback;
-  return parse_profile(read_json_file(path), path, &fallback);
-}
-
-}  // namespace
 
 int simulate_command(int argc, char** argv) {
   po::options_description options("pipeplan simulate [SCENARIO.json] [options]\n\n"
@@ -70,10 +59,8 @@ int simulate_command(int argc, char** argv) {
   if (vm.count("seed") && seed < 0) throw InputError("", "--seed", std::to_string(seed), "an integer >= 0");
 
   const Profile profile = load_profile(profile_path);
-  const std::string scenario_path = positional.empty() ? default_scenario_path() : positional[0];
-  nlohmann::json document = read_json_file(scenario_path);
-  if (!document.is_object()) throw InputError(scenario_path, "", show_value(document), "a JSON object (a pipeplan scenario)");
-  for (const auto& assignment : sets) apply_override(document, assignment);
+  const std::string scenario_path = scenario_path_or_default(positional.empty() ? "" : positional[0]);
+  const nlohmann::json document = load_scenario_document(scenario_path, sets);
   Scenario scenario = parse_scenario(document, scenario_path, profile);
   if (vm.count("seed")) scenario.seed = static_cast<std::uint64_t>(seed);
 

@@ -32,8 +32,11 @@ void expect_one_line_exit_2(const BadCase& c) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << c.label << ": not one line: " << r.err;
   for (const auto& m : c.must_mention) EXPECT_NE(r.err.find(m), std::string::npos) << c.label << ": missing '" << m << "' in " << r.err;
   if (!path.empty()) {
-    for (const auto& m : c.must_mention)
-      if (m == "{S}") EXPECT_NE(r.err.find(path), std::string::npos) << c.label;
+    for (const auto& m : c.must_mention) {
+      if (m == "{S}") {
+        EXPECT_NE(r.err.find(path), std::string::npos) << c.label;
+      }
+    }
     std::remove(path.c_str());
   }
   EXPECT_TRUE(r.out.empty()) << c.label << ": printed a report: " << r.out;
@@ -161,4 +164,21 @@ TEST(CliErrors, UnwritableOutputIsReportedNotCrashed) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/dir/trace.json"), std::string::npos) << r.err;
   std::remove(scenario.c_str());
+}
+
+TEST(CliErrors, BadSweeps) {
+  const std::vector<BadCase> cases = {
+      {"no vary", kGood, {"sweep", "{S}"}, {"--vary"}},
+      {"vary without values", kGood, {"sweep", "{S}", "--vary", "loader.num_workers="}, {"--vary", "KEY.PATH=V1,V2"}},
+      {"vary unknown key", kGood, {"sweep", "{S}", "--vary", "loader.num_worker=1,2"}, {"loader.num_worker", "did you mean"}},
+      {"one bad point", kGood, {"sweep", "{S}", "--vary", "loader.num_workers=2,-1"}, {"loader.num_workers", "-1"}},
+      {"bad jobs", kGood, {"sweep", "{S}", "--vary", "loader.num_workers=2", "--jobs", "0"}, {"--jobs"}},
+      {"too many points", kGood, {"sweep", "{S}", "--vary", "seed=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
+                                  "--vary", "loader.batch_size=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
+                                  "--vary", "loader.num_workers=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20"}, {"at most 10,000 points"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+  const auto help = run_pipeplan({"sweep", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--vary"), std::string::npos);
 }

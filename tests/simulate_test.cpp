@@ -3,6 +3,7 @@
 // tests/data/flat_profile.json (round numbers, flat per-core speed, free IPC) unless noted.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -292,4 +293,36 @@ TEST(Simulate, TraceHasOneTrackPerWorkerThreadAndStream) {
       open_ends.push_back(start + duration);
     }
   }
+}
+
+// A sweep point is exactly the simulation of its settings (each point runs in its own process).
+TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
+  json s = base_scenario();
+  s["training"]["steps"] = 200;
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const std::string profile = pipeplan::test::test_data("flat_profile.json");
+  const auto sweep = pipeplan::test::run_pipeplan({"sweep", path, "--profile", profile, "--format", "json", "--jobs", "2",
+                                                   "--vary", "loader.num_workers=1,2,4", "--vary", "loader.pin_memory=false,true"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  json out = json::parse(sweep.out);
+  ASSERT_EQ(out["points"].size(), 6u);
+  double previous = 0.0;
+  for (const auto& point : out["points"]) {
+    if (point["set"]["loader.pin_memory"] != "false") continue;
+    const std::string workers = point["set"]["loader.num_workers"];
+    const auto one = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--format", "json",
+                                                   "--set", "loader.num_workers=" + workers, "--set", "loader.pin_memory=false"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_EQ(json::parse(one.out), point["result"]) << "num_workers=" << workers;
+    // Input-bound: more workers, more throughput (1, 2, 4 workers x 1,000 samples/s each).
+    const double rate = point["result"]["throughput"]["samples_per_s"].get<double>();
+    EXPECT_NEAR(rate, 1000.0 * std::stoi(workers), 10.0 * std::stoi(workers));
+    EXPECT_GT(rate, previous);
+    previous = rate;
+  }
+  // The best point is the fastest.
+  const auto& best = out["points"][out["best"].get<std::size_t>()];
+  for (const auto& point : out["points"])
+    EXPECT_GE(best["result"]["throughput"]["samples_per_s"].get<double>(), point["result"]["throughput"]["samples_per_s"].get<double>());
+  std::remove(path.c_str());
 }
