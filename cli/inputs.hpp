@@ -20,4 +20,8 @@ nlohmann::json load_scenario_document(const std::string& path, const std::vector
 
 std::string scenario_path_or_default(const std::string& path);
 
+// Refuses (InputError) a run whose simulated work would take far longer than a minute.
+// `steps` 0: the scenario's own.
+void check_simulation_size(const Scenario& scenario, long long steps);
+
 }  // namespace pipeplan::cli

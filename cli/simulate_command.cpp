@@ -63,6 +63,7 @@ int simulate_command(int argc, char** argv) {
   const nlohmann::json document = load_scenario_document(scenario_path, sets);
   Scenario scenario = parse_scenario(document, scenario_path, profile);
   if (vm.count("seed")) scenario.seed = static_cast<std::uint64_t>(seed);
+  check_simulation_size(scenario, steps);
 
   sim::SimOptions sim_options;
   sim_options.steps = steps;

@@ -145,6 +145,7 @@ int sweep_command(int argc, char** argv) {
     point_sets.insert(point_sets.end(), point.begin(), point.end());
     Scenario s = parse_scenario(load_scenario_document(scenario_path, point_sets), scenario_path, profile);
     if (vm.count("seed")) s.seed = static_cast<std::uint64_t>(seed);
+    check_simulation_size(s, steps);
     scenarios.push_back(std::move(s));
   }
 

@@ -36,6 +36,14 @@ Distribution read_distribution(ObjectReader& parent, const std::string& key, Dis
 
 }  // namespace
 
+double estimated_activities(const Scenario& s, std::int64_t steps) {
+  const double buckets = s.node.gpus > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0;
+  // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
+  // each event costs more when many threads share the CPU host (the sharing solve grows with them)
+  const double threads = static_cast<double>(s.node.gpus) * (s.loader.num_workers + 2);
+  return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
+}
+
 std::int64_t Scenario::batches_per_epoch() const {
   const std::int64_t n = samples_per_rank();
   const std::int64_t b = loader.batch_size;
@@ -206,6 +214,14 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     r.finish();
   }
   top.finish();
+  if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0) {
+    // Each bucket is a simulated collective per step: keep their number sane.
+    const double buckets = 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0);
+    if (buckets > kMaxBucketsPerStep)
+      throw InputError(file, "ddp.bucket_cap_mb", show_value(s.ddp.bucket_cap_mb),
+                       "a cap giving at most " + std::to_string(kMaxBucketsPerStep) + " buckets per step (ddp.gradient_bytes / " +
+                           std::to_string(kMaxBucketsPerStep) + " / 1048576 MiB or more)");
+  }
   if (s.batches_per_epoch() == 0)
     throw InputError(file, "dataset.num_samples", std::to_string(s.dataset.num_samples),
                      "at least loader.batch_size x node.gpus samples with drop_last=true (otherwise an epoch has no batch)");

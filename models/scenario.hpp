@@ -18,6 +18,13 @@ struct Profile;
 
 // The longest simulation a scenario or --steps may ask for (memory grows with steps).
 constexpr std::int64_t kMaxSteps = 2'000'000;
+// DDP buckets per step the simulator accepts (each is a simulated all-reduce).
+constexpr int kMaxBucketsPerStep = 4096;
+// Simulated work the CLI accepts in one run (about two minutes at ~400k activities per second).
+constexpr double kMaxSimulatedActivities = 5.0e7;
+
+// Rough count of the activities a run will simulate, to refuse runs that would take hours.
+double estimated_activities(const struct Scenario& s, std::int64_t steps);
 
 struct NodeConfig {
   int gpus = 1;

@@ -182,3 +182,15 @@ TEST(CliErrors, BadSweeps) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--vary"), std::string::npos);
 }
+
+// Inputs that would make the simulation run for hours are refused up front, not left to hang.
+TEST(CliErrors, RunsThatWouldTakeHoursAreRefused) {
+  const std::vector<BadCase> cases = {
+      {"tiny buckets", R"({"node": {"gpus": 8}, "ddp": {"gradient_bytes": 1e9, "bucket_cap_mb": 0.001}, "training": {"step_s": 0.1}})",
+       {"simulate", "{S}"}, {"ddp.bucket_cap_mb", "4096 buckets"}},
+      {"huge run", R"({"node": {"gpus": 64}, "training": {"step_s": 0.1, "steps": 2000000}})", {"simulate", "{S}"},
+       {"training.steps", "activities"}},
+      {"huge sweep point", kGood, {"sweep", "{S}", "--vary", "node.gpus=1,64", "--steps", "2000000"}, {"training.steps"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}

@@ -138,3 +138,43 @@ TEST(Collate, WorkersWriteIntoFreshSharedMemory) {
   j["loader"] = {{"batch_size", 16}, {"collate_s_per_batch", 0.002}};
   EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.002);
 }
+
+// Property: any mutation of a valid scenario either parses or throws InputError; nothing else.
+TEST(Scenario, MutatedDocumentsParseOrFailWithInputError) {
+  Profile p;
+  const json base = {{"node", {{"gpus", 2}, {"cpu_cores", 16}}},
+                     {"dataset", {{"num_samples", 1000}, {"item_bytes", 1e5}, {"load_s_per_sample", {{"mean", 0.004}, {"cv", 0.3}}}}},
+                     {"storage", {{"page_cache_hit_ratio", 0.5}}},
+                     {"loader", {{"batch_size", 32}, {"num_workers", 4}, {"prefetch_factor", 2}, {"pin_memory", true}}},
+                     {"transfer", {{"non_blocking", true}, {"copy_stream", "side"}}},
+                     {"training", {{"step_s", 0.05}, {"steps", 100}}},
+                     {"ddp", {{"gradient_bytes", 1e8}}}};
+  const std::vector<json> replacements = {nullptr, -1, 0, 1e300, -1e300, 0.5, "x", true, json::array(), json::object(),
+                                          json::array({1, 2}), 1 << 30, "side"};
+  Rng rng(3);
+  int parsed = 0, rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    json doc = base;
+    const int edits = 1 + static_cast<int>(rng.next_u64() % 3);
+    for (int e = 0; e < edits; ++e) {
+      auto section = doc.begin();
+      std::advance(section, rng.next_u64() % doc.size());
+      json& obj = section.value();
+      if (!obj.is_object() || obj.empty()) continue;
+      auto field = obj.begin();
+      std::advance(field, rng.next_u64() % obj.size());
+      const json& r = replacements[rng.next_u64() % replacements.size()];
+      if (rng.next_u64() % 5 == 0) obj.erase(field);
+      else field.value() = r;
+    }
+    try {
+      parse_scenario(doc, "mutated.json", p);
+      ++parsed;
+    } catch (const InputError& error) {
+      ++rejected;
+      EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_GT(parsed, 100);
+  EXPECT_GT(rejected, 100);
+}
