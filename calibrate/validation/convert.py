@@ -175,6 +175,12 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # num_workers=0 loads in the main process, with its default torch threads
         load = load["default_threads"]
     coll = comp["collate"]
+    collate_s = float(coll["s_per_batch"]["mean"])
+    iw = comp.get("in_worker") or {}
+    if nw > 0 and iw.get("getitem_wall_s") and iw.get("collate_wall_s"):
+        # measured inside one worker process (harness component in_worker): what a worker pays
+        load = dict(load, mean=float(iw["getitem_wall_s"]))
+        collate_s = float(iw["collate_wall_s"])
     step = comp["step"]
     item_bytes = coll["batch_bytes"]["mean"] / bs
     epochs = int(k.get("epochs", 1) or 1)
@@ -188,7 +194,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     loader: Dict[str, Any] = {
         "batch_size": bs, "num_workers": nw, "pin_memory": bool(k["pin_memory"]),
         "drop_last": True, "in_order": True,
-        "collate_s_per_batch": float(coll["s_per_batch"]["mean"]),
+        "collate_s_per_batch": collate_s,
     }
     if nw > 0:
         loader["prefetch_factor"] = int(k["prefetch_factor"])

@@ -151,6 +151,29 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(s["training"]["host_s_per_step"], 0.002)
         self.assertAlmostEqual(s["loader"]["worker_start_s"], 0.02 + 8 * 0.01)   # all 8 workers
 
+    def test_in_worker_costs_are_preferred_for_workers(self):
+        c = make_case("w", "num_workers", 2000, 0.032, 0.04)
+        c["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03}
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.005)
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.2)   # the spread still from the alone samples
+        self.assertEqual(s["loader"]["collate_s_per_batch"], 0.03)
+        c0 = make_case("w0", "num_workers", 100, 0.3, 0.3, nw=0)        # inline: no worker to measure in
+        c0["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03}
+        s0 = convert.scenario_for(c0, {"cpu_cores": 16})
+        self.assertEqual(s0["loader"]["collate_s_per_batch"], 0.02)
+
+    def test_transport_profile_keeps_the_first_touch(self):
+        base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10,
+                                                        "points": []}, "host": {"pin_copy_bytes_per_s": 1e10}}
+        prof = convert.transport_profile(base, {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010}, 2e7)
+        self.assertEqual(prof["ipc"]["receive_s_per_batch"], 0.004)
+        self.assertEqual(prof["ipc"]["receive_s_per_byte"], 1e-10)
+        # pin thread: 10 ms = 4 ms receive + 2 ms first touch (2e7 B x 1e-10) + 4 ms copy -> 5 GB/s
+        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"], 2e7 / 0.004)
+        self.assertNotIn("points", prof["ipc"])
+        self.assertEqual(base["ipc"]["receive_s_per_batch"], 1e-5)       # the calibrated profile untouched
+
     def test_inline_and_cold_and_epochs(self):
         s = convert.scenario_for(make_case("b", "num_workers", 100, 0.3, 0.3, nw=0), {"cpu_cores": 16})
         self.check_keys(s)
