@@ -11,6 +11,10 @@ this machine, in this one process, what pipeplan's scenario needs:
                                 --sample-bytes N or a sample_bytes_fn)
   loader.collate_s_per_batch    CPU time of collate_fn for one batch
 
+With torch installed, __getitem__ and collate are also timed inside ONE DataLoader worker
+(a forked process writing its batches into fresh shared memory), and those means go into the
+fragment: that is what a worker pays (docs/validation.md).
+
 and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario.
 
 Method. Samples are drawn at random (seeded) without replacement; the first few calls are
@@ -47,7 +51,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-__all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "probe",
+__all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "probe",
            "scenario_fragment", "load_callable"]
 
 
@@ -209,11 +213,78 @@ def time_collate(samples: Sequence[Any], batch_size: int, collate_fn=None,
     return summarize(times), summarize(sizes)
 
 
+# ----------------------------------------------------------------------------- in a worker
+class _TimedDataset:
+    """Adds each __getitem__'s wall time to slots 0/1 of a shared array (fork-inherited)."""
+
+    def __init__(self, dataset, arr):
+        self.dataset, self.arr = dataset, arr
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, i):
+        t0 = time.perf_counter()
+        x = self.dataset[i]
+        self.arr[0] += time.perf_counter() - t0
+        self.arr[1] += 1
+        return x
+
+
+class _TimedCollate:
+    """Adds each collate's wall time to slots 2/3 of the shared array."""
+
+    def __init__(self, fn, arr):
+        self.fn, self.arr = fn, arr
+
+    def __call__(self, batch):
+        fn = self.fn or default_collate_fn()
+        t0 = time.perf_counter()
+        out = fn(batch)
+        self.arr[2] += time.perf_counter() - t0
+        self.arr[3] += 1
+        return out
+
+
+def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: int = 8, seed: int = 0,
+                   max_seconds: float = 10.0) -> Optional[Dict[str, float]]:
+    """__getitem__ and collate timed inside ONE torch DataLoader worker process, as a worker pays
+    them (forked process, torch one thread, collate into fresh shared memory). None without torch.
+
+    On an H200 machine the single-process timings were 10-20% off the in-worker per-sample cost,
+    and collate of small batches up to 5x low (docs/validation.md)."""
+    try:
+        import multiprocessing as mp
+        from torch.utils.data import DataLoader, RandomSampler
+    except ImportError:
+        return None
+    arr = mp.get_context("fork").RawArray("d", 4)
+    import torch
+    gen = torch.Generator().manual_seed(seed)
+    sampler = RandomSampler(dataset, replacement=True, num_samples=(n_batches + 1) * batch_size, generator=gen)
+    dl = DataLoader(_TimedDataset(dataset, arr), batch_size=batch_size, sampler=sampler, num_workers=1,
+                    collate_fn=_TimedCollate(collate_fn, arr), multiprocessing_context="fork")
+    it = iter(dl)
+    next(it)  # start-up and the first batch are left out
+    base = list(arr)
+    t0 = time.perf_counter()
+    n = 0
+    for _ in it:
+        n += 1
+        if n >= 3 and time.perf_counter() - t0 > max_seconds:
+            break
+    d = [b - a for a, b in zip(base, list(arr))]
+    del it, dl
+    if d[1] <= 0 or d[3] <= 0:
+        return None
+    return {"getitem_s": d[0] / d[1], "collate_s": d[2] / d[3], "samples": int(d[1]), "batches": int(d[3])}
+
+
 # ----------------------------------------------------------------------------- probe
 def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
           n_batches: int = 30, seed: int = 0, sample_bytes: Optional[float] = None,
           sample_bytes_fn: Optional[Callable[[int], float]] = None,
-          max_seconds: Optional[float] = None) -> Dict[str, Any]:
+          max_seconds: Optional[float] = None, in_worker: bool = True) -> Dict[str, Any]:
     """Measure one dataset; return a dict of results (see scenario_fragment)."""
     keep = min(n_samples, max(batch_size, 64))
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
@@ -230,6 +301,10 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
         "batch_bytes": bbytes,
         "item_bytes_from_batch": bbytes["mean"] / batch_size if batch_size else float("nan"),
     }
+    if in_worker:
+        w = time_in_worker(dataset, collate_fn, batch_size=batch_size, seed=seed)
+        if w is not None:
+            res["in_worker"] = w
     if sample_bytes_fn is not None:
         rng = random.Random(seed + 2)
         idx = [rng.randrange(len(dataset)) for _ in range(min(len(dataset), 500))]
@@ -246,10 +321,13 @@ def _dist(mean: float, cv: float) -> Dict[str, Any]:
 
 def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     """The pipeplan-scenario/1 keys that a probe result fills (merge into a scenario)."""
+    # Inside a worker is what a DataLoader worker pays; the spread comes from the single timings.
+    w = res.get("in_worker") or {}
+    load_mean = w.get("getitem_s") or res["load_s_per_sample"]["mean"]
+    collate_mean = w.get("collate_s") or res["collate_s_per_batch"]["mean"]
     ds: Dict[str, Any] = {
         "num_samples": int(res["num_samples"]),
-        "load_s_per_sample": _dist(res["load_s_per_sample"]["mean"],
-                                   res["load_s_per_sample"]["cv"]),
+        "load_s_per_sample": _dist(load_mean, res["load_s_per_sample"]["cv"]),
         "item_bytes": max(1, int(round(res["item_bytes_from_batch"]))),
     }
     if "sample_bytes" in res:
@@ -257,7 +335,7 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "dataset": ds,
         "loader": {"batch_size": int(res["batch_size"]),
-                   "collate_s_per_batch": float(res["collate_s_per_batch"]["mean"])},
+                   "collate_s_per_batch": float(collate_mean)},
     }
 
 
@@ -314,6 +392,8 @@ def main(argv=None) -> int:
                     help="bytes read from storage per sample (mean), if known")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-seconds", type=float, default=None)
+    ap.add_argument("--no-worker", action="store_true",
+                    help="skip the timing inside one DataLoader worker (needs torch; used for the fragment when present)")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
     a = ap.parse_args(argv)
@@ -326,8 +406,12 @@ def main(argv=None) -> int:
         return 2
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
-                max_seconds=a.max_seconds)
+                max_seconds=a.max_seconds, in_worker=not a.no_worker)
     print(_human(res), file=sys.stderr)
+    if "in_worker" in res:
+        w = res["in_worker"]
+        print(f"inside one worker      __getitem__ {w['getitem_s']*1e3:.3f} ms, collate {w['collate_s']*1e3:.3f} ms "
+              f"({w['samples']} samples): used for the fragment", file=sys.stderr)
     frag = scenario_fragment(res)
     text = json.dumps(frag, indent=2)
     if a.out:
