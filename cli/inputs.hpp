@@ -5,12 +5,38 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "models/profile.hpp"
 #include "models/scenario.hpp"
 
 namespace pipeplan::cli {
+
+// The options simulate and sweep share, and what they were given.
+struct CommonOptions {
+  std::vector<std::string> positional;  // the scenario file, at most one
+  std::string profile_path;
+  std::string format = "text";
+  std::string output_path;
+  std::vector<std::string> sets;
+  long long steps = 0;  // 0: the scenario's
+  long long seed = -1;  // -1: the scenario's
+};
+
+// Adds --help, --profile, --steps, --seed, --set, --format, --output to `options`.
+void add_common_options(boost::program_options::options_description& options, CommonOptions& common);
+
+// Parses argv (with the positional SCENARIO) and validates the common values; returns false
+// when --help was asked (the help is printed). Throws InputError or program_options::error.
+bool parse_command_line(int argc, char** argv, const boost::program_options::options_description& options,
+                        CommonOptions& common);
+
+// The profile, then the scenario with --set, --seed and the size check applied.
+Scenario load_scenario(const CommonOptions& common, const Profile& profile, const std::vector<std::string>& extra_sets = {});
+
+// Writes the report to --output (atomically) or stdout.
+void emit_report(const CommonOptions& common, const std::string& report);
 
 // PATH empty: the bundled default profile. Throws InputError.
 Profile load_profile(const std::string& path);

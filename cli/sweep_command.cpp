@@ -23,7 +23,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/inputs.hpp"
-#include "models/atomic_file.hpp"
 #include "models/input_error.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
@@ -95,40 +94,15 @@ int sweep_command(int argc, char** argv) {
   po::options_description options("pipeplan sweep [SCENARIO.json] --vary KEY=V1,V2,... [options]\n\n"
                                   "Simulates every combination of the --vary values (any scenario key, PyTorch's names)\n"
                                   "and ranks them by throughput. Without SCENARIO, the bundled default scenario.\n\noptions");
-  std::string profile_path, format = "text", output_path;
-  std::vector<std::string> sets, varies;
-  long long steps = 0, seed = -1;
+  CommonOptions common;
+  std::vector<std::string> varies;
   int jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  add_common_options(options, common);
   options.add_options()
-      ("help,h", "show this help")
       ("vary", po::value(&varies)->composing(), "a key and its values: --vary loader.num_workers=2,4,8 (repeatable: the product)")
-      ("profile", po::value(&profile_path), "hardware profile JSON (default: the bundled H200 profile)")
-      ("steps", po::value(&steps), "training steps per point (default: the scenario's training.steps)")
-      ("seed", po::value(&seed), "seed of every random draw (default: the scenario's seed)")
-      ("set", po::value(&sets)->composing(), "override a scenario key for every point (repeatable)")
-      ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)")
-      ("format", po::value(&format), "text or json")
-      ("output,o", po::value(&output_path), "write the report to this file instead of stdout");
-  po::options_description hidden;
-  std::vector<std::string> positional;
-  hidden.add_options()("scenario", po::value(&positional));
-  po::options_description all;
-  all.add(options).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return 0;
-  }
-  if (positional.size() > 1) throw InputError("", "command line", "\"" + positional[1] + "\"", "one scenario file at most");
+      ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)");
+  if (!parse_command_line(argc, argv, options, common)) return 0;
   if (varies.empty()) throw InputError("", "--vary", "nothing", "at least one --vary KEY=V1,V2,...");
-  if (format != "text" && format != "json") throw InputError("", "--format", "\"" + format + "\"", "text or json");
-  if (vm.count("steps") && (steps < 1 || steps > kMaxSteps))
-    throw InputError("", "--steps", std::to_string(steps), "an integer in [1, " + std::to_string(kMaxSteps) + "]");
-  if (vm.count("seed") && seed < 0) throw InputError("", "--seed", std::to_string(seed), "an integer >= 0");
   if (jobs < 1 || jobs > 1024) throw InputError("", "--jobs", std::to_string(jobs), "an integer in [1, 1024]");
 
   std::vector<Axis> axes;
@@ -137,17 +111,10 @@ int sweep_command(int argc, char** argv) {
   if (points.size() > 10000) throw InputError("", "--vary", std::to_string(points.size()) + " points", "at most 10,000 points");
 
   // Validate every point before running any.
-  const Profile profile = load_profile(profile_path);
-  const std::string scenario_path = scenario_path_or_default(positional.empty() ? "" : positional[0]);
+  const Profile profile = load_profile(common.profile_path);
+  const std::string scenario_path = scenario_path_or_default(common.positional.empty() ? "" : common.positional[0]);
   std::vector<Scenario> scenarios;
-  for (const auto& point : points) {
-    std::vector<std::string> point_sets = sets;
-    point_sets.insert(point_sets.end(), point.begin(), point.end());
-    Scenario s = parse_scenario(load_scenario_document(scenario_path, point_sets), scenario_path, profile);
-    if (vm.count("seed")) s.seed = static_cast<std::uint64_t>(seed);
-    check_simulation_size(s, steps);
-    scenarios.push_back(std::move(s));
-  }
+  for (const auto& point : points) scenarios.push_back(load_scenario(common, profile, point));
 
   // Run: at most `jobs` children at once, each writing its report to a temporary file.
   char dir_template[] = "/tmp/pipeplan-sweep-XXXXXX";
@@ -163,7 +130,7 @@ int sweep_command(int argc, char** argv) {
       out_paths[next] = dir + "/point-" + std::to_string(next) + ".json";
       const pid_t pid = fork();
       if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-      if (pid == 0) run_point(scenarios[next], profile, steps, out_paths[next]);
+      if (pid == 0) run_point(scenarios[next], profile, common.steps, out_paths[next]);
       running[pid] = next++;
     }
     int status = 0;
@@ -199,7 +166,7 @@ int sweep_command(int argc, char** argv) {
       best = i;
 
   std::string report;
-  if (format == "json") {
+  if (common.format == "json") {
     nlohmann::json out = {{"scenario", scenario_path}, {"profile", profile.file}, {"points", rows}, {"best", best}};
     report = out.dump(2) + "\n";
   } else {
@@ -228,12 +195,7 @@ int sweep_command(int argc, char** argv) {
     }
     report = o.str();
   }
-  if (!output_path.empty()) {
-    const std::string error = write_file_atomically(output_path, report);
-    if (!error.empty()) throw std::runtime_error(error);
-  } else {
-    std::fwrite(report.data(), 1, report.size(), stdout);
-  }
+  emit_report(common, report);
   return 0;
 }
 
