@@ -86,7 +86,14 @@ std::vector<std::vector<std::string>> cartesian(const std::vector<Axis>& axes) {
   _exit(code);
 }
 
-std::string short_value(const std::string& assignment) { return assignment.substr(assignment.find('=') + 1); }
+// The value of KEY=VALUE as --set reads it: JSON when it parses, else the bare word as a string.
+nlohmann::json point_value(const std::string& assignment) {
+  const std::string text = assignment.substr(assignment.find('=') + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  return value.is_discarded() ? nlohmann::json(text) : value;
+}
+
+std::string display(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
 }  // namespace
 
@@ -146,7 +153,7 @@ int sweep_command(int argc, char** argv) {
   std::string failure;
   for (std::size_t i = 0; i < points.size(); ++i) {
     nlohmann::json set = nlohmann::json::object();
-    for (const auto& a : points[i]) set[a.substr(0, a.find('='))] = short_value(a);
+    for (const auto& a : points[i]) set[a.substr(0, a.find('='))] = point_value(a);
     nlohmann::json result;
     std::ifstream in(out_paths[i]);
     if (exit_codes[i] == 0 && in) result = nlohmann::json::parse(in, nullptr, false);
@@ -182,7 +189,7 @@ int sweep_command(int argc, char** argv) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       std::string knobs;
       for (const auto& axis : axes) {
-        std::snprintf(line, sizeof line, "%-22s ", rows[i]["set"][axis.key].get<std::string>().c_str());
+        std::snprintf(line, sizeof line, "%-22s ", display(rows[i]["set"][axis.key]).c_str());
         knobs += line;
       }
       const auto& r = rows[i]["result"];

@@ -308,8 +308,8 @@ TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
   ASSERT_EQ(out["points"].size(), 6u);
   double previous = 0.0;
   for (const auto& point : out["points"]) {
-    if (point["set"]["loader.pin_memory"] != "false") continue;
-    const std::string workers = point["set"]["loader.num_workers"];
+    if (point["set"]["loader.pin_memory"] != false) continue;
+    const std::string workers = point["set"]["loader.num_workers"].dump();
     const auto one = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--format", "json",
                                                    "--set", "loader.num_workers=" + workers, "--set", "loader.pin_memory=false"});
     ASSERT_EQ(one.exit_code, 0) << one.err;
