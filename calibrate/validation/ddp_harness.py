@@ -426,9 +426,9 @@ def print_plan(a: argparse.Namespace, cases: List[Dict[str, Any]]) -> None:
           f"non_blocking; ResNet-50 reads JPEGs, the linear stack uint8 3x224x224 .npy tensors")
     print(f"  sync_every {a.sync_every}; profiler {'off' if a.no_profiler else f'{a.profile_steps} steps per case on rank 0'};"
           f" trace: {a.trace_case or 'none'}")
-    # the bucket sizes a 400 MB linear stack gets (pure rule), as a sanity line
+    # the bucket sizes the linear stack gets (pure rule), as a sanity line
     sizes = [lin["width"] * 4, lin["width"] ** 2 * 4] * lin["layers"]     # backward order: bias, weight, ...
-    for cap in a.caps_l:
+    for cap in (a.caps_l if "linear" in a.models_l else []):
         bs = bucket_sizes(sizes, cap)
         print(f"  linear cap {cap:g} MiB: {len(bs)} buckets (first {bs[0]/MIB:.2f} MiB, largest {max(bs)/MIB:.2f} MiB)")
     for c in cases:
@@ -715,10 +715,15 @@ class Runner:
         # gradient ready order and times: post-accumulate-grad hooks record an event each
         order: List[Tuple[Any, Any]] = []
         handles = []
+
+        def ready_hook(p_):          # post-accumulate-grad hooks must return None
+            ev = self.event()
+            ev.record()
+            order.append((p_, ev))
+
         if hasattr(params[0], "register_post_accumulate_grad_hook"):
             for p in params:
-                handles.append(p.register_post_accumulate_grad_hook(
-                    lambda p_: (order.append((p_, self.event())), order[-1][1].record())))
+                handles.append(p.register_post_accumulate_grad_hook(ready_hook))
         self.sync()
         if cyc_per_s:
             t.cuda._sleep(int(cyc_per_s * hold))
@@ -1117,8 +1122,10 @@ class Runner:
     def export_trace(self, prof):
         import gzip
         import shutil
+        import tempfile
         out = self.a.trace_out or os.path.join(os.path.dirname(os.path.abspath(self.a.out)), "ddp_trace.json.gz")
-        tmp = out + ".raw.json"
+        fd, tmp = tempfile.mkstemp(prefix="ddp_trace_", suffix=".json")     # not beside the output
+        os.close(fd)
         try:
             prof.export_chrome_trace(tmp)
             with open(tmp, "rb") as f, gzip.open(out, "wb", compresslevel=6) as g:
