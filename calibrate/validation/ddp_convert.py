@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert as C  # noqa: E402  (torch-free: statistics, run_pipeplan)
-from ddp_harness import MIB, baseline_of, bucket_sizes  # noqa: E402  (torch-free)
+from ddp_harness import MIB  # noqa: E402  (torch-free)
 
 BEGIN = "<!-- BEGIN GENERATED: ddp_convert.py replaces everything down to the END marker -->"
 END = "<!-- END GENERATED: ddp_convert.py -->"

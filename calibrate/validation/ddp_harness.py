@@ -155,8 +155,11 @@ def intersection_length(a: Sequence[Tuple[float, float]], b: Sequence[Tuple[floa
 
 
 def kernel_class(name: str) -> str:
-    """nccl (collective kernels), copy (memcpy / memset activities), compute (every other kernel)."""
+    """nccl (collective kernels), copy (memcpy / memset activities), other (the profiler's own
+    bookkeeping, ignored), compute (every other kernel)."""
     n = name.lower()
+    if "buffer request" in n or "overhead" in n:
+        return "other"
     if "nccl" in n:
         return "nccl"
     if n.startswith("memcpy") or n.startswith("memset") or "memcpy " in n:
@@ -173,6 +176,8 @@ def kernel_overlap_summary(kernels: Sequence[Tuple[str, float, float]], steps: i
     count: Dict[str, int] = {"nccl": 0, "compute": 0, "copy": 0}
     for name, a, b in kernels:
         c = kernel_class(name)
+        if c == "other":
+            continue
         by[c].append((a, b))
         count[c] += 1
     m = {k: merge_intervals(v) for k, v in by.items()}
@@ -647,7 +652,7 @@ class Runner:
         names = {id(p): n for n, p in model.named_parameters()}
         params = list(model.parameters())
 
-        def step(evs=None, hooks_ev=None):
+        def step(evs=None):
             if evs:
                 evs[0].record()
             loss = self.forward_loss(name, model, gb, x0)
@@ -785,7 +790,7 @@ class Runner:
                 f"{sus_interval['mean']*1e3:.2f} ms; buckets "
                 + ", ".join(f"cap {k}: {len(v)}" for k, v in res["computed_buckets"].items())
                 + f" ({time.perf_counter()-c0:.1f}s)")
-        del model, opt, gb, loss
+        model = opt = gb = loss = None      # free the GPU memory (the closure keeps the cells)
         gc.collect()
         t.cuda.empty_cache()
         return res
@@ -1028,7 +1033,10 @@ class Runner:
             res["loader"] = {"kind": kind, "num_workers": nw, "prefetch_factor": pf, "batch_size": a.batch_size}
         # DDP's own view of its buckets (rebuilt after the first iteration, in gradient-ready order)
         if mode != "no_ddp" and self.is0():
-            res["ddp"] = self.ddp_info(model, name, case)
+            try:
+                res["ddp"] = self.ddp_info(model, name, case)
+            except Exception as e:          # rank 0 only: must not fail the case for the others
+                res["ddp"] = {"error": f"{e.__class__.__name__}: {e}"}
         # profiler pass (rank 0 records; every rank runs the same steps)
         if P:
             res["profile"] = self.profile_steps(case, one, P)
@@ -1069,21 +1077,37 @@ class Runner:
         return out
 
     def profile_steps(self, case, one, P):
-        t = self.t
-        from torch.profiler import ProfilerActivity, profile
-        want_trace = (self.is0() and self.a.trace_case and not self.trace_done
-                      and self.a.trace_case in case["id"])
+        """Every rank runs the same P steps whatever happens to the profiler on rank 0 (the steps
+        hold collectives); a profiler failure is recorded, never raised."""
+        want_trace = bool(self.is0() and self.a.trace_case and not self.trace_done
+                          and self.a.trace_case in case["id"])
         if not self.is0():
             for _ in range(P):
                 one()
             self.sync()
             return None
-        acts = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if want_trace else [])
-        self.sync()
-        with profile(activities=acts) as prof:
-            for _ in range(P):
-                one()
+        prof = None
+        try:
+            from torch.profiler import ProfilerActivity, profile
+            acts = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if want_trace else [])
             self.sync()
+            prof = profile(activities=acts)
+            prof.__enter__()
+        except Exception as e:
+            prof = None
+            err = f"profiler did not start: {e.__class__.__name__}: {e}"
+        for _ in range(P):
+            one()
+        self.sync()
+        if prof is None:
+            return {"error": err}
+        try:
+            prof.__exit__(None, None, None)
+            return self._profile_summary(prof, P, want_trace)
+        except Exception as e:
+            return {"error": f"{e.__class__.__name__}: {e}", "traceback": traceback.format_exc()}
+
+    def _profile_summary(self, prof, P, want_trace):
         kernels = []
         try:
             evs = prof.profiler.kineto_results.events()
@@ -1100,6 +1124,7 @@ class Runner:
             src = "kineto_results.events()"
         except Exception:
             kernels = []
+        if not kernels:
             for e in prof.events():
                 if "cuda" in str(getattr(e, "device_type", "")).lower():
                     kernels.append((e.name, e.time_range.start / 1e6, e.time_range.end / 1e6))

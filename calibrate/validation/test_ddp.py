@@ -6,8 +6,6 @@ No torch, no GPU, quick. The pipeplan integration test runs only when build/cli/
 """
 from __future__ import annotations
 
-import copy
-import json
 import os
 import re
 import subprocess
@@ -232,7 +230,7 @@ class TestHarnessPure(unittest.TestCase):
     def test_kernel_overlap(self):
         ks = [("gemm_a", 0.0, 4.0), ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 3.0, 6.0),
               ("elementwise", 5.0, 5.5), ("Memcpy HtoD (Pinned -> Device)", 6.0, 7.0),
-              ("ncclKernel_AllReduce", 8.0, 9.0)]
+              ("ncclKernel_AllReduce", 8.0, 9.0), ("Activity Buffer Request", 0.0, 20.0)]
         s = DH.kernel_overlap_summary(ks, 2)
         self.assertAlmostEqual(s["nccl_s_per_step"], 4.0 / 2)              # [3,6] + [8,9]
         self.assertAlmostEqual(s["nccl_not_overlapped_s_per_step"], (4.0 - 1.0 - 0.5) / 2)
