@@ -64,7 +64,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.step_s())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;
-    for (double b : ddp_bucket_bytes(s.ddp.gradient_bytes, s.ddp.first_bucket_mb * 1048576.0, s.ddp.bucket_cap_mb * 1048576.0))
+    for (double b : s.ddp.bucket_bytes())
       comm_s += collective_time_s(p.nccl.all_reduce, b, all_reduce_bus_factor(s.node.gpus));
     out.push_back({"comm", gpus * per_batch(batch, comm_s)});
   }

@@ -65,4 +65,21 @@ std::vector<double> ddp_bucket_bytes(double gradient_bytes, double first_bucket_
   return buckets;
 }
 
+std::vector<double> ddp_bucket_bytes_by_parameter(const std::vector<double>& parameter_bytes, double first_bucket_bytes,
+                                                  double cap_bytes) {
+  std::vector<double> buckets;
+  double open = 0.0;
+  double limit = first_bucket_bytes;
+  for (double bytes : parameter_bytes) {
+    open += bytes;
+    if (open >= limit) {
+      buckets.push_back(open);
+      open = 0.0;
+      limit = cap_bytes;
+    }
+  }
+  if (open > 0.0) buckets.push_back(open);
+  return buckets;
+}
+
 }  // namespace pipeplan

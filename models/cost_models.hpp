@@ -33,4 +33,11 @@ double collective_time_s(const CollectiveModel& model, double bytes, double bus_
 // (Parameters are not modelled individually: buckets split the gradient bytes exactly.)
 std::vector<double> ddp_bucket_bytes(double gradient_bytes, double first_bucket_bytes, double cap_bytes);
 
+// PyTorch's rule (reducer.cpp, compute_bucket_assignment_by_size) over parameters' gradient
+// sizes in backward order: each gradient joins the open bucket, which closes once its size
+// reaches the limit (first_bucket_bytes, then cap_bytes); a parameter is never split, so a
+// large one makes its bucket exceed the cap.
+std::vector<double> ddp_bucket_bytes_by_parameter(const std::vector<double>& parameter_bytes, double first_bucket_bytes,
+                                                  double cap_bytes);
+
 }  // namespace pipeplan

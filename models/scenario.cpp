@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/cost_models.hpp"
 #include "models/input_error.hpp"
 #include "models/json_reader.hpp"
 #include "models/profile.hpp"
@@ -42,6 +43,12 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
   const double threads = static_cast<double>(s.node.gpus) * (s.loader.num_workers + 2);
   return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
+}
+
+std::vector<double> DdpConfig::bucket_bytes() const {
+  const double first = first_bucket_mb * 1048576.0, cap = bucket_cap_mb * 1048576.0;
+  return parameter_bytes.empty() ? ddp_bucket_bytes(gradient_bytes, first, cap)
+                                 : ddp_bucket_bytes_by_parameter(parameter_bytes, first, cap);
 }
 
 std::int64_t Scenario::batches_per_epoch() const {
@@ -211,12 +218,42 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.ddp.gradient_bytes = r.number("gradient_bytes", 0.0, Range::non_negative());
     s.ddp.bucket_cap_mb = r.number("bucket_cap_mb", 25.0, Range::positive());
     s.ddp.first_bucket_mb = r.number("first_bucket_mb", 1.0, Range::positive());
+    if (const json* params = r.raw("parameter_bytes")) {
+      // [b0, b1, ...] in backward order, or {"count": N, "bytes": B} for N equal parameters
+      const std::string expected = "an array of gradient sizes in bytes (backward order) or {\"count\": N, \"bytes\": B}";
+      if (params->is_array()) {
+        if (params->empty() || params->size() > 1000000) r.fail("parameter_bytes", *params, expected + ", 1 to 1,000,000 of them");
+        for (std::size_t i = 0; i < params->size(); ++i) {
+          const json& b = (*params)[i];
+          if (!b.is_number() || !(b.get<double>() > 0.0) || !std::isfinite(b.get<double>()))
+            throw InputError(file, r.path_of("parameter_bytes") + "[" + std::to_string(i) + "]", show_value(b), "a number > 0");
+          s.ddp.parameter_bytes.push_back(b.get<double>());
+        }
+      } else if (params->is_object()) {
+        ObjectReader q = r.object("parameter_bytes");
+        const auto count = q.integer("count", 1, Range::between(1, 1000000));
+        const double bytes = q.required_number("bytes", Range::positive());
+        q.finish();
+        s.ddp.parameter_bytes.assign(static_cast<std::size_t>(count), bytes);
+      } else {
+        r.fail("parameter_bytes", *params, expected);
+      }
+      double total = 0.0;
+      for (double b : s.ddp.parameter_bytes) total += b;
+      if (!r.has("gradient_bytes")) {
+        s.ddp.gradient_bytes = total;
+      } else if (std::fabs(total - s.ddp.gradient_bytes) > 1e-6 * total) {
+        throw InputError(file, r.path_of("gradient_bytes"), show_value(s.ddp.gradient_bytes),
+                         "the sum of ddp.parameter_bytes (" + show_value(total) + "), or left out");
+      }
+    }
     r.finish();
   }
   top.finish();
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0) {
     // Each bucket is a simulated collective per step: keep their number sane.
-    const double buckets = 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0);
+    const double buckets = s.ddp.parameter_bytes.empty() ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0)
+                                                         : static_cast<double>(s.ddp.bucket_bytes().size());
     if (buckets > kMaxBucketsPerStep)
       throw InputError(file, "ddp.bucket_cap_mb", show_value(s.ddp.bucket_cap_mb),
                        "a cap giving at most " + std::to_string(kMaxBucketsPerStep) + " buckets per step (ddp.gradient_bytes / " +

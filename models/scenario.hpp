@@ -84,6 +84,10 @@ struct DdpConfig {
   double gradient_bytes = 0.0;
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
+  std::vector<double> parameter_bytes;  // gradients in backward order; empty: split gradient_bytes evenly
+
+  // Bucket sizes in reduction order, by PyTorch's rule when parameter sizes are known.
+  std::vector<double> bucket_bytes() const;
 };
 
 struct Scenario {

@@ -614,7 +614,7 @@ void configure_cpu(sg4::Host* cpu, const Profile& profile, int cores) {
 std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   if (s.node.gpus <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
   auto comm = std::make_unique<Comm>();
-  comm->bucket_bytes = ddp_bucket_bytes(s.ddp.gradient_bytes, s.ddp.first_bucket_mb * 1048576.0, s.ddp.bucket_cap_mb * 1048576.0);
+  comm->bucket_bytes = s.ddp.bucket_bytes();
   CollectiveModel model = p.nccl.all_reduce;
   if (!model.present) model = CollectiveModel{true, 2.0e-5, 1.0e11};  // documented placeholder: docs/model.md
   for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.node.gpus)));

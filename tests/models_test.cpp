@@ -178,3 +178,29 @@ TEST(Scenario, MutatedDocumentsParseOrFailWithInputError) {
   EXPECT_GT(parsed, 100);
   EXPECT_GT(rejected, 100);
 }
+
+// PyTorch's rule, by hand: limits 1 MiB then 25 MiB; a parameter is never split.
+TEST(DdpBuckets, ByParameterFollowsPyTorchsAssignment) {
+  const double MiB = 1048576.0;
+  // backward order: 0.5, 0.75 (first bucket closes at 1.25 >= 1), 10, 10, 10 (closes at 30 >= 25), 100 (alone), 3
+  const auto b = ddp_bucket_bytes_by_parameter({0.5 * MiB, 0.75 * MiB, 10 * MiB, 10 * MiB, 10 * MiB, 100 * MiB, 3 * MiB}, MiB, 25 * MiB);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_DOUBLE_EQ(b[0], 1.25 * MiB);
+  EXPECT_DOUBLE_EQ(b[1], 30 * MiB);
+  EXPECT_DOUBLE_EQ(b[2], 100 * MiB);
+  EXPECT_DOUBLE_EQ(b[3], 3 * MiB);
+  // 95 parameters of 4 MiB with a 1 MiB cap: one bucket each (an even split would make 380).
+  EXPECT_EQ(ddp_bucket_bytes_by_parameter(std::vector<double>(95, 4 * MiB), MiB, MiB).size(), 95u);
+}
+
+TEST(Scenario, ParameterBytesSetTheGradientSize) {
+  Profile p;
+  json j = {{"node", {{"gpus", 2}}}, {"training", {{"step_s", 0.1}}}, {"ddp", {{"parameter_bytes", {{"count", 10}, {"bytes", 4e6}}}}}};
+  Scenario s = parse_scenario(j, "x", p);
+  EXPECT_DOUBLE_EQ(s.ddp.gradient_bytes, 4e7);
+  EXPECT_EQ(s.ddp.bucket_bytes().size(), 3u);  // 4 MB (>= 1 MiB), then 7 x 4 MB = 28 MB (>= 25 MiB), then 4 MB
+  j["ddp"]["gradient_bytes"] = 5e7;
+  EXPECT_THROW(parse_scenario(j, "x", p), InputError);
+  j["ddp"] = {{"parameter_bytes", {1e6, -2}}};
+  EXPECT_THROW(parse_scenario(j, "x", p), InputError);
+}

@@ -326,3 +326,24 @@ TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
     EXPECT_GE(best["result"]["throughput"]["samples_per_s"].get<double>(), point["result"]["throughput"]["samples_per_s"].get<double>());
   std::remove(path.c_str());
 }
+
+// Parameters are never split across buckets: 100 gradients of 4 MiB with bucket_cap_mb=1 make
+// 100 buckets of 4 MiB. Reduce k (4.19 ms at 1 GB/s) runs during backward segment k+1 (as long),
+// so only the last bucket's reduce is exposed: 4.194304 ms after a 419.4304 ms backward.
+TEST(Simulate, DdpBucketsNeverSplitAParameter) {
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["loader"]["num_workers"] = 8;
+  s["loader"]["pin_memory"] = true;
+  s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["training"] = {{"forward_s", 0.05}, {"backward_s", 0.4194304}, {"steps", 60}};
+  s["ddp"] = {{"parameter_bytes", {{"count", 100}, {"bytes", 4194304}}}, {"bucket_cap_mb", 1}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}})");
+  json r = simulate(s, {}, profile);
+  const double expected = 0.05 + 0.4194304 + 0.004194304;
+  EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
+}
