@@ -243,8 +243,13 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
     ddp: Dict[str, Any] = {"gradient_bytes": 0}
     if case["mode"] == "ddp":
         ddp = {"gradient_bytes": int(mc["gradient_bytes"]), "bucket_cap_mb": float(case["bucket_cap_mb"])}
+        order = [g["bytes"] for g in ((mc.get("grad_ready") or {}).get("order") or []) if g.get("bytes")]
+        if order and abs(sum(order) - mc["gradient_bytes"]) <= 1e-6 * mc["gradient_bytes"]:
+            # the measured gradients in backward order: pipeplan buckets them by PyTorch's rule
+            ddp["parameter_bytes"] = [int(b) for b in order]
         built = ((m.get("ddp") or {}).get("bucket_sizes")) or []
         if buckets == "built" and built:
+            ddp.pop("parameter_bytes", None)   # "as built" imposes DDP's own bucket sizes instead
             ddp["first_bucket_mb"] = built[0] / MIB
             rest = built[1:]
             ddp["bucket_cap_mb"] = (sum(rest) / len(rest) / MIB) if rest else built[0] / MIB

@@ -337,7 +337,10 @@ class TestScenario(unittest.TestCase):
         mc = self.doc["components"]["models"]["linear"]
         self.assertEqual(s["node"]["gpus"], 4)
         self.assertEqual(s["node"]["cpu_cores"], 64)
-        self.assertEqual(s["ddp"], {"gradient_bytes": mc["gradient_bytes"], "bucket_cap_mb": 5.0})
+        order = [g["bytes"] for g in mc["grad_ready"]["order"]]
+        self.assertEqual(s["ddp"], {"gradient_bytes": mc["gradient_bytes"], "bucket_cap_mb": 5.0,
+                                    "parameter_bytes": order})   # buckets by PyTorch's rule in pipeplan
+        self.assertEqual(sum(order), mc["gradient_bytes"])
         self.assertAlmostEqual(s["training"]["forward_s"], 0.0015 * 1.05)          # sustained (host ahead)
         self.assertAlmostEqual(s["training"]["backward_s"], 0.0030 * 1.05 + 0.0004)  # + optimizer
         self.assertEqual(s["loader"]["num_workers"], 0)                            # never the bottleneck
