@@ -9,6 +9,8 @@
 
 namespace pipeplan::sim {
 
+Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p);
+
 namespace {
 
 std::string pct(double fraction) {
@@ -47,7 +49,73 @@ std::string with_thousands(double value) {
   return (v < 0 ? "-" : "") + out;
 }
 
+namespace {
+
+double capacity_of(const std::string& stage, const Scenario& s, const Profile& p) {
+  for (const auto& c : stage_capacities(s, p))
+    if (c.stage == stage) return c.samples_per_s;
+  return -1.0;
+}
+
+}  // namespace
+
+std::string suggest(const std::string& stage, const Scenario& s, const Profile& p) {
+  const double gpu = capacity_of("gpu_compute", s, p);
+  if (stage == "workers" || stage == "main_inline_load") {
+    // The fewest workers whose estimated capacity reaches the GPU's, cores shared included.
+    Scenario t = s;
+    const int limit = std::max(4 * s.node.cpu_cores / s.node.gpus, s.loader.num_workers + 1);
+    double best_rate = -1.0;
+    int best_n = s.loader.num_workers;
+    for (int n = std::max(1, s.loader.num_workers + 1); n <= limit; ++n) {
+      t.loader.num_workers = n;
+      const double rate = capacity_of("workers", t, p);
+      if (rate > best_rate) {
+        best_rate = rate;
+        best_n = n;
+      }
+      if (rate >= gpu)
+        return "try num_workers=" + std::to_string(n) + " (estimated " + with_thousands(rate) + " samples/s against the GPU's " +
+               with_thousands(gpu) + "); confirm with pipeplan sweep --vary loader.num_workers=" + std::to_string(s.loader.num_workers) +
+               "," + std::to_string(n) + "," + std::to_string(n + 2);
+    }
+    return "more workers cannot feed this GPU: at best about " + with_thousands(best_rate) + " samples/s (num_workers=" +
+           std::to_string(best_n) + " on " + std::to_string(s.node.cpu_cores) +
+           " cores) against " + with_thousands(gpu) + "; make __getitem__ cheaper (smaller decode, GPU decode) or add cores";
+  }
+  if (stage == "h2d_copy" && !s.loader.pin_memory) {
+    Scenario t = s;
+    t.loader.pin_memory = true;
+    return "try pin_memory=True with non_blocking=True: the copy alone would allow about " +
+           with_thousands(capacity_of("h2d_copy", t, p)) + " samples/s instead of " + with_thousands(capacity_of("h2d_copy", s, p));
+  }
+  if (stage == "h2d_copy")
+    return s.transfer.copy_stream == CopyStream::kDefault || !s.transfer.non_blocking
+               ? "try non_blocking=True with the copy on a side stream, so it overlaps the previous step's kernels"
+               : "the copy itself is the limit: smaller batches in bytes (uint8 images, normalize on the GPU)";
+  if (stage == "pin_thread")
+    return "the single pin_memory thread is the limit: send smaller batches in bytes (uint8, normalize on the GPU), or try "
+           "pin_memory=False and compare with pipeplan sweep --vary loader.pin_memory=true,false";
+  if (stage == "main_receive")
+    return "the main process receives every batch itself: smaller batches in bytes (uint8, normalize on the GPU) cost less to map";
+  if (stage == "host_loop")
+    return s.training.sync_every_steps > 0 ? "remove the per-step sync (.item(), print) so the host runs ahead, or cut Python per step "
+                                             "(CUDA graphs, torch.compile, fused optimizers)"
+                                           : "cut Python per step (CUDA graphs, torch.compile, fused optimizers)";
+  if (stage == "storage")
+    return "storage is the limit: keep the dataset in the page cache or on faster local disk, or read fewer bytes per sample";
+  if (stage == "comm")
+    return "try a different ddp.bucket_cap_mb (pipeplan sweep --vary ddp.bucket_cap_mb=5,25,100) or overlap more of the all-reduce";
+  return "the GPU sets the pace: the input pipeline has headroom";
+}
+
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
+  Diagnosis d = name_bottleneck(result, s, p);
+  d.suggestion = suggest(d.stage, s, p);
+  return d;
+}
+
+Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p) {
   for (const auto& c : stage_capacities(s, p))
     for (auto& stage : result.stages)
       if (stage.name == c.stage) stage.capacity_samples_per_s = std::isfinite(c.samples_per_s) ? c.samples_per_s : -1.0;
@@ -154,7 +222,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
       {"simulated_s", r.simulated_end_s},
       {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s}}},
       {"step_time_s", {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p90", r.step_p90_s}, {"p99", r.step_p99_s}}},
-      {"bottleneck", {{"stage", d.stage}, {"explanation", d.explanation}}},
+      {"bottleneck", {{"stage", d.stage}, {"explanation", d.explanation}, {"suggestion", d.suggestion}}},
       {"stages", stages},
       {"gpu",
        {{"busy_fraction", r.gpu.busy_fraction},
@@ -199,7 +267,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                 with_thousands(r.baseline_samples_per_s).c_str(),
                 r.baseline_samples_per_s > 0 ? 100.0 * r.samples_per_s / r.baseline_samples_per_s : 0.0);
   o << line << '\n';
-  o << "  bottleneck: " << d.stage << "\n    " << d.explanation << "\n\n";
+  o << "  bottleneck: " << d.stage << "\n    " << d.explanation << "\n    suggestion: " << d.suggestion << "\n\n";
   o << "  stage             busy   capacity (samples/s)\n";
   for (const auto& st : r.stages) {
     std::snprintf(line, sizeof line, "  %-16s %5.0f%%   %s\n", st.name.c_str(), 100 * st.busy_fraction,

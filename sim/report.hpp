@@ -15,6 +15,7 @@ namespace pipeplan::sim {
 struct Diagnosis {
   std::string stage;
   std::string explanation;
+  std::string suggestion;  // a setting to try, from the analytic model; confirm it with `pipeplan sweep`
 };
 
 // Fills stage capacities from the analytic model (in place) and names the bottleneck.
@@ -22,6 +23,9 @@ Diagnosis diagnose(SimResult& result, const Scenario& scenario, const Profile& p
 
 nlohmann::json to_json(const SimResult& result, const Diagnosis& diagnosis, const Scenario& scenario, const Profile& profile);
 std::string to_text(const SimResult& result, const Diagnosis& diagnosis, const Scenario& scenario, const Profile& profile);
+
+// What to try for a bottleneck `stage`, estimated with the analytic model (models/analytic.cpp).
+std::string suggest(const std::string& stage, const Scenario& scenario, const Profile& profile);
 
 // 1234567.8 -> "1,234,568"
 std::string with_thousands(double value);

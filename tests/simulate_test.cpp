@@ -37,6 +37,12 @@ TEST(Simulate, DeterministicThroughputIsTheSlowestStage) {
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 4000.0, 4000.0 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  // 1,000 samples/s per worker against the GPU's 6,400: 7 workers are the fewest that keep up.
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("num_workers=7 "), std::string::npos)
+      << r["bottleneck"]["suggestion"];
+  s["loader"]["num_workers"] = 7;
+  EXPECT_EQ(simulate(s)["bottleneck"]["stage"], "gpu_compute");
+  s["loader"]["num_workers"] = 4;
 
   // GPU 32 / 10 ms = 3,200 < 4,000: compute-bound.
   s["training"]["step_s"] = 0.010;
