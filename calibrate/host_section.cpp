@@ -3,10 +3,12 @@
 // (pageable -> pinned), plus what making pinned memory costs (cudaHostAlloc/Register).
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "calibrate/gpu.hpp"
@@ -28,6 +30,45 @@ HostBuffer touched_buffer(std::size_t bytes) {
   if (posix_memalign(&p, 4096, bytes) != 0) return HostBuffer{};
   std::memset(p, 1, bytes);
   return HostBuffer{static_cast<char*>(p)};
+}
+
+// Aggregate memcpy bandwidth with `threads` threads copying at once, each between its own
+// touched buffers of `bytes`, for `window_s`: memory-bound work (collate, tensor loading, pin
+// copies) slows as more of it runs, and the decode curve does not show that.
+double concurrent_memcpy_bytes_per_s(unsigned threads, std::size_t bytes, double window_s, bool& ok) {
+  std::vector<HostBuffer> buffers;
+  for (unsigned t = 0; t < 2 * threads; ++t) {
+    buffers.push_back(touched_buffer(bytes));
+    if (!buffers.back()) {
+      ok = false;
+      return 0.0;
+    }
+  }
+  std::atomic<bool> go{false};
+  std::vector<double> copied(threads, 0.0);
+  std::vector<std::thread> pool;
+  double start = 0.0;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t]() {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      const double end = start + window_s;
+      double n = 0.0;
+      while (now_s() < end) {
+        std::memcpy(buffers[2 * t].get(), buffers[2 * t + 1].get(), bytes);
+        n += static_cast<double>(bytes);
+      }
+      copied[t] = n;
+    });
+  }
+  start = now_s();
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  const double elapsed = now_s() - start;
+  double total = 0.0;
+  for (double c : copied) total += c;
+  ok = true;
+  return total / elapsed;
 }
 
 }  // namespace
@@ -78,6 +119,30 @@ SectionOutcome run_host(const RunContext& ctx) {
                            "; host_alloc/host_register not measured");
   }
   host["points"] = points;
+
+  // Memory bandwidth as threads are added (1, 2, 4, ... up to the cores).
+  const std::size_t scaling_bytes = ctx.by_scale<std::size_t>(4u << 20, 32u << 20, 64u << 20);  // beyond the L3 share
+  const double window_s = ctx.by_scale(0.05, 0.15, 0.3);
+  std::vector<unsigned> counts;
+  for (unsigned t = 1; t < ctx.cores; t *= 2) counts.push_back(t);
+  counts.push_back(std::max(1u, ctx.cores));
+  nlohmann::json scaling = nlohmann::json::array();
+  double one_thread = 0.0;
+  for (unsigned t : counts) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    bool ok = false;
+    const double rate = concurrent_memcpy_bytes_per_s(t, scaling_bytes, window_s, ok);
+    if (!ok) {
+      report.notes.push_back("memcpy scaling stopped at " + std::to_string(t) + " threads: cannot allocate buffers");
+      break;
+    }
+    if (t == 1) one_thread = rate;
+    const double relative = one_thread > 0 ? rate / t / one_thread : 0.0;
+    scaling.push_back({{"threads", t}, {"bytes_per_s", rate}, {"relative_speed", relative}});
+    ctx.log(strf("host: memcpy with %2u threads at once: %6.2f GB/s in all, %.2f of one thread's rate each", t, rate / 1e9,
+                 relative));
+  }
+  host["memcpy_scaling"] = scaling;
   report.profile_keys["host"] = host;
   return report;
 }

@@ -107,6 +107,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.host.host_alloc_s_per_mib = r.number("host_alloc_s_per_mib", p.host.host_alloc_s_per_mib, Range::non_negative());
     p.host.host_register_s_per_mib = r.number("host_register_s_per_mib", p.host.host_register_s_per_mib, Range::non_negative());
     check_points(r, "points", {"what", "bytes", "bytes_per_s", "s"});
+    check_points(r, "memcpy_scaling", {"threads", "bytes_per_s", "relative_speed"});
     r.finish();
   }
   if (!missing("ipc")) {

@@ -98,6 +98,13 @@ TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
   EXPECT_EQ(curve.back()["busy_cores"].get<int>(), p["cpu"]["cores"].get<int>());
   EXPECT_GE(p["cpu"]["oversubscription_cost"].get<double>(), 0.0);
 
+  // memory bandwidth as threads are added: starts at one thread, relative to itself
+  const auto& scaling = p["host"]["memcpy_scaling"];
+  ASSERT_FALSE(scaling.empty());
+  EXPECT_EQ(scaling[0]["threads"], 1);
+  EXPECT_DOUBLE_EQ(scaling[0]["relative_speed"].get<double>(), 1.0);
+  EXPECT_GT(scaling.back()["bytes_per_s"].get<double>(), 0.0);
+
   // ipc
   EXPECT_GT(p["ipc"]["receive_s_per_byte"].get<double>(), 0.0);
   // The writer side (collate into fresh shared memory) costs more per byte than a memcpy.
