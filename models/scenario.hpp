@@ -55,6 +55,7 @@ struct LoaderConfig {
   bool in_order = true;
   double worker_start_s = 0.15;
   std::optional<double> collate_s_per_batch;  // absent: batch bytes / host memcpy rate
+  double worker_s_per_batch = 0.0;   // a worker's other CPU per batch (index fetch, pickling, loop)
   int slow_worker = -1;              // index of a straggling worker (-1: none)
   double slow_worker_factor = 1.0;   // how many times longer its batches take
 };

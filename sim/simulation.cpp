@@ -232,7 +232,8 @@ void worker_actor(Rank& r, int w) {
     read_storage(r, t.samples);
     const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
     if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
-    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples);
+    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples) +
+                   s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();

@@ -353,3 +353,11 @@ TEST(Simulate, DdpBucketsNeverSplitAParameter) {
   const double expected = 0.05 + 0.4194304 + 0.004194304;
   EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
 }
+
+// A worker's per-batch overhead adds to its batch time: 4 workers x 32 samples / (32 + 32 ms).
+TEST(Simulate, WorkerOverheadPerBatchSlowsTheWorkers) {
+  json s = base_scenario();
+  s["loader"]["worker_s_per_batch"] = 0.032;
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 2000.0, 2000.0 * 0.005);
+}

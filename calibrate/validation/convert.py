@@ -181,6 +181,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # measured inside one worker process (harness component in_worker): what a worker pays
         load = dict(load, mean=float(iw["getitem_wall_s"]))
         collate_s = float(iw["collate_wall_s"])
+    worker_overhead_s = float(iw.get("overhead_s_per_batch") or 0.0) if nw > 0 else 0.0
     step = comp["step"]
     item_bytes = coll["batch_bytes"]["mean"] / bs
     epochs = int(k.get("epochs", 1) or 1)
@@ -197,6 +198,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "collate_s_per_batch": collate_s,
     }
     if nw > 0:
+        loader["worker_s_per_batch"] = round(worker_overhead_s, 6)
         loader["prefetch_factor"] = int(k["prefetch_factor"])
         loader["persistent_workers"] = bool(k.get("persistent_workers", False))
     ws = comp.get("worker_start") or {}

@@ -235,6 +235,16 @@ class InSitu:
                 "collate_cpu_s": d[4] / d[5] if d[5] else None, "batches": int(d[5])}
 
 
+def process_cpu_s(pid):
+    """User + system CPU seconds of a process (all threads), from /proc; None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class InstrumentedDataset:
     def __init__(self, ds, insitu):
         self.ds, self.insitu = ds, insitu
@@ -864,15 +874,27 @@ class Harness:
         it = iter(dl)
         next(it)                      # worker start-up and first batch left out
         s0 = insitu.snapshot()
+        pid = it._workers[0].pid
+        cpu0 = process_cpu_s(pid)
         n = 0
         for _ in it:
             n += 1
             if n >= 3 and time.perf_counter() - t0 > (2.0 if self.quick else 4.0):
                 break
         s1 = insitu.snapshot()
+        cpu1 = process_cpu_s(pid)
         del it, dl
         gc.collect()
         res = InSitu.diff(s0, s1)
+        # The worker process's whole CPU per batch (all its threads: the loop, the queue's feeder
+        # thread pickling each batch) beyond __getitem__ and collate: loader.worker_s_per_batch.
+        # Batches counted by collate calls; the worker runs ahead by its prefetch, so the window
+        # holds the collates of the batches it produced in it.
+        if cpu0 is not None and cpu1 is not None and res["batches"] and res["getitem_cpu_s"] is not None:
+            per_batch = (cpu1 - cpu0) / res["batches"]
+            res["process_cpu_s_per_batch"] = per_batch
+            res["overhead_s_per_batch"] = max(0.0, per_batch - res["getitem_cpu_s"] * res["samples"] / res["batches"]
+                                              - (res["collate_cpu_s"] or 0.0))
         res["method"] = ("DataLoader(dataset, batch_size, num_workers=1, collate_fn as the case): perf_counter and "
                          "thread_time around each __getitem__ and collate_fn inside the one worker, first batch left out")
         c[key] = res

@@ -267,6 +267,8 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     it = iter(dl)
     next(it)  # start-up and the first batch are left out
     base = list(arr)
+    pid = it._workers[0].pid
+    cpu0 = _process_cpu_s(pid)
     t0 = time.perf_counter()
     n = 0
     for _ in it:
@@ -274,10 +276,25 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
         if n >= 3 and time.perf_counter() - t0 > max_seconds:
             break
     d = [b - a for a, b in zip(base, list(arr))]
+    cpu1 = _process_cpu_s(pid)
     del it, dl
     if d[1] <= 0 or d[3] <= 0:
         return None
-    return {"getitem_s": d[0] / d[1], "collate_s": d[2] / d[3], "samples": int(d[1]), "batches": int(d[3])}
+    res = {"getitem_s": d[0] / d[1], "collate_s": d[2] / d[3], "samples": int(d[1]), "batches": int(d[3])}
+    if cpu0 is not None and cpu1 is not None:
+        # the worker's other CPU per batch: index fetch, pickling for the main process, the loop
+        res["overhead_s_per_batch"] = max(0.0, (cpu1 - cpu0 - d[0] - d[2]) / d[3])
+    return res
+
+
+def _process_cpu_s(pid: int) -> Optional[float]:
+    """User + system CPU seconds of a process, all threads (Linux /proc); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 # ----------------------------------------------------------------------------- probe
@@ -334,8 +351,9 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
         ds["sample_bytes"] = _dist(res["sample_bytes"]["mean"], res["sample_bytes"].get("cv", 0.0))
     return {
         "dataset": ds,
-        "loader": {"batch_size": int(res["batch_size"]),
-                   "collate_s_per_batch": float(collate_mean)},
+        "loader": dict({"batch_size": int(res["batch_size"]), "collate_s_per_batch": float(collate_mean)},
+                       **({"worker_s_per_batch": round(float(w["overhead_s_per_batch"]), 6)}
+                          if w.get("overhead_s_per_batch") is not None else {})),
     }
 
 

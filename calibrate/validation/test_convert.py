@@ -122,7 +122,7 @@ class ScenarioTest(unittest.TestCase):
         "dataset": {"num_samples", "sample_bytes", "item_bytes", "load_s_per_sample"},
         "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
-                   "drop_last", "in_order", "worker_start_s", "collate_s_per_batch"},
+                   "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch"},
         "transfer": {"non_blocking", "copy_stream"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps"},
@@ -153,8 +153,9 @@ class ScenarioTest(unittest.TestCase):
 
     def test_in_worker_costs_are_preferred_for_workers(self):
         c = make_case("w", "num_workers", 2000, 0.032, 0.04)
-        c["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03}
+        c["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03, "overhead_s_per_batch": 0.012}
         s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.assertEqual(s["loader"]["worker_s_per_batch"], 0.012)
         self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.005)
         self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.2)   # the spread still from the alone samples
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.03)
