@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Diagnostic, not a prediction: simulate each measured case with the per-sample and collate costs
+measured IN SITU (inside that case's own workers, harness `measured.in_situ`) and a flat per-core speed
+curve (in-situ costs already include core sharing). What error remains is the model's structure; what
+goes away was the component measurements. Usage:
+
+    python3 calibrate/validation/insitu_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan]
+
+RESULTS_DIR holds cases.json and profile.json from one device call.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir")
+    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    a = ap.parse_args()
+    doc = json.load(open(os.path.join(a.results_dir, "cases.json")))
+    base_profile = json.load(open(os.path.join(a.results_dir, "profile.json")))
+    errs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in doc["cases"]:
+            if c.get("status") != "ok":
+                continue
+            scen = convert.scenario_for(c, doc["machine"])
+            ins = c["measured"]["in_situ"]
+            if c["knobs"]["num_workers"] > 0 and ins.get("getitem_wall_s") and ins.get("collate_wall_s"):
+                scen["dataset"]["load_s_per_sample"]["mean"] = ins["getitem_wall_s"]
+                scen["loader"]["collate_s_per_batch"] = ins["collate_wall_s"]
+            prof = base_profile
+            tr = c["components"].get("transport")
+            if tr:
+                prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
+            prof = json.loads(json.dumps(prof))
+            prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
+            sp, pp = os.path.join(tmp, "s.json"), os.path.join(tmp, "p.json")
+            json.dump(scen, open(sp, "w"))
+            json.dump(prof, open(pp, "w"))
+            out = subprocess.run([a.pipeplan, "simulate", sp, "--profile", pp, "--format", "json"], capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"{c['id']}: pipeplan failed: {out.stderr.strip()}")
+                continue
+            pred = json.loads(out.stdout)["throughput"]["samples_per_s"]
+            meas = c["measured"]["throughput_samples_per_s"]
+            errs.append(abs(pred - meas) / meas)
+            print(f"{c['id'][:60]:60s} {meas:7.0f} {pred:7.0f} {100 * (pred - meas) / meas:+6.1f}%")
+    errs.sort()
+    if errs:
+        print(f"median |err| {100 * statistics.median(errs):.1f}%, p90 {100 * errs[int(0.9 * (len(errs) - 1))]:.1f}% "
+              f"over {len(errs)} cases (in-situ costs: a diagnostic, not a prediction)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
