@@ -134,7 +134,9 @@ TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
   // The fast workers idle most of the time: their slots are full behind the slow batch.
   for (const auto& st : r["stages"])
-    if (st["name"] == "workers") EXPECT_LT(st["busy_fraction"].get<double>(), 0.5);
+    if (st["name"] == "workers") {
+      EXPECT_LT(st["busy_fraction"].get<double>(), 0.5);
+    }
 
   s["loader"]["in_order"] = false;
   json unordered = simulate(s);
@@ -295,7 +297,9 @@ TEST(Simulate, TraceHasOneTrackPerWorkerThreadAndStream) {
     std::vector<double> open_ends;
     for (const auto& [start, duration] : list) {
       while (!open_ends.empty() && open_ends.back() <= start + 1e-3) open_ends.pop_back();
-      if (!open_ends.empty()) EXPECT_LE(start + duration, open_ends.back() + 1e-3) << "partial overlap on track " << track.second;
+      if (!open_ends.empty()) {
+        EXPECT_LE(start + duration, open_ends.back() + 1e-3) << "partial overlap on track " << track.second;
+      }
       open_ends.push_back(start + duration);
     }
   }
