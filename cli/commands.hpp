@@ -7,5 +7,6 @@ namespace pipeplan::cli {
 int simulate_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
+int budget_command(int argc, char** argv);
 
 }  // namespace pipeplan::cli

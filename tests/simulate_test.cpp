@@ -365,3 +365,27 @@ TEST(Simulate, WorkerOverheadPerBatchSlowsTheWorkers) {
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 2000.0, 2000.0 * 0.005);
 }
+
+// Storage budget by hand: 32 samples per 10 ms step = 3,200 samples/s per GPU; half the bytes
+// from storage at 100 kB a sample: 8 GPUs need 25,600 samples/s, 1.28 GB/s and 12,800 reads/s.
+TEST(Budget, StorageDemandScalesWithGpus) {
+  json s = base_scenario();
+  s["training"] = {{"step_s", 0.010}};
+  s["dataset"]["sample_bytes"] = 1e5;
+  s["dataset"]["num_samples"] = 256000;
+  s["storage"] = {{"page_cache_hit_ratio", 0.5}};
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const auto r = pipeplan::test::run_pipeplan({"budget", path, "--gpus", "1,8", "--format", "json", "--profile",
+                                               pipeplan::test::test_data("flat_profile.json")});
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json out = json::parse(r.out);
+  EXPECT_DOUBLE_EQ(out["per_gpu_samples_per_s"].get<double>(), 3200.0);
+  const auto& eight = out["rows"][1];
+  EXPECT_EQ(eight["gpus"], 8);
+  EXPECT_NEAR(eight["samples_per_s"].get<double>(), 25600.0, 1e-6);
+  EXPECT_NEAR(eight["read_bytes_per_s"].get<double>(), 1.28e9, 1e-3);
+  EXPECT_NEAR(eight["read_iops"].get<double>(), 12800.0, 1e-6);
+  EXPECT_NEAR(eight["epoch_s"].get<double>(), 10.0, 1e-9);  // 256,000 samples at 25,600/s
+  EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--gpus", "8,x"}).exit_code, 2);
+}
