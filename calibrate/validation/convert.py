@@ -176,6 +176,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         load = load["default_threads"]
     coll = comp["collate"]
     collate_s = float(coll["s_per_batch"]["mean"])
+    if nw == 0 and (coll.get("default_threads") or {}).get("mean"):
+        collate_s = float(coll["default_threads"]["mean"])   # inline, with the main process's threads
     iw = comp.get("in_worker") or {}
     if nw > 0 and iw.get("getitem_wall_s") and iw.get("collate_wall_s"):
         # measured inside one worker process (harness component in_worker): what a worker pays

@@ -718,8 +718,13 @@ class Harness:
             ct, bb = time_collate(self.samples_cache[kind], bs, collate_fn=self.collate_fn(kind),
                                   n_batches=15 if self.quick else 30, seed=5,
                                   max_seconds=3.0 if self.quick else 6.0)
+            # num_workers=0 collates in the main process with its default torch threads
+            cd, _ = time_collate(self.samples_cache[kind], bs, collate_fn=self.collate_fn(kind),
+                                 n_batches=8 if self.quick else 15, seed=6, max_seconds=2.0, one_thread=False)
             c[key] = {"s_per_batch": ct, "batch_bytes": bb,
-                      "method": "collate_fn in the main process (plain memory, not worker shared memory), torch 1 thread"}
+                      "default_threads": {"threads": self.t.get_num_threads(), "mean": cd["mean"], "cv": cd["cv"]},
+                      "method": "collate_fn in the main process (plain memory, not worker shared memory), torch 1 thread; "
+                                "default_threads: the same with this process's torch threads"}
             log(f"component collate[{key}]: {ct['mean']*1e3:.3f} ms cv {ct['cv']:.2f}, batch {bb['mean']/1e6:.2f} MB")
         return c[key]
 

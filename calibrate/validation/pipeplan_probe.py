@@ -180,17 +180,18 @@ def default_collate_fn():
 def time_collate(samples: Sequence[Any], batch_size: int, collate_fn=None,
                  n_batches: int = 30, warmup: int = 2, seed: int = 0,
                  max_seconds: Optional[float] = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, one_thread: bool = True):
     """Time collate_fn on n_batches batches drawn (with replacement) from `samples`.
 
-    Returns (summary of seconds per batch, summary of batch bytes).
+    one_thread: torch limited to one thread, as in a worker (False: this process's threads, as
+    num_workers=0 collates). Returns (summary of seconds per batch, summary of batch bytes).
     """
     if collate_fn is None:
         collate_fn = default_collate_fn()
     if not samples:
         raise ValueError("time_collate needs at least one sample")
     rng = random.Random(seed + 1)
-    restore = _one_thread()
+    restore = _one_thread() if one_thread else (lambda: None)
     times: List[float] = []
     sizes: List[float] = []
     t_begin = clock()

@@ -164,6 +164,17 @@ class ScenarioTest(unittest.TestCase):
         s0 = convert.scenario_for(c0, {"cpu_cores": 16})
         self.assertEqual(s0["loader"]["collate_s_per_batch"], 0.02)
 
+    def test_inline_uses_default_thread_costs(self):
+        c = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
+        c["components"]["load"]["default_threads"] = {"threads": 16, "mean": 0.003, "cv": 0.1}
+        c["components"]["collate"]["default_threads"] = {"threads": 16, "mean": 0.008, "cv": 0.1}
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.003)
+        self.assertEqual(s["loader"]["collate_s_per_batch"], 0.008)
+        w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=4)       # workers run torch with one thread
+        w["components"]["collate"]["default_threads"] = {"threads": 16, "mean": 0.008, "cv": 0.1}
+        self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["loader"]["collate_s_per_batch"], 0.02)
+
     def test_transport_profile_keeps_the_first_touch(self):
         base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10,
                                                         "points": []}, "host": {"pin_copy_bytes_per_s": 1e10}}
