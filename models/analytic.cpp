@@ -39,8 +39,16 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   const double bytes = s.batch_bytes();
   const double share = core_share_per_thread(p, s.node.cpu_cores, input_threads(s));
   const double collate_s = worker_collate_s(s, p, s.loader.batch_size);
+  // A dataset measured with its own speed curve: its load slows by that curve, not the machine's.
+  double load_factor = 1.0;
+  if (!s.dataset.load_speed_vs_busy_cores.empty()) {
+    const double busy = std::min(input_threads(s), s.node.cpu_cores);
+    std::vector<SpeedPoint> own;
+    for (const auto& [cores, speed] : s.dataset.load_speed_vs_busy_cores) own.push_back({cores, speed});
+    load_factor = relative_core_speed(p.cpu.speed_vs_busy_cores, busy) / relative_core_speed(own, busy);
+  }
   // one batch, one idle core (inline loading has no worker loop around it)
-  const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean + collate_s +
+  const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean * load_factor + collate_s +
                             (s.loader.num_workers > 0 ? s.loader.worker_s_per_batch : 0.0);
   const double ipc_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
   const double pin_s = bytes / p.host.pin_copy_bytes_per_s;

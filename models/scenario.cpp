@@ -1,5 +1,6 @@
 #include "models/scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -131,6 +132,13 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.dataset.sample_bytes = read_distribution(r, "sample_bytes", s.dataset.sample_bytes, Range::positive());
     s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::positive());
     s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::positive());
+    for (auto& q : r.array_of_objects("load_speed_vs_busy_cores")) {
+      const double busy = q.required_number("busy_cores", Range::at_least(1));
+      const double speed = q.required_number("relative_speed", {0.0, 10.0, true});
+      q.finish();
+      s.dataset.load_speed_vs_busy_cores.emplace_back(busy, speed);
+    }
+    std::sort(s.dataset.load_speed_vs_busy_cores.begin(), s.dataset.load_speed_vs_busy_cores.end());
     r.finish();
   }
   {

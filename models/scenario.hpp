@@ -36,6 +36,9 @@ struct DatasetConfig {
   Distribution sample_bytes{110000.0, 0.0, Distribution::Kind::kLognormal};
   double item_bytes = 602112.0;
   Distribution load_s_per_sample{0.004, 0.0, Distribution::Kind::kLognormal};
+  // This dataset's own per-core speed as workers are added (memory-bound loads slow more than the
+  // machine's decode curve says); empty: the profile's cpu.speed_vs_busy_cores.
+  std::vector<std::pair<double, double>> load_speed_vs_busy_cores;  // (busy cores, relative speed)
 };
 
 struct StorageConfig {

@@ -148,6 +148,7 @@ struct World {
   std::vector<double> node_step_end_s, baseline_step_end_s;
   double storage_device_bytes = 0.0;
   int finished_mains = 0;
+  int cpu_running = 0;  // activities running on the node's CPU right now (not the synthetic twin's)
 
   int gpus() const { return scenario->node.gpus; }
 };
@@ -191,9 +192,22 @@ double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
 double run_cpu(Rank& r, double core_seconds) {
   if (core_seconds <= 0.0) return 0.0;
   const double t0 = sg4::Engine::get_clock();
+  if (!r.synthetic) ++r.world->cpu_running;
   sg4::this_actor::execute(core_seconds * kFlopsPerCoreSecond);
+  if (!r.synthetic) --r.world->cpu_running;
   ++r.activities;
   return sg4::Engine::get_clock() - t0;
+}
+
+// A dataset with its own speed curve: the host applies the machine's curve to every activity,
+// so the load's work is scaled by machine / dataset speed at the busy cores when it starts.
+double dataset_load_factor(const World& world) {
+  const auto& curve = world.scenario->dataset.load_speed_vs_busy_cores;
+  if (curve.empty()) return 1.0;
+  const double busy = std::min<double>(world.cpu_running + 1, world.scenario->node.cpu_cores);
+  std::vector<SpeedPoint> points;
+  for (const auto& [cores, speed] : curve) points.push_back({cores, speed});
+  return relative_core_speed(world.profile->cpu.speed_vs_busy_cores, busy) / relative_core_speed(points, busy);
 }
 
 // Storage reads of one batch: per-request latency paid serially by the reader, the bytes
@@ -232,8 +246,8 @@ void worker_actor(Rank& r, int w) {
     read_storage(r, t.samples);
     const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
     if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
-    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) + collate_s(s, *world.profile, t.samples) +
-                   s.loader.worker_s_per_batch;
+    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world) +
+                   collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();

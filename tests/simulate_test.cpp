@@ -389,3 +389,18 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   EXPECT_NEAR(eight["epoch_s"].get<double>(), 10.0, 1e-9);  // 256,000 samples at 25,600/s
   EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--gpus", "8,x"}).exit_code, 2);
 }
+
+// A dataset whose loads run at half speed when 4 cores are busy (memory-bound), on a machine
+// whose curve is flat: 4 workers deliver half of 4,000 samples/s.
+TEST(Simulate, DatasetSpeedCurveSlowsItsLoads) {
+  json s = base_scenario();
+  s["dataset"]["load_speed_vs_busy_cores"] = json::array({{{"busy_cores", 1}, {"relative_speed", 1.0}},
+                                                          {{"busy_cores", 4}, {"relative_speed", 0.5}}});
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 2000.0, 2000.0 * 0.03);
+  for (const auto& st : r["stages"]) {
+    if (st["name"] == "workers") {
+      EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 2000.0, 2000.0 * 0.2);  // analytic: 5 threads, curve held at 4
+    }
+  }
+}

@@ -209,11 +209,16 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # iter(loader) + first batch of a trivial dataset against the worker count
         loader["worker_start_s"] = worker_start_s(ws, nw)
     sb = comp.get("sample_bytes") or {}
+    ls = (comp.get("load_scaling") or {}).get("points") or []
+    load_curve = [{"busy_cores": int(q["workers"]), "relative_speed": round(float(q["relative_speed"]), 4)}
+                  for q in ls if q.get("relative_speed")] if nw > 0 else []
     dataset = {"num_samples": int(num_samples),
                "item_bytes": max(1, int(round(item_bytes))),
                "load_s_per_sample": _dist(load["mean"], load.get("cv"))}
     if sb.get("mean"):
         dataset["sample_bytes"] = _dist(sb["mean"], sb.get("cv"))
+    if len(load_curve) >= 2:
+        dataset["load_speed_vs_busy_cores"] = load_curve
     desc = (f"measured case {case['id']} (family {case['family']}, repeat {case.get('repeat', 0)}); "
             f"components measured alone in the same run")
     return {

@@ -600,7 +600,7 @@ class Harness:
                     "budget_s": self.budget_s, "command": " ".join([sys.executable] + sys.argv),
                     "machine": None, "datasets": {}, "components": {"load": {}, "load_cold": {},
                     "collate": {}, "step": {}, "worker_start": None, "transport": {},
-                                   "in_worker": {}},
+                                   "in_worker": {}, "load_scaling": {}},
                     "methods": METHODS,
                     "cases": []}
         self.datasets = {}
@@ -908,6 +908,52 @@ class Harness:
                 f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {time.perf_counter()-t0:.1f}s)")
         return res
 
+    def comp_load_scaling(self, kind):
+        """__getitem__ timed inside K workers loading at once (K = 1, 4, 8, cores), each returning
+        its batch to a main loop that only counts it: this dataset's own per-core speed as cores
+        fill (memory-bound loads slow more than JPEG decode). -> dataset.load_speed_vs_busy_cores"""
+        c = self.doc["components"]["load_scaling"]
+        if kind in c:
+            return c[kind]
+        from torch.utils.data import DataLoader
+        ds = self.datasets[kind]
+        cores = os.cpu_count() or 1
+        points = []
+        t0 = time.perf_counter()
+        for k in sorted({1, 4, 8, cores}):
+            if k > cores:
+                continue
+            insitu = InSitu()
+            sampler = IndexSampler(len(ds), 1 << 20, seed=31 + k)
+            # batches of 8 and a collate that returns only their count: workers stay busy loading
+            dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=8, sampler=sampler, num_workers=k,
+                            prefetch_factor=4, collate_fn=len)
+            it = iter(dl)
+            for _ in range(2 * k):
+                next(it)
+            s0 = insitu.snapshot()
+            a = time.perf_counter()
+            while time.perf_counter() - a < (0.8 if self.quick else 1.5):
+                next(it)
+            s1 = insitu.snapshot()
+            del it, dl
+            gc.collect()
+            d = InSitu.diff(s0, s1)
+            if d["getitem_wall_s"]:
+                points.append({"workers": k, "getitem_s": d["getitem_wall_s"], "samples": d["samples"]})
+        if points:
+            one = points[0]["getitem_s"]
+            for q in points:
+                q["relative_speed"] = one / q["getitem_s"]
+        res = {"points": points,
+               "method": "DataLoader(dataset, batch_size=8, num_workers=K, collate_fn=len): getitem timed inside the "
+                         "workers (InSitu), after 2K warm-up batches, for 1.5 s (quick 0.8 s) per K"}
+        c[kind] = res
+        log(f"component load_scaling[{kind}]: " + ", ".join(f"{q['workers']}w {q['getitem_s']*1e3:.3f} ms "
+                                                            f"({q['relative_speed']:.2f})" for q in points)
+            + f" ({time.perf_counter()-t0:.1f}s)")
+        return res
+
     def comp_worker_start(self):
         if self.doc["components"]["worker_start"] is not None:
             return self.doc["components"]["worker_start"]
@@ -954,6 +1000,7 @@ class Harness:
         if nw > 0:
             comps["transport"] = self.comp_transport(kind, bs)
             comps["in_worker"] = self.comp_in_worker(kind, bs)
+            comps["load_scaling"] = self.comp_load_scaling(kind)
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)

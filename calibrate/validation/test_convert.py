@@ -119,7 +119,7 @@ class ScenarioTest(unittest.TestCase):
         "": {"schema", "name", "description", "seed", "node", "dataset", "storage", "loader",
              "transfer", "training", "ddp"},
         "node": {"gpus", "cpu_cores"},
-        "dataset": {"num_samples", "sample_bytes", "item_bytes", "load_s_per_sample"},
+        "dataset": {"num_samples", "sample_bytes", "item_bytes", "load_s_per_sample", "load_speed_vs_busy_cores"},
         "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch"},
@@ -154,8 +154,12 @@ class ScenarioTest(unittest.TestCase):
     def test_in_worker_costs_are_preferred_for_workers(self):
         c = make_case("w", "num_workers", 2000, 0.032, 0.04)
         c["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03, "overhead_s_per_batch": 0.012}
+        c["components"]["load_scaling"] = {"points": [{"workers": 1, "getitem_s": 0.001, "relative_speed": 1.0},
+                                                      {"workers": 8, "getitem_s": 0.002, "relative_speed": 0.5}]}
         s = convert.scenario_for(c, {"cpu_cores": 16})
         self.assertEqual(s["loader"]["worker_s_per_batch"], 0.012)
+        self.assertEqual(s["dataset"]["load_speed_vs_busy_cores"],
+                         [{"busy_cores": 1, "relative_speed": 1.0}, {"busy_cores": 8, "relative_speed": 0.5}])
         self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.005)
         self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.2)   # the spread still from the alone samples
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.03)
