@@ -32,12 +32,41 @@ int input_threads(const Scenario& s) {
   return per_rank * s.node.gpus;
 }
 
+namespace {
+
+// Threads competing for the cores when the workers run flat out and the main and pin threads
+// run at the GPU's pace: each of those counts by the share of a step it is busy.
+double effective_input_threads(const Scenario& s, const Profile& p) {
+  if (s.loader.num_workers == 0) return s.node.gpus;
+  const double bytes = s.batch_bytes();
+  const double step_s = s.training.step_s();
+  const double receive_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
+  double others = 0.0;
+  if (s.loader.pin_memory) {
+    others += std::min(1.0, (receive_s + bytes / p.host.pin_copy_bytes_per_s) / step_s);  // pin thread
+    others += std::min(1.0, s.training.host_s_per_step / step_s);                        // main thread
+  } else {
+    others += std::min(1.0, (receive_s + s.training.host_s_per_step) / step_s);
+  }
+  return s.node.gpus * (s.loader.num_workers + others);
+}
+
+// cpu_capacity_cores between whole thread counts.
+double capacity_cores(const Profile& p, int cores, double threads) {
+  const int lo = static_cast<int>(threads);
+  const double a = cpu_capacity_cores(p.cpu, cores, lo), b = cpu_capacity_cores(p.cpu, cores, lo + 1);
+  return a + (threads - lo) * (b - a);
+}
+
+}  // namespace
+
 std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p) {
   std::vector<StageCapacity> out;
   const double gpus = s.node.gpus;
   const double batch = s.loader.batch_size;
   const double bytes = s.batch_bytes();
-  const double share = core_share_per_thread(p, s.node.cpu_cores, input_threads(s));
+  const double threads = effective_input_threads(s, p);
+  const double share = threads > 0 ? capacity_cores(p, s.node.cpu_cores, threads) / threads : 1.0;
   const double collate_s = worker_collate_s(s, p, s.loader.batch_size);
   // A dataset measured with its own speed curve: its load slows by that curve, not the machine's.
   double load_factor = 1.0;

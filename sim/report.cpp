@@ -74,7 +74,7 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
         best_rate = rate;
         best_n = n;
       }
-      if (rate >= gpu)
+      if (rate >= 0.97 * gpu)  // within 3% of the GPU: more workers only add CPU contention
         return "try num_workers=" + std::to_string(n) + " (estimated " + with_thousands(rate) + " samples/s against the GPU's " +
                with_thousands(gpu) + "); confirm with pipeplan sweep --vary loader.num_workers=" + std::to_string(s.loader.num_workers) +
                "," + std::to_string(n) + "," + std::to_string(n + 2);
