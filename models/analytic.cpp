@@ -21,11 +21,6 @@ double worker_collate_s(const Scenario& s, const Profile& p, int samples) {
   return std::max(measured_s, bytes * p.ipc.shm_write_s_per_byte);
 }
 
-double core_share_per_thread(const Profile& p, int cores, int threads) {
-  if (threads <= 0) return 1.0;
-  return cpu_capacity_cores(p.cpu, cores, threads) / threads;
-}
-
 int input_threads(const Scenario& s) {
   const int per_rank = std::max(1, s.loader.num_workers) + (s.loader.num_workers > 0 ? 1 : 0) +
                        (s.loader.pin_memory && s.loader.num_workers > 0 ? 1 : 0);

@@ -25,10 +25,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
 // worker's default_collate writes (calibrated ipc.shm_write_s_per_byte).
 double worker_collate_s(const Scenario& s, const Profile& p, int samples);
 
-// CPU cores available to one thread when `threads` threads run flat out on the node.
-double core_share_per_thread(const Profile& p, int cores, int threads);
-
-// Threads competing for the node's cores when the input pipeline runs flat out.
+// Threads of the input pipeline on the node (workers, main and pin threads, all ranks).
 int input_threads(const Scenario& s);
 
 }  // namespace pipeplan
