@@ -67,9 +67,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   double load_factor = 1.0;
   if (!s.dataset.load_speed_vs_busy_cores.empty()) {
     const double busy = std::min(input_threads(s), s.node.cpu_cores);
-    std::vector<SpeedPoint> own;
-    for (const auto& [cores, speed] : s.dataset.load_speed_vs_busy_cores) own.push_back({cores, speed});
-    load_factor = relative_core_speed(p.cpu.speed_vs_busy_cores, busy) / relative_core_speed(own, busy);
+    load_factor = relative_core_speed(p.cpu.speed_vs_busy_cores, busy) /
+                  relative_core_speed(s.dataset.load_speed_vs_busy_cores, busy);
   }
   // one batch, one idle core (inline loading has no worker loop around it)
   const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean * load_factor + collate_s +

@@ -136,9 +136,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
       const double busy = q.required_number("busy_cores", Range::at_least(1));
       const double speed = q.required_number("relative_speed", {0.0, 10.0, true});
       q.finish();
-      s.dataset.load_speed_vs_busy_cores.emplace_back(busy, speed);
+      s.dataset.load_speed_vs_busy_cores.push_back({busy, speed});
     }
-    std::sort(s.dataset.load_speed_vs_busy_cores.begin(), s.dataset.load_speed_vs_busy_cores.end());
+    std::sort(s.dataset.load_speed_vs_busy_cores.begin(), s.dataset.load_speed_vs_busy_cores.end(),
+              [](const SpeedPoint& a, const SpeedPoint& b) { return a.busy_cores < b.busy_cores; });
     r.finish();
   }
   {

@@ -11,10 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "models/distribution.hpp"
+#include "models/profile.hpp"
 
 namespace pipeplan {
-
-struct Profile;
 
 // The longest simulation a scenario or --steps may ask for (memory grows with steps).
 constexpr std::int64_t kMaxSteps = 2'000'000;
@@ -38,7 +37,7 @@ struct DatasetConfig {
   Distribution load_s_per_sample{0.004, 0.0, Distribution::Kind::kLognormal};
   // This dataset's own per-core speed as workers are added (memory-bound loads slow more than the
   // machine's decode curve says); empty: the profile's cpu.speed_vs_busy_cores.
-  std::vector<std::pair<double, double>> load_speed_vs_busy_cores;  // (busy cores, relative speed)
+  std::vector<SpeedPoint> load_speed_vs_busy_cores;  // sorted by busy cores
 };
 
 struct StorageConfig {

@@ -88,6 +88,7 @@ struct Stream {
 // DDP gradient all-reduce shared by all ranks of one world (real or baseline).
 struct Comm {
   std::vector<double> bucket_bytes;
+  double total_bytes = 0.0;  // of all buckets: backward splits in these proportions
   std::vector<double> bucket_time_s;
   Counter buckets_ready;   // sum over ranks of ready signals
   Counter buckets_done;    // buckets reduced (node-wide)
@@ -171,10 +172,6 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
   return std::max(0.05 * mean, mean + sd * rng.standard_normal());
 }
 
-double collate_s(const Scenario& s, const Profile& p, int samples) {
-  return worker_collate_s(s, p, samples);
-}
-
 double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {
   return p.ipc.receive_s_per_batch + batch_bytes(s, samples) * p.ipc.receive_s_per_byte;
 }
@@ -205,9 +202,7 @@ double dataset_load_factor(const World& world) {
   const auto& curve = world.scenario->dataset.load_speed_vs_busy_cores;
   if (curve.empty()) return 1.0;
   const double busy = std::min<double>(world.cpu_running + 1, world.scenario->node.cpu_cores);
-  std::vector<SpeedPoint> points;
-  for (const auto& [cores, speed] : curve) points.push_back({cores, speed});
-  return relative_core_speed(world.profile->cpu.speed_vs_busy_cores, busy) / relative_core_speed(points, busy);
+  return relative_core_speed(world.profile->cpu.speed_vs_busy_cores, busy) / relative_core_speed(curve, busy);
 }
 
 // Storage reads of one batch: per-request latency paid serially by the reader, the bytes
@@ -247,7 +242,7 @@ void worker_actor(Rank& r, int w) {
     const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
     if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
     double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world) +
-                   collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
+                   worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();
@@ -338,10 +333,9 @@ void compute_stream_actor(Rank& r) {
       // Backward produces gradients at a steady rate; each bucket's all-reduce launches when
       // it fills, and runs beside the rest of backward, which NCCL's kernels slow.
       const auto& buckets = r.comm->bucket_bytes;
-      const double total = std::accumulate(buckets.begin(), buckets.end(), 0.0);
       const std::int64_t nb = static_cast<std::int64_t>(buckets.size());
       for (std::int64_t k = 0; k < nb; ++k) {
-        const double segment_s = backward_s * buckets[k] / total / (k == 0 ? 1.0 : p.compute.gemm_kept_with_nccl);
+        const double segment_s = backward_s * buckets[k] / r.comm->total_bytes / (k == 0 ? 1.0 : p.compute.gemm_kept_with_nccl);
         sg4::this_actor::sleep_for(segment_s);
         r.comm->buckets_ready.add();
       }
@@ -426,7 +420,7 @@ class MainLoop {
       r_.step_samples[step] = samples;
       if (!r_.synthetic && wait_end_s > wait_start_s) w_.trace->span(r_.id, kMainTrack, "wait for batch", wait_start_s, wait_end_s, step);
       if (!r_.synthetic) {
-        if (s_.loader.num_workers > 0) put_next_index(epoch_first_batch_ + in_epoch - 1, per_epoch);
+        if (s_.loader.num_workers > 0) put_next_index(per_epoch);
         copy_to_device(step, samples);
       }
       launch_step(step);
@@ -459,7 +453,7 @@ class MainLoop {
   }
 
   // _try_put_index: one more index goes out when a batch is handed to the loop.
-  void put_next_index(std::int64_t, std::int64_t per_epoch) {
+  void put_next_index(std::int64_t per_epoch) {
     const std::int64_t limit = static_cast<std::int64_t>(s_.loader.prefetch_factor) * s_.loader.num_workers;
     if (r_.outstanding < limit && sent_in_epoch_ < per_epoch) send_index();
   }
@@ -502,7 +496,7 @@ class MainLoop {
       const double t0 = sg4::Engine::get_clock();
       std::unique_lock lock(*r_.gil);
       read_storage(r_, samples);
-      double cpu_s = sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + collate_s(s_, p_, samples);
+      double cpu_s = sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + worker_collate_s(s_, p_, samples);
       if (s_.loader.pin_memory) cpu_s += pin_copy_s(s_, p_, samples);
       run_cpu(r_, cpu_s);
       const double t1 = sg4::Engine::get_clock();
@@ -630,6 +624,7 @@ std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   if (s.node.gpus <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
   auto comm = std::make_unique<Comm>();
   comm->bucket_bytes = s.ddp.bucket_bytes();
+  comm->total_bytes = std::accumulate(comm->bucket_bytes.begin(), comm->bucket_bytes.end(), 0.0);
   CollectiveModel model = p.nccl.all_reduce;
   if (!model.present) model = CollectiveModel{true, 2.0e-5, 1.0e11};  // documented placeholder: docs/model.md
   for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.node.gpus)));
