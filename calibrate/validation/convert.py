@@ -554,14 +554,19 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     return "\n".join(L)
 
 
-def update_markdown(path: str, generated: str) -> None:
-    text = open(path).read() if os.path.exists(path) else f"# Validation\n\n{BEGIN}\n{END}\n"
-    if BEGIN in text and END in text:
-        a = text.index(BEGIN) + len(BEGIN)
-        b = text.index(END)
+def update_markdown(path: str, generated: str, begin: str = BEGIN, end: str = END, title: str = "Validation") -> None:
+    """Replace what lies between the begin and end markers of `path` (append both when absent)."""
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+    else:
+        text = f"# {title}\n\n{begin}\n{end}\n"
+    if begin in text and end in text:
+        a = text.index(begin) + len(begin)
+        b = text.index(end)
         text = text[:a] + "\n" + generated + "\n" + text[b:]
     else:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + generated + "\n" + END + "\n"
+        text = text.rstrip("\n") + "\n\n" + begin + "\n" + generated + "\n" + end + "\n"
     with open(path, "w") as f:
         f.write(text)
 

@@ -160,11 +160,6 @@ def profile_with_fit(base: Dict[str, Any], fit: Dict[str, float], points: Sequen
 
 
 # ============================================================================ scenario
-def _dist(mean: float, cv: Optional[float]) -> Dict[str, Any]:
-    cv = 0.0 if cv is None or not math.isfinite(cv) else max(0.0, float(cv))
-    return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
-
-
 def step_split(model_comp: Dict[str, Any]) -> Dict[str, float]:
     """forward_s, backward_s (backward + optimizer), cv, host_s of the model measured without DDP:
     the sustained back-to-back times when the host is well ahead of the GPU, else the isolated
@@ -222,10 +217,10 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
             load_mean, collate_s = float(iw["getitem_wall_s"]), float(iw["collate_wall_s"])
         item_bytes = float(lc["collate"]["batch_bytes"]["mean"]) / bs
         dataset = {"num_samples": int(steps * bs * ws), "item_bytes": max(1, int(round(item_bytes))),
-                   "load_s_per_sample": _dist(load_mean, load_cv)}
+                   "load_s_per_sample": C._dist(load_mean, load_cv)}
         sb = ((comps.get("datasets") or {}).get(kind) or {}).get("sample_bytes") or {}
         if sb.get("mean"):
-            dataset["sample_bytes"] = _dist(sb["mean"], sb.get("cv"))
+            dataset["sample_bytes"] = C._dist(sb["mean"], sb.get("cv"))
         loader = {"batch_size": bs, "num_workers": nw, "pin_memory": True, "drop_last": True, "in_order": True,
                   "collate_s_per_batch": collate_s}
         if nw > 0:
@@ -480,21 +475,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     return "\n".join(L)
 
 
-def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
-
-
 def update_markdown(path: str, generated: str) -> None:
-    text = _read(path) if os.path.exists(path) else f"# DDP validation\n\n{BEGIN}\n{END}\n"
-    if BEGIN in text and END in text:
-        a = text.index(BEGIN) + len(BEGIN)
-        b = text.index(END)
-        text = text[:a] + "\n" + generated + "\n" + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + generated + "\n" + END + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    C.update_markdown(path, generated, BEGIN, END, "DDP validation")
 
 
 # ============================================================================ main

@@ -34,7 +34,7 @@ import traceback
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import nbytes_of, summarize, time_collate, time_getitem  # noqa: E402
+from pipeplan_probe import nbytes_of, process_cpu_s, summarize, time_collate, time_getitem  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -233,16 +233,6 @@ class InSitu:
                 "getitem_cpu_s": d[1] / d[2] if d[2] else None, "samples": int(d[2]),
                 "collate_wall_s": d[3] / d[5] if d[5] else None,
                 "collate_cpu_s": d[4] / d[5] if d[5] else None, "batches": int(d[5])}
-
-
-def process_cpu_s(pid):
-    """User + system CPU seconds of a process (all threads), from /proc; None when unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class InstrumentedDataset:

@@ -51,7 +51,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-__all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "probe",
+__all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "scenario_fragment", "load_callable"]
 
 
@@ -269,7 +269,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     next(it)  # start-up and the first batch are left out
     base = list(arr)
     pid = it._workers[0].pid
-    cpu0 = _process_cpu_s(pid)
+    cpu0 = process_cpu_s(pid)
     t0 = time.perf_counter()
     n = 0
     for _ in it:
@@ -277,7 +277,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
         if n >= 3 and time.perf_counter() - t0 > max_seconds:
             break
     d = [b - a for a, b in zip(base, list(arr))]
-    cpu1 = _process_cpu_s(pid)
+    cpu1 = process_cpu_s(pid)
     del it, dl
     if d[1] <= 0 or d[3] <= 0:
         return None
@@ -288,7 +288,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     return res
 
 
-def _process_cpu_s(pid: int) -> Optional[float]:
+def process_cpu_s(pid: int) -> Optional[float]:
     """User + system CPU seconds of a process, all threads (Linux /proc); None elsewhere."""
     try:
         with open(f"/proc/{pid}/stat") as f:

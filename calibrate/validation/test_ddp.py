@@ -413,7 +413,8 @@ class TestScenario(unittest.TestCase):
             with open(p, "w") as f:
                 f.write(f"# T\n\nkeep\n\n{DC.BEGIN}\nold\n{DC.END}\n\nafter\n")
             DC.update_markdown(p, md)
-            text = DC._read(p)
+            with open(p) as f:
+                text = f.read()
             self.assertNotIn("old", text)
             self.assertIn("keep", text)
             self.assertIn("after", text)
