@@ -551,6 +551,16 @@ class Runner:
     def event(self):
         return self.t.cuda.Event(enable_timing=True)
 
+    def watchdog(self, seconds: Optional[float], phase: str) -> None:
+        """Arms (or, with None, disarms) a per-rank timer: a phase that hangs (a collective one rank
+        never reaches, a blocked launch) dumps every thread's stack to stderr and exits the rank, so
+        torchrun ends the job with the finished cases saved instead of burning the device call."""
+        import faulthandler
+        faulthandler.cancel_dump_traceback_later()
+        self.phase = phase
+        if seconds is not None:
+            faulthandler.dump_traceback_later(max(10.0, float(seconds)), exit=True)
+
     def sync(self):
         self.t.cuda.synchronize(self.dev)
 
@@ -682,12 +692,14 @@ class Runner:
             cyc_per_s = 20_000_000 / (ms / 1e3) if ms > 0 else None
         fw, bw, op, host = [], [], [], []
         hold = 0.05
+        hold_max_s = 1.0
+        queue_full = False
         reps = 6 if a.quick else 12
         r = 0
         while r < reps + 1:
             self.sync()
             held = False
-            if cyc_per_s:
+            if cyc_per_s and not queue_full:
                 t.cuda._sleep(int(cyc_per_s * hold))
                 held = True
             evs = [self.event() for _ in range(4)]
@@ -696,7 +708,14 @@ class Runner:
             h1 = time.perf_counter()
             self.sync()
             if held and (h1 - h0) > 0.8 * hold:
-                hold = 3 * (h1 - h0)
+                # The host did not finish enqueueing before the spin ended. A longer hold helps when
+                # the host is merely slow; when the step has more launches than CUDA's launch queue
+                # holds, the host blocks until the spin ends whatever its length (the hold would
+                # grow without end): then measure without holding.
+                if hold < hold_max_s:
+                    hold = min(hold_max_s, 3 * (h1 - h0))
+                else:
+                    queue_full = True
                 continue
             if r > 0:
                 fw.append(evs[0].elapsed_time(evs[1]) / 1e3)
@@ -730,7 +749,7 @@ class Runner:
             for p in params:
                 handles.append(p.register_post_accumulate_grad_hook(ready_hook))
         self.sync()
-        if cyc_per_s:
+        if cyc_per_s and not queue_full:
             t.cuda._sleep(int(cyc_per_s * hold))
         e_start, e_bwd = self.event(), self.event()
         loss = self.forward_loss(name, model, gb, x0)
@@ -767,9 +786,12 @@ class Runner:
             "parameters": sum(p.numel() for p in params), "parameter_tensors": len(params),
             "gradient_bytes": total,
             "isolated": {"forward_s": S(fw), "backward_s": S(bw), "optimizer_s": S(op), "host_s": h,
-                         "hold_s": hold,
-                         "method": "CUDA events between forward, backward and optimizer of one step whose launches "
-                                   "were queued behind a torch.cuda._sleep spin kernel (launch overhead excluded)"},
+                         "hold_s": None if queue_full else hold,
+                         "method": ("CUDA events between forward, backward and optimizer of one step, NOT held: the "
+                                    "step has more launches than the launch queue holds (launch overhead included)"
+                                    if queue_full else
+                                    "CUDA events between forward, backward and optimizer of one step whose launches "
+                                    "were queued behind a torch.cuda._sleep spin kernel (launch overhead excluded)")},
             "sustained": {"forward_s": S(sfw), "backward_s": S(sbw), "optimizer_s": S(sop),
                           "step_interval_s": sus_interval,
                           "method": f"{n_sus} back-to-back steps after ~0.3 s of load, CUDA events between parts"},
@@ -1178,17 +1200,21 @@ class Runner:
             self.save()
         models = [m for m in ("linear", "resnet50") if m in self.a.models_l and any(c["model"] == m for c in self.cases)]
         for m in models:
+            self.watchdog(120, f"component {m}")
             self.comp_model(m)
             self.barrier()
         bsets = []
         if self.is0():
             for m in models:
                 bsets += list(self.doc["components"]["models"][m]["computed_buckets"].values())
+        self.watchdog(120, "component allreduce")
         bsets = self.bcast(bsets)
         self.comp_allreduce(bsets)
         self.save()
         if any(c["data"] == "loader" for c in self.cases):
+            self.watchdog(150, "data generation")
             self.make_data()
+            self.watchdog(40 + 30 * len(models), "loader components")
             for m in models:
                 self.comp_loader("image" if m == "resnet50" else "tensor_u8")
             self.barrier()
@@ -1205,6 +1231,8 @@ class Runner:
                 case["status"] = "skipped"
                 case["error"] = f"budget: {plan['rem']:.1f}s left"
                 continue
+            # model build, DataLoader start-up and the profiler pass come on top of the allowance
+            self.watchdog(plan["allowance"] + 90, f"case {case['id']}")
             c0 = time.perf_counter()
             case["status"] = "running"
             case["started_s"] = round(self.elapsed(), 2)
@@ -1251,6 +1279,7 @@ class Runner:
                 else:
                     log(f"case {ci+1}/{len(self.cases)} {case['id']}: ERROR {case['error']}")
                 self.save()
+        self.watchdog(None, "done")
         self.doc["finished"] = now_iso()
         self.doc["status"] = "done"
         self.doc["elapsed_s"] = round(self.elapsed(), 1)
