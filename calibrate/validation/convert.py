@@ -166,6 +166,16 @@ def _dist(mean: float, cv: Optional[float]) -> Dict[str, Any]:
     return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
 
 
+def worker_collate_cost(case: Dict[str, Any]) -> float:
+    """A batch's collate as a worker pays it: measured inside one worker (component in_worker) when
+    the run has it, else the main-process collate (runs before in_worker existed)."""
+    comp = case.get("components") or {}
+    iw = comp.get("in_worker") or {}
+    if iw.get("collate_wall_s"):
+        return float(iw["collate_wall_s"])
+    return float(((comp.get("collate") or {}).get("s_per_batch") or {}).get("mean") or 0.0)
+
+
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only)."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
@@ -242,24 +252,63 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     }
 
 
-def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float) -> Dict[str, Any]:
+def relative_core_speed(curve: Sequence[Dict[str, float]], busy: float) -> float:
+    """Per-core speed at `busy` busy cores, linear between the points, flat beyond the ends (as
+    models/cost_models.cpp relative_core_speed)."""
+    pts = sorted(((float(q["busy_cores"]), float(q["relative_speed"])) for q in curve or []))
+    if not pts:
+        return 1.0
+    if busy <= pts[0][0]:
+        return pts[0][1]
+    for (b0, s0), (b1, s1) in zip(pts, pts[1:]):
+        if busy <= b1:
+            return s0 + (busy - b0) / (b1 - b0) * (s1 - s0)
+    return pts[-1][1]
+
+
+def transport_busy_cores(transport: Dict[str, Any], worker_collate_s: Optional[float]) -> Tuple[float, float]:
+    """Busy cores while the transport component was measured, for its receive loop (pin_memory off:
+    the main thread is the limit) and its pin loop (the pin thread is the limit): the limiting
+    thread, plus the workers collating at the loop's pace (cached samples: collate is their work),
+    at most num_workers of them. Returns (receive loop, pin loop)."""
+    nw = float(transport.get("num_workers") or 12)
+    c = float(worker_collate_s or 0.0)
+    recv = float(transport["receive_s_per_batch"])
+    pin = float(transport["pin_s_per_batch"])
+    return (1.0 + min(nw, c / recv) if recv > 0 else 1.0,
+            1.0 + min(nw, c / pin) if pin > 0 else 1.0)
+
+
+def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
+                      worker_collate_s: Optional[float] = None) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
     run (harness component `transport`): the main process's receive cost per batch, and the pin
-    thread's extra cost per batch turned into a pinning rate for this batch size."""
+    thread's extra cost per batch turned into a pinning rate for this batch size.
+
+    A profile's CPU costs are those of one core with nothing else running; the simulator slows
+    them by cpu.speed_vs_busy_cores at the busy cores of the moment. The transport loops ran with
+    their workers collating beside them, so their times already carry that slowdown: they are
+    scaled back to one idle core by the same curve at the loops' own busy cores (from
+    worker_collate_s, the collate cost inside a worker), or the simulator would apply it twice."""
     prof = json.loads(json.dumps(base))
-    recv = float(transport["receive_s_per_batch"])
+    curve = (base.get("cpu") or {}).get("speed_vs_busy_cores") or []
+    busy_recv, busy_pin = transport_busy_cores(transport, worker_collate_s)
+    speed_recv, speed_pin = relative_core_speed(curve, busy_recv), relative_core_speed(curve, busy_pin)
+    recv = float(transport["receive_s_per_batch"]) * speed_recv
     # The transport loop never touches the batch, so its receive excludes the first touch of the
     # mapped pages; the calibrated per-byte receive cost (map + first touch) stays, and is taken
     # out of the pin thread's extra time (its copy is what touches the pages when pinning).
     touch_s = float((base.get("ipc") or {}).get("receive_s_per_byte") or 0.0) * batch_bytes
-    pin_extra = float(transport["pin_s_per_batch"]) - recv - touch_s
+    pin_extra = float(transport["pin_s_per_batch"]) * speed_pin - recv - touch_s
     prof.setdefault("ipc", {})
     prof["ipc"]["receive_s_per_batch"] = recv
     prof["ipc"].pop("points", None)
     if pin_extra > 0 and batch_bytes > 0:
         prof.setdefault("host", {})["pin_copy_bytes_per_s"] = batch_bytes / pin_extra
-    prof.setdefault("provenance", {})["note"] = ("validation: ipc and pin rate replaced by the DataLoader transport "
-                                                 "measured alone in the same run (convert.py --transport measured)")
+    prof.setdefault("provenance", {})["note"] = (
+        "validation: ipc and pin rate replaced by the DataLoader transport measured alone in the same run "
+        f"(convert.py --transport measured), scaled to one idle core: receive loop {busy_recv:.1f} busy cores "
+        f"(speed {speed_recv:.3f}), pin loop {busy_pin:.1f} (speed {speed_pin:.3f})")
     return prof
 
 
@@ -622,7 +671,7 @@ def main(argv=None) -> int:
             bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
             profile = os.path.join(scen_dir, c["id"] + ".profile.json")
             with open(profile, "w") as f:
-                json.dump(transport_profile(json.load(open(a.profile)), tr, bb), f, indent=1)
+                json.dump(transport_profile(json.load(open(a.profile)), tr, bb, worker_collate_cost(c)), f, indent=1)
         if simulate:
             preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
             pr = preds[c["id"]]

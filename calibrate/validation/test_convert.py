@@ -190,6 +190,30 @@ class ScenarioTest(unittest.TestCase):
         self.assertNotIn("points", prof["ipc"])
         self.assertEqual(base["ipc"]["receive_s_per_batch"], 1e-5)       # the calibrated profile untouched
 
+    def test_transport_profile_scales_to_one_idle_core(self):
+        # Per-core speed 1.0 alone, 0.8 from 2 busy cores on. Receive loop: 4 ms per batch while
+        # workers collate 8 ms batches -> 1 + 8/4 = 3 busy cores -> 4 ms x 0.8 = 3.2 ms on one idle
+        # core. Pin loop: 10 ms -> 1 + 8/10 = 1.8 busy -> speed 1 - 0.8 x 0.2 = 0.84 -> 8.4 ms, of
+        # which 3.2 ms receive and 2 ms first touch: 3.2 ms of copy for 2e7 B.
+        base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10},
+                "host": {"pin_copy_bytes_per_s": 1e10},
+                "cpu": {"speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
+                                                {"busy_cores": 2, "relative_speed": 0.8}]}}
+        tr = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010, "num_workers": 12}
+        self.assertEqual(convert.transport_busy_cores(tr, 0.008), (3.0, 1.8))
+        prof = convert.transport_profile(base, tr, 2e7, worker_collate_s=0.008)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_batch"], 0.0032)
+        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"] / (2e7 / 0.0032), 1.0)
+        # at most num_workers workers collate
+        self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
+
+    def test_relative_core_speed_matches_the_simulator(self):
+        curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
+        self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
+        self.assertAlmostEqual(convert.relative_core_speed(curve, 2.5), 0.95)
+        self.assertEqual(convert.relative_core_speed(curve, 9), 0.9)
+        self.assertEqual(convert.relative_core_speed([], 3), 1.0)
+
     def test_inline_and_cold_and_epochs(self):
         s = convert.scenario_for(make_case("b", "num_workers", 100, 0.3, 0.3, nw=0), {"cpu_cores": 16})
         self.check_keys(s)
