@@ -219,7 +219,12 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # iter(loader) + first batch of a trivial dataset against the worker count
         loader["worker_start_s"] = worker_start_s(ws, nw)
     sb = comp.get("sample_bytes") or {}
-    ls = (comp.get("load_scaling") or {}).get("points") or []
+    lsc = comp.get("load_scaling") or {}
+    ls = lsc.get("points") or []
+    if nw > 0 and lsc.get("collate") and ls and ls[0].get("workers") == 1 and ls[0].get("getitem_s"):
+        # load_scaling with the case's batch size and collate (harness since run 5): the base and
+        # the curve from one measurement, so the drift between two measurements does not enter
+        load = dict(load, mean=float(ls[0]["getitem_s"]))
     load_curve = [{"busy_cores": int(q["workers"]), "relative_speed": round(float(q["relative_speed"]), 4)}
                   for q in ls if q.get("relative_speed")] if nw > 0 else []
     dataset = {"num_samples": int(num_samples),

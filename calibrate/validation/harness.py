@@ -898,16 +898,24 @@ class Harness:
                 f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {time.perf_counter()-t0:.1f}s)")
         return res
 
-    def comp_load_scaling(self, kind):
-        """__getitem__ timed inside K workers loading at once (K = 1, 4, 8, cores), each returning
-        its batch to a main loop that only counts it: this dataset's own per-core speed as cores
-        fill (memory-bound loads slow more than JPEG decode). -> dataset.load_speed_vs_busy_cores"""
+    def comp_load_scaling(self, kind, bs):
+        """__getitem__ timed inside K workers loading at once (K = 1, 4, 8, cores), with the case's
+        batch size and collate_fn, each batch received by a main loop that drops it: this dataset's
+        per-sample cost as cores fill (memory-bound loads slow more than JPEG decode) ->
+        dataset.load_speed_vs_busy_cores, and the K = 1 point as the per-sample cost itself.
+        Absolute cost and curve come from one measurement in the case's own context: run 4 showed
+        that what a worker does beside __getitem__ changes its cost (a 602 KB tensor load took
+        0.23 ms with batches of 8 dropped unseen, 0.65 ms when the worker collates 38.5 MB batches),
+        and one-worker measurements taken minutes apart differed by up to 20% (3.7 vs 4.4 ms per
+        image), so a curve taken from one run and a base from another carry that drift."""
+        key = f"{kind}/b{bs}"
         c = self.doc["components"]["load_scaling"]
-        if kind in c:
-            return c[kind]
+        if key in c:
+            return c[key]
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         cores = os.cpu_count() or 1
+        window_s = 0.8 if self.quick else 1.5
         points = []
         t0 = time.perf_counter()
         for k in sorted({1, 4, 8, cores}):
@@ -915,32 +923,35 @@ class Harness:
                 continue
             insitu = InSitu()
             sampler = IndexSampler(len(ds), 1 << 20, seed=31 + k)
-            # batches of 8 and a collate that returns only their count: workers stay busy loading
-            dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=8, sampler=sampler, num_workers=k,
-                            prefetch_factor=4, collate_fn=len)
+            dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
+                            prefetch_factor=2, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
             it = iter(dl)
-            for _ in range(2 * k):
+            for _ in range(2 * k):       # every worker past its start-up (fork, copy-on-write faults)
                 next(it)
             s0 = insitu.snapshot()
             a = time.perf_counter()
-            while time.perf_counter() - a < (0.8 if self.quick else 1.5):
+            n = 0
+            while n < 3 or time.perf_counter() - a < window_s:
                 next(it)
+                n += 1
             s1 = insitu.snapshot()
             del it, dl
             gc.collect()
             d = InSitu.diff(s0, s1)
             if d["getitem_wall_s"]:
-                points.append({"workers": k, "getitem_s": d["getitem_wall_s"], "samples": d["samples"]})
+                points.append({"workers": k, "getitem_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
+                               "collate_s": d["collate_wall_s"], "samples": d["samples"], "batches": n})
         if points:
             one = points[0]["getitem_s"]
             for q in points:
                 q["relative_speed"] = one / q["getitem_s"]
-        res = {"points": points,
-               "method": "DataLoader(dataset, batch_size=8, num_workers=K, collate_fn=len): getitem timed inside the "
-                         "workers (InSitu), after 2K warm-up batches, for 1.5 s (quick 0.8 s) per K"}
-        c[kind] = res
-        log(f"component load_scaling[{kind}]: " + ", ".join(f"{q['workers']}w {q['getitem_s']*1e3:.3f} ms "
-                                                            f"({q['relative_speed']:.2f})" for q in points)
+        res = {"points": points, "batch_size": bs, "collate": "the case's collate_fn",
+               "method": f"DataLoader(dataset, batch_size={bs}, num_workers=K, prefetch_factor=2, the case's collate_fn), "
+                         "the main loop drops each batch: getitem and collate timed inside the workers (InSitu), after 2K "
+                         f"warm-up batches, for {window_s} s (at least 3 batches) per K"}
+        c[key] = res
+        log(f"component load_scaling[{key}]: " + ", ".join(f"{q['workers']}w {q['getitem_s']*1e3:.3f} ms "
+                                                          f"({q['relative_speed']:.2f})" for q in points)
             + f" ({time.perf_counter()-t0:.1f}s)")
         return res
 
@@ -990,7 +1001,7 @@ class Harness:
         if nw > 0:
             comps["transport"] = self.comp_transport(kind, bs)
             comps["in_worker"] = self.comp_in_worker(kind, bs)
-            comps["load_scaling"] = self.comp_load_scaling(kind)
+            comps["load_scaling"] = self.comp_load_scaling(kind, bs)
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)

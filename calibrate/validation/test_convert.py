@@ -207,6 +207,19 @@ class ScenarioTest(unittest.TestCase):
         # at most num_workers workers collate
         self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
 
+    def test_load_scaling_with_the_cases_collate_gives_base_and_curve(self):
+        w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=8)
+        w["components"]["in_worker"] = {"getitem_wall_s": 0.0037, "collate_wall_s": 0.027}
+        pts = [{"workers": 1, "getitem_s": 0.0044, "relative_speed": 1.0},
+               {"workers": 8, "getitem_s": 0.0046, "relative_speed": 0.0044 / 0.0046}]
+        w["components"]["load_scaling"] = {"points": pts}              # old form: curve only
+        self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0037)
+        w["components"]["load_scaling"] = {"points": pts, "collate": "the case's collate_fn", "batch_size": 64}
+        s = convert.scenario_for(w, {"cpu_cores": 16})
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0044)
+        self.assertEqual(s["loader"]["collate_s_per_batch"], 0.027)      # collate still from in_worker
+        self.assertAlmostEqual(s["dataset"]["load_speed_vs_busy_cores"][1]["relative_speed"], 0.9565)
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
