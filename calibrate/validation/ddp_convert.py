@@ -265,8 +265,18 @@ def measured_exposed(case: Dict[str, Any]) -> Optional[float]:
     return d.get("exposed_comm_vs_no_sync_fraction")
 
 
-def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-    """preds[case id] = {variant: run_pipeplan result}; variants: main, nocomm, built, alt."""
+def model_comm_per_step(model: Optional[Dict[str, float]], bucket_sizes: Sequence[float], world_size: int) -> Optional[float]:
+    """Seconds of all-reduce per step that the collective model gives DDP's buckets as built: what
+    the profiler's NCCL kernel time per step measures, when no kernel waits for a late rank."""
+    if not model or not bucket_sizes:
+        return None
+    return sum(collective_time(model, float(b), world_size) for b in bucket_sizes)
+
+
+def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
+             comm_model: Optional[Dict[str, float]] = None, world_size: int = 2) -> Dict[str, Any]:
+    """preds[case id] = {variant: run_pipeplan result}; variants: main, nocomm, built, alt.
+    comm_model: the main prediction's all-reduce model (latency_s, bus_bytes_per_s)."""
     rows = []
     for c in cases:
         if c.get("status") != "ok":
@@ -297,7 +307,9 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                          "buckets": len((m.get("ddp") or {}).get("bucket_sizes") or []) or None,
                          "standalone_comm_s": (m.get("ddp") or {}).get("standalone_comm_s"),
                          "nccl_s_per_step": (m.get("profile") or {}).get("nccl_s_per_step"),
-                         "nccl_not_overlapped_s_per_step": (m.get("profile") or {}).get("nccl_not_overlapped_s_per_step")},
+                         "nccl_not_overlapped_s_per_step": (m.get("profile") or {}).get("nccl_not_overlapped_s_per_step"),
+                         "model_comm_s": model_comm_per_step(comm_model, (m.get("ddp") or {}).get("bucket_sizes") or [],
+                                                             world_size)},
             "pipeplan": {
                 "error": err("main"),
                 "step_mean_s": t_pred, "step_err": C.rel_err(t_pred, t_meas),
@@ -343,6 +355,9 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
     exd = [abs(r["pipeplan"]["exposed_abs_diff"]) for r in ddp_rows if r["pipeplan"]["exposed_abs_diff"] is not None]
     berrs = [abs(r["pipeplan"]["built_step_err"]) for r in ddp_rows if r["pipeplan"]["built_step_err"] is not None]
     taus = [f["tau"] for f in families.values() if f["tau"] is not None]
+    # the collective model against the profiler's NCCL kernel time per step, buckets as built
+    comm_errs = [C.rel_err(r["measured"]["model_comm_s"], r["measured"]["nccl_s_per_step"]) for r in rows
+                 if r["mode"] == "ddp" and r["measured"]["model_comm_s"] and r["measured"]["nccl_s_per_step"]]
     # noise: the same setting measured twice
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for r in rows:
@@ -361,6 +376,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         "median_abs_step_err_ddp_built": C.median(berrs),
         "median_abs_exposed_diff": C.median(exd), "max_abs_exposed_diff": max(exd) if exd else None,
         "min_family_tau": min(taus) if taus else None,
+        "comm_model_vs_nccl_n": len(comm_errs),
+        "median_abs_comm_model_vs_nccl_err": C.median([abs(e) for e in comm_errs]) if comm_errs else None,
     }
     return {"rows": rows, "families": families, "noise": noise, "summary": summary}
 
@@ -400,6 +417,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append(f"| median abs step-time error, all cases (no_sync and no-DDP too) | {_pp(s['median_abs_step_err_all'])} |")
     L.append(f"| median abs difference of the exposed-comm fraction (percentage points) | "
              f"{_pp(s['median_abs_exposed_diff'])} |")
+    L.append(f"| collective model vs profiler NCCL kernel time per step (buckets as built; median abs err over "
+             f"{s.get('comm_model_vs_nccl_n') or 0} DDP cases) | {_pp(s.get('median_abs_comm_model_vs_nccl_err'))} |")
     tau = s["min_family_tau"]
     L.append(f"| min Kendall tau over bucket_cap_mb families | {'n/a' if tau is None else format(tau, '+.2f')} |")
     L.append("")
@@ -407,23 +426,24 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("Step times in ms (mean over the window). Exposed comm: measured = (DDP step - no_sync step) / DDP step; "
              "predicted = pipeplan's `gpu.exposed_comm_fraction`. NCCL: profiler, rank 0, per step (not overlapped "
-             "with compute). Standalone: sum over DDP's buckets of the all-reduce timed alone.")
+             "with compute). Model comm: the collective model's time for DDP's buckets as built, per step. "
+             "Standalone: sum over DDP's buckets of the all-reduce timed alone with torch.distributed.")
     L.append("")
     L.append("| case | buckets | measured | pipeplan | err | as built | err | exposed meas | exposed pred | "
-             "NCCL (not overlapped) | standalone comm | alt | bottleneck pred |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+             "NCCL (not overlapped) | model comm | standalone comm | alt | bottleneck pred |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in ev["rows"]:
         m, p = r["measured"], r["pipeplan"]
         if p.get("error"):
             L.append(f"| `{r['id']}` | {m['buckets'] or ''} | {_ms(m['step_mean_s'])} | error: {p['error'][:60]} "
-                     f"| | | | | | | | | |")
+                     f"| | | | | | | | | | |")
             continue
         nccl = ("n/a" if m["nccl_s_per_step"] is None else
                 f"{_ms(m['nccl_s_per_step'])} ({_ms(m['nccl_not_overlapped_s_per_step'])})")
         L.append(f"| `{r['id']}` | {m['buckets'] or ''} | {_ms(m['step_mean_s'])} | {_ms(p['step_mean_s'])} | "
                  f"{C._pct(p['step_err'])} | {_ms(p['built_step_mean_s'])} | {C._pct(p['built_step_err'])} | "
                  f"{_pp(m['exposed_fraction'])} | {_pp(p['exposed_fraction'])} | {nccl} | "
-                 f"{_ms(m['standalone_comm_s'])} | {_ms(p['alt_step_mean_s'])} | {p['bottleneck'] or 'n/a'} |")
+                 f"{_ms(m.get('model_comm_s'))} | {_ms(m['standalone_comm_s'])} | {_ms(p['alt_step_mean_s'])} | {p['bottleneck'] or 'n/a'} |")
     L.append("")
     L.append("### bucket_cap_mb families (Kendall tau-b of the step-time ranking)")
     L.append("")
@@ -579,7 +599,12 @@ def main(argv=None) -> int:
                 preds.setdefault(cid, {})[v] = fu.result()
                 if "error" in preds[cid][v]:
                     print(f"ddp_convert: {cid} [{v}]: {preds[cid][v]['error']}", file=sys.stderr)
-    ev = evaluate(cases, preds)
+    comm_model = None
+    if main_src == "fit":
+        comm_model = fit
+    elif a.profile:
+        comm_model = (load_json(a.profile).get("nccl") or {}).get("all_reduce")
+    ev = evaluate(cases, preds, comm_model, ws)
     cmd = "python3 " + " ".join(shlex.quote(x) for x in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
     meta = {"generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "cases_path": os.path.relpath(a.cases), "machine": doc.get("machine"), "world_size": ws,

@@ -171,6 +171,15 @@ class TestBuckets(unittest.TestCase):
 
 # ---------------------------------------------------------------------------- collective model
 class TestCollective(unittest.TestCase):
+    def test_model_comm_per_step_by_hand(self):
+        # 2 ranks (bus factor 1): 20 us + 3e8 B / 3e11 B/s = 1.02 ms, 20 us + 1e8 / 3e11 = 0.3533 ms
+        m = {"latency_s": 20e-6, "bus_bytes_per_s": 3e11}
+        self.assertAlmostEqual(DC.model_comm_per_step(m, [3e8, 1e8], 2), 1.02e-3 + 0.35333333e-3, places=9)
+        # 4 ranks: bus factor 2 x 3 / 4 = 1.5
+        self.assertAlmostEqual(DC.model_comm_per_step(m, [3e8], 4), 20e-6 + 1.5e-3, places=9)
+        self.assertIsNone(DC.model_comm_per_step(None, [3e8], 2))
+        self.assertIsNone(DC.model_comm_per_step(m, [], 2))
+
     def test_bus_factor(self):
         self.assertEqual(DC.bus_factor(1), 0.0)
         self.assertAlmostEqual(DC.bus_factor(2), 1.0)
