@@ -404,3 +404,27 @@ TEST(Simulate, DatasetSpeedCurveSlowsItsLoads) {
     }
   }
 }
+
+// A dataset whose loads do not slow as cores fill (flat curve) runs at its own speed on a machine
+// whose cores halve in speed from 2 busy on: 1 worker x 10 samples x 10 ms = 100 samples/s, however
+// the pin thread's 5 ms receive per batch overlaps it. The factor must not be read at the instant
+// a load starts: the pin thread has just woken then (2 busy -> 0.5), which made the load 45% short
+// (about 180 samples/s) before the factor was averaged over the worker's previous load.
+TEST(Simulate, DatasetSpeedFactorIsNotBiasedByTheHandOff) {
+  json profile = json::parse(R"({"schema": "pipeplan-profile/1",
+    "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
+                                                 {"busy_cores": 2, "relative_speed": 0.5}]},
+    "ipc": {"receive_s_per_batch": 0.005, "receive_s_per_byte": 0.0},
+    "host": {"memcpy_bytes_per_s": 1.0e10, "pin_copy_bytes_per_s": 1.0e12}})");
+  const std::string profile_path = pipeplan::test::write_temp(profile.dump());
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.010;
+  s["dataset"]["item_bytes"] = 1;
+  s["dataset"]["load_speed_vs_busy_cores"] = json::array({{{"busy_cores", 1}, {"relative_speed", 1.0}},
+                                                          {{"busy_cores", 64}, {"relative_speed", 1.0}}});
+  s["loader"] = {{"batch_size", 10}, {"num_workers", 1}, {"pin_memory", true}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 200}};
+  json r = simulate(s, {}, profile_path);
+  std::remove(profile_path.c_str());
+  EXPECT_NEAR(samples_per_s(r), 100.0, 100.0 * 0.03);
+}
