@@ -193,6 +193,19 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # measured inside one worker process (harness component in_worker): what a worker pays
         load = dict(load, mean=float(iw["getitem_wall_s"]))
         collate_s = float(iw["collate_wall_s"])
+    lsc = comp.get("load_scaling") or {}
+    ls = lsc.get("points") or []
+    probe = comp.get("probe") or {}
+    if nw > 0 and probe.get("getitem_wall_s") and probe.get("collate_wall_s"):
+        # one worker timed right before the case (harness since run 6): the machine's speed
+        # drifts over a call, so the cost measured next to the case is the one that holds for
+        # it; the curve over busy cores stays load_scaling's (relative to its own one worker)
+        load = dict(load, mean=float(probe["getitem_wall_s"]))
+        collate_s = float(probe["collate_wall_s"])
+    elif nw > 0 and lsc.get("collate") and ls and ls[0].get("workers") == 1 and ls[0].get("getitem_s"):
+        # load_scaling with the case's batch size and collate (harness since run 5): the base and
+        # the curve from one measurement, so the drift between two measurements does not enter
+        load = dict(load, mean=float(ls[0]["getitem_s"]))
     worker_overhead_s = float(iw.get("overhead_s_per_batch") or 0.0) if nw > 0 else 0.0
     step = comp["step"]
     item_bytes = coll["batch_bytes"]["mean"] / bs
@@ -219,12 +232,6 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # iter(loader) + first batch of a trivial dataset against the worker count
         loader["worker_start_s"] = worker_start_s(ws, nw)
     sb = comp.get("sample_bytes") or {}
-    lsc = comp.get("load_scaling") or {}
-    ls = lsc.get("points") or []
-    if nw > 0 and lsc.get("collate") and ls and ls[0].get("workers") == 1 and ls[0].get("getitem_s"):
-        # load_scaling with the case's batch size and collate (harness since run 5): the base and
-        # the curve from one measurement, so the drift between two measurements does not enter
-        load = dict(load, mean=float(ls[0]["getitem_s"]))
     load_curve = [{"busy_cores": int(q["workers"]), "relative_speed": round(float(q["relative_speed"]), 4)}
                   for q in ls if q.get("relative_speed")] if nw > 0 else []
     dataset = {"num_samples": int(num_samples),

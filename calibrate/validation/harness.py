@@ -849,19 +849,12 @@ class Harness:
             f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch ({time.perf_counter()-t0:.1f}s)")
         return res
 
-    def comp_in_worker(self, kind, bs):
-        """__getitem__ and collate timed inside ONE DataLoader worker process, nothing else
-        running: the per-sample and per-batch costs as a worker pays them (forked process, torch
-        1 thread, collate into fresh shared memory), which the main-process timings miss by
-        10-20% (getitem) and up to 5x (collate of small batches) on the H200 machine."""
-        key = f"{kind}/b{bs}"
-        c = self.doc["components"]["in_worker"]
-        if key in c:
-            return c[key]
+    def _time_in_one_worker(self, kind, bs, n_batches, min_s):
+        """__getitem__ and collate timed inside ONE DataLoader worker (first batch left out), and the
+        worker process's CPU per batch beyond both (from /proc)."""
         from torch.utils.data import DataLoader
         insitu = InSitu()
         ds = self.datasets[kind]
-        n_batches = 12
         sampler = IndexSampler(len(ds), (n_batches + 1) * bs, seed=23)
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=1,
                         prefetch_factor=2, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
@@ -874,7 +867,7 @@ class Harness:
         n = 0
         for _ in it:
             n += 1
-            if n >= 3 and time.perf_counter() - t0 > (2.0 if self.quick else 4.0):
+            if n >= 3 and time.perf_counter() - t0 > min_s:
                 break
         s1 = insitu.snapshot()
         cpu1 = process_cpu_s(pid)
@@ -890,12 +883,36 @@ class Harness:
             res["process_cpu_s_per_batch"] = per_batch
             res["overhead_s_per_batch"] = max(0.0, per_batch - res["getitem_cpu_s"] * res["samples"] / res["batches"]
                                               - (res["collate_cpu_s"] or 0.0))
+        res["seconds"] = time.perf_counter() - t0
+        return res
+
+    def comp_in_worker(self, kind, bs):
+        """__getitem__ and collate timed inside ONE DataLoader worker process, nothing else
+        running: the per-sample and per-batch costs as a worker pays them (forked process, torch
+        1 thread, collate into fresh shared memory), which the main-process timings miss by
+        10-20% (getitem) and up to 5x (collate of small batches) on the H200 machine."""
+        key = f"{kind}/b{bs}"
+        c = self.doc["components"]["in_worker"]
+        if key in c:
+            return c[key]
+        res = self._time_in_one_worker(kind, bs, n_batches=12, min_s=2.0 if self.quick else 4.0)
         res["method"] = ("DataLoader(dataset, batch_size, num_workers=1, collate_fn as the case): perf_counter and "
                          "thread_time around each __getitem__ and collate_fn inside the one worker, first batch left out")
         c[key] = res
         if res["getitem_wall_s"] and res["collate_wall_s"]:
             log(f"component in_worker[{key}]: getitem {res['getitem_wall_s']*1e3:.3f} ms, collate "
-                f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {time.perf_counter()-t0:.1f}s)")
+                f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {res['seconds']:.1f}s)")
+        return res
+
+    def comp_probe(self, kind, bs):
+        """The one-worker timing again, right before a case (about a second, never cached): the
+        machine's per-core speed drifted by up to 15% over one call (run 5: the same case's in-situ
+        __getitem__ 3.70 ms, then 4.45 ms four minutes later), so a component measured once at the
+        start misses later cases by as much; the converter takes the per-sample and collate cost
+        from this probe, and the curve over busy cores from load_scaling."""
+        res = self._time_in_one_worker(kind, bs, n_batches=6, min_s=0.6 if self.quick else 1.0)
+        res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers=1, the case's collate_fn), "
+                         "getitem and collate timed inside the worker, first batch left out, about 1 s")
         return res
 
     def comp_load_scaling(self, kind, bs):
@@ -915,7 +932,7 @@ class Harness:
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         cores = os.cpu_count() or 1
-        window_s = 0.8 if self.quick else 1.5
+        window_s = 0.6 if self.quick else 1.0     # per K; one per (kind, batch size) since run 5
         points = []
         t0 = time.perf_counter()
         for k in sorted({1, 4, 8, cores}):
@@ -1005,6 +1022,11 @@ class Harness:
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)
+        elif nw > 0:
+            try:
+                comps["probe"] = self.comp_probe(kind, bs)
+            except Exception as e:          # the probe must never cost the case
+                comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
         case["components"] = comps
         model = self.step_model(k["step"])
 
@@ -1188,7 +1210,9 @@ class Harness:
                     f"step mean {m['step_time_s']['mean']*1e3:.1f} p90 {m['step_time_s']['p90']*1e3:.1f} ms, "
                     f"wait {m['data_wait_fraction']*100:.0f}%, busy cores "
                     f"{(m['cpu_busy_cores'] or 0):.1f}, in-situ getitem "
-                    f"{(m['in_situ']['getitem_wall_s'] or 0)*1e3:.2f} ms (cpu {(m['in_situ']['getitem_cpu_s'] or 0)*1e3:.2f}), "
+                    f"{(m['in_situ']['getitem_wall_s'] or 0)*1e3:.2f} ms (cpu {(m['in_situ']['getitem_cpu_s'] or 0)*1e3:.2f}"
+                    + (f"; probe before {pr['getitem_wall_s']*1e3:.2f}" if (pr := case["components"].get("probe") or {})
+                       .get("getitem_wall_s") else "") + "), "
                     f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:

@@ -220,6 +220,23 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.027)      # collate still from in_worker
         self.assertAlmostEqual(s["dataset"]["load_speed_vs_busy_cores"][1]["relative_speed"], 0.9565)
 
+    def test_probe_before_the_case_gives_its_costs(self):
+        w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=8)
+        w["components"]["in_worker"] = {"getitem_wall_s": 0.0037, "collate_wall_s": 0.027}
+        w["components"]["load_scaling"] = {"collate": "the case's collate_fn", "points": [
+            {"workers": 1, "getitem_s": 0.0044, "relative_speed": 1.0},
+            {"workers": 8, "getitem_s": 0.0046, "relative_speed": 0.0044 / 0.0046}]}
+        w["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
+        s = convert.scenario_for(w, {"cpu_cores": 16})
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0041)
+        self.assertEqual(s["loader"]["collate_s_per_batch"], 0.029)
+        self.assertEqual(len(s["dataset"]["load_speed_vs_busy_cores"]), 2)
+        w["components"]["probe"] = {"error": "RuntimeError: x"}             # a failed probe is ignored
+        self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0044)
+        inline = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
+        inline["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
+        self.assertNotEqual(convert.scenario_for(inline, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
