@@ -487,6 +487,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if fit:
         L.append(f"| all_reduce fit (latency + bytes x 2(n-1)/n / busbw) | {fit['latency_s']*1e6:.1f} us + busbw "
                  f"{fit['bus_bytes_per_s']/1e9:.1f} GB/s, rel_rmse {fit['rel_rmse']:.3f} |")
+    dh = comps.get("ddp_host") or {}
+    if dh.get("error"):
+        L.append(f"| DDP host cost (small-layer stacks) | error: {dh['error'][:80]} |")
+    elif dh.get("points"):
+        pts = ", ".join(f"L{q['layers']} {q['mode']}{'' if q.get('bucket_cap_mb') is None else ' cap %g' % q['bucket_cap_mb']}"
+                        f" ({q['buckets']} buckets) {q['step_s']*1e3:.2f} ms" for q in dh["points"])
+        f = dh.get("fit")
+        fit_s = (f"; fit {f['s_per_step']*1e3:.3f} ms/step + {f['s_per_bucket']*1e6:.1f} us/bucket + "
+                 f"{f['s_per_parameter']*1e6:.2f} us/tensor (rmse {f['rmse_s']*1e6:.0f} us)") if f else "; no fit"
+        L.append(f"| DDP host cost (small-layer stacks, step = host time) | {pts}{fit_s} |")
     for kind, lc in (comps.get("loader") or {}).items():
         iw = lc.get("in_worker") or {}
         L.append(f"| loader {kind}: `__getitem__` alone / in one worker | {lc['load']['mean']*1e3:.3f} / "

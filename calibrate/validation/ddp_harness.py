@@ -30,6 +30,7 @@ See docs/ddp-validation.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import gc
 import json
@@ -99,6 +100,36 @@ def bucket_sizes(sizes_bytes: Sequence[int], cap_mb: float,
     """Bytes per bucket, in reduction order (see bucket_assignment); cap in MiB as DDP takes it."""
     return [sum(int(sizes_bytes[i]) for i in b)
             for b in bucket_assignment(sizes_bytes, cap_mb * MIB, first_bucket_bytes)]
+
+
+def fit_host_cost(points: Sequence[Dict[str, float]]) -> Optional[Dict[str, float]]:
+    """Least squares of DDP's extra host time per step on the bucket and parameter-tensor counts:
+    extra_s = s_per_step + s_per_bucket x buckets + s_per_parameter x parameters. Points need
+    'extra_s', 'buckets', 'parameters'; None when they cannot determine the three (fewer than 3
+    points, or buckets and parameters do not vary independently)."""
+    rows = [(1.0, float(q["buckets"]), float(q["parameters"]), float(q["extra_s"])) for q in points
+            if q.get("extra_s") is not None]
+    if len(rows) < 3:
+        return None
+    # normal equations, 3 x 3, solved by Cramer's rule (no numpy here)
+    A = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    b = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+
+    def det(m):
+        return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+                + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
+    d = det(A)
+    scale = max(abs(A[i][i]) for i in range(3)) ** 3
+    if abs(d) <= 1e-12 * scale:
+        return None
+    sol = []
+    for k in range(3):
+        m = [[b[i] if j == k else A[i][j] for j in range(3)] for i in range(3)]
+        sol.append(det(m) / d)
+    res = [r[3] - (sol[0] + sol[1] * r[1] + sol[2] * r[2]) for r in rows]
+    rmse = math.sqrt(sum(e * e for e in res) / len(res))
+    return {"s_per_step": sol[0], "s_per_bucket": sol[1], "s_per_parameter": sol[2], "rmse_s": rmse,
+            "n_points": len(rows)}
 
 
 def linear_stack_layers(target_bytes: float, width: int, dtype_bytes: int = 4) -> int:
@@ -362,6 +393,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--n-images", type=int, default=2000, help="JPEGs generated for the loader cases")
     ap.add_argument("--n-tensors", type=int, default=600, help=".npy uint8 tensors generated for the loader cases")
     ap.add_argument("--no-profiler", action="store_true", help="no torch.profiler pass per case")
+    ap.add_argument("--no-ddp-host", action="store_true", help="skip the DDP host-cost component (small-layer stacks)")
     ap.add_argument("--profile-steps", type=int, default=3, help="steps under torch.profiler per case (rank 0)")
     ap.add_argument("--trace-case", default="linear-synthetic-ddp-cap25",
                     help="export one small gzipped Chrome trace for the first case whose id contains this "
@@ -873,6 +905,89 @@ class Runner:
                 f"busbw {big['busbw_bytes_per_s']/1e9:.1f} GB/s; 4 KiB: {pts[0]['time_s']*1e6:.1f} us")
         return res
 
+    def comp_ddp_host(self):
+        """DDP's host cost alone: stacks of small nn.Linear(64, 64) layers (GPU work negligible, so the
+        step is the host's time), without DDP, under no_sync() and with DDP at caps that give from a
+        few to one bucket per tensor; two stack depths separate the per-parameter from the
+        per-bucket cost (fit_host_cost). The DDP cases showed up to 30 ms of extra host time per
+        step that is not NCCL time; this measures it where nothing else can be the cause."""
+        t, a = self.t, self.a
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        c0 = time.perf_counter()
+        width, rows = 64, 256
+        pts = []
+        window_s = 0.3 if a.quick else 0.6
+        for layers in (24, 96):
+            t.manual_seed(0)
+            sizes = []
+            for _ in range(layers):
+                sizes += [width * width * 4, width * 4]
+            grads_ready = list(reversed(sizes))             # backward order of a sequential stack
+            x = t.randn(rows, width, device=self.dev)
+            for mode, cap in (("no_ddp", None), ("no_sync", 25.0), ("ddp", 25.0), ("ddp", 0.05), ("ddp", 0.001)):
+                mods = [t.nn.Linear(width, width, device=self.dev) for _ in range(layers)]
+                module = t.nn.Sequential(*mods)
+                model = module if mode == "no_ddp" else DDP(module, device_ids=[self.lr], bucket_cap_mb=cap)
+                opt = t.optim.SGD(model.parameters(), lr=1e-4)
+
+                def step():
+                    ctx = model.no_sync() if mode == "no_sync" else contextlib.nullcontext()
+                    with ctx:
+                        model(x).square().mean().backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+
+                for _ in range(10):
+                    step()
+                self.sync()
+                # as many steps as fit the window on the slowest rank (both ranks run the same count)
+                p0 = time.perf_counter()
+                for _ in range(5):
+                    step()
+                self.sync()
+                pace = self.allmax((time.perf_counter() - p0) / 5)
+                n = int(self.bcast(max(20, min(400, int(window_s / max(pace, 1e-5)))) if self.is0() else None))
+                self.barrier()
+                w0 = time.perf_counter()
+                for _ in range(n):
+                    step()
+                self.sync()
+                per_step = self.allmax((time.perf_counter() - w0) / n)
+                buckets = (len(bucket_sizes(grads_ready, cap)) if mode == "ddp" else 0)
+                built = None
+                if mode == "ddp":
+                    try:
+                        built = len(parse_int_list(model._get_ddp_logging_data().get("rebuilt_bucket_sizes")))
+                    except Exception:
+                        built = None
+                q = {"layers": layers, "parameters": 2 * layers, "mode": mode, "bucket_cap_mb": cap,
+                     "buckets": built or buckets, "buckets_computed": buckets, "steps": n, "step_s": per_step}
+                pts.append(q)
+                model = module = opt = mods = None
+                gc.collect()
+        # extra host time of DDP over the same stack under no_sync (the wrapper without all-reduce)
+        by_layers = {}
+        for q in pts:
+            by_layers.setdefault(q["layers"], {})[(q["mode"], q["bucket_cap_mb"])] = q
+        for q in pts:
+            ref = by_layers[q["layers"]].get(("no_ddp", None))
+            q["extra_s"] = (q["step_s"] - ref["step_s"]) if (ref and q["mode"] != "no_ddp") else None
+        fit = fit_host_cost([q for q in pts if q["mode"] == "ddp"])
+        res = {"points": pts, "fit": fit, "width": width, "rows": rows,
+               "method": "nn.Sequential of L nn.Linear(64, 64) (L = 24, 96), 256 x 64 input, SGD; per mode and cap "
+                         "10 warm-up steps, then as many steps as fit ~0.6 s (the slowest rank's pace), wall time / "
+                         "steps after a synchronize, the slowest rank's; extra_s = step - the same stack without "
+                         "DDP; fit: extra_s = s_per_step + s_per_bucket x buckets + s_per_parameter x tensors "
+                         "over the DDP points (no_sync excluded)"}
+        if self.is0():
+            self.doc["components"]["ddp_host"] = res
+            msg = ", ".join(f"L{q['layers']} {q['mode']}{'' if q['bucket_cap_mb'] is None else ' cap %g' % q['bucket_cap_mb']}"
+                            f" ({q['buckets']} b) {q['step_s']*1e3:.2f} ms" for q in pts)
+            log(f"component ddp_host: {msg}" + (f"; fit {fit['s_per_step']*1e3:.2f} ms + {fit['s_per_bucket']*1e6:.1f} "
+                                                  f"us/bucket + {fit['s_per_parameter']*1e6:.1f} us/tensor" if fit else "")
+                + f" ({time.perf_counter()-c0:.1f}s)")
+        return res
+
     # ------------------------------------------------------------------ data
     def make_data(self):
         import multiprocessing as mp
@@ -1211,6 +1326,17 @@ class Runner:
         bsets = self.bcast(bsets)
         self.comp_allreduce(bsets)
         self.save()
+        if not self.a.no_ddp_host:
+            self.watchdog(90, "component ddp_host")
+            try:
+                self.comp_ddp_host()
+            except Exception as e:          # every rank runs the same code: a failure is the same on all
+                if self.is0():
+                    self.doc["components"]["ddp_host"] = {"error": f"{e.__class__.__name__}: {e}",
+                                                          "traceback": traceback.format_exc()}
+                    log(f"component ddp_host: ERROR {e.__class__.__name__}: {e}")
+            self.barrier()
+            self.save()
         if any(c["data"] == "loader" for c in self.cases):
             self.watchdog(150, "data generation")
             self.make_data()

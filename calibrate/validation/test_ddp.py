@@ -170,6 +170,24 @@ class TestBuckets(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------- collective model
+class TestHostCostFit(unittest.TestCase):
+    def test_exact_recovery_by_hand(self):
+        # extra = 2 ms + 50 us x buckets + 10 us x tensors
+        pts = [{"buckets": b, "parameters": p, "extra_s": 2e-3 + 50e-6 * b + 10e-6 * p}
+               for b, p in ((1, 48), (2, 192), (12, 192), (66, 192))]
+        f = DH.fit_host_cost(pts)
+        self.assertAlmostEqual(f["s_per_step"], 2e-3, places=9)
+        self.assertAlmostEqual(f["s_per_bucket"], 50e-6, places=10)
+        self.assertAlmostEqual(f["s_per_parameter"], 10e-6, places=10)
+        self.assertLess(f["rmse_s"], 1e-12)
+
+    def test_undetermined(self):
+        self.assertIsNone(DH.fit_host_cost([{"buckets": 1, "parameters": 48, "extra_s": 1e-3}] * 2))
+        # parameters never vary: per-step and per-parameter costs cannot be told apart
+        self.assertIsNone(DH.fit_host_cost([{"buckets": b, "parameters": 192, "extra_s": 1e-3 * b} for b in (1, 2, 3)]))
+        self.assertIsNone(DH.fit_host_cost([{"buckets": 1, "parameters": 1, "extra_s": None}] * 4))
+
+
 class TestCollective(unittest.TestCase):
     def test_model_comm_per_step_by_hand(self):
         # 2 ranks (bus factor 1): 20 us + 3e8 B / 3e11 B/s = 1.02 ms, 20 us + 1e8 / 3e11 = 0.3533 ms
