@@ -512,6 +512,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append(f"- Ground truth: `{meta['cases_path']}` (harness mode {meta.get('mode')}, started {meta.get('started')}, "
              f"{s['cases_ok']}/{s['cases_total']} cases measured)")
     L.append(f"- Profile: {meta.get('profile_note')}")
+    if meta.get("runs_note"):
+        L.append(f"- Runs: {meta['runs_note']}")
     L.append(f"- Simulator: {meta.get('pipeplan_note')}")
     L.append(f"- Command: `{meta['command']}`")
     L.append("")
@@ -633,12 +635,34 @@ def update_markdown(path: str, generated: str, begin: str = BEGIN, end: str = EN
 
 
 # ============================================================================ main
+def tag_case(case: Dict[str, Any], tag: str) -> Dict[str, Any]:
+    """A case of one run among several: its id and families prefixed with the run's tag, so that
+    ids stay unique and every family ranks settings measured in one call only."""
+    c = dict(case)
+    c["id"] = f"{tag}:{case['id']}"
+    c["family"] = f"{tag}:{case['family']}"
+    c["also_families"] = [f"{tag}:{f}" for f in case.get("also_families", [])]
+    return c
+
+
+def _profile_note(path: Optional[str]) -> str:
+    if not path:
+        return "none given: pipeplan used its bundled default profile"
+    try:
+        prov = json.load(open(path)).get("provenance")
+    except Exception:
+        prov = None
+    return f"`{os.path.relpath(path)}`" + (f" (measured {prov.get('date')} on {prov.get('hostname')})" if prov else "")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", required=True, help="harness output (cases.json)")
-    ap.add_argument("--profile", default=None, help="profile calibrated in the same device run")
+    ap.add_argument("--cases", required=True, action="append",
+                    help="harness output (cases.json); repeat with --profile for several device calls")
+    ap.add_argument("--profile", default=None, action="append",
+                    help="profile calibrated in the same device call as the --cases in the same position")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan", help="pipeplan binary")
-    ap.add_argument("--out-dir", default=None, help="scenarios/ and report.json (default: beside --cases)")
+    ap.add_argument("--out-dir", default=None, help="scenarios/ and report.json (default: beside the first --cases)")
     ap.add_argument("--md", default=None, help="markdown file whose generated section is replaced")
     ap.add_argument("--no-simulate", action="store_true", help="only the measured side and the by-hand estimate")
     ap.add_argument("--min-steps", type=int, default=MIN_SIM_STEPS,
@@ -649,18 +673,25 @@ def main(argv=None) -> int:
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
     a = ap.parse_args(argv)
 
-    try:
-        doc = json.load(open(a.cases))
-    except (OSError, json.JSONDecodeError) as e:
-        print(f"convert: cannot read {a.cases}: {e}", file=sys.stderr)
+    profiles = a.profile or []
+    if profiles and len(profiles) != len(a.cases):
+        print(f"convert: {len(a.cases)} --cases but {len(profiles)} --profile: give one profile per device call, "
+              f"in the same order (a prediction is compared only with ground truth of its own call)", file=sys.stderr)
         return 2
-    if a.profile and not os.path.exists(a.profile):
-        print(f"convert: profile {a.profile} not found", file=sys.stderr)
-        return 2
-    cases = doc.get("cases") or []
-    machine = doc.get("machine") or {}
-    out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases)),
-                                        os.path.splitext(os.path.basename(a.cases))[0] + "-report")
+    runs = []
+    for i, cp in enumerate(a.cases):
+        try:
+            doc = json.load(open(cp))
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"convert: cannot read {cp}: {e}", file=sys.stderr)
+            return 2
+        pp = profiles[i] if profiles else None
+        if pp and not os.path.exists(pp):
+            print(f"convert: profile {pp} not found", file=sys.stderr)
+            return 2
+        runs.append({"cases_path": cp, "profile": pp, "doc": doc, "tag": f"r{i + 1}" if len(a.cases) > 1 else None})
+    out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases[0])),
+                                        os.path.splitext(os.path.basename(a.cases[0]))[0] + "-report")
     scen_dir = os.path.join(out_dir, "scenarios")
     os.makedirs(scen_dir, exist_ok=True)
 
@@ -669,43 +700,49 @@ def main(argv=None) -> int:
         print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
         return 2
     preds: Dict[str, Dict[str, Any]] = {}
-    for c in cases:
-        if c.get("status") != "ok":
-            continue
-        scen = scenario_for(c, machine, a.min_steps)
-        sp = os.path.join(scen_dir, c["id"] + ".json")
-        with open(sp, "w") as f:
-            json.dump(scen, f, indent=2)
-            f.write("\n")
-        profile = a.profile
-        tr = (c.get("components") or {}).get("transport")
-        if simulate and a.transport == "measured" and a.profile and tr:
-            bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
-            profile = os.path.join(scen_dir, c["id"] + ".profile.json")
-            with open(profile, "w") as f:
-                json.dump(transport_profile(json.load(open(a.profile)), tr, bb, worker_collate_cost(c)), f, indent=1)
-        if simulate:
-            preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
-            pr = preds[c["id"]]
-            msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
-            print(f"convert: {c['id']}: {msg}", file=sys.stderr)
+    cases: List[Dict[str, Any]] = []
+    for run in runs:
+        machine = run["doc"].get("machine") or {}
+        for c0 in run["doc"].get("cases") or []:
+            c = tag_case(c0, run["tag"]) if run["tag"] else c0
+            cases.append(c)
+            if c.get("status") != "ok":
+                continue
+            scen = scenario_for(c, machine, a.min_steps)
+            stem = c["id"].replace(":", "_")
+            sp = os.path.join(scen_dir, stem + ".json")
+            with open(sp, "w") as f:
+                json.dump(scen, f, indent=2)
+                f.write("\n")
+            profile = run["profile"]
+            tr = (c.get("components") or {}).get("transport")
+            if simulate and a.transport == "measured" and profile and tr:
+                bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
+                profile = os.path.join(scen_dir, stem + ".profile.json")
+                with open(profile, "w") as f:
+                    json.dump(transport_profile(json.load(open(run["profile"])), tr, bb, worker_collate_cost(c)), f,
+                              indent=1)
+            if simulate:
+                preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
+                pr = preds[c["id"]]
+                msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
+                print(f"convert: {c['id']}: {msg}", file=sys.stderr)
     ev = evaluate(cases, preds)
-    prov = None
-    if a.profile:
-        try:
-            prov = json.load(open(a.profile)).get("provenance")
-        except Exception:
-            prov = None
     cmd = "python3 " + " ".join(shlex.quote(x) for x in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
+    first = runs[0]["doc"]
     meta = {
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cases_path": os.path.relpath(a.cases),
-        "machine": machine, "mode": doc.get("mode"), "started": doc.get("started"),
-        "profile_note": (f"`{os.path.relpath(a.profile)}`" + (f" (measured {prov.get('date')} on {prov.get('hostname')})" if prov else ""))
-        if a.profile else "none given: pipeplan used its bundled default profile",
+        "cases_path": ", ".join(os.path.relpath(r["cases_path"]) for r in runs),
+        "machine": first.get("machine") or {}, "mode": first.get("mode"),
+        "started": ", ".join(str(r["doc"].get("started")) for r in runs),
+        "profile_note": "; ".join(_profile_note(r["profile"]) for r in runs),
         "pipeplan_note": (f"`{a.pipeplan}`" if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
-        "command": cmd, "components": doc.get("components"),
+        "command": cmd, "components": first.get("components"),
+        "runs": len(runs),
     }
+    if len(runs) > 1:
+        meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "
+                             "families carry the call's tag (r1, r2, ...); components listed are the first call's")
     report = {"meta": meta, **ev}
     with open(os.path.join(out_dir, "report.json"), "w") as f:
         json.dump(report, f, indent=1, default=lambda o: None)

@@ -330,6 +330,35 @@ class EndToEndTest(unittest.TestCase):
             self.assertNotIn("\nold\n", text)
             self.assertIn("| `w8` | 1800 | 1800 | +0.0% |", text)
 
+    def test_two_device_calls_keep_their_cases_apart(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "pipeplan")
+            with open(fake, "w") as f:
+                f.write(FAKE)
+            os.chmod(fake, 0o755)
+            paths = []
+            for i, thr in enumerate((1800.0, 1500.0)):
+                cases = [make_case("w8", "num_workers", thr, 64 / thr, 0.04, nw=8, wait_s=0.01),
+                         make_case("w4", "num_workers", thr / 2, 128 / thr, 0.08, nw=4, wait_s=0.04)]
+                cp = os.path.join(d, f"cases{i}.json")
+                with open(cp, "w") as f:
+                    json.dump({"cases": cases, "machine": {"cpu_cores": 16}, "components": {}}, f)
+                paths.append(cp)
+            out = os.path.join(d, "rep")
+            args = [sys.executable, os.path.join(HERE, "convert.py"), "--cases", paths[0], "--cases", paths[1],
+                    "--pipeplan", fake, "--out-dir", out]
+            p = subprocess.run(args, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rep = json.load(open(os.path.join(out, "report.json")))
+            self.assertEqual(sorted(r["id"] for r in rep["rows"]), ["r1:w4", "r1:w8", "r2:w4", "r2:w8"])
+            self.assertEqual(sorted(rep["families"]), ["r1:num_workers", "r2:num_workers"])
+            self.assertEqual(rep["families"]["r2:num_workers"]["n"], 2)
+            self.assertEqual(len(os.listdir(os.path.join(out, "scenarios"))), 4)
+            # one profile for two calls: refused, nothing compared across calls
+            p = subprocess.run(args + ["--profile", os.path.join(d, "p.json")], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("one profile per device call", p.stderr)
+
     def test_simulator_error_is_reported(self):
         with tempfile.TemporaryDirectory() as d:
             fake = os.path.join(d, "pipeplan")
