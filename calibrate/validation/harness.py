@@ -855,7 +855,10 @@ class Harness:
         from torch.utils.data import DataLoader
         insitu = InSitu()
         ds = self.datasets[kind]
-        sampler = IndexSampler(len(ds), (n_batches + 1) * bs, seed=23)
+        # indices for more batches than are taken: the worker must still be alive when its CPU time
+        # is read at the end (an exhausted iterator shuts its workers down, and /proc loses them;
+        # runs 4 and 5 lost worker_s_per_batch that way for every batch size but one)
+        sampler = IndexSampler(len(ds), (n_batches + 4) * bs, seed=23)
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=1,
                         prefetch_factor=2, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
         t0 = time.perf_counter()
@@ -867,7 +870,7 @@ class Harness:
         n = 0
         for _ in it:
             n += 1
-            if n >= 3 and time.perf_counter() - t0 > min_s:
+            if n >= n_batches or (n >= 3 and time.perf_counter() - t0 > min_s):
                 break
         s1 = insitu.snapshot()
         cpu1 = process_cpu_s(pid)
