@@ -262,7 +262,9 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     arr = mp.get_context("fork").RawArray("d", 4)
     import torch
     gen = torch.Generator().manual_seed(seed)
-    sampler = RandomSampler(dataset, replacement=True, num_samples=(n_batches + 1) * batch_size, generator=gen)
+    # indices for more batches than are taken: an exhausted iterator shuts its worker down, and
+    # /proc then loses the worker's CPU time before it is read
+    sampler = RandomSampler(dataset, replacement=True, num_samples=(n_batches + 4) * batch_size, generator=gen)
     dl = DataLoader(_TimedDataset(dataset, arr), batch_size=batch_size, sampler=sampler, num_workers=1,
                     collate_fn=_TimedCollate(collate_fn, arr), multiprocessing_context="fork")
     it = iter(dl)
@@ -274,7 +276,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     n = 0
     for _ in it:
         n += 1
-        if n >= 3 and time.perf_counter() - t0 > max_seconds:
+        if n >= n_batches or (n >= 3 and time.perf_counter() - t0 > max_seconds):
             break
     d = [b - a for a, b in zip(base, list(arr))]
     cpu1 = process_cpu_s(pid)
