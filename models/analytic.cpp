@@ -39,9 +39,9 @@ double effective_input_threads(const Scenario& s, const Profile& p) {
   double others = 0.0;
   if (s.loader.pin_memory) {
     others += std::min(1.0, (receive_s + bytes / p.host.pin_copy_bytes_per_s) / step_s);  // pin thread
-    others += std::min(1.0, s.training.host_s_per_step / step_s);                        // main thread
+    others += std::min(1.0, s.loop_host_s() / step_s);                                  // main thread
   } else {
-    others += std::min(1.0, (receive_s + s.training.host_s_per_step) / step_s);
+    others += std::min(1.0, (receive_s + s.loop_host_s()) / step_s);
   }
   return s.node.gpus * (s.loader.num_workers + others);
 }
@@ -91,7 +91,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   } else {
     out.push_back({"main_inline_load", gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share)});
   }
-  if (s.training.host_s_per_step > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.training.host_s_per_step / share)});
+  if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.loop_host_s() / share)});
   const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
   out.push_back({"h2d_copy", gpus * per_batch(batch, copy_time_s(curve, bytes))});
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.step_s())});

@@ -46,6 +46,12 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
 }
 
+double DdpConfig::host_s() const {
+  if (gradient_bytes <= 0.0) return 0.0;
+  return host_s_per_step + host_s_per_parameter * static_cast<double>(parameter_bytes.size()) +
+         host_s_per_bucket * static_cast<double>(bucket_bytes().size());
+}
+
 std::vector<double> DdpConfig::bucket_bytes() const {
   const double first = first_bucket_mb * 1048576.0, cap = bucket_cap_mb * 1048576.0;
   return parameter_bytes.empty() ? ddp_bucket_bytes(gradient_bytes, first, cap)
@@ -257,6 +263,12 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
                          "the sum of ddp.parameter_bytes (" + show_value(total) + "), or left out");
       }
     }
+    s.ddp.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 60));
+    s.ddp.host_s_per_bucket = r.number("host_s_per_bucket", 0.0, Range::between(0, 1));
+    s.ddp.host_s_per_parameter = r.number("host_s_per_parameter", 0.0, Range::between(0, 1));
+    if (s.ddp.host_s_per_parameter > 0.0 && s.ddp.parameter_bytes.empty())
+      r.fail("host_s_per_parameter", r.raw("host_s_per_parameter") ? *r.raw("host_s_per_parameter") : json(),
+             "0 unless ddp.parameter_bytes gives the parameter tensors it applies to");
     r.finish();
   }
   top.finish();

@@ -88,9 +88,17 @@ struct DdpConfig {
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
   std::vector<double> parameter_bytes;  // gradients in backward order; empty: split gradient_bytes evenly
+  // DDP's own host work per step, on the thread that runs backward while the training loop waits
+  // in loss.backward() (C++, GIL released): per-parameter gradient scaling and bucket copies, and
+  // each bucket's all-reduce call (docs/ddp-validation.md).
+  double host_s_per_step = 0.0;
+  double host_s_per_parameter = 0.0;  // needs parameter_bytes (the count of parameter tensors)
+  double host_s_per_bucket = 0.0;
 
   // Bucket sizes in reduction order, by PyTorch's rule when parameter sizes are known.
   std::vector<double> bucket_bytes() const;
+  // Seconds of DDP host work per step: the three costs above for this model's tensors and buckets.
+  double host_s() const;
 };
 
 struct Scenario {
@@ -107,6 +115,9 @@ struct Scenario {
   DdpConfig ddp;
 
   double batch_bytes() const { return loader.batch_size * dataset.item_bytes; }
+  // The training loop's host time per step: its own (Python, launches) plus DDP's host work.
+  double loop_host_s() const { return training.host_s_per_step + ddp_host_s(); }
+  double ddp_host_s() const { return node.gpus > 1 ? ddp.host_s() : 0.0; }
   std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
   // Batches per epoch per rank, as len(DataLoader) with drop_last.
   std::int64_t batches_per_epoch() const;

@@ -605,6 +605,17 @@ class MainLoop {
         w_.trace->span(r_.id, kMainTrack, "training step (python)", t0, t1, step);
       }
     }
+    // DDP's reducer work runs in backward on the autograd thread, in C++ (GIL released), while
+    // the loop waits in loss.backward(): the loop's own time, without the GIL.
+    if (r_.comm && s_.ddp_host_s() > 0.0) {
+      const double t0 = sg4::Engine::get_clock();
+      run_cpu(r_, s_.ddp_host_s());
+      const double t1 = sg4::Engine::get_clock();
+      if (!r_.synthetic) {
+        r_.host_busy_s += w_.window.overlap(t0, t1);
+        w_.trace->span(r_.id, kMainTrack, "DDP reducer (backward hooks, all-reduce calls)", t0, t1, step);
+      }
+    }
     r_.launched_steps.add();
     const int k = s_.training.sync_every_steps;
     if (k > 0 && (step + 1) % k == 0) {
@@ -822,7 +833,10 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   } else {
     add_stage("main_inline_load", "the main thread loading, collating (and pinning) each batch itself (num_workers=0)", frac(inline_load));
   }
-  if (s.training.host_s_per_step > 0.0) add_stage("host_loop", "the training loop's Python per step (holds the GIL)", frac(host));
+  if (s.loop_host_s() > 0.0)
+    add_stage("host_loop", s.ddp_host_s() > 0.0 ? "the training loop's Python per step (holds the GIL) and DDP's host work"
+                                                 : "the training loop's Python per step (holds the GIL)",
+              frac(host));
   add_stage("h2d_copy", s.loader.pin_memory ? "host-to-device copy from pinned memory" : "host-to-device copy from pageable memory (staged)", frac(copy));
   add_stage("gpu_compute", "forward and backward kernels on the compute stream", frac(compute));
   if (world.comm) add_stage("comm", "DDP gradient all-reduce (NCCL)", std::clamp(world.comm->busy_s / window, 0.0, 1.0));

@@ -204,3 +204,25 @@ TEST(Scenario, ParameterBytesSetTheGradientSize) {
   j["ddp"] = {{"parameter_bytes", {1e6, -2}}};
   EXPECT_THROW(parse_scenario(j, "x", p), InputError);
 }
+
+// DDP host work: 3 tensors x 10 us + 2 buckets x 100 us + 1 ms = 1.23 ms; a per-parameter cost
+// needs the parameter tensors it applies to.
+TEST(Scenario, DdpHostWorkCountsTensorsAndBuckets) {
+  Profile p;
+  json j = {{"node", {{"gpus", 2}}}, {"training", {{"step_s", 0.1}}},
+            {"ddp", {{"parameter_bytes", {2e6, 2e6, 2e6}}, {"bucket_cap_mb", 2},
+                     {"host_s_per_step", 1e-3}, {"host_s_per_parameter", 10e-6}, {"host_s_per_bucket", 100e-6}}}};
+  Scenario s = parse_scenario(j, "x", p);
+  ASSERT_EQ(s.ddp.bucket_bytes().size(), 2u);  // 2 MB (>= 1 MiB), then 4 MB (>= 2 MiB)
+  EXPECT_NEAR(s.ddp_host_s(), 1.23e-3, 1e-12);
+  EXPECT_NEAR(s.loop_host_s(), 1.23e-3, 1e-12);
+  j["node"]["gpus"] = 1;
+  EXPECT_EQ(parse_scenario(j, "x", p).ddp_host_s(), 0.0);
+  j["ddp"] = {{"gradient_bytes", 1e8}, {"host_s_per_parameter", 10e-6}};
+  try {
+    parse_scenario(j, "x.json", p);
+    FAIL() << "a per-parameter cost without parameter_bytes was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ddp.host_s_per_parameter"), std::string::npos) << e.what();
+  }
+}

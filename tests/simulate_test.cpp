@@ -428,3 +428,27 @@ TEST(Simulate, DatasetSpeedFactorIsNotBiasedByTheHandOff) {
   std::remove(profile_path.c_str());
   EXPECT_NEAR(samples_per_s(r), 100.0, 100.0 * 0.03);
 }
+
+// DDP's host work by hand: 100 parameter tensors x 20 us + 100 buckets (4 MiB each, cap 1 MiB)
+// x 100 us + 1 ms per step = 13 ms, after the loop's own 10 ms: a 23 ms host-bound step on 2 GPUs
+// whose 5 ms of compute and 4.2 ms of all-reduce (100 x 42 us at 1e11 B/s) hide behind it.
+// Without those keys the same job runs at its 10 ms of Python.
+TEST(Simulate, DdpHostWorkLengthensAHostBoundStep) {
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["dataset"]["load_s_per_sample"] = 1e-6;
+  s["training"] = {{"forward_s", 0.002}, {"backward_s", 0.003}, {"host_s_per_step", 0.010}, {"steps", 200}};
+  s["ddp"] = {{"parameter_bytes", {{"count", 100}, {"bytes", 4194304}}}, {"bucket_cap_mb", 1}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.010, 0.010 * 0.02);
+  s["ddp"]["host_s_per_step"] = 0.001;
+  s["ddp"]["host_s_per_parameter"] = 20e-6;
+  s["ddp"]["host_s_per_bucket"] = 100e-6;
+  r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.023, 0.023 * 0.02);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  // one GPU: no DDP, no reducer
+  s["node"]["gpus"] = 1;
+  r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.010, 0.010 * 0.02);
+}
