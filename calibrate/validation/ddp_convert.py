@@ -243,13 +243,33 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
             # the measured gradients in backward order: pipeplan buckets them by PyTorch's rule
             ddp["parameter_bytes"] = [int(b) for b in order]
         built = ((m.get("ddp") or {}).get("bucket_sizes")) or []
+        host = ddp_host_costs(comps)
         if buckets == "built" and built:
             ddp.pop("parameter_bytes", None)   # "as built" imposes DDP's own bucket sizes instead
             ddp["first_bucket_mb"] = built[0] / MIB
             rest = built[1:]
             ddp["bucket_cap_mb"] = (sum(rest) / len(rest) / MIB) if rest else built[0] / MIB
+            if host:   # no parameter list here: the per-tensor cost becomes a per-step one
+                host = dict(host, host_s_per_step=host["host_s_per_step"]
+                            + host.pop("host_s_per_parameter") * int(mc.get("parameter_tensors") or 0))
+        if host and "parameter_bytes" not in ddp and "host_s_per_parameter" in host:
+            host = dict(host, host_s_per_step=host["host_s_per_step"]
+                        + host.pop("host_s_per_parameter") * int(mc.get("parameter_tensors") or 0))
+        ddp.update(host or {})
     scen["ddp"] = ddp
     return scen
+
+
+def ddp_host_costs(comps: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """DDP's host costs for the scenario (ddp.host_s_*) from the harness's ddp_host component: its
+    least-squares fit over small-layer stacks, measured alone in the same call. A negative
+    coefficient (noise around zero) counts as 0. None when the run has no fit."""
+    fit = (comps.get("ddp_host") or {}).get("fit")
+    if not fit:
+        return None
+    return {"host_s_per_step": max(0.0, float(fit["s_per_step"])),
+            "host_s_per_parameter": max(0.0, float(fit["s_per_parameter"])),
+            "host_s_per_bucket": max(0.0, float(fit["s_per_bucket"]))}
 
 
 def no_comm_variant(scen: Dict[str, Any]) -> Dict[str, Any]:

@@ -6,6 +6,7 @@ No torch, no GPU, quick. The pipeplan integration test runs only when build/cli/
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -389,6 +390,24 @@ class TestScenario(unittest.TestCase):
         ns = next(c for c in self.doc["cases"] if c["mode"] == "no_sync")
         self.assertEqual(DC.scenario_for(ns, self.doc)["ddp"], {"gradient_bytes": 0})
         self.assertIn(c["id"], by)
+
+    def test_ddp_host_costs_from_the_component(self):
+        doc = json.loads(json.dumps(self.doc))
+        doc["components"]["ddp_host"] = {"fit": {"s_per_step": 1e-3, "s_per_bucket": 2e-4,
+                                                 "s_per_parameter": -1e-6, "rmse_s": 0.0, "n_points": 4}}
+        c = next(c for c in doc["cases"] if c["mode"] == "ddp" and c["model"] == "linear" and c["bucket_cap_mb"] == 5.0)
+        s = DC.scenario_for(c, doc)
+        self.assertEqual(s["ddp"]["host_s_per_bucket"], 2e-4)
+        self.assertEqual(s["ddp"]["host_s_per_parameter"], 0.0)        # negative noise counts as 0
+        self.assertEqual(s["ddp"]["host_s_per_step"], 1e-3)
+        # as built (no parameter list): the per-tensor cost is folded into the per-step one
+        doc["components"]["ddp_host"]["fit"]["s_per_parameter"] = 1e-5
+        tensors = doc["components"]["models"]["linear"]["parameter_tensors"]
+        s = DC.scenario_for(c, doc, buckets="built")
+        self.assertNotIn("host_s_per_parameter", s["ddp"])
+        self.assertAlmostEqual(s["ddp"]["host_s_per_step"], 1e-3 + 1e-5 * tensors)
+        ns = next(c for c in doc["cases"] if c["mode"] == "no_sync")   # no DDP reduce: no reducer cost
+        self.assertEqual(DC.scenario_for(ns, doc)["ddp"], {"gradient_bytes": 0})
 
     def test_built_buckets(self):
         c = next(c for c in self.doc["cases"] if c["mode"] == "ddp" and c["model"] == "linear"
