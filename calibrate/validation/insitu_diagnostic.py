@@ -37,6 +37,9 @@ def main() -> int:
             if c["knobs"]["num_workers"] > 0 and ins.get("getitem_wall_s") and ins.get("collate_wall_s"):
                 scen["dataset"]["load_s_per_sample"]["mean"] = ins["getitem_wall_s"]
                 scen["loader"]["collate_s_per_batch"] = ins["collate_wall_s"]
+                # in-situ costs already include the slowdown of the busy cores: no speed curve,
+                # neither the machine's (below) nor the dataset's own
+                scen["dataset"].pop("load_speed_vs_busy_cores", None)
             prof = base_profile
             tr = c["components"].get("transport")
             if tr:
