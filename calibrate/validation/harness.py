@@ -32,9 +32,11 @@ import sys
 import time
 import traceback
 import warnings
+from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import nbytes_of, process_cpu_s, summarize, time_collate, time_getitem  # noqa: E402
+from pipeplan_probe import (insitu_diff, nbytes_of, process_cpu_s, summarize, time_collate,  # noqa: E402
+                            time_getitem, workers_cpu_per_batch, workers_cpu_s)
 
 import numpy as np  # noqa: E402
 
@@ -211,10 +213,15 @@ N_SLOTS = 64          # per-worker slots of the in-situ counters (worker id mod 
 
 class InSitu:
     """Counters in shared memory, written by the DataLoader workers (fork) or the main process:
-    per slot [getitem wall, getitem cpu, samples, collate wall, collate cpu, batches]."""
+    per slot [getitem wall, getitem cpu, samples, collate wall, collate cpu, batches, batch busy,
+    batch busy squared]. A batch's busy time is its __getitem__ calls plus its collate, summed in
+    the process that made it (`pending_s` is per process: each forked worker has its own copy);
+    its spread across batches is what in-order delivery turns into idle workers."""
+    FIELDS = 8
 
     def __init__(self):
-        self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * 6)
+        self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.FIELDS)
+        self.pending_s = 0.0
 
     @staticmethod
     def slot():
@@ -224,15 +231,11 @@ class InSitu:
 
     def snapshot(self):
         a = list(self.arr)
-        return [sum(a[j::6]) for j in range(6)]
+        return [sum(a[j::self.FIELDS]) for j in range(self.FIELDS)]
 
     @staticmethod
     def diff(s0, s1):
-        d = [b - a for a, b in zip(s0, s1)]
-        return {"getitem_wall_s": d[0] / d[2] if d[2] else None,
-                "getitem_cpu_s": d[1] / d[2] if d[2] else None, "samples": int(d[2]),
-                "collate_wall_s": d[3] / d[5] if d[5] else None,
-                "collate_cpu_s": d[4] / d[5] if d[5] else None, "batches": int(d[5])}
+        return insitu_diff(s0, s1)
 
 
 class InstrumentedDataset:
@@ -246,10 +249,11 @@ class InstrumentedDataset:
         w0, c0 = time.perf_counter(), time.thread_time()
         x = self.ds[i]
         w1, c1 = time.perf_counter(), time.thread_time()
-        a, j = self.insitu.arr, InSitu.slot() * 6
+        a, j = self.insitu.arr, InSitu.slot() * InSitu.FIELDS
         a[j] += w1 - w0
         a[j + 1] += c1 - c0
         a[j + 2] += 1
+        self.insitu.pending_s += w1 - w0
         return x
 
 
@@ -265,10 +269,14 @@ class InstrumentedCollate:
         w0, c0 = time.perf_counter(), time.thread_time()
         out = fn(batch)
         w1, c1 = time.perf_counter(), time.thread_time()
-        a, j = self.insitu.arr, InSitu.slot() * 6
+        a, j = self.insitu.arr, InSitu.slot() * InSitu.FIELDS
         a[j + 3] += w1 - w0
         a[j + 4] += c1 - c0
         a[j + 5] += 1
+        busy = self.insitu.pending_s + (w1 - w0)
+        a[j + 6] += busy
+        a[j + 7] += busy * busy
+        self.insitu.pending_s = 0.0
         return out
 
 
@@ -1079,6 +1087,8 @@ class Harness:
         wall0 = time.perf_counter()
         stat0 = None
         ins0 = insitu.snapshot()
+        worker_pids: List[int] = []
+        wcpu0 = None
         stopped = "max_steps"
         i = 0
         it = None
@@ -1117,6 +1127,8 @@ class Harness:
                     if i == skip:
                         stat0 = cpu_stat()
                         ins0 = insitu.snapshot()
+                        worker_pids = [w.pid for w in (getattr(it, "_workers", None) or [])] if epochs == 1 else []
+                        wcpu0 = workers_cpu_s(worker_pids)
                     if epochs == 1 and i >= skip + min_measured:
                         el = time.perf_counter() - wall0
                         if el > allowance_s:
@@ -1137,6 +1149,7 @@ class Harness:
         wall_end = time.perf_counter()
         stat1 = cpu_stat()
         ins1 = insitu.snapshot()
+        wcpu1 = workers_cpu_s(worker_pids)
         del it
         del dl
         gc.collect()
@@ -1169,10 +1182,13 @@ class Harness:
             "first_batch_s": T1[0] - T0[0],
             "wall_s": wall_end - wall0,
             "cpu_busy_cores": busy_cores(stat0, stat1, os.cpu_count()),
-            "in_situ": dict(InSitu.diff(ins0, ins1), method=(
+            "in_situ": dict(InSitu.diff(ins0, ins1), **workers_cpu_per_batch(wcpu0, wcpu1, InSitu.diff(ins0, ins1)),
+                            method=(
                 "perf_counter and thread_time around each __getitem__ and collate_fn call inside the "
                 "workers (main process when num_workers=0), summed in shared memory between the first "
-                "measured step and the end; work done ahead for later steps is included")),
+                "measured step and the end; work done ahead for later steps is included; batch_busy_s/cv: "
+                "a batch's getitem calls plus its collate, per batch; worker_process_cpu_s_per_batch: the "
+                "worker processes' whole CPU (all threads, /proc) over the window per batch collated in it")),
             "timing": ("step intervals between CUDA events recorded on the compute stream after each "
                        "step's launches, read after a final synchronize (valid for any sync_every)"),
         }

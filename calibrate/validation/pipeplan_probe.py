@@ -52,6 +52,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
+           "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch",
            "scenario_fragment", "load_callable"]
 
 
@@ -298,6 +299,48 @@ def process_cpu_s(pid: int) -> Optional[float]:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def insitu_diff(s0: Sequence[float], s1: Sequence[float]) -> Dict[str, Any]:
+    """Per-sample and per-batch figures between two snapshots of the harness's in-situ counters:
+    sums of [getitem wall, getitem cpu, samples, collate wall, collate cpu, batches, batch busy,
+    batch busy squared], a batch's busy time being its __getitem__ calls plus its collate."""
+    d = [b - a for a, b in zip(s0, s1)]
+    d += [0.0] * (8 - len(d))
+    busy_mean = d[6] / d[5] if d[5] and d[6] > 0 else None
+    busy_cv = None
+    if d[5] > 1 and busy_mean:
+        busy_cv = math.sqrt(max(0.0, d[7] / d[5] - busy_mean ** 2)) / busy_mean
+    return {"getitem_wall_s": d[0] / d[2] if d[2] else None,
+            "getitem_cpu_s": d[1] / d[2] if d[2] else None, "samples": int(d[2]),
+            "collate_wall_s": d[3] / d[5] if d[5] else None,
+            "collate_cpu_s": d[4] / d[5] if d[5] else None, "batches": int(d[5]),
+            "batch_busy_s": busy_mean, "batch_busy_cv": busy_cv}
+
+
+def workers_cpu_s(pids: Sequence[int]) -> Optional[float]:
+    """Total CPU seconds (all threads) of the given worker processes; None if any cannot be read."""
+    if not pids:
+        return None
+    total = 0.0
+    for pid in pids:
+        c = process_cpu_s(pid)
+        if c is None:
+            return None
+        total += c
+    return total
+
+
+def workers_cpu_per_batch(cpu0: Optional[float], cpu1: Optional[float], d: Dict[str, Any]) -> Dict[str, Any]:
+    """The workers' whole CPU per batch over the window, and what of it is neither __getitem__ nor
+    collate (queue handling, pickling for the main process, freeing): the in-situ counterpart of
+    loader.worker_s_per_batch."""
+    if cpu0 is None or cpu1 is None or not d.get("batches") or d.get("getitem_cpu_s") is None:
+        return {}
+    per_batch = (cpu1 - cpu0) / d["batches"]
+    inside = (d["getitem_cpu_s"] * d["samples"] + (d.get("collate_cpu_s") or 0.0) * d["batches"]) / d["batches"]
+    return {"worker_process_cpu_s_per_batch": per_batch, "worker_other_cpu_s_per_batch": per_batch - inside}
+
 
 
 # ----------------------------------------------------------------------------- probe

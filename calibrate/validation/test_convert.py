@@ -330,6 +330,26 @@ class EndToEndTest(unittest.TestCase):
             self.assertNotIn("\nold\n", text)
             self.assertIn("| `w8` | 1800 | 1800 | +0.0% |", text)
 
+    def test_in_situ_batch_spread_and_worker_cpu_by_hand(self):
+        import pipeplan_probe as P
+        # two batches of 2 samples: busy 0.1 and 0.3 s -> mean 0.2, sd 0.1, cv 0.5
+        s0 = [0.0] * 8
+        s1 = [0.2, 0.2, 4, 0.2, 0.2, 2, 0.4, 0.1 ** 2 + 0.3 ** 2]
+        d = P.insitu_diff(s0, s1)
+        self.assertAlmostEqual(d["batch_busy_s"], 0.2)
+        self.assertAlmostEqual(d["batch_busy_cv"], 0.5)
+        self.assertAlmostEqual(d["getitem_wall_s"], 0.05)
+        self.assertEqual(d["batches"], 2)
+        # workers' CPU 0.6 s over 2 batches = 0.3 per batch; getitem 4 x 0.05 + collate 2 x 0.1 = 0.2 per batch
+        w = P.workers_cpu_per_batch(1.0, 1.6, d)
+        self.assertAlmostEqual(w["worker_process_cpu_s_per_batch"], 0.3)
+        self.assertAlmostEqual(w["worker_other_cpu_s_per_batch"], 0.1)
+        self.assertEqual(P.workers_cpu_per_batch(None, 1.6, d), {})
+        self.assertIsNone(P.workers_cpu_s([]))
+        self.assertIsNone(P.insitu_diff(s0, s0)["batch_busy_cv"])
+        # an old six-field snapshot still reads (no batch spread)
+        self.assertIsNone(P.insitu_diff([0.0] * 6, s1[:6])["batch_busy_s"])
+
     def test_two_device_calls_keep_their_cases_apart(self):
         with tempfile.TemporaryDirectory() as d:
             fake = os.path.join(d, "pipeplan")
