@@ -965,7 +965,7 @@ class Runner:
                 pts.append(q)
                 model = module = opt = mods = None
                 gc.collect()
-        # extra host time of DDP over the same stack under no_sync (the wrapper without all-reduce)
+        # extra host time of DDP over the same stack without DDP (no_sync points are kept for reference)
         by_layers = {}
         for q in pts:
             by_layers.setdefault(q["layers"], {})[(q["mode"], q["bucket_cap_mb"])] = q
