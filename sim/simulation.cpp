@@ -90,6 +90,7 @@ struct Comm {
   std::vector<double> bucket_bytes;
   double total_bytes = 0.0;  // of all buckets: backward splits in these proportions
   std::vector<double> bucket_time_s;
+  double host_s_per_step = 0.0;  // DDP's reducer work on the loop's thread (Scenario::ddp_host_s, once)
   Counter buckets_ready;   // sum over ranks of ready signals
   Counter buckets_done;    // buckets reduced (node-wide)
   double busy_s = 0.0;
@@ -607,9 +608,9 @@ class MainLoop {
     }
     // DDP's reducer work runs in backward on the autograd thread, in C++ (GIL released), while
     // the loop waits in loss.backward(): the loop's own time, without the GIL.
-    if (r_.comm && s_.ddp_host_s() > 0.0) {
+    if (r_.comm && r_.comm->host_s_per_step > 0.0) {
       const double t0 = sg4::Engine::get_clock();
-      run_cpu(r_, s_.ddp_host_s());
+      run_cpu(r_, r_.comm->host_s_per_step);
       const double t1 = sg4::Engine::get_clock();
       if (!r_.synthetic) {
         r_.host_busy_s += w_.window.overlap(t0, t1);
@@ -660,6 +661,7 @@ std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   CollectiveModel model = p.nccl.all_reduce;
   if (!model.present) model = CollectiveModel{true, 2.0e-5, 1.0e11};  // documented placeholder: docs/model.md
   for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.node.gpus)));
+  comm->host_s_per_step = s.ddp_host_s();
   return comm;
 }
 

@@ -703,6 +703,7 @@ def main(argv=None) -> int:
     cases: List[Dict[str, Any]] = []
     for run in runs:
         machine = run["doc"].get("machine") or {}
+        base_profile = json.load(open(run["profile"])) if (simulate and a.transport == "measured" and run["profile"]) else None
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
             cases.append(c)
@@ -716,12 +717,11 @@ def main(argv=None) -> int:
                 f.write("\n")
             profile = run["profile"]
             tr = (c.get("components") or {}).get("transport")
-            if simulate and a.transport == "measured" and profile and tr:
+            if base_profile is not None and tr:
                 bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
                 profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:
-                    json.dump(transport_profile(json.load(open(run["profile"])), tr, bb, worker_collate_cost(c)), f,
-                              indent=1)
+                    json.dump(transport_profile(base_profile, tr, bb, worker_collate_cost(c)), f, indent=1)
             if simulate:
                 preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
                 pr = preds[c["id"]]

@@ -249,10 +249,8 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
             ddp["first_bucket_mb"] = built[0] / MIB
             rest = built[1:]
             ddp["bucket_cap_mb"] = (sum(rest) / len(rest) / MIB) if rest else built[0] / MIB
-            if host:   # no parameter list here: the per-tensor cost becomes a per-step one
-                host = dict(host, host_s_per_step=host["host_s_per_step"]
-                            + host.pop("host_s_per_parameter") * int(mc.get("parameter_tensors") or 0))
-        if host and "parameter_bytes" not in ddp and "host_s_per_parameter" in host:
+        if host and "parameter_bytes" not in ddp:
+            # no parameter list (buckets as built, or no measured order): per tensor becomes per step
             host = dict(host, host_s_per_step=host["host_s_per_step"]
                         + host.pop("host_s_per_parameter") * int(mc.get("parameter_tensors") or 0))
         ddp.update(host or {})

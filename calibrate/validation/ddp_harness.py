@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pipeplan_probe import summarize  # noqa: E402  (torch-free)
+from pipeplan_probe import json_default, summarize  # noqa: E402  (torch-free)
 
 SCHEMA = "pipeplan-ddp-cases/1"
 MIB = 1 << 20
@@ -473,14 +473,6 @@ def print_plan(a: argparse.Namespace, cases: List[Dict[str, Any]]) -> None:
 
 
 # ============================================================================ torch from here on
-def _json_default(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)
-
-
 class RepeatDataset:
     """A virtual dataset of `length` items over a real one (index mod n), so a DistributedSampler
     epoch outlasts the measured window without any file read twice in a row mattering (warm cache)."""
@@ -551,7 +543,7 @@ class Runner:
         path = self.a.out
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(self.doc, f, indent=1, default=_json_default)
+            json.dump(self.doc, f, indent=1, default=json_default)
         os.replace(tmp, path)
 
     def bcast(self, obj):

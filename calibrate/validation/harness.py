@@ -32,10 +32,10 @@ import sys
 import time
 import traceback
 import warnings
-from typing import Any, Dict, List, Optional, Sequence
+from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (insitu_diff, nbytes_of, process_cpu_s, summarize, time_collate,  # noqa: E402
+from pipeplan_probe import (insitu_diff, json_default, process_cpu_s, summarize, time_collate,  # noqa: E402
                             time_getitem, workers_cpu_per_batch, workers_cpu_s)
 
 import numpy as np  # noqa: E402
@@ -616,7 +616,7 @@ class Harness:
         path = self.args.out
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(self.doc, f, indent=1, default=_json_default)
+            json.dump(self.doc, f, indent=1, default=json_default)
         os.replace(tmp, path)
 
     # ------------------------------------------------------------------ data
@@ -1353,14 +1353,6 @@ METHODS = {
     "loop_host": "perf_counter from batch in hand to the step's last launch returned (includes .to() calls)",
     "components": "single process, torch.set_num_threads(1) as in a worker; mean, cv, stderr reported",
 }
-
-
-def _json_default(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)
 
 
 def main(argv=None):

@@ -52,7 +52,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
-           "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch",
+           "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
            "scenario_fragment", "load_callable"]
 
 
@@ -299,6 +299,16 @@ def process_cpu_s(pid: int) -> Optional[float]:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return None
+
+
+def json_default(o: Any) -> Any:
+    """json.dump's fallback for the harnesses' documents: numpy and torch scalars by value,
+    non-finite floats as null, anything else by its text."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
 
 
 def insitu_diff(s0: Sequence[float], s1: Sequence[float]) -> Dict[str, Any]:
