@@ -179,22 +179,35 @@ class ScenarioTest(unittest.TestCase):
         w["components"]["collate"]["default_threads"] = {"threads": 16, "mean": 0.008, "cv": 0.1}
         self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["loader"]["collate_s_per_batch"], 0.02)
 
-    def test_transport_profile_keeps_the_first_touch(self):
+    def test_transport_profile_keeps_the_measured_pin_loop_total(self):
         base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10,
                                                         "points": []}, "host": {"pin_copy_bytes_per_s": 1e10}}
         prof = convert.transport_profile(base, {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010}, 2e7)
         self.assertEqual(prof["ipc"]["receive_s_per_batch"], 0.004)
-        self.assertEqual(prof["ipc"]["receive_s_per_byte"], 1e-10)
-        # pin thread: 10 ms = 4 ms receive + 2 ms first touch (2e7 B x 1e-10) + 4 ms copy -> 5 GB/s
-        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"], 2e7 / 0.004)
+        # pin loop: 10 ms = 4 ms receive + 6 ms of first touch and copy; calibrated 2 ms touch
+        # (2e7 B x 1e-10) and 2 ms copy (2e7 B / 1e10 B/s), split kept: 3 ms + 3 ms
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_byte"], 1.5e-10)
+        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"], 2e7 / 0.003)
         self.assertNotIn("points", prof["ipc"])
         self.assertEqual(base["ipc"]["receive_s_per_batch"], 1e-5)       # the calibrated profile untouched
+
+    def test_transport_profile_when_the_calibrated_touch_alone_exceeds_the_measured_rest(self):
+        # run 6, call 2: calibrated touch 8 ms + copy 2 ms against 6 ms measured beyond the receive.
+        # The pin thread must still take the measured 10 ms (the old split kept the touch whole and
+        # fell back to the calibrated copy: 4 + 8 + 2 = 14 ms).
+        base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 4e-10},
+                "host": {"pin_copy_bytes_per_s": 1e10}}
+        prof = convert.transport_profile(base, {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010}, 2e7)
+        pin_loop_s = (prof["ipc"]["receive_s_per_batch"] + 2e7 * prof["ipc"]["receive_s_per_byte"]
+                      + 2e7 / prof["host"]["pin_copy_bytes_per_s"])
+        self.assertAlmostEqual(pin_loop_s, 0.010)
+        self.assertAlmostEqual(2e7 * prof["ipc"]["receive_s_per_byte"], 0.0048)   # 8 ms x 6/10
 
     def test_transport_profile_scales_to_one_idle_core(self):
         # Per-core speed 1.0 alone, 0.8 from 2 busy cores on. Receive loop: 4 ms per batch while
         # workers collate 8 ms batches -> 1 + 8/4 = 3 busy cores -> 4 ms x 0.8 = 3.2 ms on one idle
         # core. Pin loop: 10 ms -> 1 + 8/10 = 1.8 busy -> speed 1 - 0.8 x 0.2 = 0.84 -> 8.4 ms, of
-        # which 3.2 ms receive and 2 ms first touch: 3.2 ms of copy for 2e7 B.
+        # which 3.2 ms receive and 5.2 ms touch + copy, split as calibrated (2 ms + 2 ms): 2.6 ms each.
         base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10},
                 "host": {"pin_copy_bytes_per_s": 1e10},
                 "cpu": {"speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
@@ -203,7 +216,8 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(convert.transport_busy_cores(tr, 0.008), (3.0, 1.8))
         prof = convert.transport_profile(base, tr, 2e7, worker_collate_s=0.008)
         self.assertAlmostEqual(prof["ipc"]["receive_s_per_batch"], 0.0032)
-        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"] / (2e7 / 0.0032), 1.0)
+        self.assertAlmostEqual(prof["host"]["pin_copy_bytes_per_s"] / (2e7 / 0.0026), 1.0)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_byte"] * 2e7, 0.0026)
         # at most num_workers workers collate
         self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
 
@@ -236,6 +250,29 @@ class ScenarioTest(unittest.TestCase):
         inline = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
         inline["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
         self.assertNotEqual(convert.scenario_for(inline, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
+
+    def test_probe_with_the_cases_workers_is_reproduced_at_that_concurrency(self):
+        # Probe at K = 8 workers: 4.1 ms per sample, 29 ms collate. The simulator runs a load at
+        # base / dataset_curve(busy) and a collate at base / machine_curve(busy), so at 8 busy
+        # cores it must give back the probe: dataset curve relative to 8 (load_scaling: 1 worker
+        # 4.4 ms, 8 workers 4.6 ms -> 1.0 at 8, 4.6/4.4 at 1), collate base 29 ms x machine(8) = 0.8.
+        w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=8)
+        w["components"]["load_scaling"] = {"collate": "the case's collate_fn", "points": [
+            {"workers": 1, "getitem_s": 0.0044, "relative_speed": 1.0},
+            {"workers": 8, "getitem_s": 0.0046, "relative_speed": 0.0044 / 0.0046}]}
+        w["components"]["probe"] = {"workers": 8, "getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
+        machine_curve = [{"busy_cores": 1, "relative_speed": 1.0}, {"busy_cores": 16, "relative_speed": 0.7}]
+        machine_at_8 = 1.0 - 0.3 * 7 / 15
+        s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve)
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0041)
+        curve = s["dataset"]["load_speed_vs_busy_cores"]
+        self.assertAlmostEqual(convert.relative_core_speed(curve, 8), 1.0, places=4)
+        self.assertAlmostEqual(convert.relative_core_speed(curve, 1), 0.0046 / 0.0044, places=4)
+        self.assertAlmostEqual(s["loader"]["collate_s_per_batch"] / machine_at_8, 0.029)
+        # without a dataset curve the load base is brought back by the machine curve too
+        del w["components"]["load_scaling"]
+        s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve)
+        self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"] / machine_at_8, 0.0041)
 
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
