@@ -118,8 +118,9 @@ void decode_in_window(const Jpeg& jpeg, double duration_s, std::latch& start, st
 }
 
 // Per-thread decode rate with `threads` threads decoding at once: all images decoded in the
-// shared window, divided by the window's length and by the thread count.
-double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& ok) {
+// shared window, divided by the window's length and by the thread count. `spread` gets the
+// spread of the threads' own rates (each over its own start to last completion).
+double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& ok, double* spread = nullptr) {
   std::vector<WindowShare> shares(static_cast<std::size_t>(threads));
   std::latch start(threads);
   std::atomic<double> deadline_s{0.0};
@@ -131,12 +132,15 @@ double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& o
   }
   long images = 0;
   double first = shares.front().first_s, last = shares.front().last_s;
+  std::vector<double> own_rates;
   for (const auto& s : shares) {
+    if (s.last_s > s.first_s && s.images > 0) own_rates.push_back(static_cast<double>(s.images) / (s.last_s - s.first_s));
     ok = ok && s.ok;
     images += s.images;
     first = std::min(first, s.first_s);
     last = std::max(last, s.last_s);
   }
+  if (spread != nullptr) *spread = spread_cv(own_rates);
   return static_cast<double>(images) / (last - first) / threads;
 }
 
@@ -191,11 +195,13 @@ SectionOutcome run_decode(const RunContext& ctx) {
   // 1-thread run first warms the clocks.
   bool ok = true;
   per_thread_rate(typical, 1, scaling_s / 2, ok);
-  std::vector<std::vector<double>> rates(thread_counts.size());
+  std::vector<std::vector<double>> rates(thread_counts.size()), spreads(thread_counts.size());
   for (int round = 0; round < trials; ++round) {
     for (std::size_t i = 0; i < thread_counts.size(); ++i) {
       if (ctx.interrupted()) return Problem::interrupted();
-      rates[i].push_back(per_thread_rate(typical, thread_counts[i], scaling_s, ok));
+      double spread = 0.0;
+      rates[i].push_back(per_thread_rate(typical, thread_counts[i], scaling_s, ok, &spread));
+      spreads[i].push_back(spread);
     }
   }
   if (!ok) return Problem::failed("a decode failed in the scaling run");
@@ -204,7 +210,11 @@ SectionOutcome run_decode(const RunContext& ctx) {
   nlohmann::json speed = nlohmann::json::array();
   const double rate_1 = median(rates[0]);
   double aggregate_at_cores = 0.0, aggregate_at_2x = 0.0;
-  ctx.log("decode: threads  images/s  images/s/thread  relative_speed");
+  // cpu.worker_speed_cv: how unequal the cores are when several work at once (a VM's virtual
+  // cores differ persistently; DataLoader's round robin then runs at the slowest worker's
+  // pace). The median over rounds and over 4 .. cores threads (2 .. cores on a smaller machine).
+  std::vector<double> worker_spreads;
+  ctx.log("decode: threads  images/s  images/s/thread  relative_speed  spread_across_threads");
   for (std::size_t i = 0; i < thread_counts.size(); ++i) {
     const int threads = thread_counts[i];
     const double per_thread = median(rates[i]);
@@ -212,12 +222,16 @@ SectionOutcome run_decode(const RunContext& ctx) {
     const double aggregate = per_thread * threads;
     if (threads == cores) aggregate_at_cores = aggregate;
     if (threads == 2 * cores) aggregate_at_2x = aggregate;
+    const double spread = median(spreads[i]);
     scaling.push_back({{"threads", threads},
                        {"images_per_s", aggregate},
                        {"images_per_s_per_thread", per_thread},
-                       {"relative_speed", relative}});
+                       {"relative_speed", relative},
+                       {"rate_cv_across_threads", spread}});
     if (threads <= cores) speed.push_back({{"busy_cores", threads}, {"relative_speed", relative}});
-    ctx.log(strf("decode: %7d %9.1f %16.1f %15.3f", threads, aggregate, per_thread, relative));
+    if (threads >= std::min(4, cores) && threads >= 2 && threads <= cores)
+      worker_spreads.insert(worker_spreads.end(), spreads[i].begin(), spreads[i].end());
+    ctx.log(strf("decode: %7d %9.1f %16.1f %15.3f %22.3f", threads, aggregate, per_thread, relative, spread));
   }
   const double oversub = oversubscription_cost(aggregate_at_cores, aggregate_at_2x, cores, 2 * cores);
   ctx.log(strf("decode: oversubscription_cost %.4f (aggregate %.1f images/s at %d threads, %.1f at %d)", oversub,
@@ -225,7 +239,13 @@ SectionOutcome run_decode(const RunContext& ctx) {
 
   SectionReport report;
   report.profile_keys["decode"] = {{"cpu_jpeg", cpu_jpeg}, {"cpu_jpeg_scaling", scaling}};
-  report.profile_keys["cpu"] = {{"cores", cores}, {"speed_vs_busy_cores", speed}, {"oversubscription_cost", oversub}};
+  const double worker_speed_cv = worker_spreads.empty() ? 0.0 : median(worker_spreads);
+  ctx.log(strf("decode: worker_speed_cv %.4f (spread of the threads' own rates, median over %zu runs)", worker_speed_cv,
+               worker_spreads.size()));
+  report.profile_keys["cpu"] = {{"cores", cores},
+                                {"speed_vs_busy_cores", speed},
+                                {"oversubscription_cost", oversub},
+                                {"worker_speed_cv", worker_speed_cv}};
   report.notes.push_back("gpu_nvjpeg not measured (no nvJPEG path in this build)");
   return report;
 }

@@ -93,6 +93,15 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
+double spread_cv(const std::vector<double>& rates) {
+  if (rates.size() < 2) return 0.0;
+  const double m = mean(rates);
+  if (m <= 0.0) return 0.0;
+  double ss = 0.0;
+  for (double r : rates) ss += (r - m) * (r - m);
+  return std::sqrt(ss / static_cast<double>(rates.size())) / m;
+}
+
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,
                              int threads) {
   const double extra_per_core = static_cast<double>(threads - cores) / cores;

@@ -55,6 +55,10 @@ std::string_view collective_name(Collective c);  // "all_reduce", ...
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads,
                              int cores, int threads);
 
+// Spread of the rates of threads that ran the same work at once: population standard deviation
+// over the mean (0 for fewer than two rates). Becomes cpu.worker_speed_cv.
+double spread_cv(const std::vector<double>& rates);
+
 // Sizes from `first` to `last` bytes, multiplying by `factor` (last included if hit).
 std::vector<double> geometric_sizes(double first, double last, double factor);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <boost/math/distributions/normal.hpp>
+
 namespace pipeplan {
 
 double copy_time_s(const CopyCurve& curve, double bytes) {
@@ -42,6 +44,20 @@ double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable) {
     capacity /= 1.0 + cpu.oversubscription_cost * extra_per_core;
   }
   return capacity;
+}
+
+double worker_time_factor(double cv, int worker, int workers) {
+  if (cv <= 0.0 || workers <= 1) return 1.0;
+  const double sigma = std::sqrt(std::log1p(cv * cv));
+  const boost::math::normal standard;
+  // Quantiles 1 - (w + 0.5) / n, slowest first, divided by their mean: the workers' average
+  // time stays what was measured (a probe or a profile averages over cores); only the spread is added.
+  auto quantile_factor = [&](int w) {
+    return std::exp(sigma * boost::math::quantile(standard, 1.0 - (w + 0.5) / workers));
+  };
+  double sum = 0.0;
+  for (int w = 0; w < workers; ++w) sum += quantile_factor(w);
+  return quantile_factor(worker) / (sum / workers);
 }
 
 double all_reduce_bus_factor(int ranks) { return ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) / ranks; }

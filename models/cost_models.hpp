@@ -21,6 +21,11 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 // min(runnable, cores) x relative speed, less the oversubscription cost when runnable > cores.
 double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable);
 
+// Time factor of worker `worker` of `workers` whose speeds spread with coefficient of variation
+// `cv`: the ((worker + 0.5) / workers) quantile of a lognormal of mean 1 (deterministic, so a
+// prediction does not hang on one random draw of which cores are slow). Worker 0 is the slowest.
+double worker_time_factor(double cv, int worker, int workers);
+
 // nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md).
 double all_reduce_bus_factor(int ranks);
 double all_gather_bus_factor(int ranks);

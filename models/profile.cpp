@@ -98,6 +98,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
                 [](const SpeedPoint& a, const SpeedPoint& b) { return a.busy_cores < b.busy_cores; });
     }
     p.cpu.oversubscription_cost = r.number("oversubscription_cost", p.cpu.oversubscription_cost, Range::between(0, 100));
+    p.cpu.worker_speed_cv = r.number("worker_speed_cv", p.cpu.worker_speed_cv, Range::between(0, 2));
     r.finish();
   }
   if (!missing("host")) {
@@ -143,7 +144,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
   if (!missing("decode")) {
     ObjectReader r = top.object("decode");
     check_points(r, "cpu_jpeg", {"width", "height", "bytes", "s_per_image", "quality"});
-    check_points(r, "cpu_jpeg_scaling", {"threads", "images_per_s", "relative_speed", "images_per_s_per_thread"});
+    check_points(r, "cpu_jpeg_scaling", {"threads", "images_per_s", "relative_speed", "images_per_s_per_thread",
+                                         "rate_cv_across_threads"});
     check_points(r, "gpu_nvjpeg", {"width", "height", "bytes", "batch", "images_per_s", "s_per_image"});
     r.finish();
   }

@@ -19,6 +19,11 @@ struct CpuProfile {
   int cores = 16;
   std::vector<SpeedPoint> speed_vs_busy_cores{{1.0, 1.0}};
   double oversubscription_cost = 0.05;
+  // Spread (coefficient of variation) of the speed of processes that run at once on different
+  // cores: on a VM some virtual cores are persistently slower. DataLoader's round robin makes
+  // the slowest worker set the pace (validation run 8: 8 workers 88% busy, per-worker batch
+  // means 298-345 ms). 0 = identical cores.
+  double worker_speed_cv = 0.0;
 };
 
 struct HostProfile {

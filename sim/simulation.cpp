@@ -254,6 +254,8 @@ void worker_actor(Rank& r, int w) {
   const Scenario& s = *world.scenario;
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
+  // the core this worker landed on: persistently slower or faster (profile cpu.worker_speed_cv)
+  const double worker_factor = worker_time_factor(world.profile->cpu.worker_speed_cv, w, s.loader.num_workers);
   for (;;) {
     Task t = tasks.pop();
     const double read_start_s = sg4::Engine::get_clock();
@@ -264,6 +266,7 @@ void worker_actor(Rank& r, int w) {
     double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
                    worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
+    cpu_s *= worker_factor;
     const double integral0 = world.cpu_running_integral_at(t0);
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();

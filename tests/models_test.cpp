@@ -38,6 +38,19 @@ TEST(CpuModel, SpeedCurveInterpolatesAndOversubscriptionCosts) {
   EXPECT_DOUBLE_EQ(cpu_capacity_cores(cpu, 16, 0), 0.0);
 }
 
+// Hand values (Python statistics.NormalDist): cv 0.1, 2 workers -> quantiles exp(+-0.09975 x
+// 0.67449) over their mean: 1.06718 and 0.93282.
+TEST(CpuModel, WorkerTimeFactorsSpreadAroundOne) {
+  EXPECT_DOUBLE_EQ(pipeplan::worker_time_factor(0.0, 0, 8), 1.0);
+  EXPECT_DOUBLE_EQ(pipeplan::worker_time_factor(0.3, 0, 1), 1.0);
+  EXPECT_NEAR(pipeplan::worker_time_factor(0.1, 0, 2), 1.06718, 1e-4);
+  EXPECT_NEAR(pipeplan::worker_time_factor(0.1, 1, 2), 0.93282, 1e-4);
+  double sum = 0.0;
+  for (int w = 0; w < 8; ++w) sum += pipeplan::worker_time_factor(0.05, w, 8);
+  EXPECT_NEAR(sum / 8, 1.0, 1e-12);
+  EXPECT_GT(pipeplan::worker_time_factor(0.05, 0, 8), pipeplan::worker_time_factor(0.05, 1, 8));
+}
+
 TEST(NcclModel, BusFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(all_reduce_bus_factor(8), 1.75);
   EXPECT_DOUBLE_EQ(all_gather_bus_factor(8), 0.875);

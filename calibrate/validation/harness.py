@@ -35,7 +35,7 @@ import warnings
 from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (insitu_diff, json_default, process_cpu_s, summarize, time_collate,  # noqa: E402
+from pipeplan_probe import (insitu_diff, json_default, process_cpu_s, summarize, time_collate, worker_spread,  # noqa: E402
                             time_getitem, workers_cpu_per_batch, workers_cpu_s)
 
 import numpy as np  # noqa: E402
@@ -222,12 +222,21 @@ class InSitu:
     def __init__(self):
         self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.FIELDS)
         self.pending_s = 0.0
+        self.timeline = None          # a Timeline with --timeline
 
     @staticmethod
     def slot():
         from torch.utils.data import get_worker_info
         wi = get_worker_info()
         return 0 if wi is None else (wi.id % N_SLOTS)
+
+    def per_worker(self, raw0, raw1):
+        """[batches, batch busy sum, its squares] per worker slot between two raw() copies."""
+        F = self.FIELDS
+        return [[raw1[w * F + j] - raw0[w * F + j] for j in (5, 6, 7)] for w in range(N_SLOTS)]
+
+    def raw(self):
+        return list(self.arr)
 
     def snapshot(self):
         a = list(self.arr)
@@ -236,6 +245,43 @@ class InSitu:
     @staticmethod
     def diff(s0, s1):
         return insitu_diff(s0, s1)
+
+
+TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
+
+
+class Timeline:
+    """--timeline: each batch's start (its first __getitem__) and end (collate returned) per worker,
+    in shared memory, in perf_counter seconds (CLOCK_MONOTONIC on Linux: one clock for the forked
+    workers and the main process), to see when and why workers sit idle in a case."""
+    STRIDE = 1 + 2 * TL_PER_SLOT
+
+    def __init__(self):
+        self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.STRIDE)
+        self.batch_t0 = None          # per process, as InSitu.pending_s
+
+    def start(self, t):
+        if self.batch_t0 is None:
+            self.batch_t0 = t
+
+    def end(self, t):
+        j = InSitu.slot() * self.STRIDE
+        n = int(self.arr[j])
+        if n < TL_PER_SLOT:
+            self.arr[j + 1 + 2 * n] = self.batch_t0 if self.batch_t0 is not None else t
+            self.arr[j + 2 + 2 * n] = t
+            self.arr[j] = n + 1
+        self.batch_t0 = None
+
+    def per_worker(self, origin_s):
+        out = {}
+        for w in range(N_SLOTS):
+            j = w * self.STRIDE
+            n = int(self.arr[j])
+            if n:
+                out[str(w)] = [[round(self.arr[j + 1 + 2 * i] - origin_s, 6), round(self.arr[j + 2 + 2 * i] - origin_s, 6)]
+                               for i in range(n)]
+        return out
 
 
 class InstrumentedDataset:
@@ -247,6 +293,8 @@ class InstrumentedDataset:
 
     def __getitem__(self, i):
         w0, c0 = time.perf_counter(), time.thread_time()
+        if self.insitu.timeline is not None:
+            self.insitu.timeline.start(w0)
         x = self.ds[i]
         w1, c1 = time.perf_counter(), time.thread_time()
         a, j = self.insitu.arr, InSitu.slot() * InSitu.FIELDS
@@ -277,6 +325,8 @@ class InstrumentedCollate:
         a[j + 6] += busy
         a[j + 7] += busy * busy
         self.insitu.pending_s = 0.0
+        if self.insitu.timeline is not None:
+            self.insitu.timeline.end(w1)
         return out
 
 
@@ -1080,6 +1130,8 @@ class Harness:
         min_measured = 8 if self.quick else 12
         sampler = IndexSampler(len(ds), length, seed=case["index"] + 17 * case["repeat"])
         insitu = InSitu()
+        if getattr(self.args, "timeline", False):
+            insitu.timeline = Timeline()
         dl_kw = dict(batch_size=bs, sampler=sampler, num_workers=nw, pin_memory=k["pin_memory"],
                      drop_last=True, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
         ds = InstrumentedDataset(ds, insitu)
@@ -1104,6 +1156,7 @@ class Harness:
         wall0 = time.perf_counter()
         stat0 = None
         ins0 = insitu.snapshot()
+        raw0 = insitu.raw()
         worker_pids: List[int] = []
         wcpu0 = None
         stopped = "max_steps"
@@ -1144,6 +1197,7 @@ class Harness:
                     if i == skip:
                         stat0 = cpu_stat()
                         ins0 = insitu.snapshot()
+                        raw0 = insitu.raw()
                         worker_pids = [w.pid for w in (getattr(it, "_workers", None) or [])] if epochs == 1 else []
                         wcpu0 = workers_cpu_s(worker_pids)
                     if epochs == 1 and i >= skip + min_measured:
@@ -1166,6 +1220,7 @@ class Harness:
         wall_end = time.perf_counter()
         stat1 = cpu_stat()
         ins1 = insitu.snapshot()
+        spread = worker_spread(insitu.per_worker(raw0, insitu.raw())) if nw > 1 else None
         wcpu1 = workers_cpu_s(worker_pids)
         del it
         del dl
@@ -1209,6 +1264,16 @@ class Harness:
             "timing": ("step intervals between CUDA events recorded on the compute stream after each "
                        "step's launches, read after a final synchronize (valid for any sync_every)"),
         }
+        if spread is not None:
+            res["in_situ"].update(spread)
+        if insitu.timeline is not None:
+            r6 = lambda xs: [round(x - wall0, 6) for x in xs[:n]]  # noqa: E731
+            res["timeline"] = {
+                "clock": "perf_counter seconds from the loop's start; main: per step, next() called, batch in "
+                         "hand, last launch returned, after the sync; workers: per worker id, each batch's first "
+                         "__getitem__ start and collate end",
+                "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "launched": r6(T2), "synced": r6(T3)},
+                "workers": insitu.timeline.per_worker(wall0)}
         if epochs > 1:
             res["epochs"] = epochs
             res["steps_per_epoch"] = steps_per_epoch
@@ -1384,11 +1449,17 @@ def main(argv=None):
     ap.add_argument("--n-images", type=int, default=None)
     ap.add_argument("--families", default=None, help="comma-separated subset of families")
     ap.add_argument("--list", action="store_true", help="print the case list and exit")
+    ap.add_argument("--timeline", action="store_true",
+                    help="keep each case's per-step and per-worker-batch times (timeline_analysis.py reads them)")
+    ap.add_argument("--cases", default=None, help="comma-separated case indices of the list to run (after --families)")
     a = ap.parse_args(argv)
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
     fams = a.families.split(",") if a.families else None
     cases = build_cases(a.quick, fams)
+    if a.cases:
+        keep = {int(x) for x in a.cases.split(",")}
+        cases = [c for c in cases if c["index"] in keep]
     if a.list:
         for c in cases:
             print(c["id"], "also:" + ",".join(c["also_families"]) if c["also_families"] else "")

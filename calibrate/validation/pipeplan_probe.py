@@ -328,6 +328,27 @@ def insitu_diff(s0: Sequence[float], s1: Sequence[float]) -> Dict[str, Any]:
             "batch_busy_s": busy_mean, "batch_busy_cv": busy_cv}
 
 
+def worker_spread(per_worker: Sequence[Sequence[float]]) -> Optional[Dict[str, Any]]:
+    """How unequal the workers of one loader were: per worker [batches, sum of batch busy times,
+    sum of their squares] -> each worker's mean batch time and the spread of those means across
+    workers (coefficient of variation), less what the batch-to-batch noise alone gives (the
+    variance of a worker's mean is its batches' variance / their count). Compare with the
+    profile's cpu.worker_speed_cv. None with fewer than two workers of two batches or more."""
+    means, noise = [], []
+    for b, s, ss in per_worker:
+        if b >= 2 and s > 0:
+            m = s / b
+            means.append(m)
+            noise.append(max(0.0, ss / b - m * m) / b)
+    if len(means) < 2:
+        return None
+    grand = sum(means) / len(means)
+    between = sum((m - grand) ** 2 for m in means) / len(means)
+    return {"batch_busy_by_worker_s": [round(m, 6) for m in means],
+            "worker_spread_cv": math.sqrt(max(0.0, between - sum(noise) / len(noise))) / grand,
+            "worker_spread_cv_raw": math.sqrt(between) / grand}
+
+
 def workers_cpu_s(pids: Sequence[int]) -> Optional[float]:
     """Total CPU seconds (all threads) of the given worker processes; None if any cannot be read."""
     if not pids:

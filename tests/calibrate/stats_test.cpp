@@ -81,6 +81,13 @@ TEST(BusFactor, NcclTestsFactors) {
   EXPECT_EQ(collective_name(Collective::reduce_scatter), "reduce_scatter");
 }
 
+// rates 90, 100, 110: population sd sqrt(200/3) = 8.165 over mean 100.
+TEST(SpreadCv, IsThePopulationCoefficientOfVariation) {
+  EXPECT_NEAR(spread_cv({90.0, 100.0, 110.0}), std::sqrt(200.0 / 3.0) / 100.0, 1e-12);
+  EXPECT_EQ(spread_cv({5.0}), 0.0);
+  EXPECT_EQ(spread_cv({7.0, 7.0, 7.0}), 0.0);
+}
+
 TEST(OversubscriptionCost, SolvesTheSimulatorsFormula) {
   // 16 cores give 1600 images/s; 32 threads give 1500: 1600/1500 - 1 = 1/15, extra/core = 1.
   EXPECT_NEAR(oversubscription_cost(1600, 1500, 16, 32), 1.0 / 15.0, 1e-12);

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""timeline_analysis.analyse against a hand-made timeline (plain Python, no torch)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pipeplan_probe as P  # noqa: E402
+import timeline_analysis as T  # noqa: E402
+
+
+class TimelineTest(unittest.TestCase):
+    def test_hand_made_two_workers(self):
+        # 2 workers, prefetch_factor 1: batch j on worker j % 2; the index of batch j leaves when
+        # the loop takes batch j - 2. Worker 0 makes batches 0, 2, 4 in [0,1], [1,2], [3,4];
+        # worker 1 makes 1, 3, 5 in [0,2], [2,4], [4,6]. The loop takes batch j at next_end[j].
+        tl = {"skip": 1,
+              "main": {"next_start": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0],
+                       "next_end":   [1.0, 2.0, 3.0, 4.0, 4.0, 6.0],
+                       "launched":   [1.0, 2.0, 3.0, 4.0, 4.0, 6.0],
+                       "synced":     [1.0, 2.0, 3.0, 4.0, 4.0, 6.0]},
+              "workers": {"0": [[0.0, 1.0], [1.0, 2.0], [3.0, 4.0]],
+                          "1": [[0.0, 2.0], [2.0, 4.0], [4.0, 6.0]]}}
+        r = T.analyse(tl, num_workers=2, prefetch_factor=1)
+        # window [synced[0], synced[5]] = [1, 6], 5 s. Worker 0 busy [1,2] + [3,4] = 2 s -> 0.4;
+        # its gap [2,3] waits for the index of batch 4, sent when the loop took batch 2 at t=3:
+        # all of it index-starved. Worker 1 busy [2,4] + [4,6] + [1,2] = 5 s -> 1.0.
+        self.assertAlmostEqual(r["busy_by_worker"][0], 0.4)
+        self.assertAlmostEqual(r["busy_by_worker"][1], 1.0)
+        self.assertAlmostEqual(r["worker_idle"], (0.2 + 0.0) / 2)
+        self.assertAlmostEqual(r["worker_index_starved"], (0.2 + 0.0) / 2)
+        # steps 1..5: batch 1 done at 2 (asked at 1: late), 2 done 2 (asked 2), 3 done 4 (asked 3:
+        # late), 4 done 4 (asked 4), 5 done 6 (asked 5: late) -> 3 of 5 wait on a worker
+        self.assertAlmostEqual(r["steps_waiting_on_a_worker"], 0.6)
+        self.assertAlmostEqual(r["delivery_s"]["max"], 1.0)    # batch 2: ready at 2, taken at 3
+
+    def test_worker_spread_less_the_batch_noise(self):
+        # w0 batches 0.5, 1.5, 0.5, 1.5 (mean 1, variance 0.25), w1 the same + 1 (mean 2): means
+        # spread 0.5 around 1.5 (variance 0.25), noise 0.25 / 4 per worker -> sqrt(0.1875) / 1.5
+        r = P.worker_spread([[4, 4.0, 0.25 + 2.25 + 0.25 + 2.25], [4, 8.0, 2.25 + 6.25 + 2.25 + 6.25]])
+        self.assertAlmostEqual(r["worker_spread_cv"], 0.1875 ** 0.5 / 1.5)
+        self.assertAlmostEqual(r["worker_spread_cv_raw"], 0.5 / 1.5)
+        self.assertEqual(r["batch_busy_by_worker_s"], [1.0, 2.0])
+        self.assertIsNone(P.worker_spread([[4, 4.0, 5.0], [1, 2.0, 4.0]]))   # one worker with 2+ batches
+
+    def test_refuses_a_timeline_that_does_not_match_the_workers(self):
+        tl = {"skip": 1, "main": {"next_start": [0, 1, 2], "next_end": [1, 2, 3], "launched": [1, 2, 3],
+                                  "synced": [1, 2, 3]}, "workers": {"0": [[0, 1]]}}
+        self.assertIsNone(T.analyse(tl, num_workers=2, prefetch_factor=1))
+
+
+if __name__ == "__main__":
+    unittest.main()
