@@ -105,6 +105,45 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
     return (conc - disc) / math.sqrt((conc + disc + tx) * (conc + disc + ty))
 
 
+def kendall_tau_b_within_noise(x: Sequence[float], y: Sequence[float], rel_noise: float) -> Optional[float]:
+    """Kendall's tau-b with measured pairs closer than rel_noise (|a - b| / mean) counted as ties: the
+    ground truth cannot order two settings whose difference is within the spread of one setting measured
+    twice, so such pairs neither count for nor against a model. A diagnostic beside the raw tau (the
+    target stays the raw one). None when no measured pair is ordered."""
+    if len(x) != len(y):
+        raise ValueError("kendall_tau_b_within_noise: lengths differ")
+    xt = list(x)
+    n = len(xt)
+    conc = disc = tx = ty = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            mu = (abs(xt[i]) + abs(xt[j])) / 2
+            close = mu > 0 and abs(xt[i] - xt[j]) / mu < rel_noise
+            dx = 0 if close else (xt[i] > xt[j]) - (xt[i] < xt[j])
+            dy = (y[i] > y[j]) - (y[i] < y[j])
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                tx += 1
+            elif dy == 0:
+                ty += 1
+            elif dx == dy:
+                conc += 1
+            else:
+                disc += 1
+    if conc + disc + ty == 0:
+        return None            # no measured pair is ordered beyond the noise
+    if conc + disc + tx == 0:
+        return 0.0
+    return (conc - disc) / math.sqrt((conc + disc + tx) * (conc + disc + ty))
+
+
+def call_tag(case_id: str) -> str:
+    """The device call's tag of a case id ('r2:05-...' -> 'r2'; '' for a single call)."""
+    head, sep, _ = case_id.partition(":")
+    return head if sep else ""
+
+
 # ============================================================================ classification
 STAGE_CLASSES = [
     # (class, substrings of the stage name, checked in this order)
@@ -449,6 +488,24 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
     rows = [evaluate_case(c, preds.get(c["id"])) for c in cases if c.get("status") == "ok"]
     simulated = any(r["pipeplan"] is not None for r in rows)
     fam_rows = families_of(rows)
+    # noise of the ground truth: settings measured more than once
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(json.dumps(r["knobs"], sort_keys=True) + call_tag(r["id"]), []).append(r)
+    noise = []
+    for g in groups.values():
+        if len(g) < 2:
+            continue
+        v = [r["measured"]["samples_per_s"] for r in g]
+        mu = sum(v) / len(v)
+        noise.append({"cases": [r["id"] for r in g], "samples_per_s": v,
+                      "spread": (max(v) - min(v)) / mu if mu else None})
+    # per call: the largest spread of a repeated setting, the resolution of its rankings
+    call_noise: Dict[str, float] = {}
+    for g in noise:
+        if g["spread"] is not None:
+            t = call_tag(g["cases"][0])
+            call_noise[t] = max(call_noise.get(t, 0.0), g["spread"])
     families = {}
     for f, rs in fam_rows.items():
         meas = [r["measured"]["samples_per_s"] for r in rs]
@@ -460,19 +517,13 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
             ent["tau_pipeplan"] = (kendall_tau_b([r["measured"]["samples_per_s"] for r in ok],
                                                  [r["pipeplan"]["samples_per_s"] for r in ok])
                                    if len(ok) >= 2 and len(ok) == len(rs) else None)
+            nz = call_noise.get(call_tag(rs[0]["id"]))
+            ent["ground_truth_noise"] = nz
+            ent["tau_pipeplan_within_noise"] = (
+                kendall_tau_b_within_noise([r["measured"]["samples_per_s"] for r in ok],
+                                           [r["pipeplan"]["samples_per_s"] for r in ok], nz)
+                if nz is not None and len(ok) >= 2 and len(ok) == len(rs) else None)
         families[f] = ent
-    # noise of the ground truth: settings measured more than once
-    groups: Dict[str, List[Dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault(json.dumps(r["knobs"], sort_keys=True), []).append(r)
-    noise = []
-    for g in groups.values():
-        if len(g) < 2:
-            continue
-        v = [r["measured"]["samples_per_s"] for r in g]
-        mu = sum(v) / len(v)
-        noise.append({"cases": [r["id"] for r in g], "samples_per_s": v,
-                      "spread": (max(v) - min(v)) / mu if mu else None})
 
     def summ(kind: str) -> Dict[str, Any]:
         if kind == "by_hand":
@@ -486,12 +537,15 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         errs = [abs(r["pipeplan"]["err"]) for r in pr if r["pipeplan"]["err"] is not None]
         serrs = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if r["pipeplan"]["step_p90_err"] is not None]
         taus = [f.get("tau_pipeplan") for f in families.values() if f.get("tau_pipeplan") is not None]
+        taus_nz = [f.get("tau_pipeplan_within_noise") for f in families.values()
+                   if f.get("tau_pipeplan_within_noise") is not None]
         bn = [r["pipeplan"]["bottleneck_ok"] for r in pr]
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "median_abs_throughput_err": median(errs),
                 "p90_abs_throughput_err": percentile(errs, 0.9),
                 "p90_abs_step_p90_err": percentile(serrs, 0.9),
                 "min_family_tau": min(taus) if taus else None,
+                "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
                 "bottleneck_agreement": (sum(bn) / len(bn)) if bn else None}
 
     summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
@@ -566,6 +620,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
              f">= 0.9 | {yn('min_family_tau')} |")
     L.append(f"| bottleneck agreement | {_pct(p.get('bottleneck_agreement'), False)} | n/a | >= 90% | "
              f"{yn('bottleneck_agreement')} |")
+    L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
+             f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     if p and p.get("failed"):
         L.append("")
         L.append(f"{p['failed']} case(s) could not be simulated (see the per-case table).")
@@ -596,12 +652,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("### Families (ranking of settings, Kendall tau-b against the measured order)")
     L.append("")
-    L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand |")
-    L.append("|---|---|---|---|---|")
+    L.append("The last column counts measured pairs closer than the call's largest repeat spread (the noise table "
+             "below) as ties: the ground truth cannot order them (n/a: no pair is ordered beyond that noise).")
+    L.append("")
+    L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand | noise | tau pipeplan within noise |")
+    L.append("|---|---|---|---|---|---|---|")
     rowmap = {r["id"]: r for r in ev["rows"]}
     for f, ent in ev["families"].items():
         vals = ", ".join(_num(rowmap[i]["measured"]["samples_per_s"]) for i in ent["cases"])
-        L.append(f"| {f} | {ent['n']} | {vals} | {_tau(ent.get('tau_pipeplan'))} | {_tau(ent['tau_by_hand'])} |")
+        L.append(f"| {f} | {ent['n']} | {vals} | {_tau(ent.get('tau_pipeplan'))} | {_tau(ent['tau_by_hand'])} | "
+                 f"{_pct(ent.get('ground_truth_noise'), False)} | {_tau(ent.get('tau_pipeplan_within_noise'))} |")
     L.append("")
     L.append("### Noise of the ground truth (the same setting measured more than once in the run)")
     L.append("")

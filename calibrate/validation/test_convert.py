@@ -274,6 +274,18 @@ class ScenarioTest(unittest.TestCase):
         s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve)
         self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"] / machine_at_8, 0.0041)
 
+    def test_tau_within_noise_ties_pairs_the_ground_truth_cannot_order(self):
+        # measured 100, 103, 150; predicted order 2, 1, 3. Raw: (0,1) discordant, (0,2) and (1,2)
+        # concordant -> (2 - 1) / 3. Within 5% noise, (0,1) is a measured tie (3 / 101.5 = 3%):
+        # tau-b = 2 / sqrt((2 + 1) x 2).
+        x, y = [100.0, 103.0, 150.0], [2.0, 1.0, 3.0]
+        self.assertAlmostEqual(convert.kendall_tau_b(x, y), 1 / 3)
+        self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, y, 0.05), 2 / math.sqrt(6))
+        self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, y, 0.0), 1 / 3)
+        self.assertIsNone(convert.kendall_tau_b_within_noise([100.0, 101.0], [1.0, 2.0], 0.05))
+        self.assertEqual(convert.call_tag("r2:05-x"), "r2")
+        self.assertEqual(convert.call_tag("05-x"), "")
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
