@@ -102,6 +102,49 @@ double spread_cv(const std::vector<double>& rates) {
   return std::sqrt(ss / static_cast<double>(rates.size())) / m;
 }
 
+std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks) {
+  if (lag_chunks < 1) return std::nullopt;
+  std::vector<std::vector<double>> y;
+  double sum = 0.0, seconds = 0.0;
+  std::size_t n = 0;
+  for (const auto& thread : chunk_durations_s) {
+    std::vector<double> logs;
+    for (double d : thread) {
+      if (!(d > 0.0)) continue;
+      logs.push_back(-std::log(d));  // log rate, up to the constant log(work)
+      sum += logs.back();
+      seconds += d;
+      ++n;
+    }
+    y.push_back(std::move(logs));
+  }
+  if (n < static_cast<std::size_t>(2 * lag_chunks + 2)) return std::nullopt;
+  const double m = sum / static_cast<double>(n);
+  double ss = 0.0, lagged = 0.0, lag_base = 0.0;
+  for (auto& thread : y) {
+    for (double& v : thread) {
+      v -= m;
+      ss += v * v;
+    }
+    for (std::size_t t = 0; t + static_cast<std::size_t>(lag_chunks) < thread.size(); ++t) {
+      lagged += thread[t] * thread[t + static_cast<std::size_t>(lag_chunks)];
+      lag_base += thread[t] * thread[t];
+    }
+  }
+  CoreWander w;
+  const double var = ss / static_cast<double>(n);
+  w.cv = std::sqrt(std::expm1(var));
+  w.lag_s = lag_chunks * seconds / static_cast<double>(n);
+  w.lag_autocorrelation = lag_base > 0.0 ? lagged / lag_base : 0.0;
+  if (w.lag_autocorrelation <= 0.0)
+    w.correlation_s = 0.01;
+  else if (w.lag_autocorrelation >= 1.0)
+    w.correlation_s = 3600.0;
+  else
+    w.correlation_s = std::clamp(-w.lag_s / std::log(w.lag_autocorrelation), 0.01, 3600.0);
+  return w;
+}
+
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,
                              int threads) {
   const double extra_per_core = static_cast<double>(threads - cores) / cores;

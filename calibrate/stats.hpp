@@ -56,8 +56,25 @@ double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_ra
                              int cores, int threads);
 
 // Spread of the rates of threads that ran the same work at once: population standard deviation
-// over the mean (0 for fewer than two rates). Becomes cpu.worker_speed_cv.
+// over the mean (0 for fewer than two rates).
 double spread_cv(const std::vector<double>& rates);
+
+// A core's wandering speed from threads that each timed consecutive chunks of equal work
+// (durations in seconds, one vector per thread): y = ln(rate) - the mean of ln(rate) over all
+// chunks of all threads (so threads persistently apart count as spread too);
+//   cv = sqrt(exp(var y) - 1)       (var y pooled: the lognormal's sigma^2)
+//   rho = sum y_t y_{t+L} / sum y_t^2 within each thread, pooled, L = lag in chunks;
+//   correlation_s = -L x mean chunk duration / ln rho, clamped to [0.01, 3600] s (rho <= 0:
+//   0.01 s, nothing carries over; rho >= 1: 3600 s).
+// Becomes cpu.core_speed_cv and cpu.core_speed_correlation_s (the simulator's Ornstein-Uhlenbeck
+// model of it, models/cost_models.hpp). Empty with fewer than 2L + 2 chunks in all.
+struct CoreWander {
+  double cv = 0.0;
+  double correlation_s = 0.0;
+  double lag_s = 0.0;
+  double lag_autocorrelation = 0.0;
+};
+std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks);
 
 // Sizes from `first` to `last` bytes, multiplying by `factor` (last included if hit).
 std::vector<double> geometric_sizes(double first, double last, double factor);

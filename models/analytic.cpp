@@ -83,10 +83,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
     out.push_back({"storage", std::min(by_bandwidth, by_iops)});
   }
   if (s.loader.num_workers > 0) {
-    // round robin, in order: every worker makes the same number of batches, so the slowest
-    // (cpu.worker_speed_cv) sets the pace of all of them
-    const double slowest = worker_time_factor(p.cpu.worker_speed_cv, 0, s.loader.num_workers);
-    out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s * slowest / share)});
+    // (the cores' wandering speed, cpu.core_speed_cv, is left to the simulation: its cost
+    // depends on the round robin's dynamics, not on a capacity)
+    out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s / share)});
     if (s.loader.pin_memory)
       out.push_back({"pin_thread", gpus * per_batch(batch, (ipc_s + pin_s) / share)});
     else

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <boost/math/distributions/normal.hpp>
 
 namespace pipeplan {
 
@@ -46,18 +45,16 @@ double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable) {
   return capacity;
 }
 
-double worker_time_factor(double cv, int worker, int workers) {
-  if (cv <= 0.0 || workers <= 1) return 1.0;
-  const double sigma = std::sqrt(std::log1p(cv * cv));
-  const boost::math::normal standard;
-  // Quantiles 1 - (w + 0.5) / n, slowest first, divided by their mean: the workers' average
-  // time stays what was measured (a probe or a profile averages over cores); only the spread is added.
-  auto quantile_factor = [&](int w) {
-    return std::exp(sigma * boost::math::quantile(standard, 1.0 - (w + 0.5) / workers));
-  };
-  double sum = 0.0;
-  for (int w = 0; w < workers; ++w) sum += quantile_factor(w);
-  return quantile_factor(worker) / (sum / workers);
+double wander_log_speed(double x, double dt_s, double tau_s, double sigma_ln, double z) {
+  const double rho = (tau_s > 0.0 && dt_s >= 0.0) ? std::exp(-dt_s / tau_s) : 0.0;
+  return rho * x + std::sqrt(std::max(0.0, 1.0 - rho * rho)) * sigma_ln * z;
+}
+
+double lognormal_sigma(double cv) { return std::sqrt(std::log1p(cv * cv)); }
+
+double wander_time_factor(double x, double cv) {
+  const double s = lognormal_sigma(cv);
+  return std::exp(x + 0.5 * s * s);
 }
 
 double all_reduce_bus_factor(int ranks) { return ranks <= 1 ? 0.0 : 2.0 * (ranks - 1) / ranks; }

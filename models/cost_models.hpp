@@ -21,10 +21,18 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 // min(runnable, cores) x relative speed, less the oversubscription cost when runnable > cores.
 double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable);
 
-// Time factor of worker `worker` of `workers` whose speeds spread with coefficient of variation
-// `cv`: the ((worker + 0.5) / workers) quantile of a lognormal of mean 1 (deterministic, so a
-// prediction does not hang on one random draw of which cores are slow). Worker 0 is the slowest.
-double worker_time_factor(double cv, int worker, int workers);
+// One step of a core's wandering log speed (stationary Ornstein-Uhlenbeck, spread sigma_ln,
+// correlation time tau_s) over dt_s, given a standard normal draw z:
+//   x' = rho x + sqrt(1 - rho^2) sigma_ln z,  rho = exp(-dt_s / tau_s)  (rho = 0 when tau_s <= 0).
+double wander_log_speed(double x, double dt_s, double tau_s, double sigma_ln, double z);
+
+// The time factor of work done at log speed deviation x on a core whose speed spreads with
+// coefficient of variation cv: 1 / speed, speed = exp(-x - sigma_ln^2 / 2), sigma_ln^2 =
+// ln(1 + cv^2). The speed's mean over time is 1, so a worker running free does as much work
+// per second as with a steady core (and a batch takes its measured mean time when spells last
+// longer than a batch, as measured: workers make more batches while their core is fast).
+double wander_time_factor(double x, double cv);
+double lognormal_sigma(double cv);
 
 // nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md).
 double all_reduce_bus_factor(int ranks);

@@ -98,7 +98,9 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
                 [](const SpeedPoint& a, const SpeedPoint& b) { return a.busy_cores < b.busy_cores; });
     }
     p.cpu.oversubscription_cost = r.number("oversubscription_cost", p.cpu.oversubscription_cost, Range::between(0, 100));
-    p.cpu.worker_speed_cv = r.number("worker_speed_cv", p.cpu.worker_speed_cv, Range::between(0, 2));
+    p.cpu.core_speed_cv = r.number("core_speed_cv", p.cpu.core_speed_cv, Range::between(0, 2));
+    p.cpu.core_speed_correlation_s =
+        r.number("core_speed_correlation_s", p.cpu.core_speed_correlation_s, Range::between(0, 3600));
     r.finish();
   }
   if (!missing("host")) {

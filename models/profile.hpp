@@ -19,11 +19,15 @@ struct CpuProfile {
   int cores = 16;
   std::vector<SpeedPoint> speed_vs_busy_cores{{1.0, 1.0}};
   double oversubscription_cost = 0.05;
-  // Spread (coefficient of variation) of the speed of processes that run at once on different
-  // cores: on a VM some virtual cores are persistently slower. DataLoader's round robin makes
-  // the slowest worker set the pace (validation run 8: 8 workers 88% busy, per-worker batch
-  // means 298-345 ms). 0 = identical cores.
-  double worker_speed_cv = 0.0;
+  // The speed one process gets from its core wanders: on the H200 VM a worker's batch time
+  // spreads with cv 0.12-0.15 whatever the batch size, each batch like the one before (lag-one
+  // correlation 0.63-0.76 at about 0.3 s), nearly independently across workers (validation
+  // run 8). Modelled as a stationary process in log speed per worker (Ornstein-Uhlenbeck):
+  // `core_speed_cv` its spread, `core_speed_correlation_s` how long a slow or fast spell lasts.
+  // Over a 16 s window that leaves workers' mean speeds 4-5% apart, and DataLoader's round
+  // robin runs at the slowest one's pace. 0 = steady cores.
+  double core_speed_cv = 0.0;
+  double core_speed_correlation_s = 1.0;
 };
 
 struct HostProfile {

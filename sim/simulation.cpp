@@ -254,8 +254,12 @@ void worker_actor(Rank& r, int w) {
   const Scenario& s = *world.scenario;
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
-  // the core this worker landed on: persistently slower or faster (profile cpu.worker_speed_cv)
-  const double worker_factor = worker_time_factor(world.profile->cpu.worker_speed_cv, w, s.loader.num_workers);
+  // This worker's core speed wanders (profile cpu.core_speed_cv, core_speed_correlation_s): a
+  // log-speed deviation drawn from the stationary distribution, moved on at each batch start.
+  const CpuProfile& cpu = world.profile->cpu;
+  const double sigma_ln = lognormal_sigma(cpu.core_speed_cv);
+  double log_speed = cpu.core_speed_cv > 0.0 ? sigma_ln * r.rng.standard_normal() : 0.0;
+  double log_speed_at_s = sg4::Engine::get_clock();
   for (;;) {
     Task t = tasks.pop();
     const double read_start_s = sg4::Engine::get_clock();
@@ -266,7 +270,12 @@ void worker_actor(Rank& r, int w) {
     double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
                    worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
-    cpu_s *= worker_factor;
+    if (cpu.core_speed_cv > 0.0) {
+      log_speed = wander_log_speed(log_speed, t0 - log_speed_at_s, cpu.core_speed_correlation_s, sigma_ln,
+                                   r.rng.standard_normal());
+      log_speed_at_s = t0;
+      cpu_s *= wander_time_factor(log_speed, cpu.core_speed_cv);
+    }
     const double integral0 = world.cpu_running_integral_at(t0);
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();

@@ -38,17 +38,35 @@ TEST(CpuModel, SpeedCurveInterpolatesAndOversubscriptionCosts) {
   EXPECT_DOUBLE_EQ(cpu_capacity_cores(cpu, 16, 0), 0.0);
 }
 
-// Hand values (Python statistics.NormalDist): cv 0.1, 2 workers -> quantiles exp(+-0.09975 x
-// 0.67449) over their mean: 1.06718 and 0.93282.
-TEST(CpuModel, WorkerTimeFactorsSpreadAroundOne) {
-  EXPECT_DOUBLE_EQ(pipeplan::worker_time_factor(0.0, 0, 8), 1.0);
-  EXPECT_DOUBLE_EQ(pipeplan::worker_time_factor(0.3, 0, 1), 1.0);
-  EXPECT_NEAR(pipeplan::worker_time_factor(0.1, 0, 2), 1.06718, 1e-4);
-  EXPECT_NEAR(pipeplan::worker_time_factor(0.1, 1, 2), 0.93282, 1e-4);
-  double sum = 0.0;
-  for (int w = 0; w < 8; ++w) sum += pipeplan::worker_time_factor(0.05, w, 8);
-  EXPECT_NEAR(sum / 8, 1.0, 1e-12);
-  EXPECT_GT(pipeplan::worker_time_factor(0.05, 0, 8), pipeplan::worker_time_factor(0.05, 1, 8));
+// x' = rho x + sqrt(1 - rho^2) sigma z: x 0.1, dt 0.5 s, tau 1 s -> rho = e^-0.5 = 0.606531,
+// sqrt(1 - rho^2) = 0.795060; sigma 0.2, z 1 -> 0.060653 + 0.159012 = 0.219665.
+TEST(CpuModel, WanderingCoreSpeedStepIsTheOrnsteinUhlenbeckUpdate) {
+  EXPECT_NEAR(pipeplan::wander_log_speed(0.1, 0.5, 1.0, 0.2, 1.0), 0.219665, 1e-6);
+  EXPECT_DOUBLE_EQ(pipeplan::wander_log_speed(0.1, 0.5, 0.0, 0.2, 1.0), 0.2);  // no memory
+  EXPECT_DOUBLE_EQ(pipeplan::wander_log_speed(0.1, 0.0, 1.0, 0.2, 1.0), 0.1);  // no time, no move
+  EXPECT_NEAR(pipeplan::lognormal_sigma(0.14), std::sqrt(std::log(1.0196)), 1e-12);
+}
+
+// The process's own statistics: stationary spread sigma_ln, correlation exp(-dt/tau) between
+// steps dt apart, speed (1 / time factor) of mean 1 (cv 0.14, tau 0.8 s, dt 0.3 s: rho = e^-0.375 = 0.6873).
+TEST(CpuModel, WanderingCoreSpeedKeepsItsSpreadCorrelationAndMean) {
+  const double cv = 0.14, tau = 0.8, dt = 0.3, sigma = pipeplan::lognormal_sigma(cv);
+  pipeplan::Rng rng(7);
+  const int n = 400000;
+  double x = sigma * rng.standard_normal(), prev = x;
+  double sum = 0, sum2 = 0, lag = 0, factor = 0;
+  for (int i = 0; i < n; ++i) {
+    prev = x;
+    x = pipeplan::wander_log_speed(x, dt, tau, sigma, rng.standard_normal());
+    sum += x;
+    sum2 += x * x;
+    lag += x * prev;
+    factor += 1.0 / pipeplan::wander_time_factor(x, cv);
+  }
+  const double var = sum2 / n - (sum / n) * (sum / n);
+  EXPECT_NEAR(std::sqrt(var) / sigma, 1.0, 0.02);
+  EXPECT_NEAR(lag / n / var, std::exp(-dt / tau), 0.01);
+  EXPECT_NEAR(factor / n, 1.0, 0.003);
 }
 
 TEST(NcclModel, BusFactorsAreNcclTests) {

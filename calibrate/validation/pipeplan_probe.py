@@ -333,7 +333,8 @@ def worker_spread(per_worker: Sequence[Sequence[float]]) -> Optional[Dict[str, A
     sum of their squares] -> each worker's mean batch time and the spread of those means across
     workers (coefficient of variation), less what the batch-to-batch noise alone gives (the
     variance of a worker's mean is its batches' variance / their count). Compare with the
-    profile's cpu.worker_speed_cv. None with fewer than two workers of two batches or more."""
+    slow part of the cores' wandering speed (profile cpu.core_speed_cv, core_speed_correlation_s).
+    None with fewer than two workers of two batches or more."""
     means, noise = [], []
     for b, s, ss in per_worker:
         if b >= 2 and s > 0:

@@ -88,6 +88,38 @@ TEST(SpreadCv, IsThePopulationCoefficientOfVariation) {
   EXPECT_EQ(spread_cv({7.0, 7.0, 7.0}), 0.0);
 }
 
+// Two threads, one twice as fast all along: log rates 0 and ln 2, deviations -+ln2/2, variance
+// (ln 2 / 2)^2 = 0.120113 -> cv sqrt(e^0.120113 - 1) = 0.357246; each thread steady -> the
+// autocorrelation is 1 and the correlation time the cap. One thread alternating fast and slow:
+// -1 one chunk apart (nothing carries over: the floor), +1 two apart.
+TEST(CoreWander, SpreadAndCorrelationByHand) {
+  auto w = fit_core_wander({{1.0, 1.0, 1.0, 1.0}, {0.5, 0.5, 0.5, 0.5}}, 1);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NEAR(w->cv, 0.357246, 1e-6);
+  EXPECT_NEAR(w->lag_autocorrelation, 1.0, 1e-12);
+  EXPECT_EQ(w->correlation_s, 3600.0);
+  EXPECT_NEAR(w->lag_s, 0.75, 1e-12);
+  auto alt = fit_core_wander({{1.0, 0.5, 1.0, 0.5, 1.0, 0.5}}, 1);
+  ASSERT_TRUE(alt.has_value());
+  EXPECT_NEAR(alt->lag_autocorrelation, -1.0, 1e-12);
+  EXPECT_EQ(alt->correlation_s, 0.01);
+  EXPECT_NEAR(fit_core_wander({{1.0, 0.5, 1.0, 0.5, 1.0, 0.5}}, 2)->lag_autocorrelation, 1.0, 1e-12);
+  EXPECT_FALSE(fit_core_wander({{1.0, 0.5, 1.0}}, 1).has_value());
+}
+
+// Log rates (2, 1, -1, -2) x 0.01 (mean 0): sum of y_t y_t+1 = (2 - 1 + 2) x 1e-4 = 3e-4 over
+// sum of y_t^2 for t < 3 = 6e-4 -> autocorrelation 0.5 one chunk apart, correlation time
+// -lag_s / ln 0.5.
+TEST(CoreWander, CorrelationTimeFromTheLagAutocorrelation) {
+  // durations whose log rates are -ln d = (2, 1, -1, -2) x 0.01 around a common level
+  std::vector<double> d;
+  for (double y : {2.0, 1.0, -1.0, -2.0}) d.push_back(std::exp(-0.01 * y));
+  auto w = fit_core_wander({d}, 1);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NEAR(w->lag_autocorrelation, 0.5, 1e-9);
+  EXPECT_NEAR(w->correlation_s, -w->lag_s / std::log(0.5), 1e-9);
+}
+
 TEST(OversubscriptionCost, SolvesTheSimulatorsFormula) {
   // 16 cores give 1600 images/s; 32 threads give 1500: 1600/1500 - 1 = 1/15, extra/core = 1.
   EXPECT_NEAR(oversubscription_cost(1600, 1500, 16, 32), 1.0 / 15.0, 1e-12);
