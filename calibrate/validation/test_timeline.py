@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """timeline_analysis.analyse against a hand-made timeline (plain Python, no torch)."""
+import math
 import os
 import sys
 import unittest
@@ -42,6 +43,15 @@ class TimelineTest(unittest.TestCase):
         self.assertAlmostEqual(r["worker_spread_cv_raw"], 0.5 / 1.5)
         self.assertEqual(r["batch_busy_by_worker_s"], [1.0, 2.0])
         self.assertIsNone(P.worker_spread([[4, 4.0, 5.0], [1, 2.0, 4.0]]))   # one worker with 2+ batches
+
+    def test_core_wander_as_calibrate_reads_it(self):
+        # one worker, log rates (2, 1, -1, -2) x 0.01 around a common level: lag-one
+        # autocorrelation (2 - 1 + 2) / (4 + 1 + 1) = 0.5 (calibrate's CoreWander test)
+        d = [math.exp(-0.01 * y) for y in (2.0, 1.0, -1.0, -2.0)]
+        w = T.core_wander([d])
+        self.assertAlmostEqual(w["lag_one_autocorrelation"], 0.5)
+        self.assertAlmostEqual(w["correlation_s"], -(sum(d) / 4) / math.log(0.5))
+        self.assertAlmostEqual(w["cv"], math.sqrt(math.expm1(1e-4 * (4 + 1 + 1 + 4) / 4)))
 
     def test_refuses_a_timeline_that_does_not_match_the_workers(self):
         tl = {"skip": 1, "main": {"next_start": [0, 1, 2], "next_end": [1, 2, 3], "launched": [1, 2, 3],

@@ -16,6 +16,7 @@ and its index leaves when the loop takes batch j - prefetch_factor x num_workers
 """
 import argparse
 import json
+import math
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -24,6 +25,28 @@ from pipeplan_probe import summarize, worker_spread
 
 def overlap(a: float, b: float, lo: float, hi: float) -> float:
     return max(0.0, min(b, hi) - max(a, lo))
+
+
+def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dict[str, float]]:
+    """The workers' batch times as calibrate reads its decode chunks (calibrate/stats.hpp
+    fit_core_wander): y = ln(1 / duration) less its mean over all batches of all workers; cv =
+    sqrt(exp(var y) - 1); lag-one autocorrelation within each worker, pooled; correlation time =
+    -mean batch duration / ln(autocorrelation). Compare with the profile's cpu.core_speed_cv and
+    core_speed_correlation_s."""
+    ys = [[-math.log(d) for d in ds if d > 0] for ds in per_worker_durations]
+    flat = [v for y in ys for v in y]
+    if len(flat) < 4:
+        return None
+    m = sum(flat) / len(flat)
+    ys = [[v - m for v in y] for y in ys]
+    var = sum(v * v for y in ys for v in y) / len(flat)
+    num = sum(y[t] * y[t + 1] for y in ys for t in range(len(y) - 1))
+    den = sum(y[t] * y[t] for y in ys for t in range(len(y) - 1))
+    rho = num / den if den > 0 else 0.0
+    mean_d = sum(d for ds in per_worker_durations for d in ds) / len(flat)
+    tau = (-mean_d / math.log(rho)) if 0 < rho < 1 else (None if rho >= 1 else 0.0)
+    return {"cv": math.sqrt(math.expm1(var)), "lag_one_autocorrelation": rho, "batch_s": mean_d,
+            "correlation_s": tau}
 
 
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) -> Optional[Dict[str, Any]]:
@@ -39,11 +62,12 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
     workers = {int(w): iv for w, iv in timeline["workers"].items()}
     if sorted(workers) != list(range(num_workers)):
         return None
-    busy, idle, starved, per_worker_durations = [], [], [], []
+    busy, idle, starved, per_worker_durations, durations = [], [], [], [], []
     for w in range(num_workers):
         iv = workers[w]
         d = [b - a for a, b in iv if a >= lo and b <= hi]
         per_worker_durations.append([len(d), sum(d), sum(x * x for x in d)])
+        durations.append(d)
         busy.append(sum(overlap(a, b, lo, hi) for a, b in iv) / span)
         idle_s = starved_s = 0.0
         for k in range(1, len(iv)):
@@ -76,6 +100,7 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
         "worker_index_starved": sum(starved) / num_workers,
         "busy_by_worker": [round(b, 3) for b in busy],
         "spread": worker_spread(per_worker_durations),
+        "core_wander": core_wander(durations),
         "delivery_s": summarize(deliver) if deliver else None,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
     }
@@ -102,7 +127,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     f"  steps waiting on a worker {r['steps_waiting_on_a_worker']*100:4.0f}%"
                     f"  per worker {r['busy_by_worker']}"
                     + (f"  worker spread cv {r['spread']['worker_spread_cv']:.3f} (raw {r['spread']['worker_spread_cv_raw']:.3f})"
-                       if r["spread"] else ""))
+                       if r["spread"] else "")
+                    + (f"  wander cv {r['core_wander']['cv']:.3f}, lag-one {r['core_wander']['lag_one_autocorrelation']:.2f}"
+                       f" -> {r['core_wander']['correlation_s'] or 0:.2f} s" if r["core_wander"] else ""))
     print("\n".join(rows) if rows else "no case with a timeline (run harness.py with --timeline)")
     return 0
 
