@@ -13,7 +13,10 @@ this machine, in this one process, what pipeplan's scenario needs:
 
 With torch installed, __getitem__ and collate are also timed inside ONE DataLoader worker
 (a forked process writing its batches into fresh shared memory), and those means go into the
-fragment: that is what a worker pays (docs/validation.md).
+fragment: that is what a worker pays (docs/validation.md). With --num-workers K (your
+DataLoader's), they are also timed with K workers loading at once, and the fragment takes the
+per-sample cost at K with dataset.load_speed_vs_busy_cores relative to it: one worker samples one
+core, whose speed on a VM can be 20% off the average of K (validation runs 6 and 7).
 
 and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario.
 
@@ -249,12 +252,15 @@ class _TimedCollate:
 
 
 def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: int = 8, seed: int = 0,
-                   max_seconds: float = 10.0) -> Optional[Dict[str, float]]:
-    """__getitem__ and collate timed inside ONE torch DataLoader worker process, as a worker pays
-    them (forked process, torch one thread, collate into fresh shared memory). None without torch.
+                   max_seconds: float = 10.0, num_workers: int = 1) -> Optional[Dict[str, float]]:
+    """__getitem__ and collate timed inside torch DataLoader worker processes (num_workers of them
+    loading at once, one by default), as a worker pays them (forked process, torch one thread,
+    collate into fresh shared memory). None without torch.
 
     On an H200 machine the single-process timings were 10-20% off the in-worker per-sample cost,
-    and collate of small batches up to 5x low (docs/validation.md)."""
+    and collate of small batches up to 5x low; and one worker samples one core, whose speed on a
+    VM can be 20% off the average of several: the harness's probe at the job's own worker count
+    matched the job's in-situ cost within 0.91-1.14 (docs/validation.md, run 7)."""
     try:
         import multiprocessing as mp
         from torch.utils.data import DataLoader, RandomSampler
@@ -265,14 +271,18 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     gen = torch.Generator().manual_seed(seed)
     # indices for more batches than are taken: an exhausted iterator shuts its worker down, and
     # /proc then loses the worker's CPU time before it is read
-    sampler = RandomSampler(dataset, replacement=True, num_samples=(n_batches + 4) * batch_size, generator=gen)
-    dl = DataLoader(_TimedDataset(dataset, arr), batch_size=batch_size, sampler=sampler, num_workers=1,
-                    collate_fn=_TimedCollate(collate_fn, arr), multiprocessing_context="fork")
+    k = max(1, int(num_workers))
+    warm = 1 if k == 1 else 2 * k     # every worker past its start-up (fork, copy-on-write faults)
+    sampler = RandomSampler(dataset, replacement=True, num_samples=(warm + n_batches + 2 * k + 2) * batch_size,
+                            generator=gen)
+    dl = DataLoader(_TimedDataset(dataset, arr), batch_size=batch_size, sampler=sampler, num_workers=k,
+                    prefetch_factor=2, collate_fn=_TimedCollate(collate_fn, arr), multiprocessing_context="fork")
     it = iter(dl)
-    next(it)  # start-up and the first batch are left out
+    for _ in range(warm):  # start-up and the first batches are left out
+        next(it)
     base = list(arr)
-    pid = it._workers[0].pid
-    cpu0 = process_cpu_s(pid)
+    pids = [w.pid for w in it._workers]
+    cpu0 = workers_cpu_s(pids)
     t0 = time.perf_counter()
     n = 0
     for _ in it:
@@ -280,11 +290,12 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
         if n >= n_batches or (n >= 3 and time.perf_counter() - t0 > max_seconds):
             break
     d = [b - a for a, b in zip(base, list(arr))]
-    cpu1 = process_cpu_s(pid)
+    cpu1 = workers_cpu_s(pids)
     del it, dl
     if d[1] <= 0 or d[3] <= 0:
         return None
-    res = {"getitem_s": d[0] / d[1], "collate_s": d[2] / d[3], "samples": int(d[1]), "batches": int(d[3])}
+    res = {"getitem_s": d[0] / d[1], "collate_s": d[2] / d[3], "samples": int(d[1]), "batches": int(d[3]),
+           "workers": k}
     if cpu0 is not None and cpu1 is not None:
         # the worker's other CPU per batch: index fetch, pickling for the main process, the loop
         res["overhead_s_per_batch"] = max(0.0, (cpu1 - cpu0 - d[0] - d[2]) / d[3])
@@ -379,8 +390,11 @@ def workers_cpu_per_batch(cpu0: Optional[float], cpu1: Optional[float], d: Dict[
 def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
           n_batches: int = 30, seed: int = 0, sample_bytes: Optional[float] = None,
           sample_bytes_fn: Optional[Callable[[int], float]] = None,
-          max_seconds: Optional[float] = None, in_worker: bool = True) -> Dict[str, Any]:
-    """Measure one dataset; return a dict of results (see scenario_fragment)."""
+          max_seconds: Optional[float] = None, in_worker: bool = True,
+          num_workers: Optional[int] = None) -> Dict[str, Any]:
+    """Measure one dataset; return a dict of results (see scenario_fragment). num_workers: the
+    job's DataLoader workers; with more than one, the costs are also timed with that many workers
+    loading at once (what the fragment then uses)."""
     keep = min(n_samples, max(batch_size, 64))
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
                                           keep=keep, max_seconds=max_seconds)
@@ -400,6 +414,11 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
         w = time_in_worker(dataset, collate_fn, batch_size=batch_size, seed=seed)
         if w is not None:
             res["in_worker"] = w
+            if num_workers and num_workers > 1:
+                wk = time_in_worker(dataset, collate_fn, batch_size=batch_size, seed=seed + 1,
+                                    n_batches=max(8, 2 * num_workers), num_workers=num_workers)
+                if wk is not None:
+                    res["in_workers"] = wk
     if sample_bytes_fn is not None:
         rng = random.Random(seed + 2)
         idx = [rng.randrange(len(dataset)) for _ in range(min(len(dataset), 500))]
@@ -425,6 +444,14 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
         "load_s_per_sample": _dist(load_mean, res["load_s_per_sample"]["cv"]),
         "item_bytes": max(1, int(round(res["item_bytes_from_batch"]))),
     }
+    wk = res.get("in_workers") or {}
+    k = int(wk.get("workers") or 1)
+    if k > 1 and wk.get("getitem_s") and w.get("getitem_s"):
+        # the cost at the job's own worker count, and the dataset's speed curve relative to it: the
+        # simulator gives back the K-worker cost at K busy cores and the one-worker cost alone
+        ds["load_s_per_sample"] = _dist(wk["getitem_s"], res["load_s_per_sample"]["cv"])
+        ds["load_speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": round(wk["getitem_s"] / w["getitem_s"], 4)},
+                                          {"busy_cores": k, "relative_speed": 1.0}]
     if "sample_bytes" in res:
         ds["sample_bytes"] = _dist(res["sample_bytes"]["mean"], res["sample_bytes"].get("cv", 0.0))
     return {
@@ -488,6 +515,8 @@ def main(argv=None) -> int:
                     help="bytes read from storage per sample (mean), if known")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-seconds", type=float, default=None)
+    ap.add_argument("--num-workers", type=int, default=None,
+                    help="your DataLoader's num_workers: also time that many workers loading at once (needs torch)")
     ap.add_argument("--no-worker", action="store_true",
                     help="skip the timing inside one DataLoader worker (needs torch; used for the fragment when present)")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
@@ -502,12 +531,16 @@ def main(argv=None) -> int:
         return 2
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
-                max_seconds=a.max_seconds, in_worker=not a.no_worker)
+                max_seconds=a.max_seconds, in_worker=not a.no_worker, num_workers=a.num_workers)
     print(_human(res), file=sys.stderr)
     if "in_worker" in res:
         w = res["in_worker"]
         print(f"inside one worker      __getitem__ {w['getitem_s']*1e3:.3f} ms, collate {w['collate_s']*1e3:.3f} ms "
               f"({w['samples']} samples): used for the fragment", file=sys.stderr)
+    if "in_workers" in res:
+        w = res["in_workers"]
+        print(f"inside {w['workers']} workers at once  __getitem__ {w['getitem_s']*1e3:.3f} ms ({w['samples']} samples): "
+              f"the fragment's per-sample cost, with the speed curve relative to it", file=sys.stderr)
     frag = scenario_fragment(res)
     text = json.dumps(frag, indent=2)
     if a.out:

@@ -479,6 +479,23 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(frag["dataset"]["load_s_per_sample"]["kind"], "lognormal")
         del clock
 
+    def test_fragment_from_the_jobs_own_worker_count(self):
+        # one worker 4 ms per sample, 8 at once 5 ms: the fragment's cost is 5 ms with the curve
+        # 1.0 at 8 busy cores and 5/4 = 1.25 alone, so the simulator gives back 5 ms at 8 and 4 ms alone
+        res = {"num_samples": 1000, "batch_size": 64, "item_bytes_from_batch": 600.0,
+               "load_s_per_sample": {"mean": 0.0035, "cv": 0.2}, "collate_s_per_batch": {"mean": 0.02},
+               "in_worker": {"getitem_s": 0.004, "collate_s": 0.025, "workers": 1},
+               "in_workers": {"getitem_s": 0.005, "collate_s": 0.03, "workers": 8}}
+        frag = probe.scenario_fragment(res)
+        self.assertEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.005)
+        self.assertEqual(frag["dataset"]["load_speed_vs_busy_cores"],
+                         [{"busy_cores": 1, "relative_speed": 1.25}, {"busy_cores": 8, "relative_speed": 1.0}])
+        self.assertEqual(frag["loader"]["collate_s_per_batch"], 0.025)   # one worker's: the profile's curve slows it
+        del res["in_workers"]
+        frag = probe.scenario_fragment(res)
+        self.assertEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.004)
+        self.assertNotIn("load_speed_vs_busy_cores", frag["dataset"])
+
     def test_probe_cli(self):
         with tempfile.TemporaryDirectory() as d:
             mod = os.path.join(d, "myds.py")
