@@ -219,8 +219,22 @@ def time_collate(samples: Sequence[Any], batch_size: int, collate_fn=None,
 
 
 # ----------------------------------------------------------------------------- in a worker
+_SLOTS = 64  # per-worker slots of the shared counters: workers never write the same double
+
+
+def _slot() -> int:
+    """Offset of this process's 4 counters: its DataLoader worker id (0 in the main process)."""
+    try:
+        from torch.utils.data import get_worker_info
+        wi = get_worker_info()
+    except ImportError:
+        wi = None
+    return 4 * ((wi.id % _SLOTS) if wi is not None else 0)
+
+
 class _TimedDataset:
-    """Adds each __getitem__'s wall time to slots 0/1 of a shared array (fork-inherited)."""
+    """Adds each __getitem__'s wall time to counters 0/1 of this worker's slot in a shared array
+    (fork-inherited)."""
 
     def __init__(self, dataset, arr):
         self.dataset, self.arr = dataset, arr
@@ -231,13 +245,14 @@ class _TimedDataset:
     def __getitem__(self, i):
         t0 = time.perf_counter()
         x = self.dataset[i]
-        self.arr[0] += time.perf_counter() - t0
-        self.arr[1] += 1
+        j = _slot()
+        self.arr[j] += time.perf_counter() - t0
+        self.arr[j + 1] += 1
         return x
 
 
 class _TimedCollate:
-    """Adds each collate's wall time to slots 2/3 of the shared array."""
+    """Adds each collate's wall time to counters 2/3 of this worker's slot."""
 
     def __init__(self, fn, arr):
         self.fn, self.arr = fn, arr
@@ -246,8 +261,9 @@ class _TimedCollate:
         fn = self.fn or default_collate_fn()
         t0 = time.perf_counter()
         out = fn(batch)
-        self.arr[2] += time.perf_counter() - t0
-        self.arr[3] += 1
+        j = _slot()
+        self.arr[j + 2] += time.perf_counter() - t0
+        self.arr[j + 3] += 1
         return out
 
 
@@ -266,7 +282,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
         from torch.utils.data import DataLoader, RandomSampler
     except ImportError:
         return None
-    arr = mp.get_context("fork").RawArray("d", 4)
+    arr = mp.get_context("fork").RawArray("d", 4 * _SLOTS)
     import torch
     gen = torch.Generator().manual_seed(seed)
     # indices for more batches than are taken: an exhausted iterator shuts its worker down, and
@@ -289,7 +305,8 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
         n += 1
         if n >= n_batches or (n >= 3 and time.perf_counter() - t0 > max_seconds):
             break
-    d = [b - a for a, b in zip(base, list(arr))]
+    diff = [b - a for a, b in zip(base, list(arr))]
+    d = [sum(diff[j::4]) for j in range(4)]   # summed over the workers' slots
     cpu1 = workers_cpu_s(pids)
     del it, dl
     if d[1] <= 0 or d[3] <= 0:
