@@ -76,15 +76,18 @@ def rel_err(pred: Optional[float], meas: Optional[float]) -> Optional[float]:
     return (pred - meas) / meas
 
 
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
-    """Kendall's tau-b; None when undefined (fewer than 2 points, or all ties on one side)."""
+def _pair_counts(x: Sequence[float], y: Sequence[float], rel_noise: float = 0.0) -> Tuple[int, int, int, int]:
+    """Concordant, discordant, tied-in-x-only and tied-in-y-only pairs; x values closer than
+    rel_noise (|a - b| / their mean) count as tied."""
     if len(x) != len(y):
-        raise ValueError("kendall_tau_b: lengths differ")
+        raise ValueError("kendall tau: lengths differ")
     n = len(x)
     conc = disc = tx = ty = 0
     for i in range(n):
         for j in range(i + 1, n):
-            dx = (x[i] > x[j]) - (x[i] < x[j])
+            mu = (abs(x[i]) + abs(x[j])) / 2
+            close = rel_noise > 0 and mu > 0 and abs(x[i] - x[j]) / mu < rel_noise
+            dx = 0 if close else (x[i] > x[j]) - (x[i] < x[j])
             dy = (y[i] > y[j]) - (y[i] < y[j])
             if dx == 0 and dy == 0:
                 continue
@@ -96,6 +99,12 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
                 conc += 1
             else:
                 disc += 1
+    return conc, disc, tx, ty
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
+    """Kendall's tau-b; None when undefined (fewer than 2 points, or all ties on one side)."""
+    conc, disc, tx, ty = _pair_counts(x, y)
     if conc + disc == 0 and tx > 0 and ty > 0:
         return None            # never two points that both sides order
     if conc + disc + tx == 0 and conc + disc + ty == 0:
@@ -110,27 +119,7 @@ def kendall_tau_b_within_noise(x: Sequence[float], y: Sequence[float], rel_noise
     ground truth cannot order two settings whose difference is within the spread of one setting measured
     twice, so such pairs neither count for nor against a model. A diagnostic beside the raw tau (the
     target stays the raw one). None when no measured pair is ordered."""
-    if len(x) != len(y):
-        raise ValueError("kendall_tau_b_within_noise: lengths differ")
-    xt = list(x)
-    n = len(xt)
-    conc = disc = tx = ty = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            mu = (abs(xt[i]) + abs(xt[j])) / 2
-            close = mu > 0 and abs(xt[i] - xt[j]) / mu < rel_noise
-            dx = 0 if close else (xt[i] > xt[j]) - (xt[i] < xt[j])
-            dy = (y[i] > y[j]) - (y[i] < y[j])
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                tx += 1
-            elif dy == 0:
-                ty += 1
-            elif dx == dy:
-                conc += 1
-            else:
-                disc += 1
+    conc, disc, tx, ty = _pair_counts(x, y, rel_noise)
     if conc + disc + ty == 0:
         return None            # no measured pair is ordered beyond the noise
     if conc + disc + tx == 0:
