@@ -167,10 +167,15 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     else
       d.explanation = "input-bound: with num_workers=0 the training loop loads every batch itself, about " + cap +
                       " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
-    if (d.stage == "workers" && worst->busy_fraction < 0.8)
+    const bool wandering = s.loader.in_order && p.cpu.core_speed_cv > 0.0;
+    if (d.stage == "workers" && (worst->busy_fraction < 0.8 || (wandering && worst->busy_fraction < 0.95))) {
       d.explanation += "; yet the workers are busy only " + pct(worst->busy_fraction) +
                        ": batches return in order, so a slow batch blocks the ones behind it and the other workers idle "
                        "with their prefetch slots full (head-of-line blocking)";
+      if (wandering)
+        d.explanation += "; the slow batches come from cores whose speed wanders (profile cpu.core_speed_cv): "
+                         "loader.in_order=false or more workers recovers it";
+    }
     return d;
   }
   if (std::string(top->name) == "copy") {

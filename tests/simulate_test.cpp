@@ -167,6 +167,12 @@ TEST(Simulate, WanderingCoresCostOnlyInOrderRoundRobin) {
   const double ordered = samples_per_s(simulate(s, {}, profile));
   EXPECT_LT(ordered, 0.95 * unordered);
   EXPECT_NEAR(samples_per_s(simulate(s)), 800.0, 800.0 * 0.01);  // steady cores: no loss
+  // the diagnosis says why the workers idle and which knob recovers it
+  s["training"]["step_s"] = 0.008;  // the GPU (1,000 samples/s) faster than the workers, but not by much
+  const json r = simulate(s, {}, profile);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  EXPECT_NE(r["bottleneck"]["explanation"].get<std::string>().find("loader.in_order=false"), std::string::npos)
+      << r["bottleneck"]["explanation"];
 }
 
 // Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
