@@ -411,6 +411,22 @@ def _get(d: Any, path: str) -> Any:
 
 
 # ============================================================================ evaluation
+def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
+    """The share of the measured window the workers spent in __getitem__ and collate_fn (in-situ
+    counters: samples x mean getitem + batches x mean collate, over num_workers x the window), the
+    measured side of the simulator's stages[workers].busy_fraction (which also counts
+    loader.worker_s_per_batch, about 1% here). None without workers or in-situ counters."""
+    k, m = case["knobs"], case["measured"]
+    nw = int(k["num_workers"])
+    ins = m.get("in_situ") or {}
+    thr = m.get("throughput_samples_per_s")
+    if nw <= 0 or not ins.get("getitem_wall_s") or not thr or not m.get("samples_measured"):
+        return None
+    window_s = m["samples_measured"] / thr
+    busy_s = ins["samples"] * ins["getitem_wall_s"] + ins["batches"] * (ins.get("collate_wall_s") or 0.0)
+    return busy_s / (nw * window_s)
+
+
 def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
@@ -432,7 +448,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "load_in_situ_s": ins.get("getitem_wall_s"),
                      "load_in_situ_cpu_s": ins.get("getitem_cpu_s"),
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
-                                            if ins.get("getitem_wall_s") and load_s else None)},
+                                            if ins.get("getitem_wall_s") and load_s else None),
+                     "workers_busy_fraction": measured_workers_busy(case)},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
@@ -459,6 +476,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 "explanation": _get(r, "bottleneck.explanation"),
                 "gpu_busy_fraction": _get(r, "gpu.busy_fraction"),
                 "synthetic_baseline_samples_per_s": _get(r, "synthetic_baseline.samples_per_s"),
+                "workers_busy_fraction": next((st.get("busy_fraction") for st in (r.get("stages") or [])
+                                               if st.get("name") == "workers"), None),
             }
     return row
 
@@ -529,12 +548,17 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         taus_nz = [f.get("tau_pipeplan_within_noise") for f in families.values()
                    if f.get("tau_pipeplan_within_noise") is not None]
         bn = [r["pipeplan"]["bottleneck_ok"] for r in pr]
+        # the mechanism, not only the rate: how busy the workers were, where both sides say
+        wb = [abs(r["pipeplan"]["workers_busy_fraction"] - r["measured"]["workers_busy_fraction"]) for r in pr
+              if r["pipeplan"].get("workers_busy_fraction") is not None
+              and r["measured"].get("workers_busy_fraction") is not None]
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "median_abs_throughput_err": median(errs),
                 "p90_abs_throughput_err": percentile(errs, 0.9),
                 "p90_abs_step_p90_err": percentile(serrs, 0.9),
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
+                "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
                 "bottleneck_agreement": (sum(bn) / len(bn)) if bn else None}
 
     summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
@@ -569,6 +593,13 @@ def _num(x: Optional[float], fmt: str = "{:.0f}") -> str:
 
 def _tau(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
+
+
+def _busy_cell(m: Dict[str, Any], pp: Dict[str, Any]) -> str:
+    meas, pred = m.get("workers_busy_fraction"), (pp or {}).get("workers_busy_fraction")
+    if meas is None:
+        return "n/a"
+    return f"{meas:.2f} / {pred:.2f}" if pred is not None else f"{meas:.2f} / n/a"
 
 
 def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
@@ -611,6 +642,9 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
              f"{yn('bottleneck_agreement')} |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
+    if p.get("median_abs_workers_busy_err") is not None:
+        L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
+                 f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
     if p and p.get("failed"):
         L.append("")
         L.append(f"{p['failed']} case(s) could not be simulated (see the per-case table).")
@@ -620,8 +654,11 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("Throughput in samples/s; step times in ms; errors are (predicted - measured) / measured. "
              "Bottleneck classes: compute, input (loader side), host (training loop and its copies).")
     L.append("")
-    L.append("| case | measured | pipeplan | err | by-hand | err | p90 step meas | p90 pred | err | GPU busy | load in situ / alone | bottleneck meas | pred (stage) |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("Workers busy: the share of the window the workers spent in `__getitem__` and collate, measured "
+             "in situ / simulated.")
+    L.append("")
+    L.append("| case | measured | pipeplan | err | by-hand | err | p90 step meas | p90 pred | err | GPU busy | load in situ / alone | workers busy | bottleneck meas | pred (stage) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in ev["rows"]:
         m, pp, bh = r["measured"], r["pipeplan"] or {}, r["by_hand"]
         if "error" in pp:
@@ -637,7 +674,7 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"| `{r['id']}` | {_num(m['samples_per_s'])} | {pred_cells[0]} | {pred_cells[1]} | "
                  f"{_num(bh['samples_per_s'])} | {_pct(bh['err'])} | {_num(m['step_p90_s']*1e3, '{:.1f}')} | "
                  f"{p90_cells[0]} | {p90_cells[1]} | {_num(m['gpu_busy_fraction'], '{:.2f}')} | "
-                 f"{_num(m.get('load_in_situ_ratio'), '{:.2f}')} | {m['bottleneck']} | {bn} |")
+                 f"{_num(m.get('load_in_situ_ratio'), '{:.2f}')} | {_busy_cell(m, pp)} | {m['bottleneck']} | {bn} |")
     L.append("")
     L.append("### Families (ranking of settings, Kendall tau-b against the measured order)")
     L.append("")

@@ -286,6 +286,16 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(convert.call_tag("r2:05-x"), "r2")
         self.assertEqual(convert.call_tag("05-x"), "")
 
+    def test_measured_workers_busy_share(self):
+        # 640 samples at 100 samples/s: a 6.4 s window; 4 workers spent 640 x 30 ms + 10 x 100 ms
+        # = 20.2 s in getitem and collate -> 20.2 / (4 x 6.4) = 0.789
+        c = {"knobs": {"num_workers": 4}, "measured": {
+            "throughput_samples_per_s": 100.0, "samples_measured": 640,
+            "in_situ": {"samples": 640, "getitem_wall_s": 0.03, "batches": 10, "collate_wall_s": 0.1}}}
+        self.assertAlmostEqual(convert.measured_workers_busy(c), 20.2 / 25.6)
+        c["knobs"]["num_workers"] = 0
+        self.assertIsNone(convert.measured_workers_busy(c))
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
