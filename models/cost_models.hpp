@@ -21,8 +21,9 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 // min(runnable, cores) x relative speed, less the oversubscription cost when runnable > cores.
 double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable);
 
-// One step of a core's wandering log speed (stationary Ornstein-Uhlenbeck, spread sigma_ln,
-// correlation time tau_s) over dt_s, given a standard normal draw z:
+// One step of a core's wandering deviation x (stationary Ornstein-Uhlenbeck, spread sigma_ln,
+// correlation time tau_s) over dt_s, given a standard normal draw z; x > 0 is a slow spell (see
+// wander_time_factor; the process is symmetric, the sign only names the direction):
 //   x' = rho x + sqrt(1 - rho^2) sigma_ln z,  rho = exp(-dt_s / tau_s)  (rho = 0 when tau_s <= 0).
 double wander_log_speed(double x, double dt_s, double tau_s, double sigma_ln, double z);
 

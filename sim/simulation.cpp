@@ -255,11 +255,11 @@ void worker_actor(Rank& r, int w) {
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
   // This worker's core speed wanders (profile cpu.core_speed_cv, core_speed_correlation_s): a
-  // log-speed deviation drawn from the stationary distribution, moved on at each batch start.
+  // deviation (x > 0: slow spell) drawn from the stationary distribution, moved on at each batch start.
   const CpuProfile& cpu = world.profile->cpu;
   const double sigma_ln = lognormal_sigma(cpu.core_speed_cv);
-  double log_speed = cpu.core_speed_cv > 0.0 ? sigma_ln * r.rng.standard_normal() : 0.0;
-  double log_speed_at_s = sg4::Engine::get_clock();
+  double wander_x = cpu.core_speed_cv > 0.0 ? sigma_ln * r.rng.standard_normal() : 0.0;
+  double wander_at_s = sg4::Engine::get_clock();
   for (;;) {
     Task t = tasks.pop();
     const double read_start_s = sg4::Engine::get_clock();
@@ -271,10 +271,10 @@ void worker_actor(Rank& r, int w) {
                    worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     if (cpu.core_speed_cv > 0.0) {
-      log_speed = wander_log_speed(log_speed, t0 - log_speed_at_s, cpu.core_speed_correlation_s, sigma_ln,
-                                   r.rng.standard_normal());
-      log_speed_at_s = t0;
-      cpu_s *= wander_time_factor(log_speed, cpu.core_speed_cv);
+      wander_x = wander_log_speed(wander_x, t0 - wander_at_s, cpu.core_speed_correlation_s, sigma_ln,
+                                  r.rng.standard_normal());
+      wander_at_s = t0;
+      cpu_s *= wander_time_factor(wander_x, cpu.core_speed_cv);
     }
     const double integral0 = world.cpu_running_integral_at(t0);
     run_cpu(r, cpu_s);
