@@ -1028,8 +1028,6 @@ class Harness:
         c = self.doc["components"]["load_scaling"]
         if key in c:
             return c[key]
-        from torch.utils.data import DataLoader
-        ds = self.datasets[kind]
         cores = os.cpu_count() or 1
         window_s = 0.6 if self.quick else 1.0     # per K; one per (kind, batch size) since run 5
         points = []
