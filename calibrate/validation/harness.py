@@ -152,6 +152,14 @@ class ImageDataset:
         return self.tf(img), i % 1000
 
 
+def image_dataset_from_dir(root, crop=224):
+    """The harness's JPEG dataset from a data directory it generated: device_run.sh points the user
+    helper (pipeplan_probe.py --dataset calibrate/validation/harness.py:image_dataset_from_dir) at it,
+    so that the helper's own worker timings run on the GPU machine too."""
+    d = os.path.join(root, "jpeg")
+    return ImageDataset(sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".jpg")), crop=crop)
+
+
 class NpyTensorDataset:
     """Large pre-processed tensors stored one per .npy file."""
 
