@@ -595,6 +595,19 @@ def _tau(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
 
 
+def noise_table(noise: Sequence[Dict[str, Any]], value_key: str, value_header: str,
+                fmt_value, fmt_spread) -> List[str]:
+    """Markdown lines of the ground truth's noise: each setting measured more than once, its values
+    and their spread (shared by convert.py and ddp_convert.py)."""
+    if not noise:
+        return ["No repeated setting in this run."]
+    lines = [f"| cases | {value_header} | spread (max-min)/mean |", "|---|---|---|"]
+    for n in noise:
+        lines.append(f"| {', '.join('`' + c + '`' for c in n['cases'])} | "
+                     f"{', '.join(fmt_value(v) for v in n[value_key])} | {fmt_spread(n['spread'])} |")
+    return lines
+
+
 def _busy_cell(m: Dict[str, Any], pp: Dict[str, Any]) -> str:
     meas, pred = m.get("workers_busy_fraction"), (pp or {}).get("workers_busy_fraction")
     if meas is None:
@@ -691,14 +704,7 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("### Noise of the ground truth (the same setting measured more than once in the run)")
     L.append("")
-    if ev["noise"]:
-        L.append("| cases | samples/s | spread (max-min)/mean |")
-        L.append("|---|---|---|")
-        for n in ev["noise"]:
-            L.append(f"| {', '.join('`'+c+'`' for c in n['cases'])} | "
-                     f"{', '.join(_num(v) for v in n['samples_per_s'])} | {_pct(n['spread'], False)} |")
-    else:
-        L.append("No repeated setting in this run.")
+    L += noise_table(ev["noise"], "samples_per_s", "samples/s", _num, lambda x: _pct(x, False))
     L.append("")
     L.append("### Components (measured alone, same run)")
     L.append("")

@@ -476,14 +476,7 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("### Noise of the ground truth")
     L.append("")
-    if ev["noise"]:
-        L.append("| cases | step ms | spread (max-min)/mean |")
-        L.append("|---|---|---|")
-        for n in ev["noise"]:
-            L.append(f"| {', '.join('`'+c+'`' for c in n['cases'])} | {', '.join(_ms(v) for v in n['step_mean_s'])} | "
-                     f"{_pp(n['spread'])} |")
-    else:
-        L.append("No repeated setting in this run.")
+    L += C.noise_table(ev["noise"], "step_mean_s", "step ms", _ms, _pp)
     L.append("")
     comps = meta.get("components") or {}
     L.append("### Components (measured alone, same run)")

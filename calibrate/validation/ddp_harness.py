@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pipeplan_probe import json_default, summarize  # noqa: E402  (torch-free)
+from pipeplan_probe import cpu_model, json_default, summarize  # noqa: E402  (torch-free)
 
 SCHEMA = "pipeplan-ddp-cases/1"
 MIB = 1 << 20
@@ -606,14 +606,9 @@ class Runner:
                 info[mod] = __import__(mod).__version__
             except Exception:
                 pass
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("model name"):
-                        info["cpu_model"] = line.split(":", 1)[1].strip()
-                        break
-        except Exception:
-            pass
+        cpu_name = cpu_model()
+        if cpu_name:
+            info["cpu_model"] = cpu_name
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                                   "--format=csv,noheader"], capture_output=True, text=True, timeout=20)

@@ -35,7 +35,7 @@ import warnings
 from typing import List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (insitu_diff, json_default, process_cpu_s, summarize, time_collate, worker_spread,  # noqa: E402
+from pipeplan_probe import (cpu_model, insitu_diff, json_default, process_cpu_s, summarize, time_collate, worker_spread,  # noqa: E402
                             time_getitem, workers_cpu_per_batch, workers_cpu_s)
 
 import numpy as np  # noqa: E402
@@ -567,12 +567,10 @@ def machine_info(torch, dev):
         info["cpu_cores"] = len(os.sched_getaffinity(0))
     except Exception:
         info["cpu_cores"] = os.cpu_count()
+    cpu_name = cpu_model()
+    if cpu_name:
+        info["cpu_model"] = cpu_name
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemTotal"):

@@ -329,6 +329,18 @@ def process_cpu_s(pid: int) -> Optional[float]:
         return None
 
 
+def cpu_model() -> Optional[str]:
+    """The CPU's model name from /proc/cpuinfo; None where there is none (not Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def json_default(o: Any) -> Any:
     """json.dump's fallback for the harnesses' documents: numpy and torch scalars by value,
     non-finite floats as null, anything else by its text."""
