@@ -27,7 +27,7 @@ def main() -> int:
     a = ap.parse_args()
     doc = json.load(open(os.path.join(a.results_dir, "cases.json")))
     base_profile = json.load(open(os.path.join(a.results_dir, "profile.json")))
-    errs = []
+    errs, step_errs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
             if c.get("status") != "ok":
@@ -53,13 +53,18 @@ def main() -> int:
             if out.returncode != 0:
                 print(f"{c['id']}: pipeplan failed: {out.stderr.strip()}")
                 continue
-            pred = json.loads(out.stdout)["throughput"]["samples_per_s"]
+            rep = json.loads(out.stdout)
+            pred = rep["throughput"]["samples_per_s"]
             meas = c["measured"]["throughput_samples_per_s"]
             errs.append(abs(pred - meas) / meas)
-            print(f"{c['id'][:60]:60s} {meas:7.0f} {pred:7.0f} {100 * (pred - meas) / meas:+6.1f}%")
-    errs.sort()
+            p90_meas_s = c["measured"]["step_time_s"]["p90"]
+            p90_pred_s = rep["step_time_s"]["p90"]
+            step_errs.append(abs(p90_pred_s - p90_meas_s) / p90_meas_s)
+            print(f"{c['id'][:60]:60s} {meas:7.0f} {pred:7.0f} {100 * (pred - meas) / meas:+6.1f}%   "
+                  f"p90 step {1e3 * p90_meas_s:6.1f} {1e3 * p90_pred_s:6.1f} ms {100 * (p90_pred_s - p90_meas_s) / p90_meas_s:+6.1f}%")
     if errs:
-        print(f"median |err| {100 * statistics.median(errs):.1f}%, p90 {100 * errs[int(0.9 * (len(errs) - 1))]:.1f}% "
+        print(f"throughput: median |err| {100 * statistics.median(errs):.1f}%, p90 {100 * convert.percentile(errs, 0.9):.1f}%; "
+              f"p90 step time: median |err| {100 * statistics.median(step_errs):.1f}%, p90 {100 * convert.percentile(step_errs, 0.9):.1f}% "
               f"over {len(errs)} cases (in-situ costs: a diagnostic, not a prediction)")
     return 0
 

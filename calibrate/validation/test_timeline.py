@@ -53,6 +53,42 @@ class TimelineTest(unittest.TestCase):
         self.assertAlmostEqual(w["correlation_s"], -(sum(d) / 4) / math.log(0.5))
         self.assertAlmostEqual(w["cv"], math.sqrt(math.expm1(1e-4 * (4 + 1 + 1 + 4) / 4)))
 
+    def test_common_share_tells_a_machine_wide_spell_from_each_workers_own(self):
+        # two workers, back-to-back batches of equal slots. Machine-wide: both have the same
+        # duration in every slot (alternating 1 and 2 s, slots aligned) -> share 1. Own: worker 1's
+        # slow batches fall where worker 0's are fast -> the same time sees opposite speeds: share -1.
+        def worker(durations):
+            t, iv = 0.0, []
+            for d in durations:
+                iv.append((t, t + d))
+                t += d
+            return iv
+        pattern = [1.0, 1.0, 2.0, 2.0] * 6
+        both = T.common_share([worker(pattern), worker(pattern)])
+        self.assertAlmostEqual(both["share"], 1.0, places=6)
+        self.assertAlmostEqual(both["corr"], 1.0, places=6)
+        # worker 1: 2, 2, 1, 1, ... runs in anti-phase: over each 6 s both complete a 1+1+2+2 cycle
+        # shifted by half a cycle; its slow batches overlap worker 0's fast ones
+        opposite = T.common_share([worker(pattern), worker([2.0, 2.0, 1.0, 1.0] * 6)])
+        self.assertLess(opposite["share"], -0.5)
+        self.assertIsNone(T.common_share([worker(pattern)]))             # one worker: nothing to share
+
+    def test_two_speed_states_finds_two_speeds_and_not_one_bump(self):
+        # deterministic samples: a fast state (1 s) 60% of batches and a slow one (1.3 s) 40%, each with
+        # a small spread (normal quantiles, sd 0.02 in log); then one normal bump with the same total spread
+        from statistics import NormalDist
+        q = [NormalDist().inv_cdf((i + 0.5) / 150) for i in range(150)]
+        fast = [math.exp(0.02 * q[int(i * 150 / 90)]) for i in range(90)]
+        slow = [1.3 * math.exp(0.02 * q[int(i * 150 / 60)]) for i in range(60)]
+        r = T.two_speed_states(fast + slow)
+        self.assertGreater(r["delta_bic"], 100)
+        self.assertAlmostEqual(r["slow_share"], 0.4, places=2)
+        self.assertAlmostEqual(r["fast_over_slow"], 1.3, places=2)
+        sd = math.sqrt(0.4 * 0.6) * math.log(1.3)                       # the two-speed set's log sd
+        bump = T.two_speed_states([math.exp(sd * z) for z in q])
+        self.assertLess(bump["delta_bic"], 10)
+        self.assertIsNone(T.two_speed_states([1.0] * 10))               # too few batches
+
     def test_refuses_a_timeline_that_does_not_match_the_workers(self):
         tl = {"skip": 1, "main": {"next_start": [0, 1, 2], "next_end": [1, 2, 3], "launched": [1, 2, 3],
                                   "synced": [1, 2, 3]}, "workers": {"0": [[0, 1]]}}

@@ -15,6 +15,7 @@ Batch j of a single-epoch, in-order loader goes to worker j mod num_workers (PyT
 and its index leaves when the loop takes batch j - prefetch_factor x num_workers.
 """
 import argparse
+import bisect
 import json
 import math
 import sys
@@ -49,6 +50,93 @@ def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dic
             "correlation_s": tau}
 
 
+def common_share(per_worker_intervals: Sequence[Sequence[Sequence[float]]]) -> Optional[Dict[str, float]]:
+    """How much of the workers' speed wander is shared by all of them at the same time (a machine-wide
+    slow spell) rather than each worker's own (a core of its own in a slow spell). Each batch's log speed
+    y = ln(1 / duration), less the mean over all batches, is set against the mean y of the other workers'
+    batches whose midpoints lie within half a mean batch time of its own. share = cov(own, others) /
+    var(own): near 0 when each worker wanders alone (independent wander: what the simulator models),
+    near 1 when they all slow down together. corr is the plain correlation of the two."""
+    pts = [(w, (a + b) / 2, -math.log(b - a)) for w, iv in enumerate(per_worker_intervals)
+           for a, b in iv if b > a]
+    if len(pts) < 4 or len(per_worker_intervals) < 2:
+        return None
+    m = sum(p[2] for p in pts) / len(pts)
+    half_batch_s = sum(math.exp(-p[2]) for p in pts) / len(pts) / 2
+    by_mid = sorted(pts, key=lambda p: p[1])
+    mids = [p[1] for p in by_mid]
+    own, others = [], []
+    for w, t, y in pts:
+        lo, hi = bisect.bisect_left(mids, t - half_batch_s), bisect.bisect_right(mids, t + half_batch_s)
+        o = [p[2] - m for p in by_mid[lo:hi] if p[0] != w]
+        if o:
+            own.append(y - m)
+            others.append(sum(o) / len(o))
+    n = len(own)
+    if n < 4:
+        return None
+    mo, mx = sum(own) / n, sum(others) / n
+    cov = sum((a - mo) * (b - mx) for a, b in zip(own, others)) / n
+    var_own = sum((a - mo) ** 2 for a in own) / n
+    var_others = sum((b - mx) ** 2 for b in others) / n
+    if var_own <= 0 or var_others <= 0:
+        return None
+    return {"share": cov / var_own, "corr": cov / math.sqrt(var_own * var_others), "n": n}
+
+
+def two_speed_states(durations: Sequence[float], iterations: int = 200) -> Optional[Dict[str, float]]:
+    """Are the batch times one bump or two speeds? Fits y = ln(1 / duration) with one normal and with a
+    mixture of two (EM, started from the lower and upper quartiles) and compares them by BIC (Schwarz:
+    k ln n - 2 ln L; 2 and 5 parameters). delta_bic = BIC(one) - BIC(two): above 10 is strong evidence of
+    two speeds (Kass & Raftery). Also returns the slow component's weight and the ratio of the
+    components' geometric-mean speeds. A core that is either alone or sharing its physical core (an SMT
+    sibling busy) would show as two speeds at a fixed ratio."""
+    ys = [-math.log(d) for d in durations if d > 0]
+    n = len(ys)
+    if n < 20:
+        return None
+    mean = sum(ys) / n
+    var = sum((y - mean) ** 2 for y in ys) / n
+    if var <= 0:
+        return None
+
+    def normal_pdf(y: float, m: float, v: float) -> float:
+        return math.exp(-(y - m) ** 2 / (2 * v)) / math.sqrt(2 * math.pi * v)
+
+    ll_one = sum(math.log(normal_pdf(y, mean, var)) for y in ys)
+    srt = sorted(ys)
+    w, m1, m2, v1, v2 = 0.5, srt[n // 4], srt[(3 * n) // 4], var / 2, var / 2
+    floor = var * 1e-4                                  # keeps a component from collapsing on one point
+    ll_two = -math.inf
+    for _ in range(iterations):
+        r = []                                         # responsibility of the slow (m1) component
+        ll = 0.0
+        for y in ys:
+            p1, p2 = w * normal_pdf(y, m1, v1), (1 - w) * normal_pdf(y, m2, v2)
+            tot = p1 + p2
+            if tot <= 0:
+                return None
+            r.append(p1 / tot)
+            ll += math.log(tot)
+        s1 = sum(r)
+        s2 = n - s1
+        if s1 < 1e-9 or s2 < 1e-9:
+            break
+        w = s1 / n
+        m1 = sum(ri * y for ri, y in zip(r, ys)) / s1
+        m2 = sum((1 - ri) * y for ri, y in zip(r, ys)) / s2
+        v1 = max(floor, sum(ri * (y - m1) ** 2 for ri, y in zip(r, ys)) / s1)
+        v2 = max(floor, sum((1 - ri) * (y - m2) ** 2 for ri, y in zip(r, ys)) / s2)
+        if ll - ll_two < 1e-9 * abs(ll):
+            ll_two = ll
+            break
+        ll_two = ll
+    if m1 > m2:                                        # component 1 is the slow one (smaller speed)
+        w, m1, m2 = 1 - w, m2, m1
+    delta_bic = (2 * math.log(n) - 2 * ll_one) - (5 * math.log(n) - 2 * ll_two)
+    return {"delta_bic": delta_bic, "slow_share": w, "fast_over_slow": math.exp(m2 - m1), "n": n}
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies."""
     main = timeline["main"]
@@ -62,12 +150,13 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
     workers = {int(w): iv for w, iv in timeline["workers"].items()}
     if sorted(workers) != list(range(num_workers)):
         return None
-    busy, idle, starved, per_worker_durations, durations = [], [], [], [], []
+    busy, idle, starved, per_worker_durations, durations, windowed = [], [], [], [], [], []
     for w in range(num_workers):
         iv = workers[w]
         d = [b - a for a, b in iv if a >= lo and b <= hi]
         per_worker_durations.append([len(d), sum(d), sum(x * x for x in d)])
         durations.append(d)
+        windowed.append([(a, b) for a, b in iv if a >= lo and b <= hi])
         busy.append(sum(overlap(a, b, lo, hi) for a, b in iv) / span)
         idle_s = starved_s = 0.0
         for k in range(1, len(iv)):
@@ -101,6 +190,8 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
         "busy_by_worker": [round(b, 3) for b in busy],
         "spread": worker_spread(per_worker_durations),
         "core_wander": core_wander(durations),
+        "common_share": common_share(windowed),
+        "two_speed_states": two_speed_states([d for ds in durations for d in ds]),
         "delivery_s": summarize(deliver) if deliver else None,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
     }
@@ -129,7 +220,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     + (f"  worker spread cv {r['spread']['worker_spread_cv']:.3f} (raw {r['spread']['worker_spread_cv_raw']:.3f})"
                        if r["spread"] else "")
                     + (f"  wander cv {r['core_wander']['cv']:.3f}, lag-one {r['core_wander']['lag_one_autocorrelation']:.2f}"
-                       f" -> {r['core_wander']['correlation_s'] or 0:.2f} s" if r["core_wander"] else ""))
+                       f" -> {r['core_wander']['correlation_s'] or 0:.2f} s" if r["core_wander"] else "")
+                    + (f"  common to all workers {r['common_share']['share']:+.2f}" if r["common_share"] else "")
+                    + (f"  two speeds: delta BIC {r['two_speed_states']['delta_bic']:+.0f} (strong above 10), slow {r['two_speed_states']['slow_share']:.0%},"
+                       f" fast/slow {r['two_speed_states']['fast_over_slow']:.2f}" if r["two_speed_states"] else ""))
     print("\n".join(rows) if rows else "no case with a timeline (run harness.py with --timeline)")
     return 0
 
