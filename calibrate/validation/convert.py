@@ -24,6 +24,8 @@ Rules (also in docs/validation.md):
   (stage_class()).
 - by-hand estimate (samples/s): num_workers > 0: min(num_workers / load_s, batch / step_s);
   num_workers == 0: batch / (batch * load_s + step_s).
+- the prediction is the mean over seeds 1..--seeds (default 8) of the simulated throughput, step time mean and
+  p90 (combine_replications): a measured case is one draw of a random process over a finite window.
 - errors are signed (pred - meas) / meas; summaries use their absolute values; percentiles
   interpolate linearly between ranks; Kendall tau is tau-b (ties allowed), over each family's
   settings (repeat 0), between measured and predicted throughput.
@@ -410,6 +412,62 @@ def _get(d: Any, path: str) -> Any:
     return d
 
 
+def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """One prediction from the same scenario simulated with several seeds. A measured case is one
+    draw of a random process (sample costs, the cores' wander) over a finite window; so is one
+    simulation, and with a wander correlated over a second its 400-step window spreads by several
+    percent from seed to seed. The prediction is the expectation: the mean over seeds of throughput,
+    step time mean and p90 (the expected p90 of such a window), GPU and workers' busy shares; the
+    bottleneck stage the seeds name most often (ties: the earliest seed's), with that seed's
+    explanation. Adds `replications`: n and the seeds' cv of throughput and of the p90 step time."""
+    if len(results) == 1:
+        return results[0]
+
+    def mean_of(path: str) -> Optional[float]:
+        v = [_get(r, path) for r in results]
+        v = [x for x in v if x is not None]
+        return sum(v) / len(v) if v else None
+
+    def cv_of(path: str) -> Optional[float]:
+        v = [x for x in (_get(r, path) for r in results) if x is not None]
+        if len(v) < 2 or sum(v) <= 0:
+            return None
+        m = sum(v) / len(v)
+        return math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)) / m
+
+    stages = [_get(r, "bottleneck.stage") for r in results]
+    counts = {st: stages.count(st) for st in stages}
+    top = max(counts.values())
+    chosen = next(i for i, st in enumerate(stages) if counts[st] == top)
+    out = json.loads(json.dumps(results[chosen]))
+    out["throughput"]["samples_per_s"] = mean_of("throughput.samples_per_s")
+    for key in ("mean", "p90"):
+        out["step_time_s"][key] = mean_of(f"step_time_s.{key}")
+    if _get(out, "gpu.busy_fraction") is not None:
+        out["gpu"]["busy_fraction"] = mean_of("gpu.busy_fraction")
+    for st in out.get("stages") or []:
+        v = [next((x.get("busy_fraction") for x in (r.get("stages") or []) if x.get("name") == st.get("name")), None)
+             for r in results]
+        v = [x for x in v if x is not None]
+        if v and st.get("busy_fraction") is not None:
+            st["busy_fraction"] = sum(v) / len(v)
+    out["replications"] = {"n": len(results), "seeds_cv_samples_per_s": cv_of("throughput.samples_per_s"),
+                           "seeds_cv_step_p90_s": cv_of("step_time_s.p90"),
+                           "bottleneck_votes": counts}
+    return out
+
+
+def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str], timeout_s: float,
+                        seeds: int) -> Dict[str, Any]:
+    """run_pipeplan with --seed 1..seeds, combined (combine_replications); the first error wins."""
+    runs = [run_pipeplan(binary, scenario_path, profile, timeout_s, ["--seed", str(k)]) for k in range(1, seeds + 1)]
+    bad = next((r for r in runs if "error" in r), None)
+    if bad:
+        return bad
+    return {"result": combine_replications([r["result"] for r in runs]),
+            "command": runs[0]["command"] + (f" (and --seed 2..{seeds}, averaged)" if seeds > 1 else "")}
+
+
 # ============================================================================ evaluation
 def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
     """The share of the measured window the workers spent in __getitem__ and collate_fn (in-situ
@@ -478,6 +536,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 "synthetic_baseline_samples_per_s": _get(r, "synthetic_baseline.samples_per_s"),
                 "workers_busy_fraction": next((st.get("busy_fraction") for st in (r.get("stages") or [])
                                                if st.get("name") == "workers"), None),
+                "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
+                "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
             }
     return row
 
@@ -559,6 +619,10 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
+                "median_seeds_cv_samples_per_s": median([r["pipeplan"]["seeds_cv_samples_per_s"] for r in pr
+                                                         if r["pipeplan"].get("seeds_cv_samples_per_s") is not None]),
+                "median_seeds_cv_step_p90_s": median([r["pipeplan"]["seeds_cv_step_p90_s"] for r in pr
+                                                      if r["pipeplan"].get("seeds_cv_step_p90_s") is not None]),
                 "bottleneck_agreement": (sum(bn) / len(bn)) if bn else None}
 
     summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
@@ -658,6 +722,10 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
                  f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
+    if p.get("median_seeds_cv_samples_per_s") is not None:
+        L.append(f"| (diagnostic) the prediction's own spread over {meta.get('seeds')} seeds (median cv of throughput / of the "
+                 f"p90 step; the prediction is their mean) | {p['median_seeds_cv_samples_per_s'] * 100:.1f}% / "
+                 f"{(p.get('median_seeds_cv_step_p90_s') or 0) * 100:.1f}% | | | |")
     if p and p.get("failed"):
         L.append("")
         L.append(f"{p['failed']} case(s) could not be simulated (see the per-case table).")
@@ -791,7 +859,13 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
+    ap.add_argument("--seeds", type=int, default=8,
+                    help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
+                         "combine_replications says why)")
     a = ap.parse_args(argv)
+    if a.seeds < 1:
+        print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
+        return 2
 
     profiles = a.profile or []
     if profiles and len(profiles) != len(a.cases):
@@ -845,7 +919,7 @@ def main(argv=None) -> int:
                 with open(profile, "w") as f:
                     json.dump(transport_profile(base_profile, tr, bb, worker_collate_cost(c)), f, indent=1)
             if simulate:
-                preds[c["id"]] = run_pipeplan(a.pipeplan, sp, profile, a.timeout_s)
+                preds[c["id"]] = simulate_replicated(a.pipeplan, sp, profile, a.timeout_s, a.seeds)
                 pr = preds[c["id"]]
                 msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
                 print(f"convert: {c['id']}: {msg}", file=sys.stderr)
@@ -858,9 +932,10 @@ def main(argv=None) -> int:
         "machine": first.get("machine") or {}, "mode": first.get("mode"),
         "started": ", ".join(str(r["doc"].get("started")) for r in runs),
         "profile_note": "; ".join(_profile_note(r["profile"]) for r in runs),
-        "pipeplan_note": (f"`{a.pipeplan}`" if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
+        "pipeplan_note": ((f"`{a.pipeplan}`" + (f", each case with seeds 1..{a.seeds}, the prediction their mean" if a.seeds > 1 else ""))
+                          if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
         "command": cmd, "components": first.get("components"),
-        "runs": len(runs),
+        "runs": len(runs), "seeds": a.seeds,
     }
     if len(runs) > 1:
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -24,6 +23,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     a = ap.parse_args()
     doc = json.load(open(os.path.join(a.results_dir, "cases.json")))
     base_profile = json.load(open(os.path.join(a.results_dir, "profile.json")))
@@ -49,11 +49,11 @@ def main() -> int:
             sp, pp = os.path.join(tmp, "s.json"), os.path.join(tmp, "p.json")
             json.dump(scen, open(sp, "w"))
             json.dump(prof, open(pp, "w"))
-            out = subprocess.run([a.pipeplan, "simulate", sp, "--profile", pp, "--format", "json"], capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"{c['id']}: pipeplan failed: {out.stderr.strip()}")
+            out = convert.simulate_replicated(a.pipeplan, sp, pp, 300, max(1, a.seeds))
+            if "error" in out:
+                print(f"{c['id']}: pipeplan failed: {out['error']}")
                 continue
-            rep = json.loads(out.stdout)
+            rep = out["result"]
             pred = rep["throughput"]["samples_per_s"]
             meas = c["measured"]["throughput_samples_per_s"]
             errs.append(abs(pred - meas) / meas)

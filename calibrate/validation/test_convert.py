@@ -438,6 +438,28 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn("one profile per device call", p.stderr)
 
+    def test_replications_are_averaged_and_the_stage_voted(self):
+        def res(thr, p90, stage, busy):
+            return {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 64 / thr, "p90": p90},
+                    "bottleneck": {"stage": stage, "explanation": stage + " says"},
+                    "gpu": {"busy_fraction": busy}, "stages": [{"name": "workers", "busy_fraction": 1 - busy}]}
+        runs = [res(1000.0, 0.10, "gpu_compute", 0.9), res(1100.0, 0.12, "workers", 0.7),
+                res(1200.0, 0.14, "workers", 0.8)]
+        c = convert.combine_replications(runs)
+        self.assertAlmostEqual(c["throughput"]["samples_per_s"], 1100.0)
+        self.assertAlmostEqual(c["step_time_s"]["p90"], 0.12)
+        self.assertAlmostEqual(c["step_time_s"]["mean"], (0.064 + 64 / 1100 + 64 / 1200) / 3)
+        self.assertAlmostEqual(c["gpu"]["busy_fraction"], 0.8)
+        self.assertAlmostEqual(c["stages"][0]["busy_fraction"], 0.2)
+        # two of three seeds say workers: the earliest of them gives the explanation
+        self.assertEqual(c["bottleneck"]["stage"], "workers")
+        self.assertEqual(c["bottleneck"]["explanation"], "workers says")
+        # sample standard deviation of 1000, 1100, 1200 is 100: cv 100 / 1100
+        self.assertAlmostEqual(c["replications"]["seeds_cv_samples_per_s"], 100.0 / 1100.0)
+        self.assertAlmostEqual(c["replications"]["seeds_cv_step_p90_s"], 0.02 / 0.12)
+        self.assertEqual(runs[1]["throughput"]["samples_per_s"], 1100.0)      # inputs untouched
+        self.assertIs(convert.combine_replications(runs[:1]), runs[0])       # one seed: as is
+
     def test_simulator_error_is_reported(self):
         with tempfile.TemporaryDirectory() as d:
             fake = os.path.join(d, "pipeplan")
