@@ -206,6 +206,17 @@ def worker_collate_cost(case: Dict[str, Any]) -> float:
     return float(((comp.get("collate") or {}).get("s_per_batch") or {}).get("mean") or 0.0)
 
 
+def probe_bracket(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
+    """The probe to use: the one right before the case, or (harness since run 10) the mean of it and
+    the same probe right after the case, which brackets the case in time (the machine drifts by up to
+    24% between a probe and its case, run 9). A failed or absent probe_after leaves the one before."""
+    keys = ("getitem_wall_s", "collate_wall_s")
+    if not all(before.get(k) for k in keys) or not all(after.get(k) for k in keys) \
+            or before.get("workers") != after.get("workers"):
+        return before
+    return dict(before, **{k: (float(before[k]) + float(after[k])) / 2 for k in keys}, bracketed=True)
+
+
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
@@ -228,7 +239,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         collate_s = float(iw["collate_wall_s"])
     lsc = comp.get("load_scaling") or {}
     ls = lsc.get("points") or []
-    probe = comp.get("probe") or {}
+    probe = probe_bracket(comp.get("probe") or {}, comp.get("probe_after") or {})
     probe_k = int(probe.get("workers") or 1)
     if nw > 0 and probe.get("getitem_wall_s") and probe.get("collate_wall_s"):
         # the case's costs timed right before it (harness since run 6; with the case's own worker

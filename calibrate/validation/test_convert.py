@@ -245,6 +245,17 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0041)
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.029)
         self.assertEqual(len(s["dataset"]["load_speed_vs_busy_cores"]), 2)
+        # the same probe right after the case: the mean of the two brackets the case in time
+        w["components"]["probe_after"] = {"getitem_wall_s": 0.0045, "collate_wall_s": 0.031}
+        s = convert.scenario_for(w, {"cpu_cores": 16})
+        self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0043)
+        self.assertAlmostEqual(s["loader"]["collate_s_per_batch"], 0.030)
+        w["components"]["probe_after"] = {"error": "RuntimeError: y"}       # a failed one after: the one before
+        self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
+        # probes at different worker counts are not averaged
+        self.assertEqual(convert.probe_bracket({"workers": 8, "getitem_wall_s": 1.0, "collate_wall_s": 1.0},
+                                               {"workers": 4, "getitem_wall_s": 3.0, "collate_wall_s": 3.0})
+                         ["getitem_wall_s"], 1.0)
         w["components"]["probe"] = {"error": "RuntimeError: x"}             # a failed probe is ignored
         self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0044)
         inline = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
