@@ -82,6 +82,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
   };
 
   if (!missing("cpu")) {
+    p.cpu = CpuProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("cpu");
     p.cpu.cores = static_cast<int>(r.integer("cores", p.cpu.cores, Range::between(1, 4096)));
     auto points = r.array_of_objects("speed_vs_busy_cores");
@@ -104,6 +105,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("host")) {
+    p.host = HostProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("host");
     p.host.memcpy_bytes_per_s = r.number("memcpy_bytes_per_s", p.host.memcpy_bytes_per_s, Range::positive());
     p.host.pin_copy_bytes_per_s = r.number("pin_copy_bytes_per_s", p.host.pin_copy_bytes_per_s, Range::positive());
@@ -114,6 +116,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("ipc")) {
+    p.ipc = IpcProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("ipc");
     p.ipc.receive_s_per_batch = r.number("receive_s_per_batch", p.ipc.receive_s_per_batch, Range::between(0, 10));
     p.ipc.receive_s_per_byte = r.number("receive_s_per_byte", p.ipc.receive_s_per_byte, Range::between(0, 1));
@@ -123,6 +126,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("storage")) {
+    p.storage = StorageProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("storage");
     r.string("path", "");
     r.choice("engine", "pread", {"io_uring", "pread"});
@@ -152,6 +156,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("copy")) {
+    p.copy = CopyProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("copy");
     p.copy.copy_engines = static_cast<int>(r.integer("copy_engines", p.copy.copy_engines, Range::between(0, 64)));
     const CopyProfile defaults = p.copy;
@@ -173,6 +178,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("compute")) {
+    p.compute = ComputeProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("compute");
     p.compute.bf16_gemm_flops_per_s = r.number("bf16_gemm_flops_per_s", 0.0, Range::non_negative());
     p.compute.gemm_kept_with_copy = r.number("gemm_kept_with_copy", 1.0, {0.0, 1.5, true});
@@ -180,6 +186,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.finish();
   }
   if (!missing("nccl")) {
+    p.nccl = NcclProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("nccl");
     p.nccl.measured = r.boolean("measured", false);
     r.string("reason", "");

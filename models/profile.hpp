@@ -100,8 +100,9 @@ struct Profile {
   std::vector<std::string> fallbacks;  // sections taken from the default profile
 };
 
-// Parses and validates. A section missing from `document` is copied from `fallback` (when
-// given) and named in Profile::fallbacks. Throws InputError on any bad value.
+// Parses and validates. A section missing from `document` is copied whole from `fallback` (when
+// given) and named in Profile::fallbacks; a section present is taken whole from `document`, the
+// keys it lacks at their documented defaults (never a mix of two machines' measurements). Throws InputError on any bad value.
 Profile parse_profile(const nlohmann::json& document, const std::string& file, const Profile* fallback);
 
 }  // namespace pipeplan

@@ -1,4 +1,5 @@
 // Pure functions of models/ against hand calculations.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -67,6 +68,25 @@ TEST(CpuModel, WanderingCoreSpeedKeepsItsSpreadCorrelationAndMean) {
   EXPECT_NEAR(std::sqrt(var) / sigma, 1.0, 0.02);
   EXPECT_NEAR(lag / n / var, std::exp(-dt / tau), 0.01);
   EXPECT_NEAR(factor / n, 1.0, 0.003);
+}
+
+// A section in the file is taken whole; only a missing section comes from the fallback profile
+// (docs/profile.md): a cpu section without core_speed_cv has no wander, whatever the fallback has.
+TEST(Profile, APresentSectionIsTakenWholeAMissingOneFromTheFallback) {
+  Profile fallback;
+  fallback.cpu.core_speed_cv = 0.12;
+  fallback.cpu.cores = 16;
+  fallback.ipc.shm_write_s_per_byte = 9e-10;
+  fallback.host.memcpy_bytes_per_s = 5e9;
+  const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "cpu": {"cores": 64}, "ipc": {"receive_s_per_batch": 0.0}})");
+  const Profile p = parse_profile(doc, "p.json", &fallback);
+  EXPECT_EQ(p.cpu.cores, 64);
+  EXPECT_EQ(p.cpu.core_speed_cv, 0.0);                 // documented default, not the fallback's 0.12
+  EXPECT_EQ(p.ipc.shm_write_s_per_byte, 0.0);          // documented default: not measured
+  EXPECT_EQ(p.host.memcpy_bytes_per_s, 5e9);           // host missing: the fallback's, and said so
+  EXPECT_NE(std::find(p.fallbacks.begin(), p.fallbacks.end(), "host"), p.fallbacks.end());
+  EXPECT_EQ(std::find(p.fallbacks.begin(), p.fallbacks.end(), "cpu"), p.fallbacks.end());
 }
 
 TEST(NcclModel, BusFactorsAreNcclTests) {
