@@ -1,20 +1,15 @@
 // pipeplan sweep [SCENARIO.json] --vary KEY=V1,V2,... [--vary ...] [--profile P] [--steps N]
-//                [--seed S] [--set K=V]... [--jobs J] [--format text|json]
+//                [--seed S] [--set K=V]... [--replications R] [--jobs J] [--format text|json]
 //
 // What-if over PyTorch's knobs: the cartesian product of the --vary lists, one simulation per
-// point. SimGrid allows one simulation per process, so each point runs in a forked child
-// (which also runs points in parallel); the parent validates every point first, so bad input
-// is reported before anything runs, and never half-way through.
-#include <sys/wait.h>
+// point (R with --replications). SimGrid allows one simulation per process, so each runs in a
+// forked child (cli/forked.hpp; which also runs them in parallel); the parent validates every
+// point first, so bad input is reported before anything runs, and never half-way through.
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,10 +17,11 @@
 #include <boost/program_options.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/forked.hpp"
 #include "cli/inputs.hpp"
 #include "models/input_error.hpp"
+#include "sim/replications.hpp"
 #include "sim/report.hpp"
-#include "sim/simulation.hpp"
 
 namespace po = boost::program_options;
 
@@ -68,24 +64,6 @@ std::vector<std::vector<std::string>> cartesian(const std::vector<Axis>& axes) {
   return points;
 }
 
-// Runs in the child: one simulation, its JSON report written to `out_path`.
-[[noreturn]] void run_point(const Scenario& scenario, const Profile& profile, std::int64_t steps, const std::string& out_path) {
-  int code = 0;
-  try {
-    sim::SimOptions options;
-    options.steps = steps;
-    sim::TraceRecorder trace(false);
-    sim::SimResult result = sim::simulate(scenario, profile, options, trace);
-    const sim::Diagnosis diagnosis = sim::diagnose(result, scenario, profile);
-    std::ofstream(out_path) << sim::to_json(result, diagnosis, scenario, profile).dump() << "\n";
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pipeplan sweep: %s\n", e.what());
-    code = 1;
-  }
-  std::fflush(nullptr);
-  _exit(code);
-}
-
 // The value of KEY=VALUE as --set reads it: JSON when it parses, else the bare word as a string.
 nlohmann::json point_value(const std::string& assignment) {
   const std::string text = assignment.substr(assignment.find('=') + 1);
@@ -104,18 +82,26 @@ int sweep_command(int argc, char** argv) {
   CommonOptions common;
   std::vector<std::string> varies;
   int jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  int replications = 1;
   add_common_options(options, common);
   options.add_options()
       ("vary", po::value(&varies)->composing(), "a key and its values: --vary loader.num_workers=2,4,8 (repeatable: the product)")
+      ("replications", po::value(&replications),
+       "simulate each point with R seeds and rank by their mean (default 1; see pipeplan simulate --replications)")
       ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)");
   if (!parse_command_line(argc, argv, options, common)) return 0;
   if (varies.empty()) throw InputError("", "--vary", "nothing", "at least one --vary KEY=V1,V2,...");
   if (jobs < 1 || jobs > 1024) throw InputError("", "--jobs", std::to_string(jobs), "an integer in [1, 1024]");
+  if (replications < 1 || replications > 1000)
+    throw InputError("", "--replications", std::to_string(replications), "an integer in [1, 1000]");
 
   std::vector<Axis> axes;
   for (const auto& v : varies) axes.push_back(parse_axis(v));
   const auto points = cartesian(axes);
   if (points.size() > 10000) throw InputError("", "--vary", std::to_string(points.size()) + " points", "at most 10,000 points");
+  if (points.size() * static_cast<std::size_t>(replications) > 100000)
+    throw InputError("", "--replications", std::to_string(replications),
+                     "at most 100,000 simulations in all (" + std::to_string(points.size()) + " points)");
 
   // Validate every point before running any.
   const Profile profile = load_profile(common.profile_path);
@@ -123,54 +109,42 @@ int sweep_command(int argc, char** argv) {
   std::vector<Scenario> scenarios;
   for (const auto& point : points) scenarios.push_back(load_scenario(common, profile, point));
 
-  // Run: at most `jobs` children at once, each writing its report to a temporary file.
-  char dir_template[] = "/tmp/pipeplan-sweep-XXXXXX";
-  if (!mkdtemp(dir_template)) throw std::runtime_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
-  const std::string dir = dir_template;
-  std::vector<std::string> out_paths(points.size());
-  std::map<pid_t, std::size_t> running;
-  std::vector<int> exit_codes(points.size(), -1);
-  std::fflush(nullptr);
-  std::size_t next = 0;
-  while (next < points.size() || !running.empty()) {
-    while (next < points.size() && static_cast<int>(running.size()) < jobs) {
-      out_paths[next] = dir + "/point-" + std::to_string(next) + ".json";
-      const pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-      if (pid == 0) run_point(scenarios[next], profile, common.steps, out_paths[next]);
-      running[pid] = next++;
+  // Run every point (and each of its seeds) in forked children, at most `jobs` at once.
+  std::vector<ForkedRun> runs;
+  for (const auto& scenario : scenarios)
+    for (int k = 0; k < replications; ++k) {
+      Scenario s = scenario;
+      s.seed = scenario.seed + static_cast<std::uint64_t>(k);
+      runs.push_back({s, ""});
     }
-    int status = 0;
-    const pid_t done = waitpid(-1, &status, 0);
-    if (done < 0) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-    auto it = running.find(done);
-    if (it == running.end()) continue;
-    exit_codes[it->second] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    running.erase(it);
-  }
+  const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
 
   nlohmann::json rows = nlohmann::json::array();
-  std::string failure;
   for (std::size_t i = 0; i < points.size(); ++i) {
     nlohmann::json set = nlohmann::json::object();
     for (const auto& a : points[i]) set[a.substr(0, a.find('='))] = point_value(a);
-    nlohmann::json result;
-    std::ifstream in(out_paths[i]);
-    if (exit_codes[i] == 0 && in) result = nlohmann::json::parse(in, nullptr, false);
-    std::remove(out_paths[i].c_str());
-    if (exit_codes[i] != 0 || result.is_discarded() || !result.is_object()) {
-      if (failure.empty()) failure = "point " + std::to_string(i) + " (" + set.dump() + ") failed with exit code " + std::to_string(exit_codes[i]);
-      continue;
+    nlohmann::json result = reports[i * replications].report;
+    if (replications > 1) {
+      std::vector<nlohmann::json> jsons;
+      std::vector<std::uint64_t> seeds;
+      for (int k = 0; k < replications; ++k) {
+        jsons.push_back(reports[i * replications + k].report);
+        seeds.push_back(runs[i * replications + k].scenario.seed);
+      }
+      result["replications"] = sim::replication_summary(jsons, seeds);
     }
     rows.push_back({{"set", set}, {"result", result}});
   }
-  ::rmdir(dir.c_str());
-  if (!failure.empty()) throw std::runtime_error(failure);
+  // Ranked by the mean over seeds when there are several, else by the one run's throughput.
+  auto rate = [](const nlohmann::json& row) {
+    const auto& r = row["result"];
+    return r.contains("replications") ? r["replications"]["samples_per_s"]["mean"].get<double>()
+                                      : r["throughput"]["samples_per_s"].get<double>();
+  };
 
   std::size_t best = 0;
   for (std::size_t i = 1; i < rows.size(); ++i)
-    if (rows[i]["result"]["throughput"]["samples_per_s"].get<double>() > rows[best]["result"]["throughput"]["samples_per_s"].get<double>())
-      best = i;
+    if (rate(rows[i]) > rate(rows[best])) best = i;
 
   std::string report;
   if (common.format == "json") {
@@ -178,14 +152,17 @@ int sweep_command(int argc, char** argv) {
     report = out.dump(2) + "\n";
   } else {
     std::ostringstream o;
-    o << "pipeplan sweep: " << scenarios.front().name << ", " << rows.size() << " points (profile " << profile.file << ")\n\n";
+    o << "pipeplan sweep: " << scenarios.front().name << ", " << rows.size() << " points (profile " << profile.file << ")";
+    if (replications > 1)
+      o << "; each the mean of " << replications << " seeds, +- their cv, step times the first seed's";
+    o << "\n\n";
     char line[512];
     std::string header;
     for (const auto& axis : axes) {
       std::snprintf(line, sizeof line, "%-22s ", axis.key.c_str());
       header += line;
     }
-    o << header << "  samples/s  step mean ms  step p90 ms  vs synthetic  bottleneck\n";
+    o << header << "  samples/s" << (replications > 1 ? "         " : "") << "  step mean ms  step p90 ms  vs synthetic  bottleneck\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       std::string knobs;
       for (const auto& axis : axes) {
@@ -193,8 +170,14 @@ int sweep_command(int argc, char** argv) {
         knobs += line;
       }
       const auto& r = rows[i]["result"];
-      std::snprintf(line, sizeof line, "%s %10s  %12.1f  %11.1f  %11.0f%%  %s%s\n", knobs.c_str(),
-                    sim::with_thousands(r["throughput"]["samples_per_s"].get<double>()).c_str(),
+      std::string rate_cell = sim::with_thousands(rate(rows[i]));
+      if (replications > 1) {
+        char cv[32];
+        std::snprintf(cv, sizeof cv, " +-%4.1f%%", 100.0 * r["replications"]["samples_per_s"]["cv"].get<double>());
+        rate_cell += cv;
+      }
+      std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f  %11.0f%%  %s%s\n", knobs.c_str(), replications > 1 ? 19 : 10,
+                    rate_cell.c_str(),
                     1e3 * r["step_time_s"]["mean"].get<double>(), 1e3 * r["step_time_s"]["p90"].get<double>(),
                     100 * r["synthetic_baseline"]["ratio"].get<double>(), r["bottleneck"]["stage"].get<std::string>().c_str(),
                     i == best ? "   <- best" : "");

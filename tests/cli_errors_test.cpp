@@ -122,6 +122,8 @@ TEST(CliErrors, BadSetPathsAndOptions) {
       {"steps not a number", kGood, {"simulate", "{S}", "--steps", "abc"}, {"abc"}},
       {"bad format", kGood, {"simulate", "{S}", "--format", "xml"}, {"--format", "xml"}},
       {"negative seed", kGood, {"simulate", "{S}", "--seed", "-1"}, {"--seed"}},
+      {"zero replications", kGood, {"simulate", "{S}", "--replications", "0"}, {"--replications", "0"}},
+      {"too many replications", kGood, {"simulate", "{S}", "--replications", "5000"}, {"--replications", "5000"}},
       {"unknown option", kGood, {"simulate", "{S}", "--bogus"}, {"bogus"}},
       {"two scenarios", kGood, {"simulate", "{S}", "{S}"}, {"one scenario"}},
       {"unknown command", "", {"simulat"}, {"simulat"}},
@@ -149,7 +151,7 @@ TEST(CliErrors, HelpAndGoodInputSucceed) {
   EXPECT_EQ(run_pipeplan({"--help"}).exit_code, 0);
   const auto help = run_pipeplan({"simulate", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* option : {"--profile", "--steps", "--seed", "--set", "--format", "--trace"})
+  for (const char* option : {"--profile", "--steps", "--seed", "--set", "--format", "--trace", "--replications"})
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
   const std::string scenario = write_temp(kGood);
   const auto ok = run_pipeplan({"simulate", scenario, "--set", "loader.num_workers=4", "--set", "transfer.copy_stream=side"});
@@ -173,6 +175,8 @@ TEST(CliErrors, BadSweeps) {
       {"vary unknown key", kGood, {"sweep", "{S}", "--vary", "loader.num_worker=1,2"}, {"loader.num_worker", "did you mean"}},
       {"one bad point", kGood, {"sweep", "{S}", "--vary", "loader.num_workers=2,-1"}, {"loader.num_workers", "-1"}},
       {"bad jobs", kGood, {"sweep", "{S}", "--vary", "loader.num_workers=2", "--jobs", "0"}, {"--jobs"}},
+      {"sweep zero replications", kGood, {"sweep", "{S}", "--vary", "loader.num_workers=2", "--replications", "0"},
+       {"--replications"}},
       {"too many points", kGood, {"sweep", "{S}", "--vary", "seed=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
                                   "--vary", "loader.batch_size=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25",
                                   "--vary", "loader.num_workers=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20"}, {"at most 10,000 points"}},

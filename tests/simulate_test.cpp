@@ -337,6 +337,54 @@ TEST(Simulate, TraceHasOneTrackPerWorkerThreadAndStream) {
 }
 
 // A sweep point is exactly the simulation of its settings (each point runs in its own process).
+// --replications R: the summary is the mean, extremes and spread of the runs with seeds S..S+R-1,
+// each exactly what `simulate --seed` gives alone, and the report is the first seed's run.
+TEST(Simulate, ReplicationsSummarizeTheSeedsRunAlone) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 0.8}, {"kind", "lognormal"}};
+  s["training"]["steps"] = 60;                   // a short window: seeds differ
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const std::string profile = pipeplan::test::test_data("flat_profile.json");
+  const auto rep = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--format", "json",
+                                                 "--seed", "5", "--replications", "3", "--jobs", "2"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  json out = json::parse(rep.out);
+  const json summary = out["replications"];
+  std::vector<double> rates, p90s;
+  for (int seed : {5, 6, 7}) {
+    const auto one = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--format", "json",
+                                                   "--seed", std::to_string(seed)});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const json r = json::parse(one.out);
+    rates.push_back(samples_per_s(r));
+    p90s.push_back(r["step_time_s"]["p90"].get<double>());
+    if (seed == 5) {
+      json first = out;
+      first.erase("replications");
+      EXPECT_EQ(first, r);
+    }
+  }
+  const double mean = (rates[0] + rates[1] + rates[2]) / 3.0;
+  double ss = 0.0;
+  for (double x : rates) ss += (x - mean) * (x - mean);
+  EXPECT_EQ(summary["n"], 3);
+  EXPECT_EQ(summary["seeds"], json::array({5, 6, 7}));
+  EXPECT_NEAR(summary["samples_per_s"]["mean"].get<double>(), mean, 1e-9 * mean);
+  EXPECT_DOUBLE_EQ(summary["samples_per_s"]["min"].get<double>(), *std::min_element(rates.begin(), rates.end()));
+  EXPECT_DOUBLE_EQ(summary["samples_per_s"]["max"].get<double>(), *std::max_element(rates.begin(), rates.end()));
+  EXPECT_NEAR(summary["samples_per_s"]["cv"].get<double>(), std::sqrt(ss / 2.0) / mean, 1e-9);
+  EXPECT_NEAR(summary["step_time_s"]["p90"]["mean"].get<double>(), (p90s[0] + p90s[1] + p90s[2]) / 3.0, 1e-12);
+  EXPECT_GT(summary["samples_per_s"]["max"].get<double>(), summary["samples_per_s"]["min"].get<double>());
+  int votes = 0;
+  for (const auto& [stage, n] : summary["bottleneck_votes"].items()) votes += n.get<int>();
+  EXPECT_EQ(votes, 3);
+  // the text report says the same
+  const auto text = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--seed", "5", "--replications", "3"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("over 3 seeds (5..7"), std::string::npos) << text.out;
+  std::remove(path.c_str());
+}
+
 TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
   json s = base_scenario();
   s["training"]["steps"] = 200;
@@ -482,4 +530,30 @@ TEST(Simulate, DdpHostWorkLengthensAHostBoundStep) {
   s["node"]["gpus"] = 1;
   r = simulate(s);
   EXPECT_NEAR(step_mean(r), 0.010, 0.010 * 0.02);
+}
+
+// Sweep --replications: each point carries its seeds' summary, the same as simulate --replications,
+// and the best point is the one with the highest mean.
+TEST(Sweep, ReplicatedPointsRankByTheirMean) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 0.8}, {"kind", "lognormal"}};
+  s["training"]["steps"] = 60;
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const std::string profile = pipeplan::test::test_data("flat_profile.json");
+  const auto sweep = pipeplan::test::run_pipeplan({"sweep", path, "--profile", profile, "--format", "json", "--replications", "2",
+                                                   "--vary", "loader.num_workers=1,2,3"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const json out = json::parse(sweep.out);
+  ASSERT_EQ(out["points"].size(), 3u);
+  double best_mean = 0.0;
+  for (const auto& point : out["points"]) {
+    const auto one = pipeplan::test::run_pipeplan({"simulate", path, "--profile", profile, "--format", "json", "--replications", "2",
+                                                   "--set", "loader.num_workers=" + point["set"]["loader.num_workers"].dump()});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_EQ(json::parse(one.out)["replications"], point["result"]["replications"]);
+    best_mean = std::max(best_mean, point["result"]["replications"]["samples_per_s"]["mean"].get<double>());
+  }
+  const auto& best = out["points"][out["best"].get<std::size_t>()];
+  EXPECT_EQ(best["result"]["replications"]["samples_per_s"]["mean"].get<double>(), best_mean);
+  std::remove(path.c_str());
 }

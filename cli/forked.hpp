@@ -1,0 +1,32 @@
+// Simulations in forked children. SimGrid allows one simulation per process, so every command
+// that runs more than one (a sweep's points, a simulation's replications) forks one child per
+// run, at most `parallel` at once; each child writes its JSON report (and, when asked, its text
+// report and a trace) to files the parent reads back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+
+namespace pipeplan::cli {
+
+struct ForkedRun {
+  Scenario scenario;
+  std::string trace_path;  // empty: no trace
+};
+
+struct ForkedReport {
+  nlohmann::json report;  // sim::to_json
+  std::string text;       // sim::to_text, when asked
+};
+
+// Runs every simulation; throws std::runtime_error naming the first run that failed (its
+// children's messages are on stderr). `steps` 0: each scenario's own.
+std::vector<ForkedReport> simulate_forked(const std::vector<ForkedRun>& runs, const Profile& profile, long long steps,
+                                          int parallel, bool want_text);
+
+}  // namespace pipeplan::cli

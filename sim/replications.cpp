@@ -1,0 +1,75 @@
+#include "sim/replications.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "sim/report.hpp"
+
+namespace pipeplan::sim {
+
+namespace {
+
+nlohmann::json spread(const std::vector<double>& v) {
+  const double n = static_cast<double>(v.size());
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
+  double ss = 0.0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double sd = v.size() > 1 ? std::sqrt(ss / (n - 1.0)) : 0.0;
+  return {{"mean", mean},
+          {"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())},
+          {"cv", mean > 0.0 ? sd / mean : 0.0}};
+}
+
+std::vector<double> column(const std::vector<nlohmann::json>& reports, const nlohmann::json::json_pointer& at) {
+  std::vector<double> v;
+  for (const auto& r : reports) v.push_back(r.at(at).get<double>());
+  return v;
+}
+
+}  // namespace
+
+nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, const std::vector<std::uint64_t>& seeds) {
+  using ptr = nlohmann::json::json_pointer;
+  std::map<std::string, int> votes;
+  for (const auto& r : reports) ++votes[r.at(ptr("/bottleneck/stage")).get<std::string>()];
+  return {{"n", reports.size()},
+          {"seeds", seeds},
+          {"samples_per_s", spread(column(reports, ptr("/throughput/samples_per_s")))},
+          {"step_time_s",
+           {{"mean", spread(column(reports, ptr("/step_time_s/mean")))},
+            {"p90", spread(column(reports, ptr("/step_time_s/p90")))}}},
+          {"bottleneck_votes", votes}};
+}
+
+std::string replication_text(const nlohmann::json& s) {
+  const auto& thr = s["samples_per_s"];
+  const auto& p90 = s["step_time_s"]["p90"];
+  const auto seeds = s["seeds"].get<std::vector<std::uint64_t>>();
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof line, "\n  over %zu seeds (%llu..%llu; the report above is seed %llu's):\n", seeds.size(),
+                static_cast<unsigned long long>(seeds.front()), static_cast<unsigned long long>(seeds.back()),
+                static_cast<unsigned long long>(seeds.front()));
+  out += line;
+  std::snprintf(line, sizeof line, "    throughput      mean %s samples/s  (min %s, max %s, cv %.1f%%)\n",
+                with_thousands(thr["mean"].get<double>()).c_str(), with_thousands(thr["min"].get<double>()).c_str(),
+                with_thousands(thr["max"].get<double>()).c_str(), 100.0 * thr["cv"].get<double>());
+  out += line;
+  std::snprintf(line, sizeof line, "    step time p90   mean %.1f ms  (min %.1f, max %.1f, cv %.1f%%)\n",
+                1e3 * p90["mean"].get<double>(), 1e3 * p90["min"].get<double>(), 1e3 * p90["max"].get<double>(),
+                100.0 * p90["cv"].get<double>());
+  out += line;
+  std::string votes;
+  for (const auto& [stage, count] : s["bottleneck_votes"].items()) {
+    if (!votes.empty()) votes += ", ";
+    votes += stage + " " + std::to_string(count.get<int>()) + " of " + std::to_string(seeds.size());
+  }
+  out += "    bottleneck      " + votes + "\n";
+  return out;
+}
+
+}  // namespace pipeplan::sim
