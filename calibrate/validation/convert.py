@@ -50,6 +50,11 @@ TARGETS = {
     "bottleneck_agreement": 0.90,
 }
 MIN_SIM_STEPS = 200
+# A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
+# machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
+# run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
+# the case can foresee. Only a diagnostic row leaves these cases out; every target is scored over all.
+MACHINE_WIDE_SPELL_SHARE = 0.5
 BEGIN = "<!-- BEGIN GENERATED: convert.py replaces everything down to the END marker -->"
 END = "<!-- END GENERATED -->"
 
@@ -480,6 +485,17 @@ def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str],
 
 
 # ============================================================================ evaluation
+def machine_wide_share(case: Dict[str, Any]) -> Optional[float]:
+    """timeline_analysis.common_share of the case's worker timeline (harness --timeline), or None."""
+    tl = (case.get("measured") or {}).get("timeline")
+    k = case.get("knobs") or {}
+    if not tl or int(k.get("num_workers", 0)) < 2 or int(k.get("epochs", 1) or 1) > 1:
+        return None
+    import timeline_analysis   # noqa: E402 (beside this file; only for cases with a timeline)
+    r = timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]))
+    return ((r or {}).get("common_share") or {}).get("share")
+
+
 def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
     """The share of the measured window the workers spent in __getitem__ and collate_fn (in-situ
     counters: samples x mean getitem + batches x mean collate, over num_workers x the window), the
@@ -518,7 +534,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "load_in_situ_cpu_s": ins.get("getitem_cpu_s"),
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
                                             if ins.get("getitem_wall_s") and load_s else None),
-                     "workers_busy_fraction": measured_workers_busy(case)},
+                     "workers_busy_fraction": measured_workers_busy(case),
+                     "machine_wide_share": machine_wide_share(case)},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
@@ -623,7 +640,13 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         wb = [abs(r["pipeplan"]["workers_busy_fraction"] - r["measured"]["workers_busy_fraction"]) for r in pr
               if r["pipeplan"].get("workers_busy_fraction") is not None
               and r["measured"].get("workers_busy_fraction") is not None]
+        calm = [abs(r["pipeplan"]["err"]) for r in pr if r["pipeplan"]["err"] is not None
+                and (r["measured"].get("machine_wide_share") is None
+                     or r["measured"]["machine_wide_share"] <= MACHINE_WIDE_SPELL_SHARE)]
         return {"n": len(errs), "failed": len(rows) - len(pr),
+                "n_machine_wide_spells": len(errs) - len(calm),
+                "median_abs_throughput_err_without_spells": median(calm),
+                "p90_abs_throughput_err_without_spells": percentile(calm, 0.9),
                 "median_abs_throughput_err": median(errs),
                 "p90_abs_throughput_err": percentile(errs, 0.9),
                 "p90_abs_step_p90_err": percentile(serrs, 0.9),
@@ -733,6 +756,12 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
                  f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
+    if p.get("n_machine_wide_spells"):
+        L.append(f"| (diagnostic) median / p90 abs throughput error without the {p['n_machine_wide_spells']} case(s) whose "
+                 f"workers all slowed together (timeline: common share > {MACHINE_WIDE_SPELL_SHARE}; a machine-wide "
+                 f"spell or a shared resource) | "
+                 f"{_pct(p.get('median_abs_throughput_err_without_spells'), False)} / "
+                 f"{_pct(p.get('p90_abs_throughput_err_without_spells'), False)} | | | |")
     if p.get("median_seeds_cv_samples_per_s") is not None:
         L.append(f"| (diagnostic) the prediction's own spread over {meta.get('seeds')} seeds (median cv of throughput / of the "
                  f"p90 step; the prediction is their mean) | {p['median_seeds_cv_samples_per_s'] * 100:.1f}% / "

@@ -449,6 +449,33 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn("one profile per device call", p.stderr)
 
+    def test_cases_in_a_machine_wide_spell_are_left_out_only_of_a_diagnostic(self):
+        # two workers whose batches slow down together (the same durations at the same times): common
+        # share 1, a machine-wide spell; the other case has no timeline. Errors +50% and +10%.
+        def worker(durations):
+            t, iv = 0.0, []
+            for d in durations:
+                iv.append([t, t + d])
+                t += d
+            return iv
+        pattern = [1.0, 1.0, 2.0, 2.0] * 6
+        n = 14
+        tl = {"skip": 1, "main": {k: [float(j) for j in range(n)] for k in ("next_start", "next_end", "launched", "synced")},
+              "workers": {"0": worker(pattern), "1": worker(pattern)}}
+        spell = make_case("spell", "f", 100.0, 0.64, 0.7, nw=2)
+        spell["measured"]["timeline"] = tl
+        calm = make_case("calm", "f", 100.0, 0.64, 0.7, nw=2)
+        self.assertAlmostEqual(convert.machine_wide_share(spell), 1.0, places=6)
+        self.assertIsNone(convert.machine_wide_share(calm))
+        def pred(thr):
+            return {"result": {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 0.6, "p90": 0.7},
+                               "bottleneck": {"stage": "workers"}, "stages": []}}
+        ev = convert.evaluate([spell, calm], {"spell": pred(150.0), "calm": pred(110.0)})
+        p = ev["summary"]["pipeplan"]
+        self.assertAlmostEqual(p["median_abs_throughput_err"], 0.30)          # both cases scored
+        self.assertEqual(p["n_machine_wide_spells"], 1)
+        self.assertAlmostEqual(p["median_abs_throughput_err_without_spells"], 0.10)
+
     def test_replications_are_averaged_and_the_stage_voted(self):
         def res(thr, p90, stage, busy):
             return {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 64 / thr, "p90": p90},
