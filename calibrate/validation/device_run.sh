@@ -47,6 +47,7 @@ mkdir -p "$DATA"
   echo "--- lscpu"; lscpu 2>&1 | head -30
   echo "--- free"; free -b 2>&1
   echo "--- df"; df -h "$DATA" 2>&1
+  echo "--- readahead (KiB) of the block devices"; for f in /sys/block/*/queue/read_ahead_kb; do echo "$f $(cat "$f" 2>/dev/null)"; done
   echo "--- python"; python3 -c 'import torch, torchvision, PIL, numpy; print(torch.__version__, torch.version.cuda, torchvision.__version__, PIL.__version__, numpy.__version__)' 2>&1
 } > "$OUT/env.txt" 2>&1
 say "mode $MODE, total budget ${TOTAL}s, data in $DATA ($DATAFS)"
