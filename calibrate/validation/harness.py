@@ -988,13 +988,15 @@ class Harness:
         one-worker probe against the case's in-situ cost, 0.73 to 1.16 for image w8), so a
         one-worker base times a curve misses by as much. K workers measure the cost at the case's
         own concurrency; the converter uses the curves only for the shape around it."""
-        # 2.5 s: each worker's speed wanders (cv ~0.14, correlation ~0.7 s, run 8), so K workers over a
-        # window W average it to about 0.14 x sqrt(2 x 0.7 / (K x W)): +-6% for 8 workers and 1 s
-        # (run 7's probes: 0.91-1.14 of the case's in-situ cost), +-3.7% for 2.5 s
-        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else 2.5, seed=41)
+        # Each worker's speed wanders (cv ~0.14, correlation ~0.7 s, run 8), so K workers over a window W
+        # average it to about 0.14 x sqrt(2 x 0.7 / (K x W)): +-6% for 8 workers and 1 s (run 7's probes:
+        # 0.91-1.14 of the case's in-situ cost), +-3.7% for 2.5 s. Since run 10 the probe runs before and
+        # after the case (probe_after) for 1.5 s each: 3 s in all, spread around the case in time.
+        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else 1.5, seed=41)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "the case's collate_fn), the main loop drops each batch; getitem and collate timed inside the "
-                         "workers (InSitu) after 2K warm-up batches, for about 2.5 s (at least 3 batches; 1 s until run 8)")
+                         "workers (InSitu) after 2K warm-up batches, for about 1.5 s (at least 3 batches; 1 s until run 8, "
+                         "2.5 s in run 9; since run 10 once before and once after the case)")
         return res
 
     def _time_k_workers(self, kind, bs, k, window_s, seed):
