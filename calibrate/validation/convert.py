@@ -650,6 +650,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                 "median_abs_throughput_err": median(errs),
                 "p90_abs_throughput_err": percentile(errs, 0.9),
                 "p90_abs_step_p90_err": percentile(serrs, 0.9),
+                "median_abs_step_p90_err": median(serrs),
+                "share_step_p90_within_15pct": (sum(1 for e in serrs if e <= 0.15) / len(serrs)) if serrs else None,
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
@@ -751,6 +753,9 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
              f">= 0.9 | {yn('min_family_tau')} |")
     L.append(f"| bottleneck agreement | {_pct(p.get('bottleneck_agreement'), False)} | n/a | >= 90% | "
              f"{yn('bottleneck_agreement')} |")
+    if p.get("median_abs_step_p90_err") is not None:
+        L.append(f"| (diagnostic) median abs error of the p90 step time; cases within 15% | "
+                 f"{_pct(p['median_abs_step_p90_err'], False)}; {_pct(p.get('share_step_p90_within_15pct'), False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:
