@@ -63,17 +63,25 @@ std::vector<ForkedReport> simulate_forked(const std::vector<ForkedRun>& runs, co
   std::map<pid_t, std::size_t> running;
   std::fflush(nullptr);
   std::size_t next = 0;
-  while (next < runs.size() || !running.empty()) {
-    while (next < runs.size() && static_cast<int>(running.size()) < parallel) {
+  std::string fork_error;  // a failed fork stops new runs; those running are still waited for
+  while ((next < runs.size() && fork_error.empty()) || !running.empty()) {
+    while (next < runs.size() && fork_error.empty() && static_cast<int>(running.size()) < parallel) {
       out_paths[next] = dir + "/run-" + std::to_string(next) + ".json";
       const pid_t pid = fork();
-      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      if (pid < 0) {
+        fork_error = std::string("fork: ") + std::strerror(errno);
+        break;
+      }
       if (pid == 0) run_child(runs[next], profile, steps, out_paths[next], want_text);
       running[pid] = next++;
     }
+    if (running.empty()) break;
     int status = 0;
     const pid_t done = waitpid(-1, &status, 0);
-    if (done < 0) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    }
     auto it = running.find(done);
     if (it == running.end()) continue;
     exit_codes[it->second] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -82,7 +90,7 @@ std::vector<ForkedReport> simulate_forked(const std::vector<ForkedRun>& runs, co
 
   std::vector<ForkedReport> reports(runs.size());
   std::string failure;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
+  for (std::size_t i = 0; i < next; ++i) {
     nlohmann::json report;
     if (exit_codes[i] == 0) report = nlohmann::json::parse(slurp(out_paths[i]), nullptr, false);
     if (want_text) reports[i].text = slurp(out_paths[i] + ".txt");
@@ -95,6 +103,7 @@ std::vector<ForkedReport> simulate_forked(const std::vector<ForkedRun>& runs, co
     reports[i].report = std::move(report);
   }
   ::rmdir(dir.c_str());
+  if (!fork_error.empty()) throw std::runtime_error(fork_error);
   if (!failure.empty()) throw std::runtime_error(failure);
   return reports;
 }
