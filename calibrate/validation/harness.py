@@ -444,6 +444,15 @@ class Dev:
         return False
 
 
+def _spin_until(stop):
+    """A CPU-bound child for host_under_load: pure Python, no CUDA, until `stop` is set."""
+    x = 0
+    while not stop.is_set():
+        for i in range(20000):
+            x += i * i
+    return x
+
+
 def to_dev(t, batch, device, nb):
     if isinstance(batch, t.Tensor):
         return batch.to(device, non_blocking=nb)
@@ -885,6 +894,58 @@ class Harness:
             f"ms/step -> step_s {c[key]['step_s']*1e3:.2f} ms ({time.perf_counter()-t0:.1f}s)")
         return c[key]
 
+    def comp_host_under_load(self, step_name, kind, bs, busy):
+        """The training loop's own host time with `busy` other cores busy, against the same loop alone,
+        measured back to back: run 9's ResNet-50 loop took 1.1-1.5x its time alone inside a real pipeline
+        (2.7 to 8 busy cores), not understood. If `busy` spinning processes (pure Python, like a worker's
+        share of the CPU, no DataLoader) slow it as much, the cause is the cores (SMT siblings, clocks);
+        if not, it is the DataLoader's own machinery in the main process. Per step: perf_counter from the
+        step's start to its last launch returned, in the plain loop with loss.item() every step."""
+        key = f"{step_name}/{kind}/b{bs}/busy{busy}"
+        c = self.doc["components"].setdefault("host_under_load", {})
+        if key in c:
+            return c[key]
+        t, dev = self.t, self.dev
+        model = self.step_model(step_name)
+        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        for _ in range(3):
+            float(model(gb).item())
+        n = 8 if self.quick else 20
+
+        def loop():
+            host, t0 = [], time.perf_counter()
+            for _ in range(n):
+                h0 = time.perf_counter()
+                loss = model(gb)
+                host.append(time.perf_counter() - h0)
+                float(loss.item())
+            return summarize(host), (time.perf_counter() - t0) / n
+        alone_host, alone_loop = loop()
+        ctx = mp.get_context("fork")
+        stop = ctx.Event()
+        procs = [ctx.Process(target=_spin_until, args=(stop,), daemon=True) for _ in range(busy)]
+        for pr in procs:
+            pr.start()
+        try:
+            time.sleep(0.3)
+            loaded_host, loaded_loop = loop()
+        finally:
+            stop.set()
+            for pr in procs:
+                pr.join(timeout=5)
+                if pr.is_alive():
+                    pr.kill()
+        del gb
+        c[key] = {"busy_processes": busy, "alone_host_s": alone_host, "alone_loop_step_s": alone_loop,
+                  "loaded_host_s": loaded_host, "loaded_loop_step_s": loaded_loop,
+                  "host_ratio": loaded_host["mean"] / alone_host["mean"] if alone_host["mean"] else None,
+                  "method": "plain synthetic loop (loss.item() each step), host = step start to last launch "
+                            "returned; alone, then with `busy` forked processes spinning in pure Python"}
+        log(f"component host_under_load[{key}]: host {alone_host['mean']*1e3:.2f} ms alone, "
+            f"{loaded_host['mean']*1e3:.2f} ms with {busy} busy processes (x{c[key]['host_ratio']:.2f}); "
+            f"loop {alone_loop*1e3:.2f} / {loaded_loop*1e3:.2f} ms per step")
+        return c[key]
+
     def comp_transport(self, kind, bs):
         """Main-process cost per batch of receiving (and pinning) a batch from the workers, as
         PyTorch does it: a DataLoader over already-loaded samples with many workers, so the main
@@ -1108,6 +1169,11 @@ class Harness:
         comps["load"] = self.comp_load(kind)
         comps["collate"] = self.comp_collate(kind, bs)
         comps["step"] = self.comp_step(k["step"], kind, bs)
+        if nw > 0 and comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]:
+            try:                                   # a host-heavy loop (ResNet-50): does the CPU slow it?
+                comps["host_under_load"] = self.comp_host_under_load(k["step"], kind, bs, nw)
+            except Exception as e:                 # a diagnostic: never costs the case
+                comps["host_under_load"] = {"error": f"{e.__class__.__name__}: {e}"}
         comps["worker_start"] = self.comp_worker_start()
         if nw > 0:
             comps["transport"] = self.comp_transport(kind, bs)
