@@ -71,12 +71,17 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                   relative_core_speed(s.dataset.load_speed_vs_busy_cores, busy);
   }
   // one batch, one idle core (inline loading has no worker loop around it)
+  // a cold read costs the reader kernel CPU (page-cache fill) and, one read in flight, a wait of its
+  // own at the stream rate (storage.buffered_read_cpu_s_per_byte, stream_read_bytes_per_s)
+  const double miss = 1.0 - s.storage.page_cache_hit_ratio;
+  const double read_bytes = batch * s.dataset.sample_bytes.mean * std::max(miss, 0.0);
   const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean * load_factor + collate_s +
+                            read_bytes * s.storage.buffered_read_cpu_s_per_byte +
                             (s.loader.num_workers > 0 ? s.loader.worker_s_per_batch : 0.0);
+  const double read_wait_s = s.storage.stream_read_bytes_per_s > 0.0 ? read_bytes / s.storage.stream_read_bytes_per_s : 0.0;
   const double ipc_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
   const double pin_s = bytes / p.host.pin_copy_bytes_per_s;
 
-  const double miss = 1.0 - s.storage.page_cache_hit_ratio;
   if (miss > 0.0) {
     const double by_bandwidth = s.storage.read_bytes_per_s / (s.dataset.sample_bytes.mean * miss);
     const double by_iops = s.storage.read_iops / miss;
@@ -85,13 +90,14 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   if (s.loader.num_workers > 0) {
     // (the cores' wandering speed, cpu.core_speed_cv, is left to the simulation: its cost
     // depends on the round robin's dynamics, not on a capacity)
-    out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s / share)});
+    out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s / share + read_wait_s)});
     if (s.loader.pin_memory)
       out.push_back({"pin_thread", gpus * per_batch(batch, (ipc_s + pin_s) / share)});
     else
       out.push_back({"main_receive", gpus * per_batch(batch, ipc_s / share)});
   } else {
-    out.push_back({"main_inline_load", gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share)});
+    out.push_back({"main_inline_load",
+                   gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});
   }
   if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.loop_host_s() / share)});
   const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;

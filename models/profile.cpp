@@ -134,6 +134,15 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.storage.read_bytes_per_s = r.number("read_bytes_per_s", p.storage.read_bytes_per_s, Range::positive());
     p.storage.read_iops = r.number("read_iops", p.storage.read_iops, Range::positive());
     p.storage.read_latency_s = r.number("read_latency_s", p.storage.read_latency_s, Range::between(0, 10));
+    p.storage.stream_read_bytes_per_s =
+        r.number("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, Range::non_negative());
+    p.storage.buffered_read_cpu_s_per_byte =
+        r.number("buffered_read_cpu_s_per_byte", p.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
+    if (r.has("buffered_read")) {
+      ObjectReader b = r.object("buffered_read");
+      for (const char* k : {"bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"}) b.raw(k);
+      b.finish();
+    }
     for (auto& q : r.array_of_objects("points")) {
       for (const char* k : {"rw", "bs", "numjobs", "iodepth", "bw_bytes", "iops", "runtime_s", "io_bytes"}) q.raw(k);
       if (q.has("clat_ns")) {

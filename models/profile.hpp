@@ -47,6 +47,12 @@ struct StorageProfile {
   double read_bytes_per_s = 6.0e8;
   double read_iops = 3.0e4;
   double read_latency_s = 1.0e-4;
+  // A worker reads each file with plain, synchronous reads through the page cache: one read in
+  // flight, so it waits for the device at its own pace, and the kernel spends CPU filling the page
+  // cache (validation run 9, cold tensor case: 0.81 ms of CPU per 602 KB file cold against 0.62
+  // warm). Both from calibrate's buffered cold read of one file (0: not measured, no effect).
+  double stream_read_bytes_per_s = 0.0;      // one synchronous reader's device-wait rate
+  double buffered_read_cpu_s_per_byte = 0.0;  // page-cache fill CPU beyond a warm read's copy
 };
 
 struct RatePoint {

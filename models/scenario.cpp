@@ -154,6 +154,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.read_bytes_per_s = r.number("read_bytes_per_s", profile.storage.read_bytes_per_s, Range::positive());
     s.storage.read_iops = r.number("read_iops", profile.storage.read_iops, Range::positive());
     s.storage.read_latency_s = r.number("read_latency_s", profile.storage.read_latency_s, Range::between(0, 10));
+    s.storage.stream_read_bytes_per_s =
+        r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::non_negative());
+    s.storage.buffered_read_cpu_s_per_byte =
+        r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     r.finish();
   }
   {

@@ -45,6 +45,8 @@ struct StorageConfig {
   double read_bytes_per_s = 0.0;  // resolved from the profile when absent
   double read_iops = 0.0;
   double read_latency_s = 0.0;
+  double stream_read_bytes_per_s = 0.0;       // one reading worker's own device rate cap; 0: none
+  double buffered_read_cpu_s_per_byte = 0.0;  // worker CPU per byte read from the device
 };
 
 struct LoaderConfig {

@@ -225,18 +225,28 @@ double dataset_load_factor(const World& world, double busy_cores) {
 
 // Storage reads of one batch: per-request latency paid serially by the reader, the bytes
 // through the shared device; a request occupies the device for at least 1/IOPS.
-void read_storage(Rank& r, int samples) {
+// Reads a batch's page-cache misses from the shared device; returns the CPU seconds the reading
+// costs the reader beyond a warm read (the kernel filling the page cache), for its CPU activity.
+double read_storage(Rank& r, int samples) {
   const Scenario& s = *r.world->scenario;
   const double miss = 1.0 - s.storage.page_cache_hit_ratio;
-  if (miss <= 0.0) return;
+  if (miss <= 0.0) return 0.0;
   const double requests = samples * miss;
   const double bytes = sum_of_draws(s.dataset.sample_bytes, samples, r.rng) * miss;
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
+  const double read_start_s = sg4::Engine::get_clock();
   r.world->storage->read(static_cast<sg_size_t>(device_bytes));
+  // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
+  // idle the device: the read lasts at least bytes / stream_read_bytes_per_s.
+  if (s.storage.stream_read_bytes_per_s > 0.0) {
+    const double left_s = bytes / s.storage.stream_read_bytes_per_s - (sg4::Engine::get_clock() - read_start_s);
+    if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
+  }
   const double now = sg4::Engine::get_clock();
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;
+  return bytes * s.storage.buffered_read_cpu_s_per_byte;
 }
 
 void note_outstanding(Rank& r, std::int64_t delta) {
@@ -263,12 +273,12 @@ void worker_actor(Rank& r, int w) {
   for (;;) {
     Task t = tasks.pop();
     const double read_start_s = sg4::Engine::get_clock();
-    read_storage(r, t.samples);
+    const double read_cpu_s = read_storage(r, t.samples);
     const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
     if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
     const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
     double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
-                   worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
+                   read_cpu_s + worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
     if (cpu.core_speed_cv > 0.0) {
       wander_x = wander_log_speed(wander_x, t0 - wander_at_s, cpu.core_speed_correlation_s, sigma_ln,
@@ -529,8 +539,9 @@ class MainLoop {
     if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
       const double t0 = sg4::Engine::get_clock();
       std::unique_lock lock(*r_.gil);
-      read_storage(r_, samples);
-      double cpu_s = sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + worker_collate_s(s_, p_, samples);
+      const double read_cpu_s = read_storage(r_, samples);
+      double cpu_s =
+          sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + read_cpu_s + worker_collate_s(s_, p_, samples);
       if (s_.loader.pin_memory) cpu_s += pin_copy_s(s_, p_, samples);
       run_cpu(r_, cpu_s);
       const double t1 = sg4::Engine::get_clock();
