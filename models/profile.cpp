@@ -140,7 +140,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         r.number("buffered_read_cpu_s_per_byte", p.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     if (r.has("buffered_read")) {
       ObjectReader b = r.object("buffered_read");
-      for (const char* k : {"bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"}) b.raw(k);
+      for (const char* k : {"bytes", "files", "file_bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"})
+        b.raw(k);
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {

@@ -121,6 +121,18 @@ TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
   const auto& pt = st["points"][0];
   for (const char* k : {"rw", "bs", "numjobs", "bw_bytes", "iops"}) EXPECT_TRUE(pt.contains(k)) << k;
   EXPECT_LE(pt["clat_ns"]["p50"].get<double>(), pt["clat_ns"]["p99"].get<double>());
+  // one worker's view, where the page cache can be dropped: small files read whole, cold then warm
+  if (st.contains("buffered_read")) {
+    const auto& b = st["buffered_read"];
+    EXPECT_GT(b["bytes"].get<double>(), 0.0);
+    EXPECT_LE(b["cold_cpu_s"].get<double>(), b["cold_s"].get<double>() * 1.05);  // CPU within the wall time
+    EXPECT_GT(st["stream_read_bytes_per_s"].get<double>(), 0.0);
+    EXPECT_GE(st["buffered_read_cpu_s_per_byte"].get<double>(), 0.0);
+    // the two summary figures are the measurement's, by the formulas in docs/profile.md
+    EXPECT_NEAR(st["stream_read_bytes_per_s"].get<double>(),
+                b["bytes"].get<double>() / (b["cold_s"].get<double>() - b["cold_cpu_s"].get<double>()),
+                1e-6 * st["stream_read_bytes_per_s"].get<double>());
+  }
 
   // host
   EXPECT_GT(p["host"]["memcpy_bytes_per_s"].get<double>(), 1e8);
