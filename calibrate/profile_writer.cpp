@@ -10,7 +10,12 @@ namespace pipeplan::calibrate {
 
 std::string write_json_atomically(const std::filesystem::path& target, const nlohmann::json& document) {
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  const std::filesystem::path tmp = dir / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()));
+  // (appended piece by piece: GCC 12 warns falsely, -Wrestrict, on "." + string + ...)
+  std::string name(1, '.');
+  name += target.filename().string();
+  name += ".tmp.";
+  name += std::to_string(getpid());
+  const std::filesystem::path tmp = dir / name;
   const std::string text = document.dump(2) + "\n";
 
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

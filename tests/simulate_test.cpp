@@ -93,8 +93,13 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 10 / per_batch_s, 10 / per_batch_s * 0.01);
   // the analytic capacity of the workers says the same
-  for (const auto& st : r["stages"])
-    if (st["name"] == "workers") EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 10 / per_batch_s, 0.5);
+  bool found = false;
+  for (const auto& st : r["stages"]) {
+    if (st["name"] != "workers") continue;
+    found = true;
+    EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 10 / per_batch_s, 0.5);
+  }
+  EXPECT_TRUE(found);
   s["loader"]["num_workers"] = 4;
   EXPECT_NEAR(samples_per_s(simulate(s)), 40 / per_batch_s, 40 / per_batch_s * 0.02);
 }
