@@ -383,17 +383,16 @@ SectionOutcome run_storage(const RunContext& ctx) {
   nlohmann::json buffered = nullptr;
   double stream_read_bytes_per_s = 0.0, buffered_read_cpu_s_per_byte = 0.0;
   if (direct && !ctx.interrupted()) {
-    std::filesystem::path small_dir = dir / ("pipeplan-storage-files." + std::to_string(::getpid()));
-    Cleanup small_cleanup(std::filesystem::path(), small_dir);
+    const std::filesystem::path small_dir = dir / ("pipeplan-storage-files." + std::to_string(::getpid()));
+    struct RemoveTree {  // the files and their folder go, whatever way the measurement ends
+      std::filesystem::path d;
+      ~RemoveTree() {
+        std::error_code e;
+        std::filesystem::remove_all(d, e);
+      }
+    } remove_tree{small_dir};
     std::error_code ec;
     std::filesystem::create_directory(small_dir, ec);
-    struct RemoveFiles {
-      std::filesystem::path d;
-      ~RemoveFiles() {
-        std::error_code e;
-        for (const auto& f : std::filesystem::directory_iterator(d, e)) std::filesystem::remove(f.path(), e);
-      }
-    } remove_files{small_dir};
     BufferedRead b;
     const std::size_t count = ctx.by_scale<std::size_t>(16, 96, 256);
     const std::size_t each = ctx.by_scale<std::size_t>(256u << 10, 640u << 10, 640u << 10);

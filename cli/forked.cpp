@@ -23,19 +23,9 @@ namespace {
                             bool want_text) {
   int code = 0;
   try {
-    sim::SimOptions options;
-    options.steps = steps;
-    options.record_trace = !run.trace_path.empty();
-    sim::TraceRecorder trace(options.record_trace);
-    sim::SimResult result = sim::simulate(run.scenario, profile, options, trace);
-    const sim::Diagnosis diagnosis = sim::diagnose(result, run.scenario, profile);
-    std::ofstream(out_path) << sim::to_json(result, diagnosis, run.scenario, profile).dump() << "\n";
-    if (want_text) std::ofstream(out_path + ".txt") << sim::to_text(result, diagnosis, run.scenario, profile);
-    if (!run.trace_path.empty()) {
-      const std::string error = trace.write(run.trace_path);
-      if (!error.empty()) throw std::runtime_error(error);
-      if (trace.truncated()) std::fprintf(stderr, "pipeplan: trace truncated at its event limit; simulate fewer steps\n");
-    }
+    const ForkedReport r = simulate_once(run, profile, steps, want_text);
+    std::ofstream(out_path) << r.report.dump() << "\n";
+    if (want_text) std::ofstream(out_path + ".txt") << r.text;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pipeplan: %s\n", e.what());
     code = 1;
@@ -52,6 +42,32 @@ std::string slurp(const std::string& path) {
 }
 
 }  // namespace
+
+ForkedReport simulate_once(const ForkedRun& run, const Profile& profile, long long steps, bool want_text) {
+  sim::SimOptions options;
+  options.steps = steps;
+  options.record_trace = !run.trace_path.empty();
+  sim::TraceRecorder trace(options.record_trace);
+  sim::SimResult result = sim::simulate(run.scenario, profile, options, trace);
+  const sim::Diagnosis diagnosis = sim::diagnose(result, run.scenario, profile);
+  ForkedReport out{sim::to_json(result, diagnosis, run.scenario, profile),
+                   want_text ? sim::to_text(result, diagnosis, run.scenario, profile) : std::string()};
+  if (!run.trace_path.empty()) {
+    const std::string error = trace.write(run.trace_path);
+    if (!error.empty()) throw std::runtime_error(error);
+    if (trace.truncated()) std::fprintf(stderr, "pipeplan simulate: trace truncated at its event limit; simulate fewer steps\n");
+  }
+  return out;
+}
+
+std::vector<ForkedRun> seed_runs(const Scenario& scenario, int replications) {
+  std::vector<ForkedRun> runs;
+  for (int k = 0; k < replications; ++k) {
+    runs.push_back({scenario, ""});
+    runs.back().scenario.seed = scenario.seed + static_cast<std::uint64_t>(k);
+  }
+  return runs;
+}
 
 std::vector<ForkedReport> simulate_forked(const std::vector<ForkedRun>& runs, const Profile& profile, long long steps,
                                           int parallel, bool want_text) {

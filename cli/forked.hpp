@@ -1,7 +1,8 @@
-// Simulations in forked children. SimGrid allows one simulation per process, so every command
-// that runs more than one (a sweep's points, a simulation's replications) forks one child per
-// run, at most `parallel` at once; each child writes its JSON report (and, when asked, its text
-// report and a trace) to files the parent reads back.
+// Running simulations for the commands: one in this process (simulate_once), or several in forked
+// children. SimGrid allows one simulation per process, so every command that runs more than one (a
+// sweep's points, a simulation's replications) forks one child per run, at most `parallel` at once;
+// each child writes its JSON report (and, when asked, its text report and a trace) to files the
+// parent reads back.
 #pragma once
 
 #include <string>
@@ -23,6 +24,13 @@ struct ForkedReport {
   nlohmann::json report;  // sim::to_json
   std::string text;       // sim::to_text, when asked
 };
+
+// One simulation in this process: its JSON report, its text report when asked, and its trace
+// written when the run names a path. Throws std::runtime_error when the trace cannot be written.
+ForkedReport simulate_once(const ForkedRun& run, const Profile& profile, long long steps, bool want_text);
+
+// The scenario with seeds S..S+replications-1 (S its own seed), no traces.
+std::vector<ForkedRun> seed_runs(const Scenario& scenario, int replications);
 
 // Runs every simulation; throws std::runtime_error naming the first run that failed (its
 // children's messages are on stderr). `steps` 0: each scenario's own.

@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <stdexcept>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -14,8 +12,6 @@
 #include "cli/inputs.hpp"
 #include "models/input_error.hpp"
 #include "sim/replications.hpp"
-#include "sim/report.hpp"
-#include "sim/simulation.hpp"
 
 namespace po = boost::program_options;
 
@@ -27,14 +23,10 @@ namespace {
 // the first seed's, with the runs' mean and spread added ("replications").
 std::string replicated_report(const CommonOptions& common, const Profile& profile, const Scenario& scenario,
                               int replications, int jobs, const std::string& trace_path) {
-  std::vector<ForkedRun> runs;
+  std::vector<ForkedRun> runs = seed_runs(scenario, replications);
+  runs.front().trace_path = trace_path;
   std::vector<std::uint64_t> seeds;
-  for (int k = 0; k < replications; ++k) {
-    Scenario s = scenario;
-    s.seed = scenario.seed + static_cast<std::uint64_t>(k);
-    seeds.push_back(s.seed);
-    runs.push_back({s, k == 0 ? trace_path : std::string()});
-  }
+  for (const auto& r : runs) seeds.push_back(r.scenario.seed);
   const auto reports = simulate_forked(runs, profile, common.steps, jobs, common.format == "text");
   std::vector<nlohmann::json> jsons;
   for (const auto& r : reports) jsons.push_back(r.report);
@@ -76,21 +68,8 @@ int simulate_command(int argc, char** argv) {
     emit_report(common, replicated_report(common, profile, scenario, replications, jobs, trace_path));
     return 0;
   }
-  sim::SimOptions sim_options;
-  sim_options.steps = common.steps;
-  sim_options.record_trace = !trace_path.empty();
-  sim::TraceRecorder trace(sim_options.record_trace);
-  sim::SimResult result = sim::simulate(scenario, profile, sim_options, trace);
-  const sim::Diagnosis diagnosis = sim::diagnose(result, scenario, profile);
-
-  const std::string report = common.format == "json" ? sim::to_json(result, diagnosis, scenario, profile).dump(2) + "\n"
-                                                     : sim::to_text(result, diagnosis, scenario, profile);
-  if (!trace_path.empty()) {
-    const std::string error = trace.write(trace_path);
-    if (!error.empty()) throw std::runtime_error(error);
-    if (trace.truncated()) std::fprintf(stderr, "pipeplan simulate: trace truncated at its event limit; simulate fewer steps\n");
-  }
-  emit_report(common, report);
+  const ForkedReport r = simulate_once({scenario, trace_path}, profile, common.steps, common.format == "text");
+  emit_report(common, common.format == "json" ? r.report.dump(2) + "\n" : r.text);
   return 0;
 }
 

@@ -112,11 +112,7 @@ int sweep_command(int argc, char** argv) {
   // Run every point (and each of its seeds) in forked children, at most `jobs` at once.
   std::vector<ForkedRun> runs;
   for (const auto& scenario : scenarios)
-    for (int k = 0; k < replications; ++k) {
-      Scenario s = scenario;
-      s.seed = scenario.seed + static_cast<std::uint64_t>(k);
-      runs.push_back({s, ""});
-    }
+    for (auto& run : seed_runs(scenario, replications)) runs.push_back(std::move(run));
   const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
 
   nlohmann::json rows = nlohmann::json::array();
