@@ -153,10 +153,11 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
     busy, idle, starved, per_worker_durations, durations, windowed = [], [], [], [], [], []
     for w in range(num_workers):
         iv = workers[w]
-        d = [b - a for a, b in iv if a >= lo and b <= hi]
+        win = [(a, b) for a, b in iv if a >= lo and b <= hi]
+        d = [b - a for a, b in win]
         per_worker_durations.append([len(d), sum(d), sum(x * x for x in d)])
         durations.append(d)
-        windowed.append([(a, b) for a, b in iv if a >= lo and b <= hi])
+        windowed.append(win)
         busy.append(sum(overlap(a, b, lo, hi) for a, b in iv) / span)
         idle_s = starved_s = 0.0
         for k in range(1, len(iv)):
