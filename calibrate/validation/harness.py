@@ -32,7 +32,7 @@ import sys
 import time
 import traceback
 import warnings
-from typing import List
+from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, insitu_diff, json_default, process_cpu_s, summarize, time_collate, worker_spread,  # noqa: E402
@@ -253,6 +253,68 @@ class InSitu:
     @staticmethod
     def diff(s0, s1):
         return insitu_diff(s0, s1)
+
+
+class PinThreadMeter:
+    """The pin_memory thread's own costs in the main process: its CPU (user + system, /proc) between two
+    reads, and the wall time of each pin_memory() call it makes (the copy into page-locked memory, without
+    the receive from the workers' queue). PyTorch's pin loop calls its module's global `pin_memory`, so
+    a wrapper put there while a DataLoader runs sees every call; `calls` stays 0 if a torch version stops
+    doing so, and the figures are then left out rather than wrong."""
+
+    def __init__(self):
+        self.calls = 0
+        self.wall_s = 0.0
+        self._mod = None
+        self._orig = None
+
+    def __enter__(self):
+        import torch.utils.data._utils.pin_memory as pm
+        self._mod, self._orig = pm, pm.pin_memory
+        orig = pm.pin_memory
+
+        def timed(data, *a, **kw):
+            t0 = time.perf_counter()
+            try:
+                return orig(data, *a, **kw)
+            finally:
+                self.wall_s += time.perf_counter() - t0
+                self.calls += 1
+        pm.pin_memory = timed
+        return self
+
+    def __exit__(self, *exc):
+        self._mod.pin_memory = self._orig
+        return False
+
+    def snapshot(self):
+        return (self.calls, self.wall_s)
+
+    @staticmethod
+    def thread_cpu_s(it) -> Optional[float]:
+        """CPU seconds of a DataLoader iterator's pin_memory thread so far (None without one)."""
+        th = getattr(it, "_pin_memory_thread", None)
+        tid = getattr(th, "native_id", None)
+        if tid is None:
+            return None
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return None
+
+
+def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
+    """Per-batch pin thread figures between two PinThreadMeter snapshots and thread CPU reads."""
+    out = {}
+    calls = pin1[0] - pin0[0]
+    if calls > 0:
+        out["pin_copy_s_per_batch"] = (pin1[1] - pin0[1]) / calls
+        out["pin_calls"] = calls
+    if cpu0 is not None and cpu1 is not None and batches > 0:
+        out["pin_thread_cpu_s_per_batch"] = (cpu1 - cpu0) / batches
+    return out
 
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
@@ -963,22 +1025,37 @@ class Harness:
         for pin in (False, True):
             dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=12,
                             prefetch_factor=2, pin_memory=pin, collate_fn=self.collate_fn(kind))
-            it = iter(dl)
-            for _ in range(10):
-                next(it)
-            windows = []
-            for _w in range(3):
-                n, a = 0, time.perf_counter()
-                while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
+            meter = PinThreadMeter().__enter__() if pin else None
+            try:
+                it = iter(dl)
+                for _ in range(10):
                     next(it)
-                    n += 1
-                windows.append((time.perf_counter() - a) / n)
+                windows = []
+                p0, c0, n_all = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it), 0) if pin else (None, None, 0)
+                for _w in range(3):
+                    n, a = 0, time.perf_counter()
+                    while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
+                        next(it)
+                        n += 1
+                    windows.append((time.perf_counter() - a) / n)
+                    n_all += n
+                if pin:
+                    # the same pin-thread figures as each pinned case's in_situ, for a like-for-like check
+                    res.update(pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n_all))
+            finally:
+                if meter is not None:
+                    meter.__exit__(None, None, None)
             del it, dl
             gc.collect()
             res["pin_s_per_batch" if pin else "receive_s_per_batch"] = sorted(windows)[1]
         c[key] = res
+        extra = ""
+        if "pin_copy_s_per_batch" in res:
+            extra += f", of which pin_memory() {res['pin_copy_s_per_batch']*1e3:.2f}"
+        if "pin_thread_cpu_s_per_batch" in res:
+            extra += f", pin thread CPU {res['pin_thread_cpu_s_per_batch']*1e3:.2f}"
         log(f"component transport[{key}]: receive {res['receive_s_per_batch']*1e3:.2f} ms/batch, "
-            f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch ({time.perf_counter()-t0:.1f}s)")
+            f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch{extra} ({time.perf_counter()-t0:.1f}s)")
         return res
 
     def _time_in_one_worker(self, kind, bs, n_batches, min_s):
@@ -1235,6 +1312,8 @@ class Harness:
         gc.collect()
         gc_was = gc.isenabled()
         gc.disable()      # as in most training loops' steady state: no GC pauses inside timing
+        pin_meter = PinThreadMeter().__enter__() if k["pin_memory"] and nw > 0 else None
+        pin0 = pin1 = pcpu0 = pcpu1 = None
         wall0 = time.perf_counter()
         stat0 = None
         ins0 = insitu.snapshot()
@@ -1282,6 +1361,8 @@ class Harness:
                         raw0 = insitu.raw()
                         worker_pids = [w.pid for w in (getattr(it, "_workers", None) or [])] if epochs == 1 else []
                         wcpu0 = workers_cpu_s(worker_pids)
+                        if pin_meter is not None and epochs == 1:
+                            pin0, pcpu0 = pin_meter.snapshot(), PinThreadMeter.thread_cpu_s(it)
                     if epochs == 1 and i >= skip + min_measured:
                         el = time.perf_counter() - wall0
                         if el > allowance_s:
@@ -1296,7 +1377,11 @@ class Harness:
                     del it
                     it = None
             dev.sync()
+            if pin0 is not None:
+                pin1, pcpu1 = pin_meter.snapshot(), PinThreadMeter.thread_cpu_s(it)
         finally:
+            if pin_meter is not None:
+                pin_meter.__exit__(None, None, None)
             if gc_was:
                 gc.enable()
         wall_end = time.perf_counter()
@@ -1348,6 +1433,10 @@ class Harness:
         }
         if spread is not None:
             res["in_situ"].update(spread)
+        if pin0 is not None and pin1 is not None:
+            # the pin thread's CPU per batch handed to the loop (it works ahead by the few batches in its
+            # queue: small against a window of hundreds); comparable with the transport component's
+            res["in_situ"].update(pin_thread_figures(pin0, pin1, pcpu0, pcpu1, meas))
         if insitu.timeline is not None:
             r6 = lambda xs: [round(x - wall0, 6) for x in xs[:n]]  # noqa: E731
             res["timeline"] = {
@@ -1406,7 +1495,10 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f", after {pa['getitem_wall_s']*1e3:.2f}" if (pa := case["components"].get("probe_after") or {})
                        .get("getitem_wall_s") else "") + "), "
-                    f"n={m['n_measured']} ({m['stopped']}, "
+                    + (f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
+                       + (f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})" if "pin_copy_s_per_batch" in ins else "")
+                       + ", " if "pin_thread_cpu_s_per_batch" in (ins := m["in_situ"]) else "")
+                    + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:
                 case["status"] = "error"
