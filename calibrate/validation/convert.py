@@ -222,6 +222,27 @@ def probe_bracket(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, An
     return dict(before, **{k: (float(before[k]) + float(after[k])) / 2 for k in keys}, bracketed=True)
 
 
+def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
+    """How much dearer the main side's work per batch was around the case than when the transport
+    component measured it: the mean of the probes' CPU per batch (before and after the case, harness
+    since run 11) over the transport component's, like for like: the pin thread's CPU with pin_memory,
+    the main thread's receive without. The pin-thread check of 2026-11-30 found the pin thread's CPU per
+    batch tracking each pin-bound case's batch time (14.65 ms in situ for 15.3 ms per batch, 17.50 for
+    18.3 in its repeat) and drifting by up to 20% within one call, as the workers' costs do. None when a
+    figure is missing (runs before 11): the transport is then used as measured."""
+    comp = case.get("components") or {}
+    tr = comp.get("transport") or {}
+    pin = bool((case.get("knobs") or {}).get("pin_memory"))
+    key, ref_key = (("pin_thread_cpu_s_per_batch", "pin_thread_cpu_s_per_batch") if pin
+                    else ("main_thread_cpu_s_per_batch", "receive_cpu_s_per_batch"))
+    ref = float(tr.get(ref_key) or 0.0)
+    probes = [p for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
+              if float(p.get(key) or 0.0) > 0 and bool(p.get("pin_memory")) == pin]
+    if ref <= 0 or not probes:
+        return None
+    return sum(float(p[key]) for p in probes) / len(probes) / ref
+
+
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
@@ -961,6 +982,12 @@ def main(argv=None) -> int:
             if base_profile is not None and tr:
                 bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
                 profile = os.path.join(scen_dir, stem + ".profile.json")
+                drift = main_side_drift(c)
+                if drift is not None:
+                    # the main side's cost as the probes around the case found it (receive and pin alike)
+                    tr = dict(tr, receive_s_per_batch=float(tr["receive_s_per_batch"]) * drift,
+                              pin_s_per_batch=float(tr["pin_s_per_batch"]) * drift)
+                    c.setdefault("convert", {})["main_side_drift"] = drift
                 with open(profile, "w") as f:
                     json.dump(transport_profile(base_profile, tr, bb, worker_collate_cost(c)), f, indent=1)
             if simulate:

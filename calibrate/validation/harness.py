@@ -1032,6 +1032,7 @@ class Harness:
                     next(it)
                 windows = []
                 p0, c0, n_all = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it), 0) if pin else (None, None, 0)
+                main0 = time.thread_time()
                 for _w in range(3):
                     n, a = 0, time.perf_counter()
                     while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
@@ -1039,6 +1040,9 @@ class Harness:
                         n += 1
                     windows.append((time.perf_counter() - a) / n)
                     n_all += n
+                if not pin:
+                    # the main thread's CPU per batch received: the probes' like-for-like figure when unpinned
+                    res["receive_cpu_s_per_batch"] = (time.thread_time() - main0) / n_all
                 if pin:
                     # the same pin-thread figures as each pinned case's in_situ, for a like-for-like check
                     res.update(pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n_all))
@@ -1116,7 +1120,7 @@ class Harness:
                 f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {res['seconds']:.1f}s)")
         return res
 
-    def comp_probe(self, kind, bs, num_workers):
+    def comp_probe(self, kind, bs, num_workers, pin=False):
         """The case's own loader, timed right before the case (about 1 s after warm-up, never cached):
         num_workers workers with the case's batch size and collate_fn, each batch dropped by the main
         loop; getitem and collate timed inside the workers. Two things the run-6 one-worker probe
@@ -1130,40 +1134,57 @@ class Harness:
         # average it to about 0.14 x sqrt(2 x 0.7 / (K x W)): +-6% for 8 workers and 1 s (run 7's probes:
         # 0.91-1.14 of the case's in-situ cost), +-3.7% for 2.5 s. Since run 10 the probe runs before and
         # after the case (probe_after) for 1.5 s each: 3 s in all, spread around the case in time.
-        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else 1.5, seed=41)
+        # Since run 11 the probe also pins when its case pins, and reports the main side's CPU per batch (the
+        # pin thread's, or the main thread's receive without pinning): the pin-thread check of 2026-11-30
+        # found that cost drifting by up to 20% within a call, as the workers' does, while the transport
+        # component measures it once per batch size.
+        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else 1.5, seed=41, pin=pin)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
-                         "the case's collate_fn), the main loop drops each batch; getitem and collate timed inside the "
-                         "workers (InSitu) after 2K warm-up batches, for about 1.5 s (at least 3 batches; 1 s until run 8, "
-                         "2.5 s in run 9; since run 10 once before and once after the case)")
+                         "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
+                         "getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about 1.5 s "
+                         "(at least 3 batches; 1 s until run 8, 2.5 s in run 9; since run 10 once before and once after the "
+                         "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)")
         return res
 
-    def _time_k_workers(self, kind, bs, k, window_s, seed):
+    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False):
         """getitem and collate per call inside k workers loading at once, the main loop dropping each
         batch: after 2k warm-up batches (every worker past its start-up: fork, copy-on-write
-        faults), for window_s seconds and at least 3 batches."""
+        faults), for window_s seconds and at least 3 batches. With pin, the DataLoader pins, and the
+        pin thread's CPU per batch is reported; the main thread's CPU per batch always is."""
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         insitu = InSitu()
         sampler = IndexSampler(len(ds), 1 << 20, seed=seed + k)
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
-                        prefetch_factor=2, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
-        t0 = time.perf_counter()
-        it = iter(dl)
-        for _ in range(2 * k):
-            next(it)
-        s0 = insitu.snapshot()
-        a = time.perf_counter()
-        n = 0
-        while n < 3 or time.perf_counter() - a < window_s:
-            next(it)
-            n += 1
-        s1 = insitu.snapshot()
+                        prefetch_factor=2, pin_memory=pin and k > 0,
+                        collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
+        meter = PinThreadMeter().__enter__() if pin and k > 0 else None
+        try:
+            t0 = time.perf_counter()
+            it = iter(dl)
+            for _ in range(2 * k):
+                next(it)
+            s0 = insitu.snapshot()
+            p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
+            main0 = time.thread_time()
+            a = time.perf_counter()
+            n = 0
+            while n < 3 or time.perf_counter() - a < window_s:
+                next(it)
+                n += 1
+            main1 = time.thread_time()
+            s1 = insitu.snapshot()
+            pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n) if meter else {}
+        finally:
+            if meter is not None:
+                meter.__exit__(None, None, None)
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
-        return {"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
-                "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
-                "seconds": time.perf_counter() - t0}
+        return dict({"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
+                     "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
+                     "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
+                     "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 
     def comp_load_scaling(self, kind, bs):
         """__getitem__ timed inside K workers loading at once (K = 1, 4, 8, cores), with the case's
@@ -1261,7 +1282,7 @@ class Harness:
             comps["load_cold"] = self.comp_load_cold(kind)
         elif nw > 0:
             try:
-                comps["probe"] = self.comp_probe(kind, bs, nw)
+                comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"])
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
         case["components"] = comps
@@ -1483,7 +1504,8 @@ class Harness:
                     # its case (run 9); the converter takes the mean of the two, which brackets the case in time
                     k = case["knobs"]
                     try:
-                        case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"])
+                        case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
+                                                                                      pin=k["pin_memory"])
                     except Exception as e:      # never costs the case
                         case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
                 log(f"case {ci+1}/{len(cases)} {case['id']}: {m['throughput_samples_per_s']:.0f} samples/s, "
@@ -1497,6 +1519,10 @@ class Harness:
                        .get("getitem_wall_s") else "") + "), "
                     + (f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
                        + (f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})" if "pin_copy_s_per_batch" in ins else "")
+                       + "".join(f"; {nm} {q['pin_thread_cpu_s_per_batch']*1e3:.2f}" for nm, q in
+                                 (("probe before", case["components"].get("probe") or {}),
+                                  ("after", case["components"].get("probe_after") or {}))
+                                 if q.get("pin_thread_cpu_s_per_batch"))
                        + ", " if "pin_thread_cpu_s_per_batch" in (ins := m["in_situ"]) else "")
                     + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")

@@ -262,6 +262,28 @@ class ScenarioTest(unittest.TestCase):
         inline["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
         self.assertNotEqual(convert.scenario_for(inline, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
 
+    def test_main_side_drift_from_the_probes_around_the_case(self):
+        # the pin-thread check's figures (2026-11-30): transport alone 14.44 ms of pin-thread CPU per batch;
+        # probes around a case 17.0 and 18.0 -> the case's main side is (17.0 + 18.0) / 2 / 14.44 as dear
+        c = make_case("p", "pin_memory_tensor", 3505, 0.0183, 0.021)
+        c["components"]["transport"] = {"num_workers": 12, "receive_s_per_batch": 0.00554,
+                                        "pin_s_per_batch": 0.01502, "pin_thread_cpu_s_per_batch": 0.01444,
+                                        "receive_cpu_s_per_batch": 0.0050}
+        self.assertIsNone(convert.main_side_drift(c))            # runs before 11: no probe figure
+        c["components"]["probe"] = {"pin_memory": True, "pin_thread_cpu_s_per_batch": 0.0170,
+                                    "main_thread_cpu_s_per_batch": 0.0004}
+        self.assertAlmostEqual(convert.main_side_drift(c), 0.0170 / 0.01444)
+        c["components"]["probe_after"] = {"pin_memory": True, "pin_thread_cpu_s_per_batch": 0.0180}
+        self.assertAlmostEqual(convert.main_side_drift(c), 0.0175 / 0.01444)
+        # without pinning the main thread's receive is compared with the transport's receive loop
+        n = make_case("n", "pin_memory_tensor", 2700, 0.0237, 0.025, pin_memory=False)
+        n["components"]["transport"] = c["components"]["transport"]
+        n["components"]["probe"] = {"pin_memory": False, "main_thread_cpu_s_per_batch": 0.0055}
+        self.assertAlmostEqual(convert.main_side_drift(n), 0.0055 / 0.0050)
+        # a probe that did not pin says nothing about a pinned case's pin thread
+        n["knobs"]["pin_memory"] = True
+        self.assertIsNone(convert.main_side_drift(n))
+
     def test_probe_with_the_cases_workers_is_reproduced_at_that_concurrency(self):
         # Probe at K = 8 workers: 4.1 ms per sample, 29 ms collate. The simulator runs a load at
         # base / dataset_curve(busy) and a collate at base / machine_curve(busy), so at 8 busy
