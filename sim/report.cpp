@@ -245,6 +245,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
        {{"mean_batches_in_flight", r.mean_batches_in_flight},
         {"mean_batch_latency_s", r.mean_batch_latency_s},
         {"batches_per_s", r.batches_delivered_per_s},
+        {"out_of_order_fraction", r.out_of_order_fraction},
         {"epochs_started", r.epochs_started}}},
   };
   return out;
@@ -285,9 +286,16 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                 100 * r.gpu.busy_fraction, 100 * r.gpu.idle_waiting_for_data_fraction, 100 * r.gpu.idle_waiting_for_copy_fraction,
                 100 * r.gpu.idle_host_fraction, 100 * r.gpu.exposed_comm_fraction);
   o << line;
-  std::snprintf(line, sizeof line, "  DataLoader: %.1f batches in flight on average, %s from index to hand-off\n",
+  std::snprintf(line, sizeof line, "  DataLoader: %.1f batches in flight on average, %s from index to hand-off",
                 r.mean_batches_in_flight, ms(r.mean_batch_latency_s).c_str());
   o << line;
+  if (s.loader.num_workers > 1) {
+    // With in_order=True a batch finished before its predecessor waits for it: a long step, then a short one.
+    std::snprintf(line, sizeof line, "; %.0f%% finished before the batch ahead of them%s", 100 * r.out_of_order_fraction,
+                  s.loader.in_order ? "" : " (in_order=False: handed over as they come)");
+    o << line;
+  }
+  o << "\n";
   return o.str();
 }
 

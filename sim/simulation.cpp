@@ -33,6 +33,7 @@
 #include "models/analytic.hpp"
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
+#include "sim/arrival_order.hpp"
 #include "sim/sync.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -116,6 +117,7 @@ struct Rank {
   std::vector<int> worker_outstanding;  // PyTorch's _workers_num_tasks
   double outstanding_integral = 0.0, outstanding_last_s = 0.0;
   double pinned_bytes = 0.0;
+  std::vector<double> batch_done_s;  // by batch index: when its worker finished it (-1: not yet)
 
   // Streams
   Stream compute, side;
@@ -292,6 +294,11 @@ void worker_actor(Rank& r, int w) {
     if (t1 > t0) busy_cores_last_load = (world.cpu_running_integral_at(t1) - integral0) / (t1 - t0);
     r.worker_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
+    if (t.batch >= 0) {
+      const auto index = static_cast<std::size_t>(t.batch);
+      if (index >= r.batch_done_s.size()) r.batch_done_s.resize(index + 1, -1.0);
+      r.batch_done_s[index] = t1;
+    }
     r.arrivals.push(Batch{t.batch, t.samples, t.sent_s, w});
   }
 }
@@ -822,6 +829,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   const Scenario& s = scenario;
   double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
   double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
+  double out_of_order = 0;
   for (int g = 0; g < gpus; ++g) {
     Rank& r = *world.ranks[g];
     note_outstanding(r, 0);  // close the time integral at the end
@@ -839,6 +847,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     in_flight += r.outstanding_integral;
     latency += r.latency_sum_s;
     latency_n += static_cast<double>(r.latency_count);
+    if (s.loader.num_workers > 1)
+      out_of_order += out_of_order_fraction(r.batch_done_s, world.window.start_s, world.window.end_s);
     res.epochs_started = std::max(res.epochs_started, r.epochs_started);
   }
   for (auto& r : world.ranks) res.des_events += r->activities;
@@ -874,6 +884,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.mean_batches_in_flight = in_flight / gpus / window;
   res.mean_batch_latency_s = latency_n > 0 ? latency / latency_n : 0.0;
   res.batches_delivered_per_s = latency_n / gpus / window;
+  res.out_of_order_fraction = out_of_order / gpus;
   return res;
 }
 

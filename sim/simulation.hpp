@@ -52,6 +52,7 @@ struct SimResult {
   double baseline_step_mean_s = 0.0;
   double mean_batches_in_flight = 0.0;   // per rank, time-averaged over the window
   double mean_batch_latency_s = 0.0;     // index sent -> batch handed to the loop
+  double out_of_order_fraction = 0.0;    // consecutive batches finished by their workers in reverse order (sim/arrival_order.hpp)
   double batches_delivered_per_s = 0.0;  // per rank
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)

@@ -175,6 +175,22 @@ TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
   EXPECT_LT(samples_per_s(unordered), 1.02 * 325.0);
 }
 
+// The same slow worker, counted: worker 0 makes batches 0, 4, 8, ... four times slower, so
+// batch 4k is finished after batch 4k+1 (whose worker idles, its slots full) and every other
+// consecutive pair is in order: 1 pair in 4. Equal workers finish in dispatch order: none.
+TEST(Simulate, OutOfOrderShareCountsBatchesFinishedBeforeTheOneAhead) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
+  s["dataset"]["load_s_per_sample"] = 0.010;
+  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  EXPECT_NEAR(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.25, 0.01);
+  s["loader"].erase("slow_worker");
+  EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+  s["loader"]["num_workers"] = 1;  // one worker cannot overtake itself
+  EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+}
+
 // Wandering core speed (profile cpu.core_speed_cv): the factor has mean 1, so one worker, or
 // workers out of order, keep the steady capacity (8 samples per 80 ms per worker: 100 and 800
 // samples/s); in order and round robin, each batch waits for the slowest worker's turn, so

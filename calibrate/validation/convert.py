@@ -482,6 +482,8 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         out["step_time_s"][key] = mean_of(f"step_time_s.{key}")
     if _get(out, "gpu.busy_fraction") is not None:
         out["gpu"]["busy_fraction"] = mean_of("gpu.busy_fraction")
+    if _get(out, "loader.out_of_order_fraction") is not None:
+        out["loader"]["out_of_order_fraction"] = mean_of("loader.out_of_order_fraction")
     for st in out.get("stages") or []:
         v = [next((x.get("busy_fraction") for x in (r.get("stages") or []) if x.get("name") == st.get("name")), None)
              for r in results]
@@ -506,15 +508,24 @@ def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str],
 
 
 # ============================================================================ evaluation
-def machine_wide_share(case: Dict[str, Any]) -> Optional[float]:
-    """timeline_analysis.common_share of the case's worker timeline (harness --timeline), or None."""
+def _timeline(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """timeline_analysis.analyse of the case's worker timeline (harness --timeline), or None."""
     tl = (case.get("measured") or {}).get("timeline")
     k = case.get("knobs") or {}
     if not tl or int(k.get("num_workers", 0)) < 2 or int(k.get("epochs", 1) or 1) > 1:
         return None
     import timeline_analysis   # noqa: E402 (beside this file; only for cases with a timeline)
-    r = timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]))
-    return ((r or {}).get("common_share") or {}).get("share")
+    return timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]))
+
+
+def machine_wide_share(case: Dict[str, Any]) -> Optional[float]:
+    """timeline_analysis.common_share of the case's worker timeline, or None."""
+    return ((_timeline(case) or {}).get("common_share") or {}).get("share")
+
+
+def measured_out_of_order(case: Dict[str, Any]) -> Optional[float]:
+    """timeline_analysis.out_of_order_share of the case's worker timeline, or None."""
+    return (_timeline(case) or {}).get("out_of_order_share")
 
 
 def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
@@ -556,7 +567,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
                                             if ins.get("getitem_wall_s") and load_s else None),
                      "workers_busy_fraction": measured_workers_busy(case),
-                     "machine_wide_share": machine_wide_share(case)},
+                     "machine_wide_share": machine_wide_share(case),
+                     "out_of_order_fraction": measured_out_of_order(case)},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
@@ -585,6 +597,7 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 "synthetic_baseline_samples_per_s": _get(r, "synthetic_baseline.samples_per_s"),
                 "workers_busy_fraction": next((st.get("busy_fraction") for st in (r.get("stages") or [])
                                                if st.get("name") == "workers"), None),
+                "out_of_order_fraction": _get(r, "loader.out_of_order_fraction"),
                 "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
                 "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
             }
@@ -676,6 +689,9 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
+                "out_of_order_pairs": [(r["measured"]["out_of_order_fraction"], r["pipeplan"]["out_of_order_fraction"])
+                                       for r in pr if r["measured"].get("out_of_order_fraction") is not None
+                                       and r["pipeplan"].get("out_of_order_fraction") is not None],
                 "median_seeds_cv_samples_per_s": median([r["pipeplan"]["seeds_cv_samples_per_s"] for r in pr
                                                          if r["pipeplan"].get("seeds_cv_samples_per_s") is not None]),
                 "median_seeds_cv_step_p90_s": median([r["pipeplan"]["seeds_cv_step_p90_s"] for r in pr
@@ -782,6 +798,12 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
                  f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
+    if p.get("out_of_order_pairs"):
+        oo = p["out_of_order_pairs"]
+        L.append(f"| (diagnostic) batches finished before the one ahead of them, measured / simulated, median over "
+                 f"{len(oo)} cases (each one's long step then short one shapes the p90 step) | "
+                 f"{median([m for m, _ in oo]) * 100:.1f}% / {median([q for _, q in oo]) * 100:.1f}%; median abs "
+                 f"difference {median([abs(m - q) for m, q in oo]) * 100:.1f} points | | | |")
     if p.get("n_machine_wide_spells"):
         L.append(f"| (diagnostic) median / p90 abs throughput error without the {p['n_machine_wide_spells']} case(s) whose "
                  f"workers all slowed together (timeline: common share > {MACHINE_WIDE_SPELL_SHARE}; a machine-wide "

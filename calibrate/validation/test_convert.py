@@ -505,7 +505,10 @@ class EndToEndTest(unittest.TestCase):
                     "gpu": {"busy_fraction": busy}, "stages": [{"name": "workers", "busy_fraction": 1 - busy}]}
         runs = [res(1000.0, 0.10, "gpu_compute", 0.9), res(1100.0, 0.12, "workers", 0.7),
                 res(1200.0, 0.14, "workers", 0.8)]
+        for r, oo in zip(runs, (0.05, 0.10, 0.30)):
+            r["loader"] = {"out_of_order_fraction": oo}
         c = convert.combine_replications(runs)
+        self.assertAlmostEqual(c["loader"]["out_of_order_fraction"], 0.15)
         self.assertAlmostEqual(c["throughput"]["samples_per_s"], 1100.0)
         self.assertAlmostEqual(c["step_time_s"]["p90"], 0.12)
         self.assertAlmostEqual(c["step_time_s"]["mean"], (0.064 + 64 / 1100 + 64 / 1200) / 3)

@@ -34,6 +34,14 @@ class TimelineTest(unittest.TestCase):
         # late), 4 done 4 (asked 4), 5 done 6 (asked 5: late) -> 3 of 5 wait on a worker
         self.assertAlmostEqual(r["steps_waiting_on_a_worker"], 0.6)
         self.assertAlmostEqual(r["delivery_s"]["max"], 1.0)    # batch 2: ready at 2, taken at 3
+        # batches 1..5 finished at 2, 2, 4, 4, 6: never one before the batch ahead of it (ties are in order)
+        self.assertEqual(r["out_of_order_share"], 0.0)
+
+    def test_out_of_order_share_by_hand(self):
+        # pairs with both times known: (1, 3) in order, (3, 2) swapped, (2, 4) in order; 4 -> None and
+        # None -> 5 are left out: 1 of 3
+        self.assertAlmostEqual(T.out_of_order_share([1.0, 3.0, 2.0, 4.0, None, 5.0]), 1 / 3)
+        self.assertIsNone(T.out_of_order_share([1.0]))
 
     def test_worker_spread_less_the_batch_noise(self):
         # w0 batches 0.5, 1.5, 0.5, 1.5 (mean 1, variance 0.25), w1 the same + 1 (mean 2): means
