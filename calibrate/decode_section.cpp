@@ -290,6 +290,22 @@ SectionOutcome run_decode(const RunContext& ctx) {
   } else {
     report.notes.push_back("core speed wander not measured (too few chunks)");
   }
+  // The same with every core busy, logged beside it and not used: validation run 10's workers showed
+  // cv 0.09-0.16 minutes after this section measured 0.081 and 0.108 with half the cores, and
+  // whether a fuller machine wanders more is the next thing to compare (docs/validation.md, Next).
+  if (cores > wander_threads) {
+    bool ok_all = true;
+    const auto chunks_all = chunk_durations(typical, cores, chunk_images, wander_s, ok_all);
+    const auto wander_all = ok_all ? fit_core_wander(chunks_all, lag_chunks) : std::nullopt;
+    if (wander_all) {
+      ctx.log(strf("decode: core speed wander over %d threads x %.1f s (every core; logged, not used): cv %.3f, "
+                   "correlation time %.2f s",
+                   cores, wander_s, wander_all->cv, wander_all->correlation_s));
+      report.notes.push_back(strf("core speed wander with all %d cores busy: cv %.3f, correlation %.2f s (not used; "
+                                  "the profile's is with %d)",
+                                  cores, wander_all->cv, wander_all->correlation_s, wander_threads));
+    }
+  }
   report.profile_keys["cpu"] = cpu;
   report.notes.push_back("gpu_nvjpeg not measured (no nvJPEG path in this build)");
   return report;
