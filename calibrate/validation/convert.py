@@ -637,22 +637,33 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
             t = call_tag(g["cases"][0])
             call_noise[t] = max(call_noise.get(t, 0.0), g["spread"])
     families = {}
+
+    def setting(r: Dict[str, Any]) -> List[Dict[str, Any]]:
+        return groups[json.dumps(r["knobs"], sort_keys=True) + call_tag(r["id"])]
+
+    def mean_measured(r: Dict[str, Any]) -> float:
+        # a setting measured more than once (repeats, harness --rounds) is ranked by its mean
+        g = setting(r)
+        return sum(x["measured"]["samples_per_s"] for x in g) / len(g)
+
+    def mean_predicted(r: Dict[str, Any]) -> Optional[float]:
+        v = [x["pipeplan"].get("samples_per_s") for x in setting(r) if x["pipeplan"]]
+        return sum(v) / len(v) if v and None not in v and len(v) == len(setting(r)) else None
+
     for f, rs in fam_rows.items():
-        meas = [r["measured"]["samples_per_s"] for r in rs]
+        meas = [mean_measured(r) for r in rs]
         hand = [r["by_hand"]["samples_per_s"] for r in rs]
-        ent = {"cases": [r["id"] for r in rs], "n": len(rs),
+        ent = {"cases": [r["id"] for r in rs], "n": len(rs), "measured_means": meas,
+               "measurements": [len(setting(r)) for r in rs],
                "tau_by_hand": kendall_tau_b(meas, hand) if len(rs) >= 2 else None}
         if simulated:
-            ok = [r for r in rs if r["pipeplan"] and r["pipeplan"].get("samples_per_s") is not None]
-            ent["tau_pipeplan"] = (kendall_tau_b([r["measured"]["samples_per_s"] for r in ok],
-                                                 [r["pipeplan"]["samples_per_s"] for r in ok])
-                                   if len(ok) >= 2 and len(ok) == len(rs) else None)
+            pred = [mean_predicted(r) for r in rs]
+            complete = len(rs) >= 2 and None not in pred
+            ent["tau_pipeplan"] = kendall_tau_b(meas, pred) if complete else None
             nz = call_noise.get(call_tag(rs[0]["id"]))
             ent["ground_truth_noise"] = nz
-            ent["tau_pipeplan_within_noise"] = (
-                kendall_tau_b_within_noise([r["measured"]["samples_per_s"] for r in ok],
-                                           [r["pipeplan"]["samples_per_s"] for r in ok], nz)
-                if nz is not None and len(ok) >= 2 and len(ok) == len(rs) else None)
+            ent["tau_pipeplan_within_noise"] = (kendall_tau_b_within_noise(meas, pred, nz)
+                                                if nz is not None and complete else None)
         families[f] = ent
 
     def summ(kind: str) -> Dict[str, Any]:
@@ -850,11 +861,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("The last column counts measured pairs closer than the call's largest repeat spread (the noise table "
              "below) as ties: the ground truth cannot order them (n/a: no pair is ordered beyond that noise).")
     L.append("")
+    L.append("A setting measured more than once in a call (a repeat, or harness `--rounds`) is ranked by its mean, "
+             "measured and predicted; `(xN)` marks such a mean.")
+    L.append("")
     L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand | noise | tau pipeplan within noise |")
     L.append("|---|---|---|---|---|---|---|")
     rowmap = {r["id"]: r for r in ev["rows"]}
     for f, ent in ev["families"].items():
-        vals = ", ".join(_num(rowmap[i]["measured"]["samples_per_s"]) for i in ent["cases"])
+        means = ent.get("measured_means") or [rowmap[i]["measured"]["samples_per_s"] for i in ent["cases"]]
+        counts = ent.get("measurements") or [1] * len(means)
+        vals = ", ".join(_num(m) + (f" (x{n})" if n > 1 else "") for m, n in zip(means, counts))
         L.append(f"| {f} | {ent['n']} | {vals} | {_tau(ent.get('tau_pipeplan'))} | {_tau(ent['tau_by_hand'])} | "
                  f"{_pct(ent.get('ground_truth_noise'), False)} | {_tau(ent.get('tau_pipeplan_within_noise'))} |")
     L.append("")

@@ -1567,9 +1567,13 @@ BASE = dict(kind="image", batch_size=64, num_workers=8, prefetch_factor=2, pin_m
             step="mm:25", storage="warm")
 
 
-def build_cases(quick: bool, families=None):
+def build_cases(quick: bool, families=None, rounds: int = 1):
     """Each family sweeps one knob around a base setting. Identical settings are measured once
-    and listed in every family they belong to (also_families). Repeats get repeat ids 1, 2."""
+    and listed in every family they belong to (also_families). Repeats get repeat ids 1, 2.
+    rounds > 1: every setting is measured `rounds` times, round after round (all settings, then all
+    again), in place of the base-case repeats: the machine's drift then reaches every setting of a
+    family alike, and the converter ranks each setting by its mean (families whose settings lie
+    3-25% apart were below one measurement's noise in runs 9 and 10)."""
     fam = []
 
     def add(name, variants, base=None):
@@ -1620,6 +1624,10 @@ def build_cases(quick: bool, families=None):
     if not quick:
         reps.append(json.dumps(dict(tbase, pin_memory=True), sort_keys=True))
     rep_cases = []
+    if rounds > 1:
+        reps = []
+        cases = [dict(c, repeat=r, knobs=dict(c["knobs"]), also_families=list(c["also_families"]))
+                 for r in range(rounds) for c in cases]
     for r in ([1] if quick else [1, 2]):
         for key in reps:
             if key in by_key:
@@ -1669,6 +1677,8 @@ def main(argv=None):
     ap.add_argument("--data-dir", default="/tmp/pipeplan-validation-data")
     ap.add_argument("--n-images", type=int, default=None)
     ap.add_argument("--families", default=None, help="comma-separated subset of families")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every setting this many times, round after round (replaces the base-case repeats)")
     ap.add_argument("--list", action="store_true", help="print the case list and exit")
     ap.add_argument("--timeline", action="store_true",
                     help="keep each case's per-step and per-worker-batch times (timeline_analysis.py reads them)")
@@ -1677,7 +1687,9 @@ def main(argv=None):
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
     fams = a.families.split(",") if a.families else None
-    cases = build_cases(a.quick, fams)
+    if a.rounds < 1:
+        ap.error(f"--rounds {a.rounds}: expected 1 or more")
+    cases = build_cases(a.quick, fams, a.rounds)
     if a.cases:
         keep = {int(x) for x in a.cases.split(",")}
         cases = [c for c in cases if c["index"] in keep]

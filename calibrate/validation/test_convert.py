@@ -498,6 +498,24 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(p["n_machine_wide_spells"], 1)
         self.assertAlmostEqual(p["median_abs_throughput_err_without_spells"], 0.10)
 
+    def test_a_family_ranks_a_repeated_setting_by_its_mean(self):
+        # workers 4 and 8; w8 measured twice (1500, then 2100 in a slow-then-fast drift): its mean 1800
+        # is above w4's 1700, so the family's order is w4 < w8. Ranked by the first w8 alone (1500) the
+        # measured order would flip and the model (w4 1650, w8 1790 and 1810) would score tau -1.
+        def pred(thr):
+            return {"result": {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 0.04, "p90": 0.05},
+                               "bottleneck": {"stage": "workers"}, "stages": []}}
+        w4 = make_case("w4", "num_workers", 1700.0, 0.04, 0.05, nw=4)
+        w8 = make_case("w8", "num_workers", 1500.0, 0.04, 0.05, nw=8)
+        w8r = make_case("w8-r1", "num_workers", 2100.0, 0.04, 0.05, nw=8, repeat=1)
+        ev = convert.evaluate([w4, w8, w8r], {"w4": pred(1650.0), "w8": pred(1790.0), "w8-r1": pred(1810.0)})
+        fam = ev["families"]["num_workers"]
+        self.assertEqual(fam["cases"], ["w4", "w8"])
+        self.assertEqual(fam["measured_means"], [1700.0, 1800.0])
+        self.assertEqual(fam["measurements"], [1, 2])
+        self.assertAlmostEqual(fam["tau_pipeplan"], 1.0)
+        self.assertEqual(len(ev["rows"]), 3)                                   # every measurement still scored
+
     def test_replications_are_averaged_and_the_stage_voted(self):
         def res(thr, p90, stage, busy):
             return {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 64 / thr, "p90": p90},
@@ -537,6 +555,41 @@ class EndToEndTest(unittest.TestCase):
             self.assertIn("exit 2", r["error"])
             row = convert.evaluate_case(c, r)
             self.assertIn("error", row["pipeplan"])
+
+
+def load_harness():
+    """harness.py's pure parts, without torch or numpy (a stub stands in for numpy's import)."""
+    import importlib.util
+    import types
+    stub = "numpy" not in sys.modules
+    if stub:
+        sys.modules["numpy"] = types.ModuleType("numpy")
+    try:
+        spec = importlib.util.spec_from_file_location("harness_under_test", os.path.join(HERE, "harness.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        if stub:
+            del sys.modules["numpy"]
+
+
+class HarnessCasesTest(unittest.TestCase):
+    def test_rounds_measure_every_setting_round_after_round(self):
+        h = load_harness()
+        fams = ["pin_memory_tensor", "sync_every"]
+        one = h.build_cases(False, fams)
+        three = h.build_cases(False, fams, 3)
+        settings = [c for c in one if c["repeat"] == 0]
+        # 4 settings (pin, nopin, sync 8, sync 0) x 3 rounds, no separate base repeats
+        self.assertEqual(len(settings), 4)
+        self.assertEqual(len(three), 12)
+        self.assertEqual([c["repeat"] for c in three], [0] * 4 + [1] * 4 + [2] * 4)
+        self.assertEqual([c["knobs"] for c in three[4:8]], [c["knobs"] for c in settings])
+        self.assertTrue(three[4]["id"].endswith("-r1") and three[8]["id"].endswith("-r2"))
+        self.assertEqual(len({c["id"] for c in three}), 12)
+        # rounds 1 keeps the old list: the base repeats spread over the run
+        self.assertGreater(len(one), len(settings))
 
 
 class ProbeTest(unittest.TestCase):
