@@ -25,6 +25,16 @@ json base_scenario() {
               {"training", {{"step_s", 0.005}, {"steps", 400}}}};
 }
 
+// 4 workers, batches of 8 samples at 10 ms each; worker 0 four times slower; a 1 ms GPU step.
+json one_slow_worker_of_four() {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
+  s["dataset"]["load_s_per_sample"] = 0.010;
+  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  return s;
+}
+
 double samples_per_s(const json& r) { return r["throughput"]["samples_per_s"].get<double>(); }
 double step_mean(const json& r) { return r["step_time_s"]["mean"].get<double>(); }
 
@@ -155,11 +165,7 @@ TEST(Simulate, LittlesLawHoldsForBatchesInFlight) {
 // the slow one: 4 x 8 samples per 320 ms = 100 samples/s, though the other three could
 // deliver 300. With in_order=false the others keep going (about 325 samples/s).
 TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
-  s["dataset"]["load_s_per_sample"] = 0.010;
-  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  json s = one_slow_worker_of_four();
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 100.0, 100.0 * 0.02);
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
@@ -179,11 +185,7 @@ TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
 // batch 4k is finished after batch 4k+1 (whose worker idles, its slots full) and every other
 // consecutive pair is in order: 1 pair in 4. Equal workers finish in dispatch order: none.
 TEST(Simulate, OutOfOrderShareCountsBatchesFinishedBeforeTheOneAhead) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
-  s["dataset"]["load_s_per_sample"] = 0.010;
-  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  json s = one_slow_worker_of_four();
   EXPECT_NEAR(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.25, 0.01);
   s["loader"].erase("slow_worker");
   EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);

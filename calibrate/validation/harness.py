@@ -295,14 +295,7 @@ class PinThreadMeter:
         """CPU seconds of a DataLoader iterator's pin_memory thread so far (None without one)."""
         th = getattr(it, "_pin_memory_thread", None)
         tid = getattr(th, "native_id", None)
-        if tid is None:
-            return None
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return None
+        return None if tid is None else process_cpu_s(os.getpid(), tid)
 
 
 def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:

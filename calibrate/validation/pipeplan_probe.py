@@ -319,10 +319,11 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     return res
 
 
-def process_cpu_s(pid: int) -> Optional[float]:
-    """User + system CPU seconds of a process, all threads (Linux /proc); None elsewhere."""
+def process_cpu_s(pid: int, tid: Optional[int] = None) -> Optional[float]:
+    """User + system CPU seconds of a process, all threads, or of its thread `tid` alone (Linux /proc);
+    None elsewhere."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
