@@ -193,6 +193,37 @@ TEST(Simulate, OutOfOrderShareCountsBatchesFinishedBeforeTheOneAhead) {
   EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
 }
 
+// Pin-bound (10 ms to receive each batch, the workers 8 ms a batch, worker 0 four times slower):
+// batch 4k (worker 0, 32 ms) finishes after 4k+1 (1 pair in 4) and joins the pin thread's queue
+// behind the batches that came before it; the loop, in index order, waits for it while they are
+// pinned, then takes them at once: one long step (67 ms here) and several of 1 ms, the same 8
+// samples per 10 ms on average. The diagnosis names the pattern and in_order=false, which hands
+// batches over as they come: every step 10 ms.
+TEST(Simulate, BatchesOvertakingEachOtherSetAPinBoundP90) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", true}, {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 800}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  const json r = simulate(s, {}, profile);
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(samples_per_s(r), 800.0, 800.0 * 0.03);  // 8 samples per 10 ms either way
+  EXPECT_NEAR(r["loader"]["out_of_order_fraction"].get<double>(), 0.25, 0.01);
+  EXPECT_GT(r["step_time_s"]["p90"].get<double>(), 1.5 * step_mean(r));
+  const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+  EXPECT_NE(why.find("finish before the batch ahead of them"), std::string::npos) << why;
+  EXPECT_NE(why.find("loader.in_order=false"), std::string::npos) << why;
+
+  s["loader"]["in_order"] = false;
+  const json unordered = simulate(s, {}, profile);
+  EXPECT_NEAR(samples_per_s(unordered), samples_per_s(r), samples_per_s(r) * 0.02);
+  EXPECT_LT(unordered["step_time_s"]["p90"].get<double>(), 1.2 * step_mean(unordered));
+  EXPECT_EQ(unordered["bottleneck"]["explanation"].get<std::string>().find("finish before the batch ahead"),
+            std::string::npos);
+}
+
 // Wandering core speed (profile cpu.core_speed_cv): the factor has mean 1, so one worker, or
 // workers out of order, keep the steady capacity (8 samples per 80 ms per worker: 100 and 800
 // samples/s); in order and round robin, each batch waits for the slowest worker's turn, so
