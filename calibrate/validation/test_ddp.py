@@ -501,5 +501,18 @@ class TestScenario(unittest.TestCase):
                 self.assertIn("exposed_comm_fraction", r["result"]["gpu"])
 
 
+
+class RankCpusTest(unittest.TestCase):
+    def test_contiguous_blocks_cover_every_cpu_once(self):
+        cpus = list(range(32))
+        self.assertEqual(DH.rank_cpus(cpus, 2, 0), list(range(16)))
+        self.assertEqual(DH.rank_cpus(cpus, 2, 1), list(range(16, 32)))
+        # 10 CPUs over 3 ranks: 4, 3, 3, in order, nothing left out or shared
+        blocks = [DH.rank_cpus(list(range(10)), 3, r) for r in range(3)]
+        self.assertEqual([len(b) for b in blocks], [4, 3, 3])
+        self.assertEqual(sum(blocks, []), list(range(10)))
+        # an affinity mask with holes is split as given, sorted
+        self.assertEqual(DH.rank_cpus([7, 3, 5, 1], 2, 1), [5, 7])
+
 if __name__ == "__main__":
     unittest.main()
