@@ -243,6 +243,12 @@ def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
     return sum(float(p[key]) for p in probes) / len(probes) / ref
 
 
+def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
+    """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
+    return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
+                pin_s_per_batch=float(transport["pin_s_per_batch"]) * factor)
+
+
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
@@ -1023,8 +1029,7 @@ def main(argv=None) -> int:
                 drift = main_side_drift(c)
                 if drift is not None:
                     # the main side's cost as the probes around the case found it (receive and pin alike)
-                    tr = dict(tr, receive_s_per_batch=float(tr["receive_s_per_batch"]) * drift,
-                              pin_s_per_batch=float(tr["pin_s_per_batch"]) * drift)
+                    tr = transport_scaled(tr, drift)
                     c.setdefault("convert", {})["main_side_drift"] = drift
                 with open(profile, "w") as f:
                     json.dump(transport_profile(base_profile, tr, bb, worker_collate_cost(c)), f, indent=1)

@@ -46,6 +46,10 @@ def main() -> int:
                 scen["dataset"].pop("load_speed_vs_busy_cores", None)
             prof = base_profile
             tr = c["components"].get("transport")
+            if tr and ins.get("pin_thread_cpu_s_per_batch") and tr.get("pin_thread_cpu_s_per_batch"):
+                # the pin thread's own CPU per batch in the case against the transport's (harness since the
+                # pin-thread check of 2026-11-30): the main side in situ, as the workers' costs above
+                tr = convert.transport_scaled(tr, ins["pin_thread_cpu_s_per_batch"] / tr["pin_thread_cpu_s_per_batch"])
             if tr:
                 prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
             prof = json.loads(json.dumps(prof))
