@@ -168,9 +168,10 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
       d.explanation = "input-bound: with num_workers=0 the training loop loads every batch itself, about " + cap +
                       " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
     // Main-side bound with batches overtaking each other: the loop, taking batches in index order,
-    // waits two receive/pin times for a late one and then finds the next ready: a long step, a short
-    // one. Above about 1 pair in 10 that pattern sets the p90 step (validation run 10: pinned tensor
-    // cases, 12-23% of pairs, p90 1.8-2.0x the mean); in_order=False hands batches over as they come.
+    // waits for a late one while the pin thread serves those that arrived before it, then takes them
+    // at once: long steps and short ones. Above about 1 pair in 10 that pattern sets the p90 step
+    // (validation run 10: pinned tensor cases, 12-23% of pairs, p90 1.8-2.0x the mean);
+    // in_order=False hands batches over as they come.
     const bool main_side = d.stage == "pin_thread" || d.stage == "main_receive";
     if (main_side && s.loader.in_order && result.out_of_order_fraction >= 0.10 &&
         result.step_p90_s >= 1.5 * result.step_mean_s)
@@ -301,7 +302,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                 r.mean_batches_in_flight, ms(r.mean_batch_latency_s).c_str());
   o << line;
   if (s.loader.num_workers > 1) {
-    // With in_order=True a batch finished before its predecessor waits for it: a long step, then a short one.
+    // With in_order=True a batch finished before its predecessor waits for it (long steps, then short ones).
     std::snprintf(line, sizeof line, "; %.0f%% finished before the batch ahead of them%s", 100 * r.out_of_order_fraction,
                   s.loader.in_order ? "" : " (in_order=False: handed over as they come)");
     o << line;

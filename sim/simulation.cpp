@@ -225,10 +225,9 @@ double dataset_load_factor(const World& world, double busy_cores) {
   return relative_core_speed(world.profile->cpu.speed_vs_busy_cores, busy) / relative_core_speed(curve, busy);
 }
 
-// Storage reads of one batch: per-request latency paid serially by the reader, the bytes
-// through the shared device; a request occupies the device for at least 1/IOPS.
-// Reads a batch's page-cache misses from the shared device; returns the CPU seconds the reading
-// costs the reader beyond a warm read (the kernel filling the page cache), for its CPU activity.
+// Storage reads of one batch's page-cache misses: per-request latency paid serially by the reader,
+// the bytes through the shared device (a request occupies it for at least 1/IOPS). Returns the CPU
+// seconds the reading costs the reader beyond a warm read (the kernel filling the page cache).
 double read_storage(Rank& r, int samples) {
   const Scenario& s = *r.world->scenario;
   const double miss = 1.0 - s.storage.page_cache_hit_ratio;

@@ -18,6 +18,7 @@ See docs/validation.md for the methods and for how convert.py turns it into pred
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import gc
 import json
@@ -1018,14 +1019,13 @@ class Harness:
         for pin in (False, True):
             dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=12,
                             prefetch_factor=2, pin_memory=pin, collate_fn=self.collate_fn(kind))
-            meter = PinThreadMeter().__enter__() if pin else None
-            try:
+            with (PinThreadMeter() if pin else contextlib.nullcontext()) as meter:
                 it = iter(dl)
                 for _ in range(10):
                     next(it)
                 windows = []
-                p0, c0, n_all = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it), 0) if pin else (None, None, 0)
-                main0 = time.thread_time()
+                p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
+                main0, n_all = time.thread_time(), 0
                 for _w in range(3):
                     n, a = 0, time.perf_counter()
                     while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
@@ -1033,15 +1033,12 @@ class Harness:
                         n += 1
                     windows.append((time.perf_counter() - a) / n)
                     n_all += n
-                if not pin:
-                    # the main thread's CPU per batch received: the probes' like-for-like figure when unpinned
-                    res["receive_cpu_s_per_batch"] = (time.thread_time() - main0) / n_all
-                if pin:
+                if meter:
                     # the same pin-thread figures as each pinned case's in_situ, for a like-for-like check
                     res.update(pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n_all))
-            finally:
-                if meter is not None:
-                    meter.__exit__(None, None, None)
+                else:
+                    # the main thread's CPU per batch received: the probes' like-for-like figure when unpinned
+                    res["receive_cpu_s_per_batch"] = (time.thread_time() - main0) / n_all
             del it, dl
             gc.collect()
             res["pin_s_per_batch" if pin else "receive_s_per_batch"] = sorted(windows)[1]
@@ -1151,8 +1148,7 @@ class Harness:
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
                         prefetch_factor=2, pin_memory=pin and k > 0,
                         collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
-        meter = PinThreadMeter().__enter__() if pin and k > 0 else None
-        try:
+        with (PinThreadMeter() if pin and k > 0 else contextlib.nullcontext()) as meter:
             t0 = time.perf_counter()
             it = iter(dl)
             for _ in range(2 * k):
@@ -1168,9 +1164,6 @@ class Harness:
             main1 = time.thread_time()
             s1 = insitu.snapshot()
             pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n) if meter else {}
-        finally:
-            if meter is not None:
-                meter.__exit__(None, None, None)
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
@@ -1512,6 +1505,17 @@ class Harness:
                                                                                       pin=k["pin_memory"])
                     except Exception as e:      # never costs the case
                         case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+                ins = m["in_situ"]
+                pin_note = ""
+                if "pin_thread_cpu_s_per_batch" in ins:
+                    pin_note = f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
+                    if "pin_copy_s_per_batch" in ins:
+                        pin_note += f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})"
+                    for name, q in (("probe before", case["components"].get("probe") or {}),
+                                    ("after", case["components"].get("probe_after") or {})):
+                        if q.get("pin_thread_cpu_s_per_batch"):
+                            pin_note += f"; {name} {q['pin_thread_cpu_s_per_batch']*1e3:.2f}"
+                    pin_note += ", "
                 log(f"case {ci+1}/{len(cases)} {case['id']}: {m['throughput_samples_per_s']:.0f} samples/s, "
                     f"step mean {m['step_time_s']['mean']*1e3:.1f} p90 {m['step_time_s']['p90']*1e3:.1f} ms, "
                     f"wait {m['data_wait_fraction']*100:.0f}%, busy cores "
@@ -1521,14 +1525,7 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f", after {pa['getitem_wall_s']*1e3:.2f}" if (pa := case["components"].get("probe_after") or {})
                        .get("getitem_wall_s") else "") + "), "
-                    + (f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
-                       + (f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})" if "pin_copy_s_per_batch" in ins else "")
-                       + "".join(f"; {nm} {q['pin_thread_cpu_s_per_batch']*1e3:.2f}" for nm, q in
-                                 (("probe before", case["components"].get("probe") or {}),
-                                  ("after", case["components"].get("probe_after") or {}))
-                                 if q.get("pin_thread_cpu_s_per_batch"))
-                       + ", " if "pin_thread_cpu_s_per_batch" in (ins := m["in_situ"]) else "")
-                    + f"n={m['n_measured']} ({m['stopped']}, "
+                    + pin_note + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:
                 case["status"] = "error"
@@ -1612,15 +1609,16 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                  "status": "pending"}
             by_key[key] = c
             cases.append(c)
-    # repeats of the base case (and of the tensor base), spread over the run to show drift too
+    # repeats of the base case (and of the tensor base), spread over the run to show drift too;
+    # with rounds, every setting is repeated instead
     reps = [json.dumps(dict(BASE), sort_keys=True)]
     if not quick:
         reps.append(json.dumps(dict(tbase, pin_memory=True), sort_keys=True))
-    rep_cases = []
     if rounds > 1:
         reps = []
         cases = [dict(c, repeat=r, knobs=dict(c["knobs"]), also_families=list(c["also_families"]))
                  for r in range(rounds) for c in cases]
+    rep_cases = []
     for r in ([1] if quick else [1, 2]):
         for key in reps:
             if key in by_key:
