@@ -300,7 +300,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         num_samples = steps * bs          # one epoch covers the run: no epoch boundary, as measured
     loader: Dict[str, Any] = {
         "batch_size": bs, "num_workers": nw, "pin_memory": bool(k["pin_memory"]),
-        "drop_last": True, "in_order": True,
+        "drop_last": True, "in_order": bool(k.get("in_order", True)),
         "collate_s_per_batch": collate_s,
     }
     if nw > 0:

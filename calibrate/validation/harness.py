@@ -1304,6 +1304,8 @@ class Harness:
         if nw > 0:
             dl_kw["prefetch_factor"] = pf
             dl_kw["persistent_workers"] = k["persistent_workers"]
+            if not k.get("in_order", True):
+                dl_kw["in_order"] = False     # TypeError on torch < 2.6: the case fails with it
         if k.get("storage") == "cold":
             case["cold_method"] = drop_cache(self._paths[kind])
         dl = DataLoader(ds, **dl_kw)
@@ -1583,6 +1585,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                                 {"non_blocking": True, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "side"}], tbase)
     add("sync_every", [{"sync_every": s} for s in ([1, 0] if quick else [1, 8, 0])], tbase)
+    # DataLoader(in_order=False) (torch >= 2.6): the diagnosis names it for a pin-bound loader whose
+    # batches overtake each other (long step, then short ones); these families test that advice
+    add("in_order", [{}, {"in_order": False}], tbase)
+    if not quick:
+        add("in_order_image", [{}, {"in_order": False}])
     add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]
         + ([] if quick else [{"kind": "tensor_u8"}]), dict(BASE, step="mm:10"))
     # 4 workers: a short prefetch fill, so that one pass over the files leaves enough steady steps
@@ -1642,6 +1649,7 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                    f"-{k['step'].replace(':', '')}-{k['storage']}"
                    + (f"-ep{k['epochs']}x{k['steps_per_epoch']}" if k.get("epochs", 1) > 1 else "")
                    + ("-persist" if k.get("persistent_workers") and k.get("epochs", 1) > 1 else "")
+                   + ("-unordered" if k.get("in_order", True) is False else "")
                    + (f"-r{c['repeat']}" if c["repeat"] else ""))
     return cases
 
