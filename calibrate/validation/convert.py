@@ -630,8 +630,12 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
             continue
         v = [r["measured"]["samples_per_s"] for r in g]
         mu = sum(v) / len(v)
+        # the p90 step of the same setting too: the resolution of the p90 step-time target
+        p90 = [r["measured"].get("step_p90_s") for r in g]
+        p90 = [x for x in p90 if x] if all(p90) else []
         noise.append({"cases": [r["id"] for r in g], "samples_per_s": v,
-                      "spread": (max(v) - min(v)) / mu if mu else None})
+                      "spread": (max(v) - min(v)) / mu if mu else None,
+                      "step_p90_s": p90, "step_p90_spread": spread_of(p90)})
     # per call: the largest spread of a repeated setting, the resolution of its rankings
     call_noise: Dict[str, float] = {}
     for g in noise:
@@ -711,8 +715,16 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                                                       if r["pipeplan"].get("seeds_cv_step_p90_s") is not None]),
                 "bottleneck_agreement": (sum(bn) / len(bn)) if bn else None}
 
+    thr_sp = [g["spread"] for g in noise if g.get("spread") is not None]
+    p90_sp = [g["step_p90_spread"] for g in noise if g.get("step_p90_spread") is not None]
     summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
-               "pipeplan": summ("pipeplan") if simulated else None, "targets": TARGETS}
+               "pipeplan": summ("pipeplan") if simulated else None, "targets": TARGETS,
+               # the ground truth's own resolution: no prediction can be held closer than this
+               "ground_truth_noise": {"settings": len(noise),
+                                      "median_throughput_spread": median(thr_sp) if thr_sp else None,
+                                      "max_throughput_spread": max(thr_sp) if thr_sp else None,
+                                      "median_step_p90_spread": median(p90_sp) if p90_sp else None,
+                                      "max_step_p90_spread": max(p90_sp) if p90_sp else None}}
     if simulated:
         met = {}
         s = summary["pipeplan"]
@@ -745,16 +757,34 @@ def _tau(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
 
 
+def spread_of(values: Sequence[float]) -> Optional[float]:
+    """(max - min) / mean of two or more values; None for fewer or a zero mean."""
+    if len(values) < 2:
+        return None
+    mu = sum(values) / len(values)
+    return (max(values) - min(values)) / mu if mu else None
+
+
 def noise_table(noise: Sequence[Dict[str, Any]], value_key: str, value_header: str,
-                fmt_value, fmt_spread) -> List[str]:
+                fmt_value, fmt_spread, with_p90: bool = False) -> List[str]:
     """Markdown lines of the ground truth's noise: each setting measured more than once, its values
-    and their spread (shared by convert.py and ddp_convert.py)."""
+    and their spread (shared by convert.py and ddp_convert.py); with_p90: also each one's p90 step
+    time (ms, step_p90_s) and that spread (step_p90_spread)."""
     if not noise:
         return ["No repeated setting in this run."]
-    lines = [f"| cases | {value_header} | spread (max-min)/mean |", "|---|---|---|"]
+    if with_p90:
+        lines = [f"| cases | {value_header} | spread (max-min)/mean | p90 step ms | p90 spread |",
+                 "|---|---|---|---|---|"]
+    else:
+        lines = [f"| cases | {value_header} | spread (max-min)/mean |", "|---|---|---|"]
     for n in noise:
-        lines.append(f"| {', '.join('`' + c + '`' for c in n['cases'])} | "
-                     f"{', '.join(fmt_value(v) for v in n[value_key])} | {fmt_spread(n['spread'])} |")
+        row = (f"| {', '.join('`' + c + '`' for c in n['cases'])} | "
+               f"{', '.join(fmt_value(v) for v in n[value_key])} | {fmt_spread(n['spread'])} |")
+        if with_p90:
+            vals = n.get("step_p90_s") or []
+            row += (f" {', '.join(f'{v * 1e3:.1f}' for v in vals) if vals else 'n/a'} | "
+                    f"{fmt_spread(n.get('step_p90_spread'))} |")
+        lines.append(row)
     return lines
 
 
@@ -806,6 +836,12 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p.get("median_abs_step_p90_err") is not None:
         L.append(f"| (diagnostic) median abs error of the p90 step time; cases within 15% | "
                  f"{_pct(p['median_abs_step_p90_err'], False)}; {_pct(p.get('share_step_p90_within_15pct'), False)} | | | |")
+    gn = s.get("ground_truth_noise") or {}
+    if gn.get("median_step_p90_spread") is not None:
+        L.append(f"| (diagnostic) the ground truth's own spread, (max - min) / mean over the {gn['settings']} settings "
+                 f"measured more than once in a call: throughput median {_pct(gn['median_throughput_spread'], False)} "
+                 f"(max {_pct(gn['max_throughput_spread'], False)}), p90 step median "
+                 f"{_pct(gn['median_step_p90_spread'], False)} (max {_pct(gn['max_step_p90_spread'], False)}) | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:
@@ -878,7 +914,7 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("### Noise of the ground truth (the same setting measured more than once in the run)")
     L.append("")
-    L += noise_table(ev["noise"], "samples_per_s", "samples/s", _num, lambda x: _pct(x, False))
+    L += noise_table(ev["noise"], "samples_per_s", "samples/s", _num, lambda x: _pct(x, False), with_p90=True)
     L.append("")
     L.append("### Components (measured alone, same run)")
     L.append("")

@@ -82,6 +82,14 @@ class StatsTest(unittest.TestCase):
             convert.kendall_tau_b([1, 2], [1])
 
 
+class SpreadTest(unittest.TestCase):
+    def test_spread_by_hand(self):
+        # 18.8, 20.6, 37.4 ms: (37.4 - 18.8) / 25.6
+        self.assertAlmostEqual(convert.spread_of([18.8, 20.6, 37.4]), 18.6 / 25.6)
+        self.assertIsNone(convert.spread_of([1.0]))
+        self.assertIsNone(convert.spread_of([0.0, 0.0]))
+
+
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
         self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy
@@ -150,6 +158,9 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(s["training"]["sync_every_steps"], 1)
         self.assertAlmostEqual(s["training"]["host_s_per_step"], 0.002)
         self.assertAlmostEqual(s["loader"]["worker_start_s"], 0.02 + 8 * 0.01)   # all 8 workers
+        self.assertIs(s["loader"]["in_order"], True)                              # PyTorch's default
+        u = convert.scenario_for(make_case("u", "in_order", 2000, 0.032, 0.04, in_order=False), {"cpu_cores": 16})
+        self.assertIs(u["loader"]["in_order"], False)
 
     def test_in_worker_costs_are_preferred_for_workers(self):
         c = make_case("w", "num_workers", 2000, 0.032, 0.04)
@@ -413,6 +424,12 @@ class EndToEndTest(unittest.TestCase):
             self.assertAlmostEqual(fam["tau_pipeplan"], 1.0)
             self.assertEqual(len(rep["noise"]), 1)
             self.assertAlmostEqual(rep["noise"][0]["spread"], 100 / 1750)
+            # both measured a p90 step of 40 ms: no p90 spread
+            self.assertEqual(rep["noise"][0]["step_p90_s"], [0.04, 0.04])
+            self.assertAlmostEqual(rep["noise"][0]["step_p90_spread"], 0.0)
+            gn = rep["summary"]["ground_truth_noise"]
+            self.assertEqual(gn["settings"], 1)
+            self.assertAlmostEqual(gn["max_throughput_spread"], 100 / 1750)
             s = rep["summary"]
             self.assertEqual(s["cases_ok"], 4)
             self.assertTrue(s["targets_met"]["median_abs_throughput_err"])
@@ -421,6 +438,7 @@ class EndToEndTest(unittest.TestCase):
             self.assertIn("tail", text)
             self.assertNotIn("\nold\n", text)
             self.assertIn("| `w8` | 1800 | 1800 | +0.0% |", text)
+            self.assertIn("| `w8`, `w8r` | 1800, 1700 | 5.7% | 40.0, 40.0 | 0.0% |", text)
 
     def test_in_situ_batch_spread_and_worker_cpu_by_hand(self):
         import pipeplan_probe as P
@@ -590,6 +608,21 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len({c["id"] for c in three}), 12)
         # rounds 1 keeps the old list: the base repeats spread over the run
         self.assertGreater(len(one), len(settings))
+
+    def test_in_order_families_add_only_the_unordered_knob(self):
+        h = load_harness()
+        cases = [c for c in h.build_cases(False, ["in_order", "in_order_image"]) if c["repeat"] == 0]
+        self.assertEqual(len(cases), 4)
+        ordered = [c for c in cases if "in_order" not in c["knobs"]]
+        unordered = [c for c in cases if c["knobs"].get("in_order") is False]
+        self.assertEqual(len(ordered), 2)
+        self.assertEqual(len(unordered), 2)
+        # the default setting keeps its old knobs (and id), so it dedups with the other families' base
+        for c in unordered:
+            self.assertTrue(c["id"].endswith("-unordered"))
+        self.assertFalse(any(c["id"].endswith("-unordered") for c in ordered))
+        base = h.build_cases(False, ["pin_memory_tensor", "in_order"])
+        self.assertEqual(len([c for c in base if c["repeat"] == 0]), 3)   # pin, nopin, unordered
 
 
 class ProbeTest(unittest.TestCase):
