@@ -524,6 +524,32 @@ def _timeline(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]))
 
 
+def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:
+    """The training loop's median time between receiving a batch and asking for the next inside the
+    case (timeline_analysis.loop_s_between_batches), or None without a timeline."""
+    tl = (case.get("measured") or {}).get("timeline")
+    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+        return None
+    import timeline_analysis   # noqa: E402
+    return timeline_analysis.loop_s_between_batches(tl)
+
+
+def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu_busy_hi: float) -> Dict[str, Any]:
+    """Median of (GPU step measured alone, sustained) / (the loop between batches in situ) over the
+    pinned cases synchronised every step whose step is GPU-bound (host time below the step) and whose
+    GPU was busy in [lo, hi): does the GPU step run as fast in the case as it did alone?"""
+    ratios = []
+    for r in rows:
+        k, m, c = r["knobs"], r["measured"], r["components"]
+        loop, busy = m.get("loop_in_situ_s"), m.get("gpu_busy_fraction")
+        if (loop and busy is not None and gpu_busy_lo <= busy < gpu_busy_hi and k.get("sync_every") == 1
+                and k.get("pin_memory") and c.get("step_s") and c.get("host_s_per_step") is not None
+                and c["host_s_per_step"] < c["step_s"]):
+            ratios.append(c["step_s"] / loop)
+    return {"n": len(ratios), "median": median(ratios) if ratios else None,
+            "min": min(ratios) if ratios else None, "max": max(ratios) if ratios else None}
+
+
 def machine_wide_share(case: Dict[str, Any], timeline: Optional[Dict[str, Any]] = None) -> Optional[float]:
     """timeline_analysis.common_share of the case's worker timeline (analysed here unless given), or None."""
     return (((timeline or _timeline(case)) or {}).get("common_share") or {}).get("share")
@@ -570,7 +596,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                                             if ins.get("getitem_wall_s") and load_s else None),
                      "workers_busy_fraction": measured_workers_busy(case),
                      "machine_wide_share": machine_wide_share(case, tl),
-                     "out_of_order_fraction": (tl or {}).get("out_of_order_share")},
+                     "out_of_order_fraction": (tl or {}).get("out_of_order_share"),
+                     "loop_in_situ_s": loop_in_situ_s(case)},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
@@ -719,6 +746,9 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
     p90_sp = [g["step_p90_spread"] for g in noise if g.get("step_p90_spread") is not None]
     summary = {"cases_ok": len(rows), "cases_total": len(cases), "by_hand": summ("by_hand"),
                "pipeplan": summ("pipeplan") if simulated else None, "targets": TARGETS,
+               # the GPU step alone (sustained, back to back) against the same step inside the cases
+               "step_alone_over_loop": {"gpu_rested": step_alone_over_loop(rows, 0.0, 0.5),
+                                        "gpu_busy": step_alone_over_loop(rows, 0.9, 1.01)},
                # the ground truth's own resolution: no prediction can be held closer than this
                "ground_truth_noise": {"settings": len(noise),
                                       "median_throughput_spread": median(thr_sp) if thr_sp else None,
@@ -842,6 +872,14 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"measured more than once in a call: throughput median {_pct(gn['median_throughput_spread'], False)} "
                  f"(max {_pct(gn['max_throughput_spread'], False)}), p90 step median "
                  f"{_pct(gn['median_step_p90_spread'], False)} (max {_pct(gn['max_step_p90_spread'], False)}) | | | |")
+    sl = s.get("step_alone_over_loop") or {}
+    rested, busy = sl.get("gpu_rested") or {}, sl.get("gpu_busy") or {}
+    if rested.get("n") or busy.get("n"):
+        def _ratio(d: Dict[str, Any]) -> str:
+            return (f"{d['median']:.3f} ({d['min']:.3f}-{d['max']:.3f}, {d['n']} cases)" if d.get("n") else "n/a")
+        L.append(f"| (diagnostic) the GPU step measured alone (sustained) over the loop's time between batches in the "
+                 f"case (pinned, sync every step, GPU-bound step): GPU busy under half the time {_ratio(rested)}; "
+                 f"busy 90% or more {_ratio(busy)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:

@@ -90,6 +90,24 @@ class SpreadTest(unittest.TestCase):
         self.assertIsNone(convert.spread_of([0.0, 0.0]))
 
 
+class StepAloneTest(unittest.TestCase):
+    def test_step_alone_over_loop_by_hand(self):
+        def row(loop, busy, pin=True, sync=1, host=0.002):
+            return {"knobs": {"sync_every": sync, "pin_memory": pin},
+                    "measured": {"loop_in_situ_s": loop, "gpu_busy_fraction": busy},
+                    "components": {"step_s": 0.030, "host_s_per_step": host}}
+        rows = [row(0.025, 0.2), row(0.026, 0.4), row(0.030, 0.95),
+                row(0.015, 0.3, pin=False),          # the pageable copy is in the loop: left out
+                row(0.025, 0.3, sync=0),             # no sync: the loop is not the step
+                row(0.025, 0.3, host=0.040)]         # host-bound step: left out
+        rested = convert.step_alone_over_loop(rows, 0.0, 0.5)
+        self.assertEqual(rested["n"], 2)
+        self.assertAlmostEqual(rested["median"], 0.5 * (0.030 / 0.025 + 0.030 / 0.026))
+        busy = convert.step_alone_over_loop(rows, 0.9, 1.01)
+        self.assertEqual(busy["n"], 1)
+        self.assertAlmostEqual(busy["median"], 1.0)
+
+
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
         self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy

@@ -37,6 +37,15 @@ class TimelineTest(unittest.TestCase):
         # batches 1..5 finished at 2, 2, 4, 4, 6: never one before the batch ahead of it (ties are in order)
         self.assertEqual(r["out_of_order_share"], 0.0)
 
+    def test_loop_between_batches_by_hand(self):
+        # steady steps from index 1: the loop asks for batch j+1 at next_start[j+1] after receiving
+        # batch j at next_end[j]: 1.3-1.2, 2.5-2.0, 3.2-3.0 -> 0.1, 0.5, 0.2 -> median 0.2
+        tl = {"skip": 1, "main": {"next_start": [0.0, 1.0, 1.3, 2.5, 3.2],
+                                  "next_end": [0.5, 1.2, 2.0, 3.0, 3.5]}}
+        self.assertAlmostEqual(T.loop_s_between_batches(tl), 0.2)
+        tl["skip"] = 4
+        self.assertIsNone(T.loop_s_between_batches(tl))
+
     def test_out_of_order_share_by_hand(self):
         # pairs with both times known: (1, 3) in order, (3, 2) swapped, (2, 4) in order; 4 -> None and
         # None -> 5 are left out: 1 of 3

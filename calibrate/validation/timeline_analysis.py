@@ -149,6 +149,20 @@ def out_of_order_share(batch_done_s: Sequence[Optional[float]]) -> Optional[floa
     return sum(1 for a, b in pairs if a > b) / len(pairs)
 
 
+def loop_s_between_batches(timeline: Dict[str, Any]) -> Optional[float]:
+    """Median time the training loop spent between receiving a batch and asking for the next one, over
+    the steady steps: with a sync every step, the step itself as it ran inside the case (copy, launch,
+    GPU step) without the wait for data."""
+    main = timeline["main"]
+    skip = int(timeline["skip"])
+    starts, ends = main["next_start"], main["next_end"]
+    loop = sorted(starts[j + 1] - ends[j] for j in range(skip, min(len(ends), len(starts)) - 1))
+    if not loop:
+        return None
+    m = len(loop) // 2
+    return loop[m] if len(loop) % 2 else 0.5 * (loop[m - 1] + loop[m])
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies."""
     main = timeline["main"]
