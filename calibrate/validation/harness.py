@@ -1145,13 +1145,15 @@ class Harness:
         ds = self.datasets[kind]
         insitu = InSitu()
         sampler = IndexSampler(len(ds), 1 << 20, seed=seed + k)
+        # k = 0 (since run 12): the main process loads inline, as a num_workers=0 case does; DataLoader
+        # refuses a prefetch_factor without workers
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
-                        prefetch_factor=2, pin_memory=pin and k > 0,
+                        prefetch_factor=2 if k > 0 else None, pin_memory=pin and k > 0,
                         collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
         with (PinThreadMeter() if pin and k > 0 else contextlib.nullcontext()) as meter:
             t0 = time.perf_counter()
             it = iter(dl)
-            for _ in range(2 * k):
+            for _ in range(max(1, 2 * k)):
                 next(it)
             s0 = insitu.snapshot()
             p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
@@ -1266,9 +1268,10 @@ class Harness:
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)
-        elif nw > 0:
+        else:
+            # nw == 0: the main process loads inline; the probe times that (no workers, no pin thread)
             try:
-                comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"])
+                comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0)
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
         case["components"] = comps
@@ -1504,7 +1507,7 @@ class Harness:
                     k = case["knobs"]
                     try:
                         case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
-                                                                                      pin=k["pin_memory"])
+                                                                                      pin=k["pin_memory"] and k["num_workers"] > 0)
                     except Exception as e:      # never costs the case
                         case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
                 ins = m["in_situ"]

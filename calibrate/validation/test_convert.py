@@ -197,6 +197,26 @@ class ScenarioTest(unittest.TestCase):
         s0 = convert.scenario_for(c0, {"cpu_cores": 16})
         self.assertEqual(s0["loader"]["collate_s_per_batch"], 0.02)
 
+    def test_inline_probe_brackets_a_w0_case(self):
+        # harness since run 12: a num_workers=0 case's probe loads inline (workers 0), before and after
+        c0 = make_case("w0", "num_workers", 100, 0.3, 0.3, nw=0)
+        c0["components"]["probe"] = {"workers": 0, "getitem_wall_s": 0.0030, "collate_wall_s": 0.020,
+                                     "pin_memory": False, "main_thread_cpu_s_per_batch": 0.25}
+        c0["components"]["probe_after"] = dict(c0["components"]["probe"], getitem_wall_s=0.0040, collate_wall_s=0.024)
+        s0 = convert.scenario_for(c0, {"cpu_cores": 16})
+        self.assertAlmostEqual(s0["dataset"]["load_s_per_sample"]["mean"], 0.0035)   # (3 + 4) / 2 ms
+        self.assertAlmostEqual(s0["loader"]["collate_s_per_batch"], 0.022)
+        # its main thread loaded too: not a measure of the main side's receive
+        c0["knobs"]["pin_memory"] = False
+        c0["components"]["transport"] = {"receive_cpu_s_per_batch": 0.005, "receive_s_per_batch": 0.005,
+                                         "pin_s_per_batch": 0.01}
+        self.assertIsNone(convert.main_side_drift(c0))
+        # a worker probe (workers 1) without a workers key in the case's knobs is unchanged: w > 0 only
+        c1 = make_case("w1", "num_workers", 100, 0.3, 0.3, nw=1)
+        c1["components"]["probe"] = dict(c0["components"]["probe"], workers=1)
+        s1 = convert.scenario_for(c1, {"cpu_cores": 16})
+        self.assertAlmostEqual(s1["dataset"]["load_s_per_sample"]["mean"], 0.0030)
+
     def test_inline_uses_default_thread_costs(self):
         c = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
         c["components"]["load"]["default_threads"] = {"threads": 16, "mean": 0.003, "cv": 0.1}
