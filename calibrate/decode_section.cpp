@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <latch>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -147,8 +149,10 @@ double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& o
 // The core-speed wander: `threads` threads decode `jpeg` for `duration_s`, each timing every
 // chunk of `chunk_images` images (about 50 ms of work), so a slow or fast spell of a core shows
 // as a run of slow or fast chunks of the thread on it.
+// pause_s > 0: each thread sleeps that long after each chunk (not timed), as a DataLoader worker waits
+// between batches, which lets the scheduler place it on another core when it wakes.
 std::vector<std::vector<double>> chunk_durations(const Jpeg& jpeg, int threads, int chunk_images, double duration_s,
-                                                 bool& ok) {
+                                                 bool& ok, double pause_s = 0.0) {
   std::vector<std::vector<double>> out(static_cast<std::size_t>(threads));
   std::vector<char> thread_ok(static_cast<std::size_t>(threads), 1);
   std::latch start(threads);
@@ -170,6 +174,10 @@ std::vector<std::vector<double>> chunk_durations(const Jpeg& jpeg, int threads, 
           const double t1 = now_s();
           out[static_cast<std::size_t>(i)].push_back(t1 - t0);
           t0 = t1;
+          if (pause_s > 0.0) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
+            t0 = now_s();
+          }
         }
       });
   }
@@ -287,6 +295,35 @@ SectionOutcome run_decode(const RunContext& ctx) {
                  "autocorrelation %.2f at %.2f s -> correlation time %.2f s",
                  wander_threads, wander_s, chunk_images, wander->cv, wander->lag_autocorrelation, wander->lag_s,
                  wander->correlation_s));
+    // Each thread's own wander, what all threads share at the same time removed (logged, not used): the
+    // simulator's wander is per worker and independent, and run 11's four calls on one lease read cv
+    // 0.078-0.165 and correlation 0.4-2.9 s with the shared part in; the next runs compare the two
+    // against the cases' timelines. The raw chunk times follow, for the same comparison offline.
+    if (const auto own = chunks.size() > 1 ? fit_core_wander(without_common_mode(chunks), lag_chunks) : std::nullopt) {
+      ctx.log(strf("decode: core speed wander, each thread's own (shared part removed; logged, not used): cv %.3f, "
+                   "autocorrelation %.2f at %.2f s -> correlation time %.2f s",
+                   own->cv, own->lag_autocorrelation, own->lag_s, own->correlation_s));
+    }
+    // The same threads pausing 2 ms after each chunk, as workers do between batches (logged, not used):
+    // in run 11 the cases' workers wandered by cv 0.09-0.16 in every call while this section read
+    // 0.078-0.165, and their correlation scaled with their batch time (tensors 0.1-0.2 s, images
+    // 0.4-1.6 s: about 0.5-0.8 from one batch to the next), as if a worker's speed were redrawn when it
+    // wakes up on a core rather than drifting in time; threads that never sleep stay on their cores.
+    bool ok_paused = true;
+    const auto paused = chunk_durations(typical, wander_threads, chunk_images, wander_s, ok_paused, 0.002);
+    const auto wander_paused = ok_paused ? fit_core_wander(paused, lag_chunks) : std::nullopt;
+    const auto next_chunk = fit_core_wander(chunks, 1);
+    const auto next_paused = ok_paused ? fit_core_wander(paused, 1) : std::nullopt;
+    if (wander_paused && next_chunk && next_paused)
+      ctx.log(strf("decode: core speed wander with a 2 ms pause after each chunk (logged, not used): cv %.3f, "
+                   "correlation time %.2f s; chunk to next chunk autocorrelation %.2f (without the pause %.2f)",
+                   wander_paused->cv, wander_paused->correlation_s, next_paused->lag_autocorrelation,
+                   next_chunk->lag_autocorrelation));
+    for (std::size_t t = 0; t < chunks.size(); ++t) {
+      std::string line = strf("decode: wander chunk seconds, thread %zu:", t);
+      for (double d : chunks[t]) line += strf(" %.4f", d);
+      ctx.log(line);
+    }
   } else {
     report.notes.push_back("core speed wander not measured (too few chunks)");
   }
@@ -298,9 +335,11 @@ SectionOutcome run_decode(const RunContext& ctx) {
     const auto chunks_all = chunk_durations(typical, cores, chunk_images, wander_s, ok_all);
     const auto wander_all = ok_all ? fit_core_wander(chunks_all, lag_chunks) : std::nullopt;
     if (wander_all) {
+      const auto own_all = fit_core_wander(without_common_mode(chunks_all), lag_chunks);
       ctx.log(strf("decode: core speed wander over %d threads x %.1f s (every core; logged, not used): cv %.3f, "
-                   "correlation time %.2f s",
-                   cores, wander_s, wander_all->cv, wander_all->correlation_s));
+                   "correlation time %.2f s; each thread's own: cv %.3f, correlation time %.2f s",
+                   cores, wander_s, wander_all->cv, wander_all->correlation_s, own_all ? own_all->cv : 0.0,
+                   own_all ? own_all->correlation_s : 0.0));
       report.notes.push_back(strf("core speed wander with all %d cores busy: cv %.3f, correlation %.2f s (not used; "
                                   "the profile's is with %d)",
                                   cores, wander_all->cv, wander_all->correlation_s, wander_threads));

@@ -145,6 +145,57 @@ std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>
   return w;
 }
 
+std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s) {
+  // each thread's chunks as [start, end) intervals from the common start, with their log rate
+  struct Chunk {
+    double start_s, end_s, y;
+  };
+  std::vector<std::vector<Chunk>> threads(chunk_durations_s.size());
+  double y_sum = 0.0;
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < chunk_durations_s.size(); ++t) {
+    double at_s = 0.0;
+    for (double d : chunk_durations_s[t]) {
+      if (!(d > 0.0)) continue;
+      threads[t].push_back({at_s, at_s + d, -std::log(d)});
+      y_sum += threads[t].back().y;
+      ++n;
+      at_s += d;
+    }
+  }
+  std::vector<std::vector<double>> out(threads.size());
+  if (n == 0) return out;
+  const double y_mean = y_sum / static_cast<double>(n);
+  for (std::size_t t = 0; t < threads.size(); ++t) {
+    for (const Chunk& c : threads[t]) {
+      // the other threads' log rate over the same stretch of time, each weighted by its overlap
+      double others_sum = 0.0;
+      int others = 0;
+      for (std::size_t u = 0; u < threads.size(); ++u) {
+        if (u == t) continue;
+        double wy = 0.0, w = 0.0;
+        for (const Chunk& o : threads[u]) {
+          if (o.start_s >= c.end_s) break;
+          const double overlap_s = std::min(o.end_s, c.end_s) - std::max(o.start_s, c.start_s);
+          if (overlap_s > 0.0) {
+            wy += overlap_s * o.y;
+            w += overlap_s;
+          }
+        }
+        if (w > 0.0) {
+          others_sum += wy / w;
+          ++others;
+        }
+      }
+      // y less the mean of m others has variance sigma^2 (1 + 1/m) for independent threads
+      const double own = others > 0 ? (c.y - others_sum / others) * std::sqrt(others / (others + 1.0))
+                                    : c.y - y_mean;
+      out[t].push_back(std::exp(-(y_mean + own)));
+    }
+  }
+  return out;
+}
+
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,
                              int threads) {
   const double extra_per_core = static_cast<double>(threads - cores) / cores;

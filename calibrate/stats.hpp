@@ -76,6 +76,15 @@ struct CoreWander {
 };
 std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks);
 
+// The chunk durations less what all threads share at the same time: the simulator's wander is each
+// worker's own (independent), and a machine-wide slow spell slows every worker alike, which makes no
+// batch overtake another. Threads start together; each chunk's log rate y = -ln(duration) is set
+// against the mean, over the other threads, of their log rate over the same stretch of time (each
+// thread's chunks weighted by their overlap), scaled by sqrt(m / (m + 1)) for m other threads (y less
+// the mean of m independent others varies (1 + 1/m) times as much), and turned back into a duration
+// around the overall mean rate. Non-positive durations are dropped.
+std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s);
+
 // Sizes from `first` to `last` bytes, multiplying by `factor` (last included if hit).
 std::vector<double> geometric_sizes(double first, double last, double factor);
 

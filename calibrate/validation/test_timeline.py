@@ -46,6 +46,25 @@ class TimelineTest(unittest.TestCase):
         tl["skip"] = 4
         self.assertIsNone(T.loop_s_between_batches(tl))
 
+    def test_without_common_mode_as_calibrate(self):
+        # four workers with the same batches at the same times (durations 1.0 and 1.5 alternating):
+        # everything is shared -> every batch at the overall mean rate, sqrt(1.5) (calibrate's test)
+        iv, t = [], 0.0
+        for d in (1.0, 1.5, 1.0, 1.5, 1.0, 1.5):
+            iv.append((t, t + d))
+            t += d
+        out = T.without_common_mode([iv] * 4)
+        for w in out:
+            for d in w:
+                self.assertAlmostEqual(d, math.sqrt(1.5))
+        self.assertAlmostEqual(T.core_wander(out)["cv"], 0.0)
+        # two workers, one steady, one alternating: worker 1's batch [0, 1] (y 0) against worker 0's
+        # rate over [0, 1] (y -ln 2, one batch of 2 s): own = (0 + ln 2) * sqrt(1/2)
+        out = T.without_common_mode([[(0.0, 2.0), (2.0, 4.0)], [(0.0, 1.0), (1.0, 3.0), (3.0, 4.0)]])
+        ys = [-math.log(2.0), -math.log(2.0), 0.0, -math.log(2.0), 0.0]
+        y_mean = sum(ys) / 5
+        self.assertAlmostEqual(-math.log(out[1][0]) - y_mean, math.log(2.0) * math.sqrt(0.5))
+
     def test_out_of_order_share_by_hand(self):
         # pairs with both times known: (1, 3) in order, (3, 2) swapped, (2, 4) in order; 4 -> None and
         # None -> 5 are left out: 1 of 3

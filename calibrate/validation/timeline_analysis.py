@@ -50,6 +50,39 @@ def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dic
             "correlation_s": tau}
 
 
+def without_common_mode(per_worker_intervals: Sequence[Sequence[Sequence[float]]]) -> List[List[float]]:
+    """Each worker's batch durations less what all workers share at the same time, as calibrate reads
+    its decode chunks (calibrate/stats.hpp without_common_mode): a batch's log rate y = -ln(duration)
+    against the mean over the other workers of their overlap-weighted log rate over the same interval,
+    scaled by sqrt(m / (m + 1)) for m others, back into a duration around the overall mean rate."""
+    iv = [[(a, b, -math.log(b - a)) for a, b in w if b > a] for w in per_worker_intervals]
+    flat = [y for w in iv for _, _, y in w]
+    if not flat:
+        return [[] for _ in iv]
+    y_mean = sum(flat) / len(flat)
+    out: List[List[float]] = []
+    for t, w in enumerate(iv):
+        res = []
+        for a, b, y in w:
+            others = []
+            for u, wo in enumerate(iv):
+                if u == t:
+                    continue
+                wy = wsum = 0.0
+                for a2, b2, y2 in wo:
+                    ov = min(b, b2) - max(a, a2)
+                    if ov > 0:
+                        wy += ov * y2
+                        wsum += ov
+                if wsum > 0:
+                    others.append(wy / wsum)
+            m = len(others)
+            own = (y - sum(others) / m) * math.sqrt(m / (m + 1)) if m else y - y_mean
+            res.append(math.exp(-(y_mean + own)))
+        out.append(res)
+    return out
+
+
 def common_share(per_worker_intervals: Sequence[Sequence[Sequence[float]]]) -> Optional[Dict[str, float]]:
     """How much of the workers' speed wander is shared by all of them at the same time (a machine-wide
     slow spell) rather than each worker's own (a core of its own in a slow spell). Each batch's log speed
@@ -220,6 +253,8 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int) ->
         "busy_by_worker": [round(b, 3) for b in busy],
         "spread": worker_spread(per_worker_durations),
         "core_wander": core_wander(durations),
+        # each worker's own wander (the shared part removed), as calibrate's logged "each thread's own"
+        "own_wander": core_wander(without_common_mode(windowed)),
         "common_share": common_share(windowed),
         "two_speed_states": two_speed_states([d for ds in durations for d in ds]),
         "out_of_order_share": out_of_order_share(done_by_batch),
@@ -252,6 +287,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        if r["spread"] else "")
                     + (f"  wander cv {r['core_wander']['cv']:.3f}, lag-one {r['core_wander']['lag_one_autocorrelation']:.2f}"
                        f" -> {r['core_wander']['correlation_s'] or 0:.2f} s" if r["core_wander"] else "")
+                    + (f"  own wander cv {r['own_wander']['cv']:.3f} -> {r['own_wander']['correlation_s'] or 0:.2f} s"
+                       if r.get("own_wander") else "")
                     + (f"  common to all workers {r['common_share']['share']:+.2f}" if r["common_share"] else "")
                     + (f"  out of order {r['out_of_order_share']:.0%}" if r["out_of_order_share"] is not None else "")
                     + (f"  two speeds: delta BIC {r['two_speed_states']['delta_bic']:+.0f} (strong above 10), slow {r['two_speed_states']['slow_share']:.0%},"

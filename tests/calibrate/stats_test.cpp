@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "calibrate/provenance.hpp"
 #include "calibrate/stats.hpp"
@@ -105,6 +106,61 @@ TEST(CoreWander, SpreadAndCorrelationByHand) {
   EXPECT_EQ(alt->correlation_s, 0.01);
   EXPECT_NEAR(fit_core_wander({{1.0, 0.5, 1.0, 0.5, 1.0, 0.5}}, 2)->lag_autocorrelation, 1.0, 1e-12);
   EXPECT_FALSE(fit_core_wander({{1.0, 0.5, 1.0}}, 1).has_value());
+}
+
+// Every thread slows and speeds up together (a machine-wide spell): the plain fit sees wander, the
+// threads' own wander is nil. Durations 1.0 and 1.5 alternating in every thread alike: each bin
+// holds the four threads' same chunk, so every chunk is its bin's mean -> all at the overall mean rate.
+TEST(CoreWander, CommonModeRemovedLeavesNothingWhenAllThreadsMoveTogether) {
+  const std::vector<double> one = {1.0, 1.5, 1.0, 1.5, 1.0, 1.5};
+  const std::vector<std::vector<double>> chunks(4, one);
+  const auto plain = fit_core_wander(chunks, 1);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_GT(plain->cv, 0.15);
+  const auto own = fit_core_wander(without_common_mode(chunks), 1);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_NEAR(own->cv, 0.0, 1e-9);
+  // the overall mean rate is kept: geometric mean of 1.0 and 1.5
+  EXPECT_NEAR(without_common_mode(chunks)[2][3], std::sqrt(1.5), 1e-9);
+}
+
+// Eight threads, each chunk's own lognormal noise (sigma 0.10, independent) on top of a strong common
+// drift in time (+-0.3 in log rate, switching every second, as a machine-wide spell would): the plain
+// fit reads the drift, the common-mode removed one the threads' own 0.10 (cv sqrt(e^0.01 - 1) =
+// 0.1003), within sampling error and the chunks that straddle a switch.
+TEST(CoreWander, CommonModeRemovedRecoversEachThreadsOwnSpread) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.10);
+  std::vector<std::vector<double>> chunks(8);
+  for (auto& thread : chunks) {
+    double at_s = 0.0;
+    while (at_s < 12.0) {
+      // a chunk is 0.2 s of work at rate exp(common(t) + own); the common state switches on whole
+      // seconds, so a chunk that straddles a switch runs at both rates, as on a real machine
+      const double own = noise(rng);
+      double work_left = 0.2, t = at_s;
+      while (work_left > 0.0) {
+        const double rate = std::exp((static_cast<long>(std::floor(t)) % 2 == 0 ? 0.3 : -0.3) + own);
+        const double to_switch_s = std::floor(t) + 1.0 - t;
+        if (rate * to_switch_s >= work_left) {
+          t += work_left / rate;
+          work_left = 0.0;
+        } else {
+          work_left -= rate * to_switch_s;
+          t += to_switch_s;
+        }
+      }
+      thread.push_back(t - at_s);
+      at_s = t;
+    }
+  }
+  const auto plain = fit_core_wander(chunks, 1);
+  const auto own = fit_core_wander(without_common_mode(chunks), 1);
+  ASSERT_TRUE(plain.has_value() && own.has_value());
+  EXPECT_GT(plain->cv, 0.25);
+  EXPECT_NEAR(own->cv, 0.1003, 0.012);
+  EXPECT_LT(std::abs(own->lag_autocorrelation), 0.3);  // the noise carries nothing over; the drift did
+  EXPECT_GT(plain->lag_autocorrelation, 0.5);
 }
 
 // Log rates (2, 1, -1, -2) x 0.01 (mean 0): sum of y_t y_t+1 = (2 - 1 + 2) x 1e-4 = 3e-4 over
