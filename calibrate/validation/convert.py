@@ -244,6 +244,27 @@ def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
     return sum(float(p[key]) for p in probes) / len(probes) / ref
 
 
+def probe_wander_cv(case: Dict[str, Any]) -> Optional[float]:
+    """The workers' speed wander around the case, from the probes before and after it (harness since run
+    12): the spread of their batches' busy times (pooled over all workers, batch_busy_cv), less what the
+    samples' own spread gives a batch (sqrt(batch) x getitem x the load's cv, over the batch's busy time:
+    the simulator draws that per sample), the mean of the two probes. Run 11 found calibrate's wander
+    scattering from 0.078 to 0.165 over four calls of one lease while the cases' workers stayed at
+    0.09-0.16, and the pinned tensor cases' p90 step following it. None without a figure."""
+    comp = case.get("components") or {}
+    k = case.get("knobs") or {}
+    bs = int(k.get("batch_size") or 0)
+    load_cv = float((comp.get("load") or {}).get("cv") or 0.0)
+    cvs = []
+    for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
+        cv, busy, g = p.get("batch_busy_cv"), p.get("batch_busy_s"), p.get("getitem_wall_s")
+        if cv is None or not busy or not g or int(p.get("workers") or 0) < 1 or int(p.get("batches") or 0) < 3:
+            continue
+        sample_cv = math.sqrt(bs) * float(g) * load_cv / float(busy)
+        cvs.append(math.sqrt(max(0.0, float(cv) ** 2 - sample_cv ** 2)))
+    return sum(cvs) / len(cvs) if cvs else None
+
+
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
     """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
     return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
@@ -843,6 +864,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append(f"- Ground truth: `{meta['cases_path']}` (harness mode {meta.get('mode')}, started {meta.get('started')}, "
              f"{s['cases_ok']}/{s['cases_total']} cases measured)")
     L.append(f"- Profile: {meta.get('profile_note')}")
+    if meta.get("wander_note"):
+        L.append(f"- Workers' wander: {meta['wander_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
     L.append(f"- Simulator: {meta.get('pipeplan_note')}")
@@ -1045,6 +1068,9 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
+    ap.add_argument("--wander", choices=["probe", "profile"], default="probe",
+                    help="the workers' speed wander (cv): from the probes around each case where they measured "
+                         "it (harness since run 12), else the profile's; or always the profile's (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -1099,16 +1125,25 @@ def main(argv=None) -> int:
                 f.write("\n")
             profile = run["profile"]
             tr = (c.get("components") or {}).get("transport")
+            case_profile = None
             if base_profile is not None and tr:
                 bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
-                profile = os.path.join(scen_dir, stem + ".profile.json")
                 drift = main_side_drift(c)
                 if drift is not None:
                     # the main side's cost as the probes around the case found it (receive and pin alike)
                     tr = transport_scaled(tr, drift)
                     c.setdefault("convert", {})["main_side_drift"] = drift
+                case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
+            wander_cv = probe_wander_cv(c) if (a.wander == "probe" and run_profile is not None) else None
+            if wander_cv is not None:
+                # the workers' wander as the probes around the case found it, in place of calibrate's
+                case_profile = json.loads(json.dumps(case_profile or run_profile))
+                case_profile.setdefault("cpu", {})["core_speed_cv"] = round(wander_cv, 4)
+                c.setdefault("convert", {})["wander_cv"] = wander_cv
+            if case_profile is not None:
+                profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:
-                    json.dump(transport_profile(base_profile, tr, bb, worker_collate_cost(c)), f, indent=1)
+                    json.dump(case_profile, f, indent=1)
             if simulate:
                 preds[c["id"]] = simulate_replicated(a.pipeplan, sp, profile, a.timeout_s, a.seeds)
                 pr = preds[c["id"]]
@@ -1127,6 +1162,9 @@ def main(argv=None) -> int:
                           if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
         "command": cmd, "components": first.get("components"),
         "runs": len(runs), "seeds": a.seeds,
+        "wander_note": (f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander_cv') is not None)} case(s) with "
+                        "the workers' wander (cv) from the probes around them (`--wander probe`), the others the "
+                        "profile's" if a.wander == "probe" else "the profile's for every case (`--wander profile`)"),
     }
     if len(runs) > 1:
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "

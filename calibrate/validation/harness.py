@@ -1171,6 +1171,9 @@ class Harness:
         d = InSitu.diff(s0, s1)
         return dict({"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
                      "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
+                     # each batch's busy time (its __getitem__ calls + collate) over all workers: its spread
+                     # is the workers' wander around the case (convert's probe_wander_cv; since run 12)
+                     "batch_busy_s": d.get("batch_busy_s"), "batch_busy_cv": d.get("batch_busy_cv"),
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 

@@ -82,6 +82,59 @@ class StatsTest(unittest.TestCase):
             convert.kendall_tau_b([1, 2], [1])
 
 
+class ProbeWanderTest(unittest.TestCase):
+    def test_probe_wander_by_hand(self):
+        c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
+        self.assertIsNone(convert.probe_wander_cv(c))              # runs before 12: no figure
+        c["components"]["load"]["cv"] = 0.5
+        # batch busy 0.05 s, getitem 0.4 ms: the samples give a batch sqrt(64) x 0.4 ms x 0.5 = 1.6 ms,
+        # cv 0.032; the probe's 0.10 less it: sqrt(0.01 - 0.032^2) = 0.09478
+        c["components"]["probe"] = {"workers": 8, "batches": 100, "getitem_wall_s": 0.0004,
+                                    "batch_busy_s": 0.05, "batch_busy_cv": 0.10}
+        self.assertAlmostEqual(convert.probe_wander_cv(c), math.sqrt(0.01 - 0.032 ** 2))
+        # the probe after: 0.15 -> sqrt(0.0225 - 0.001024); the mean of the two
+        c["components"]["probe_after"] = dict(c["components"]["probe"], batch_busy_cv=0.15)
+        self.assertAlmostEqual(convert.probe_wander_cv(c),
+                               (math.sqrt(0.01 - 0.001024) + math.sqrt(0.0225 - 0.001024)) / 2)
+        # a spread below the samples' own gives 0, not an imaginary number; a failed probe is left out
+        c["components"]["probe_after"] = {"error": "RuntimeError: x"}
+        c["components"]["probe"]["batch_busy_cv"] = 0.02
+        self.assertEqual(convert.probe_wander_cv(c), 0.0)
+
+
+class ProbeWanderEndToEndTest(unittest.TestCase):
+    def test_the_case_profile_carries_the_probes_wander(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "pipeplan")
+            with open(fake, "w") as f:
+                f.write(FAKE)
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            c = make_case("w8", "num_workers", 1800.0, 64 / 1800, 0.04, nw=8)
+            c["components"]["load"]["cv"] = 0.0       # no sample spread to take off: the probe's cv as is
+            c["components"]["probe"] = {"workers": 8, "batches": 40, "getitem_wall_s": 0.004, "collate_wall_s": 0.02,
+                                        "batch_busy_s": 0.28, "batch_busy_cv": 0.12}
+            plain = make_case("w4", "num_workers", 900.0, 64 / 900, 0.08, nw=4)
+            cases_path, prof_path = os.path.join(d, "cases.json"), os.path.join(d, "profile.json")
+            with open(cases_path, "w") as f:
+                json.dump({"cases": [c, plain], "machine": {"cpu_cores": 16}, "mode": "full", "components": {}}, f)
+            with open(prof_path, "w") as f:
+                json.dump({"cpu": {"core_speed_cv": 0.3, "core_speed_correlation_s": 0.7}}, f)
+            for mode, expect in (("probe", 0.12), ("profile", None)):
+                out = os.path.join(d, "rep-" + mode)
+                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
+                                    "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
+                                    "--wander", mode], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                written = os.path.join(out, "scenarios", "w8.profile.json")
+                if expect is None:
+                    self.assertFalse(os.path.exists(written))   # the run's profile as it is
+                else:
+                    prof = json.load(open(written))
+                    self.assertAlmostEqual(prof["cpu"]["core_speed_cv"], expect)
+                    self.assertEqual(prof["cpu"]["core_speed_correlation_s"], 0.7)   # the rest untouched
+                self.assertFalse(os.path.exists(os.path.join(out, "scenarios", "w4.profile.json")))
+
+
 class SpreadTest(unittest.TestCase):
     def test_spread_by_hand(self):
         # 18.8, 20.6, 37.4 ms: (37.4 - 18.8) / 25.6
