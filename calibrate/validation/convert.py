@@ -748,7 +748,26 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         calm = [abs(r["pipeplan"]["err"]) for r in pr if r["pipeplan"]["err"] is not None
                 and (r["measured"].get("machine_wide_share") is None
                      or r["measured"]["machine_wide_share"] <= MACHINE_WIDE_SPELL_SHARE)]
+        # a setting measured more than once: its prediction (an expectation) against the mean of its
+        # measurements, a draw each; the p90 step of one draw spreads by 27% median (run 11)
+        rep_thr, rep_p90 = [], []
+
+        def mean_of(xs: List[float]) -> float:
+            return sum(xs) / len(xs)
+        for g in groups.values():
+            gp = [r for r in g if r["pipeplan"] and "error" not in r["pipeplan"]
+                  and r["pipeplan"].get("step_p90_s") and r["measured"].get("step_p90_s")]
+            if len(g) < 2 or len(gp) != len(g):
+                continue
+            mt, pt = mean_of([r["measured"]["samples_per_s"] for r in gp]), mean_of([r["pipeplan"]["samples_per_s"] for r in gp])
+            m9, p9 = mean_of([r["measured"]["step_p90_s"] for r in gp]), mean_of([r["pipeplan"]["step_p90_s"] for r in gp])
+            rep_thr.append(abs(pt - mt) / mt)
+            rep_p90.append(abs(p9 - m9) / m9)
         return {"n": len(errs), "failed": len(rows) - len(pr),
+                "repeated_settings": {"n": len(rep_thr),
+                                      "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
+                                      "median_abs_step_p90_err": median(rep_p90) if rep_p90 else None,
+                                      "max_abs_step_p90_err": max(rep_p90) if rep_p90 else None},
                 "n_machine_wide_spells": len(errs) - len(calm),
                 "median_abs_throughput_err_without_spells": median(calm),
                 "p90_abs_throughput_err_without_spells": percentile(calm, 0.9),
@@ -909,6 +928,11 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"| (diagnostic) the GPU step measured alone (sustained) over the loop's time between batches in the "
                  f"case (pinned, sync every step, GPU-bound step): GPU busy under half the time {_ratio(rested)}; "
                  f"busy 90% or more {_ratio(busy)} | | | |")
+    rs = p.get("repeated_settings") or {}
+    if rs.get("n"):
+        L.append(f"| (diagnostic) the {rs['n']} settings measured more than once, each predicted against the mean of its "
+                 f"measurements: median abs throughput error {_pct(rs['median_abs_throughput_err'], False)}; p90 step "
+                 f"time median {_pct(rs['median_abs_step_p90_err'], False)}, max {_pct(rs['max_abs_step_p90_err'], False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:

@@ -518,6 +518,12 @@ class EndToEndTest(unittest.TestCase):
             # both measured a p90 step of 40 ms: no p90 spread
             self.assertEqual(rep["noise"][0]["step_p90_s"], [0.04, 0.04])
             self.assertAlmostEqual(rep["noise"][0]["step_p90_spread"], 0.0)
+            # w8 (1800) and w8r (1700) both predicted 1800: against their mean 1750, 50 / 1750; the p90
+            # step: fake 1.1 x 64 / 1800 = 39.1 ms against 40 ms measured twice
+            rs = rep["summary"]["pipeplan"]["repeated_settings"]
+            self.assertEqual(rs["n"], 1)
+            self.assertAlmostEqual(rs["median_abs_throughput_err"], 50 / 1750)
+            self.assertAlmostEqual(rs["median_abs_step_p90_err"], abs(1.1 * 64 / 1800 - 0.04) / 0.04)
             gn = rep["summary"]["ground_truth_noise"]
             self.assertEqual(gn["settings"], 1)
             self.assertAlmostEqual(gn["max_throughput_spread"], 100 / 1750)
