@@ -105,10 +105,7 @@ class ProbeWanderTest(unittest.TestCase):
 class ProbeWanderEndToEndTest(unittest.TestCase):
     def test_the_case_profile_carries_the_probes_wander(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "pipeplan")
-            with open(fake, "w") as f:
-                f.write(FAKE)
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            fake = fake_pipeplan(d)
             c = make_case("w8", "num_workers", 1800.0, 64 / 1800, 0.04, nw=8)
             c["components"]["load"]["cv"] = 0.0       # no sample spread to take off: the probe's cv as is
             c["components"]["probe"] = {"workers": 8, "batches": 40, "getitem_wall_s": 0.004, "collate_wall_s": 0.02,
@@ -472,13 +469,19 @@ print(json.dumps({"throughput": {"samples_per_s": thr, "steps_per_s": thr / bs},
 '''
 
 
+def fake_pipeplan(d: str) -> str:
+    """FAKE written as an executable `pipeplan` in directory d; its path."""
+    fake = os.path.join(d, "pipeplan")
+    with open(fake, "w") as f:
+        f.write(FAKE)
+    os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+    return fake
+
+
 class EndToEndTest(unittest.TestCase):
     def test_convert_with_fake_pipeplan(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "pipeplan")
-            with open(fake, "w") as f:
-                f.write(FAKE)
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            fake = fake_pipeplan(d)
             cases = [
                 # input bound: measured 1800 < 8 / 4 ms; fake predicts 0.9 * 2000 = 1800
                 make_case("w8", "num_workers", 1800.0, 64 / 1800, 0.04, nw=8, wait_s=0.01),
