@@ -112,6 +112,11 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   Diagnosis d = name_bottleneck(result, s, p);
   d.suggestion = suggest(d.stage, s, p);
+  // Validation run 11 measured in_order=False at +12.6% on a worker-bound image loader whose workers
+  // idled behind slow batches (docs/validation.md); the simulator has the mechanism.
+  if (d.head_of_line && s.loader.in_order)
+    d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
+                    "--vary loader.in_order=true,false)";
   return d;
 }
 
@@ -181,6 +186,7 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                        ms(result.step_mean_s) + " (loader.in_order=false evens the steps, at the same throughput)";
     const bool wandering = s.loader.in_order && p.cpu.core_speed_cv > 0.0;
     if (d.stage == "workers" && (worst->busy_fraction < 0.8 || (wandering && worst->busy_fraction < 0.95))) {
+      d.head_of_line = s.loader.in_order;
       d.explanation += "; yet the workers are busy only " + pct(worst->busy_fraction) +
                        ": batches return in order, so a slow batch blocks the ones behind it and the other workers idle "
                        "with their prefetch slots full (head-of-line blocking)";

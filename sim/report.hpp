@@ -16,6 +16,7 @@ struct Diagnosis {
   std::string stage;
   std::string explanation;
   std::string suggestion;  // a setting to try, from the analytic model; confirm it with `pipeplan sweep`
+  bool head_of_line = false;  // worker-bound with idle workers behind a slow batch (in-order hand-off)
 };
 
 // Fills stage capacities from the analytic model (in place) and names the bottleneck.

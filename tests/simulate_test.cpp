@@ -169,6 +169,8 @@ TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 100.0, 100.0 * 0.02);
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("loader.in_order=False"), std::string::npos)
+      << r["bottleneck"]["suggestion"];
   // The fast workers idle most of the time: their slots are full behind the slow batch.
   for (const auto& st : r["stages"])
     if (st["name"] == "workers") {
@@ -253,6 +255,11 @@ TEST(Simulate, WanderingCoresCostOnlyInOrderRoundRobin) {
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
   EXPECT_NE(r["bottleneck"]["explanation"].get<std::string>().find("loader.in_order=false"), std::string::npos)
       << r["bottleneck"]["explanation"];
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("loader.in_order=False"), std::string::npos)
+      << r["bottleneck"]["suggestion"];
+  // out of order already: nothing to suggest about the order
+  s["loader"]["in_order"] = false;
+  EXPECT_EQ(simulate(s, {}, profile)["bottleneck"]["suggestion"].get<std::string>().find("in_order"), std::string::npos);
 }
 
 // Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
