@@ -10,6 +10,7 @@ RESULTS_DIR holds cases.json and profile.json from one device call.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -24,6 +25,9 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
+    ap.add_argument("--wander", choices=["profile", "case"], default="profile",
+                    help="the workers' wander: the profile's (default), or the case's own from its timeline "
+                         "(cv less the samples' spread, and its correlation time): in situ too")
     a = ap.parse_args()
     doc = json.load(open(os.path.join(a.results_dir, "cases.json")))
     base_profile = json.load(open(os.path.join(a.results_dir, "profile.json")))
@@ -54,6 +58,18 @@ def main() -> int:
                 prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
             prof = json.loads(json.dumps(prof))
             prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
+            if a.wander == "case":
+                # the workers' own wander as the case's timeline shows it (harness --timeline), less the
+                # samples' own spread, as convert's probe_wander_cv: in situ like the costs above
+                own = ((convert._timeline(c) or {}).get("own_wander") or {})
+                if own.get("cv") is not None:
+                    load_cv = float(scen["dataset"]["load_s_per_sample"].get("cv") or 0.0)
+                    busy = own.get("batch_s") or 0.0
+                    sample_cv = (math.sqrt(scen["loader"]["batch_size"]) * scen["dataset"]["load_s_per_sample"]["mean"]
+                                 * load_cv / busy) if busy else 0.0
+                    prof["cpu"]["core_speed_cv"] = math.sqrt(max(0.0, own["cv"] ** 2 - sample_cv ** 2))
+                    if own.get("correlation_s"):
+                        prof["cpu"]["core_speed_correlation_s"] = min(float(own["correlation_s"]), 60.0)
             if cold and "storage" in prof:
                 prof["storage"]["buffered_read_cpu_s_per_byte"] = 0.0
             sp, pp = os.path.join(tmp, "s.json"), os.path.join(tmp, "p.json")
