@@ -244,25 +244,39 @@ def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
     return sum(float(p[key]) for p in probes) / len(probes) / ref
 
 
-def probe_wander_cv(case: Dict[str, Any]) -> Optional[float]:
+def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """The workers' speed wander around the case, from the probes before and after it (harness since run
-    12): the spread of their batches' busy times (pooled over all workers, batch_busy_cv), less what the
-    samples' own spread gives a batch (sqrt(batch) x getitem x the load's cv, over the batch's busy time:
-    the simulator draws that per sample), the mean of the two probes. Run 11 found calibrate's wander
-    scattering from 0.078 to 0.165 over four calls of one lease while the cases' workers stayed at
-    0.09-0.16, and the pinned tensor cases' p90 step following it. None without a figure."""
+    12): per probe, the cv of its workers' batch times read as the cases' timelines are
+    (timeline_analysis.core_wander: cv and, from the lag-one autocorrelation, a correlation time), or
+    without that the pooled spread of their batches' busy times (batch_busy_cv), less what the samples'
+    own spread gives a batch (sqrt(batch) x getitem x the load's cv, over the batch time: the simulator
+    draws that per sample); the mean over the probes. Run 11 found calibrate's wander scattering from
+    0.078 to 0.165 over four calls of one lease while the cases' workers stayed at 0.09-0.16, and the
+    pinned tensor cases' p90 step following it. {"cv", "correlation_s" (None if no probe gave one)},
+    or None without a figure."""
     comp = case.get("components") or {}
     k = case.get("knobs") or {}
     bs = int(k.get("batch_size") or 0)
     load_cv = float((comp.get("load") or {}).get("cv") or 0.0)
-    cvs = []
+    cvs, taus = [], []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
-        cv, busy, g = p.get("batch_busy_cv"), p.get("batch_busy_s"), p.get("getitem_wall_s")
-        if cv is None or not busy or not g or int(p.get("workers") or 0) < 1 or int(p.get("batches") or 0) < 3:
+        w, g = p.get("wander") or {}, p.get("getitem_wall_s")
+        if w.get("cv") is not None and w.get("batch_s") and g:
+            cv, batch_s = float(w["cv"]), float(w["batch_s"])
+            tau = w.get("correlation_s")
+            if tau is not None and 0.0 < float(tau) <= 60.0:
+                taus.append(float(tau))
+        elif p.get("batch_busy_cv") is not None and p.get("batch_busy_s") and g and int(p.get("batches") or 0) >= 3:
+            cv, batch_s = float(p["batch_busy_cv"]), float(p["batch_busy_s"])
+        else:
             continue
-        sample_cv = math.sqrt(bs) * float(g) * load_cv / float(busy)
-        cvs.append(math.sqrt(max(0.0, float(cv) ** 2 - sample_cv ** 2)))
-    return sum(cvs) / len(cvs) if cvs else None
+        if int(p.get("workers") or 0) < 1:
+            continue
+        sample_cv = math.sqrt(bs) * float(g) * load_cv / batch_s
+        cvs.append(math.sqrt(max(0.0, cv ** 2 - sample_cv ** 2)))
+    if not cvs:
+        return None
+    return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None}
 
 
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
@@ -1158,12 +1172,15 @@ def main(argv=None) -> int:
                     tr = transport_scaled(tr, drift)
                     c.setdefault("convert", {})["main_side_drift"] = drift
                 case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
-            wander_cv = probe_wander_cv(c) if (a.wander == "probe" and run_profile is not None) else None
-            if wander_cv is not None:
+            wander = probe_wander(c) if (a.wander == "probe" and run_profile is not None) else None
+            if wander is not None:
                 # the workers' wander as the probes around the case found it, in place of calibrate's
                 case_profile = json.loads(json.dumps(case_profile or run_profile))
-                case_profile.setdefault("cpu", {})["core_speed_cv"] = round(wander_cv, 4)
-                c.setdefault("convert", {})["wander_cv"] = wander_cv
+                cpu = case_profile.setdefault("cpu", {})
+                cpu["core_speed_cv"] = round(wander["cv"], 4)
+                if wander["correlation_s"] is not None:
+                    cpu["core_speed_correlation_s"] = round(wander["correlation_s"], 4)
+                c.setdefault("convert", {})["wander"] = wander
             if case_profile is not None:
                 profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:
@@ -1186,7 +1203,7 @@ def main(argv=None) -> int:
                           if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
         "command": cmd, "components": first.get("components"),
         "runs": len(runs), "seeds": a.seeds,
-        "wander_note": (f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander_cv') is not None)} case(s) with "
+        "wander_note": (f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander') is not None)} case(s) with "
                         "the workers' wander (cv) from the probes around them (`--wander probe`), the others the "
                         "profile's" if a.wander == "probe" else "the profile's for every case (`--wander profile`)"),
     }

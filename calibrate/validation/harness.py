@@ -1180,6 +1180,8 @@ class Harness:
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         insitu = InSitu()
+        # each worker's batch times, for their wander around the case (since run 12; convert's probe_wander)
+        insitu.timeline = Timeline() if k > 1 else None
         sampler = IndexSampler(len(ds), 1 << 20, seed=seed + k)
         # k = 0 (since run 12): the main process loads inline, as a num_workers=0 case does; DataLoader
         # refuses a prefetch_factor without workers
@@ -1200,16 +1202,25 @@ class Harness:
                 next(it)
                 n += 1
             main1 = time.thread_time()
+            b = time.perf_counter()
             s1 = insitu.snapshot()
             pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n) if meter else {}
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
+        wander = None
+        if insitu.timeline is not None:
+            # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
+            from timeline_analysis import core_wander
+            durations = [[e - s for s, e in iv if s >= a and e <= b]
+                         for iv in insitu.timeline.per_worker(0.0).values()]
+            wander = core_wander(durations)
         return dict({"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
                      "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
                      # each batch's busy time (its __getitem__ calls + collate) over all workers: its spread
-                     # is the workers' wander around the case (convert's probe_wander_cv; since run 12)
+                     # is the workers' wander around the case (convert's probe_wander; since run 12)
                      "batch_busy_s": d.get("batch_busy_s"), "batch_busy_cv": d.get("batch_busy_cv"),
+                     "wander": wander,
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 

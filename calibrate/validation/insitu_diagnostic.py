@@ -60,7 +60,7 @@ def main() -> int:
             prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
             if a.wander == "case":
                 # the workers' own wander as the case's timeline shows it (harness --timeline), less the
-                # samples' own spread, as convert's probe_wander_cv: in situ like the costs above
+                # samples' own spread, as convert's probe_wander: in situ like the costs above
                 own = ((convert._timeline(c) or {}).get("own_wander") or {})
                 if own.get("cv") is not None:
                     load_cv = float(scen["dataset"]["load_s_per_sample"].get("cv") or 0.0)

@@ -83,23 +83,40 @@ class StatsTest(unittest.TestCase):
 
 
 class ProbeWanderTest(unittest.TestCase):
-    def test_probe_wander_by_hand(self):
+    def test_probe_wander_from_the_busy_spread_by_hand(self):
         c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
-        self.assertIsNone(convert.probe_wander_cv(c))              # runs before 12: no figure
+        self.assertIsNone(convert.probe_wander(c))              # runs before 12: no figure
         c["components"]["load"]["cv"] = 0.5
         # batch busy 0.05 s, getitem 0.4 ms: the samples give a batch sqrt(64) x 0.4 ms x 0.5 = 1.6 ms,
-        # cv 0.032; the probe's 0.10 less it: sqrt(0.01 - 0.032^2) = 0.09478
+        # cv 0.032; the probe's 0.10 less it: sqrt(0.01 - 0.032^2) = 0.09478; no correlation time
         c["components"]["probe"] = {"workers": 8, "batches": 100, "getitem_wall_s": 0.0004,
                                     "batch_busy_s": 0.05, "batch_busy_cv": 0.10}
-        self.assertAlmostEqual(convert.probe_wander_cv(c), math.sqrt(0.01 - 0.032 ** 2))
+        w = convert.probe_wander(c)
+        self.assertAlmostEqual(w["cv"], math.sqrt(0.01 - 0.032 ** 2))
+        self.assertIsNone(w["correlation_s"])
         # the probe after: 0.15 -> sqrt(0.0225 - 0.001024); the mean of the two
         c["components"]["probe_after"] = dict(c["components"]["probe"], batch_busy_cv=0.15)
-        self.assertAlmostEqual(convert.probe_wander_cv(c),
+        self.assertAlmostEqual(convert.probe_wander(c)["cv"],
                                (math.sqrt(0.01 - 0.001024) + math.sqrt(0.0225 - 0.001024)) / 2)
         # a spread below the samples' own gives 0, not an imaginary number; a failed probe is left out
         c["components"]["probe_after"] = {"error": "RuntimeError: x"}
         c["components"]["probe"]["batch_busy_cv"] = 0.02
-        self.assertEqual(convert.probe_wander_cv(c), 0.0)
+        self.assertEqual(convert.probe_wander(c)["cv"], 0.0)
+
+    def test_probe_wander_from_the_workers_timeline_by_hand(self):
+        # the timeline's reading is preferred: cv 0.12 over batches of 0.05 s (the samples' 0.032 off:
+        # sqrt(0.0144 - 0.001024)) and its correlation time; an absurd time (a probe too short to
+        # see the speed change) is left out of the mean
+        c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
+        c["components"]["load"]["cv"] = 0.5
+        c["components"]["probe"] = {"workers": 8, "batches": 100, "getitem_wall_s": 0.0004, "batch_busy_s": 0.05,
+                                    "batch_busy_cv": 0.30,
+                                    "wander": {"cv": 0.12, "batch_s": 0.05, "correlation_s": 0.2}}
+        c["components"]["probe_after"] = dict(c["components"]["probe"],
+                                              wander={"cv": 0.12, "batch_s": 0.05, "correlation_s": 1e6})
+        w = convert.probe_wander(c)
+        self.assertAlmostEqual(w["cv"], math.sqrt(0.0144 - 0.001024))
+        self.assertAlmostEqual(w["correlation_s"], 0.2)
 
 
 class ProbeWanderEndToEndTest(unittest.TestCase):
@@ -109,7 +126,8 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
             c = make_case("w8", "num_workers", 1800.0, 64 / 1800, 0.04, nw=8)
             c["components"]["load"]["cv"] = 0.0       # no sample spread to take off: the probe's cv as is
             c["components"]["probe"] = {"workers": 8, "batches": 40, "getitem_wall_s": 0.004, "collate_wall_s": 0.02,
-                                        "batch_busy_s": 0.28, "batch_busy_cv": 0.12}
+                                        "batch_busy_s": 0.28, "batch_busy_cv": 0.12,
+                                        "wander": {"cv": 0.12, "batch_s": 0.28, "correlation_s": 0.5}}
             plain = make_case("w4", "num_workers", 900.0, 64 / 900, 0.08, nw=4)
             cases_path, prof_path = os.path.join(d, "cases.json"), os.path.join(d, "profile.json")
             with open(cases_path, "w") as f:
@@ -128,7 +146,7 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
                 else:
                     prof = json.load(open(written))
                     self.assertAlmostEqual(prof["cpu"]["core_speed_cv"], expect)
-                    self.assertEqual(prof["cpu"]["core_speed_correlation_s"], 0.7)   # the rest untouched
+                    self.assertEqual(prof["cpu"]["core_speed_correlation_s"], 0.5)   # the probe's
                 self.assertFalse(os.path.exists(os.path.join(out, "scenarios", "w4.profile.json")))
 
 
