@@ -114,7 +114,7 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   d.suggestion = suggest(d.stage, s, p);
   // Validation run 11 measured in_order=False at +12.6% on a worker-bound image loader whose workers
   // idled behind slow batches (docs/validation.md); the simulator has the mechanism.
-  if (d.head_of_line && s.loader.in_order)
+  if (d.head_of_line)
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
   return d;

@@ -244,6 +244,14 @@ def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
     return sum(float(p[key]) for p in probes) / len(probes) / ref
 
 
+def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load_cv: float, batch_s: float) -> float:
+    """A batch time's cv less what its samples' own spread gives it (sqrt(batch) x getitem x the load's
+    cv, over the batch time): the simulator draws that part per sample, the rest is the wander. 0 when
+    the samples explain it all; the batch cv as is without a batch time."""
+    sample_cv = math.sqrt(batch_size) * getitem_s * load_cv / batch_s if batch_s > 0 else 0.0
+    return math.sqrt(max(0.0, batch_cv ** 2 - sample_cv ** 2))
+
+
 def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """The workers' speed wander around the case, from the probes before and after it (harness since run
     12): per probe, the cv of its workers' batch times read as the cases' timelines are
@@ -261,6 +269,8 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     cvs, taus = [], []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
         w, g = p.get("wander") or {}, p.get("getitem_wall_s")
+        if int(p.get("workers") or 0) < 1:
+            continue
         if w.get("cv") is not None and w.get("batch_s") and g:
             cv, batch_s = float(w["cv"]), float(w["batch_s"])
             tau = w.get("correlation_s")
@@ -270,10 +280,7 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
             cv, batch_s = float(p["batch_busy_cv"]), float(p["batch_busy_s"])
         else:
             continue
-        if int(p.get("workers") or 0) < 1:
-            continue
-        sample_cv = math.sqrt(bs) * float(g) * load_cv / batch_s
-        cvs.append(math.sqrt(max(0.0, cv ** 2 - sample_cv ** 2)))
+        cvs.append(wander_less_samples(cv, bs, float(g), load_cv, batch_s))
     if not cvs:
         return None
     return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None}
@@ -697,12 +704,10 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         if len(g) < 2:
             continue
         v = [r["measured"]["samples_per_s"] for r in g]
-        mu = sum(v) / len(v)
         # the p90 step of the same setting too: the resolution of the p90 step-time target
         p90 = [r["measured"].get("step_p90_s") for r in g]
-        p90 = [x for x in p90 if x] if all(p90) else []
-        noise.append({"cases": [r["id"] for r in g], "samples_per_s": v,
-                      "spread": (max(v) - min(v)) / mu if mu else None,
+        p90 = p90 if all(p90) else []
+        noise.append({"cases": [r["id"] for r in g], "samples_per_s": v, "spread": spread_of(v),
                       "step_p90_s": p90, "step_p90_spread": spread_of(p90)})
     # per call: the largest spread of a repeated setting, the resolution of its rankings
     call_noise: Dict[str, float] = {}

@@ -10,7 +10,6 @@ RESULTS_DIR holds cases.json and profile.json from one device call.
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -63,11 +62,10 @@ def main() -> int:
                 # samples' own spread, as convert's probe_wander: in situ like the costs above
                 own = ((convert._timeline(c) or {}).get("own_wander") or {})
                 if own.get("cv") is not None:
-                    load_cv = float(scen["dataset"]["load_s_per_sample"].get("cv") or 0.0)
-                    busy = own.get("batch_s") or 0.0
-                    sample_cv = (math.sqrt(scen["loader"]["batch_size"]) * scen["dataset"]["load_s_per_sample"]["mean"]
-                                 * load_cv / busy) if busy else 0.0
-                    prof["cpu"]["core_speed_cv"] = math.sqrt(max(0.0, own["cv"] ** 2 - sample_cv ** 2))
+                    load = scen["dataset"]["load_s_per_sample"]
+                    prof["cpu"]["core_speed_cv"] = convert.wander_less_samples(
+                        own["cv"], scen["loader"]["batch_size"], load["mean"], float(load.get("cv") or 0.0),
+                        own.get("batch_s") or 0.0)
                     if own.get("correlation_s"):
                         prof["cpu"]["core_speed_correlation_s"] = min(float(own["correlation_s"]), 60.0)
             if cold and "storage" in prof:
