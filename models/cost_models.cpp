@@ -34,6 +34,12 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy) {
   return curve.back().relative_speed;
 }
 
+double peak_relative_speed(const std::vector<SpeedPoint>& curve) {
+  double peak = 1.0;
+  for (const auto& point : curve) peak = std::max(peak, point.relative_speed);
+  return peak;
+}
+
 double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable) {
   if (runnable <= 0) return 0.0;
   const int busy = std::min(runnable, cores);

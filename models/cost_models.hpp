@@ -17,6 +17,10 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 // of the measured curve, flat beyond its ends.
 double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 
+// The curve's highest per-core speed, at least 1: the fastest one thread may run (a simulated
+// host's per-core speed, which bounds each of its actions).
+double peak_relative_speed(const std::vector<SpeedPoint>& curve);
+
 // Total CPU capacity (in single-idle-core units) when `runnable` threads compete for `cores`:
 // min(runnable, cores) x relative speed, less the oversubscription cost when runnable > cores.
 double cpu_capacity_cores(const CpuProfile& cpu, int cores, int runnable);
