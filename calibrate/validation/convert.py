@@ -473,6 +473,74 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     return prof
 
 
+# ============================================================================ sweep inputs
+# The knobs that change what a probe or the transport measures: cases of one call that agree on them
+# share one set of inputs in the sweep-style prediction (SWEEP_KEYS below).
+SWEEP_KEYS = ("kind", "batch_size", "num_workers", "pin_memory", "storage", "collate")
+
+
+def sweep_key(case: Dict[str, Any]) -> str:
+    """Cases of one call whose components measure the same thing: same data kind, batch size,
+    num_workers, pin_memory, storage and collate. The other knobs (in_order, prefetch_factor,
+    persistent_workers, non_blocking, copy stream, sync_every, the GPU step) leave the probes'
+    subject unchanged: a what-if sweep predicts all of them from one set of inputs."""
+    k = case.get("knobs") or {}
+    return call_tag(case["id"]) + json.dumps({key: k.get(key) for key in SWEEP_KEYS}, sort_keys=True)
+
+
+# (file, JSON path) of each input measured around the case rather than once per call
+SWEEP_INPUTS = (("scenario", ("dataset", "load_s_per_sample", "mean")),
+                ("scenario", ("loader", "collate_s_per_batch")),
+                ("profile", ("ipc", "receive_s_per_batch")),
+                ("profile", ("ipc", "receive_s_per_byte")),
+                ("profile", ("host", "pin_copy_s_per_byte")),   # 1 / pin_copy_bytes_per_s, averaged as a time
+                ("profile", ("cpu", "core_speed_cv")),
+                ("profile", ("cpu", "core_speed_correlation_s")))
+
+
+def _path_get(doc: Dict[str, Any], path: Sequence[str]) -> Optional[float]:
+    if tuple(path) == ("host", "pin_copy_s_per_byte"):
+        rate = (doc.get("host") or {}).get("pin_copy_bytes_per_s")
+        return 1.0 / float(rate) if rate else None
+    x: Any = doc
+    for key in path:
+        if isinstance(x, dict) and key in x:
+            x = x[key]
+        else:
+            return None
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _path_set(doc: Dict[str, Any], path: Sequence[str], value: float) -> None:
+    if tuple(path) == ("host", "pin_copy_s_per_byte"):
+        doc.setdefault("host", {})["pin_copy_bytes_per_s"] = 1.0 / value
+        return
+    x = doc
+    for key in path[:-1]:
+        x = x.setdefault(key, {})
+    x[path[-1]] = value
+
+
+def pooled_inputs(members: Sequence[Tuple[Dict[str, Any], Dict[str, Any]]]) -> Dict[Tuple[str, Tuple[str, ...]], float]:
+    """The mean of each SWEEP_INPUTS value over a group's (scenario, profile) pairs; an input is pooled
+    only where every member has it (a per-case figure never mixes with a per-call one)."""
+    pooled = {}
+    for which, path in SWEEP_INPUTS:
+        vals = [_path_get(scen if which == "scenario" else prof, path) for scen, prof in members]
+        if vals and all(v is not None for v in vals):
+            pooled[(which, path)] = sum(vals) / len(vals)
+    return pooled
+
+
+def with_pooled(scen: Dict[str, Any], prof: Dict[str, Any],
+                pooled: Dict[Tuple[str, Tuple[str, ...]], float]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Copies of a case's scenario and profile with the group's pooled inputs."""
+    scen, prof = json.loads(json.dumps(scen)), json.loads(json.dumps(prof))
+    for (which, path), v in pooled.items():
+        _path_set(scen if which == "scenario" else prof, path, v)
+    return scen, prof
+
+
 # ============================================================================ simulate
 def run_pipeplan(binary: str, scenario_path: str, profile: Optional[str], timeout_s: float = 300,
                  extra: Sequence[str] = ()) -> Dict[str, Any]:
@@ -691,8 +759,14 @@ def families_of(rows: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
     return fam
 
 
-def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
+             sweep_preds: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """Scores every case; sweep_preds (optional): each case predicted from its group's pooled inputs
+    (sweep_key), used only for the families' sweep-style ranking."""
     rows = [evaluate_case(c, preds.get(c["id"])) for c in cases if c.get("status") == "ok"]
+    sweep_thr: Dict[str, Optional[float]] = {}
+    for cid, sp in (sweep_preds or {}).items():
+        sweep_thr[cid] = None if (not sp or "error" in sp) else _get(sp.get("result") or {}, "throughput.samples_per_s")
     simulated = any(r["pipeplan"] is not None for r in rows)
     fam_rows = families_of(rows)
     # noise of the ground truth: settings measured more than once
@@ -729,6 +803,10 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         v = [x["pipeplan"].get("samples_per_s") for x in setting(r) if x["pipeplan"]]
         return sum(v) / len(v) if v and None not in v and len(v) == len(setting(r)) else None
 
+    def mean_sweep(r: Dict[str, Any]) -> Optional[float]:
+        v = [sweep_thr.get(x["id"]) for x in setting(r)]
+        return sum(v) / len(v) if v and None not in v else None
+
     for f, rs in fam_rows.items():
         meas = [mean_measured(r) for r in rs]
         hand = [r["by_hand"]["samples_per_s"] for r in rs]
@@ -743,6 +821,13 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
             ent["ground_truth_noise"] = nz
             ent["tau_pipeplan_within_noise"] = (kendall_tau_b_within_noise(meas, pred, nz)
                                                 if nz is not None and complete else None)
+            if sweep_thr:
+                sw = [mean_sweep(r) for r in rs]
+                sw_complete = len(rs) >= 2 and None not in sw
+                ent["sweep_predicted_means"] = sw if sw_complete else None
+                ent["tau_sweep"] = kendall_tau_b(meas, sw) if sw_complete else None
+                ent["tau_sweep_within_noise"] = (kendall_tau_b_within_noise(meas, sw, nz)
+                                                 if nz is not None and sw_complete else None)
         families[f] = ent
 
     def summ(kind: str) -> Dict[str, Any]:
@@ -759,6 +844,9 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
         taus = [f.get("tau_pipeplan") for f in families.values() if f.get("tau_pipeplan") is not None]
         taus_nz = [f.get("tau_pipeplan_within_noise") for f in families.values()
                    if f.get("tau_pipeplan_within_noise") is not None]
+        taus_sw = [f["tau_sweep"] for f in families.values() if f.get("tau_sweep") is not None]
+        taus_sw_nz = [f["tau_sweep_within_noise"] for f in families.values()
+                      if f.get("tau_sweep_within_noise") is not None]
         bn = [r["pipeplan"]["bottleneck_ok"] for r in pr]
         # the mechanism, not only the rate: how busy the workers were, where both sides say
         wb = [abs(r["pipeplan"]["workers_busy_fraction"] - r["measured"]["workers_busy_fraction"]) for r in pr
@@ -797,6 +885,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]]) -> D
                 "share_step_p90_within_15pct": (sum(1 for e in serrs if e <= 0.15) / len(serrs)) if serrs else None,
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
+                "min_family_tau_sweep": min(taus_sw) if taus_sw else None,
+                "min_family_tau_sweep_within_noise": min(taus_sw_nz) if taus_sw_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
                 "out_of_order_pairs": [(r["measured"]["out_of_order_fraction"], r["pipeplan"]["out_of_order_fraction"])
                                        for r in pr if r["measured"].get("out_of_order_fraction") is not None
@@ -954,6 +1044,9 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"time median {_pct(rs['median_abs_step_p90_err'], False)}, max {_pct(rs['max_abs_step_p90_err'], False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
+    L.append(f"| (diagnostic) min tau as a sweep ranks settings (one set of inputs per call and component "
+             f"configuration); with noise ties | {_tau(p.get('min_family_tau_sweep'))}; "
+             f"{_tau(p.get('min_family_tau_sweep_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
                  f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
@@ -1012,15 +1105,23 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("A setting measured more than once in a call (a repeat, or harness `--rounds`) is ranked by its mean, "
              "measured and predicted; `(xN)` marks such a mean.")
     L.append("")
-    L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand | noise | tau pipeplan within noise |")
-    L.append("|---|---|---|---|---|---|---|")
+    L.append("The sweep columns rank the settings as `pipeplan sweep` would: every case of a call whose components "
+             "measure the same thing (same data kind, batch size, num_workers, pin_memory, storage) predicted from "
+             "one set of inputs, the mean of theirs (per-case brackets otherwise carry the machine's drift between "
+             "cases into the predicted order).")
+    L.append("")
+    L.append("| family | settings | measured samples/s in order | tau pipeplan | tau by-hand | noise | tau pipeplan within noise "
+             "| sweep: predicted in order | tau sweep | tau sweep within noise |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     rowmap = {r["id"]: r for r in ev["rows"]}
     for f, ent in ev["families"].items():
         means = ent.get("measured_means") or [rowmap[i]["measured"]["samples_per_s"] for i in ent["cases"]]
         counts = ent.get("measurements") or [1] * len(means)
         vals = ", ".join(_num(m) + (f" (x{n})" if n > 1 else "") for m, n in zip(means, counts))
+        sw = ", ".join(_num(x) for x in ent["sweep_predicted_means"]) if ent.get("sweep_predicted_means") else "n/a"
         L.append(f"| {f} | {ent['n']} | {vals} | {_tau(ent.get('tau_pipeplan'))} | {_tau(ent['tau_by_hand'])} | "
-                 f"{_pct(ent.get('ground_truth_noise'), False)} | {_tau(ent.get('tau_pipeplan_within_noise'))} |")
+                 f"{_pct(ent.get('ground_truth_noise'), False)} | {_tau(ent.get('tau_pipeplan_within_noise'))} | "
+                 f"{sw} | {_tau(ent.get('tau_sweep'))} | {_tau(ent.get('tau_sweep_within_noise'))} |")
     L.append("")
     L.append("### Noise of the ground truth (the same setting measured more than once in the run)")
     L.append("")
@@ -1111,9 +1212,10 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
-    ap.add_argument("--wander", choices=["probe", "profile"], default="probe",
-                    help="the workers' speed wander (cv): from the probes around each case where they measured "
-                         "it (harness since run 12), else the profile's; or always the profile's (default %(default)s)")
+    ap.add_argument("--wander", choices=["probe", "probe-cv", "profile"], default="probe",
+                    help="the workers' speed wander (cv and correlation time): from the probes around each case "
+                         "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
+                         "cv with the profile's correlation time; or always the profile's (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -1150,6 +1252,7 @@ def main(argv=None) -> int:
         return 2
     preds: Dict[str, Dict[str, Any]] = {}
     cases: List[Dict[str, Any]] = []
+    sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]], Optional[str]]]] = {}
     for run in runs:
         machine = run["doc"].get("machine") or {}
         run_profile = json.load(open(run["profile"])) if run["profile"] else None
@@ -1177,7 +1280,9 @@ def main(argv=None) -> int:
                     tr = transport_scaled(tr, drift)
                     c.setdefault("convert", {})["main_side_drift"] = drift
                 case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
-            wander = probe_wander(c) if (a.wander == "probe" and run_profile is not None) else None
+            wander = probe_wander(c) if (a.wander in ("probe", "probe-cv") and run_profile is not None) else None
+            if wander is not None and a.wander == "probe-cv":
+                wander = dict(wander, correlation_s=None)  # the profile's correlation time stays
             if wander is not None:
                 # the workers' wander as the probes around the case found it, in place of calibrate's
                 case_profile = json.loads(json.dumps(case_profile or run_profile))
@@ -1190,12 +1295,34 @@ def main(argv=None) -> int:
                 profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:
                     json.dump(case_profile, f, indent=1)
+            sweep_members.setdefault(sweep_key(c), []).append(
+                (c, stem, scen, case_profile if case_profile is not None else run_profile, profile))
             if simulate:
                 preds[c["id"]] = simulate_replicated(a.pipeplan, sp, profile, a.timeout_s, a.seeds)
                 pr = preds[c["id"]]
                 msg = pr.get("error") or f"{_get(pr['result'], 'throughput.samples_per_s')} samples/s"
                 print(f"convert: {c['id']}: {msg}", file=sys.stderr)
-    ev = evaluate(cases, preds)
+    # The ranking as a what-if sweep makes it: cases of a call that measure the same components share
+    # one set of inputs (their mean), so the settings' predicted order is the model's, not the
+    # machine's drift between cases (a sweep has one profile and one dataset cost for all settings).
+    sweep_preds: Dict[str, Dict[str, Any]] = {}
+    if simulate:
+        for members in sweep_members.values():
+            if len(members) < 2 or any(prof is None for _, _, _, prof, _ in members):
+                for c, *_ in members:
+                    sweep_preds[c["id"]] = preds[c["id"]]
+                continue
+            pooled = pooled_inputs([(scen, prof) for _, _, scen, prof, _ in members])
+            for c, stem, scen, prof, _ in members:
+                s2, p2 = with_pooled(scen, prof, pooled)
+                sp2 = os.path.join(scen_dir, stem + ".sweep.json")
+                pp2 = os.path.join(scen_dir, stem + ".sweep.profile.json")
+                with open(sp2, "w") as f:
+                    json.dump(s2, f, indent=2)
+                with open(pp2, "w") as f:
+                    json.dump(p2, f, indent=1)
+                sweep_preds[c["id"]] = simulate_replicated(a.pipeplan, sp2, pp2, a.timeout_s, a.seeds)
+    ev = evaluate(cases, preds, sweep_preds)
     cmd = "python3 " + " ".join(shlex.quote(x) for x in ([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])))
     first = runs[0]["doc"]
     meta = {
@@ -1210,7 +1337,10 @@ def main(argv=None) -> int:
         "runs": len(runs), "seeds": a.seeds,
         "wander_note": (f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander') is not None)} case(s) with "
                         "the workers' wander (cv) from the probes around them (`--wander probe`), the others the "
-                        "profile's" if a.wander == "probe" else "the profile's for every case (`--wander profile`)"),
+                        "profile's" if a.wander == "probe" else
+                        f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander') is not None)} case(s) with "
+                        "the probes' cv and the profile's correlation time (`--wander probe-cv`), the others the "
+                        "profile's" if a.wander == "probe-cv" else "the profile's for every case (`--wander profile`)"),
     }
     if len(runs) > 1:
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "
