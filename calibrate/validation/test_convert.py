@@ -652,6 +652,47 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(fam["tau_pipeplan"], 1.0)
         self.assertEqual(len(ev["rows"]), 3)                                   # every measurement still scored
 
+    def test_a_sweep_pools_the_inputs_of_cases_that_measure_the_same_thing(self):
+        # in_order on and off measure the same components: one key; a different num_workers another
+        a = {"id": "r1:a", "knobs": {"kind": "image", "batch_size": 64, "num_workers": 8, "pin_memory": True,
+                                      "storage": "warm", "in_order": True}}
+        b = {"id": "r1:b", "knobs": dict(a["knobs"], in_order=False)}
+        c = {"id": "r1:c", "knobs": dict(a["knobs"], num_workers=4)}
+        d = {"id": "r2:a", "knobs": a["knobs"]}
+        self.assertEqual(convert.sweep_key(a), convert.sweep_key(b))
+        self.assertNotEqual(convert.sweep_key(a), convert.sweep_key(c))
+        self.assertNotEqual(convert.sweep_key(a), convert.sweep_key(d))      # another call, another machine
+        # by hand: loads 4 and 6 ms -> 5; pin rates 8 and 4 GB/s averaged as times (0.125 and 0.25 ns/B)
+        # -> 0.1875 ns/B = 5.333 GB/s; a wander only one member has is not pooled
+        s1 = {"dataset": {"load_s_per_sample": {"mean": 0.004}}, "loader": {"collate_s_per_batch": 0.02}}
+        s2 = {"dataset": {"load_s_per_sample": {"mean": 0.006}}, "loader": {"collate_s_per_batch": 0.03}}
+        p1 = {"host": {"pin_copy_bytes_per_s": 8e9}, "cpu": {"core_speed_cv": 0.1}}
+        p2 = {"host": {"pin_copy_bytes_per_s": 4e9}, "cpu": {}}
+        pooled = convert.pooled_inputs([(s1, p1), (s2, p2)])
+        self.assertAlmostEqual(pooled[("scenario", ("dataset", "load_s_per_sample", "mean"))], 0.005)
+        self.assertAlmostEqual(pooled[("scenario", ("loader", "collate_s_per_batch"))], 0.025)
+        self.assertNotIn(("profile", ("cpu", "core_speed_cv")), pooled)
+        s3, p3 = convert.with_pooled(s1, p1, pooled)
+        self.assertAlmostEqual(s3["dataset"]["load_s_per_sample"]["mean"], 0.005)
+        self.assertAlmostEqual(p3["host"]["pin_copy_bytes_per_s"], 1 / 0.1875e-9, delta=1e3)
+        self.assertEqual(p3["cpu"]["core_speed_cv"], 0.1)                     # its own, unpooled
+        self.assertEqual(s1["dataset"]["load_s_per_sample"]["mean"], 0.004)   # the originals untouched
+
+    def test_the_sweep_ranking_uses_the_pooled_predictions(self):
+        def pred(thr):
+            return {"result": {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 0.04, "p90": 0.05},
+                               "bottleneck": {"stage": "workers"}, "stages": []}}
+        w4 = make_case("w4", "num_workers", 1000.0, 0.04, 0.05, nw=4)
+        w8 = make_case("w8", "num_workers", 1800.0, 0.04, 0.05, nw=8)
+        # per case the drift reverses the order (tau -1); pooled, the model's order is right (+1)
+        ev = convert.evaluate([w4, w8], {"w4": pred(1700.0), "w8": pred(1600.0)},
+                              {"w4": pred(1000.0), "w8": pred(1700.0)})
+        fam = ev["families"]["num_workers"]
+        self.assertAlmostEqual(fam["tau_pipeplan"], -1.0)
+        self.assertAlmostEqual(fam["tau_sweep"], 1.0)
+        self.assertEqual(fam["sweep_predicted_means"], [1000.0, 1700.0])
+        self.assertAlmostEqual(ev["summary"]["pipeplan"]["min_family_tau_sweep"], 1.0)
+
     def test_replications_are_averaged_and_the_stage_voted(self):
         def res(thr, p90, stage, busy):
             return {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 64 / thr, "p90": p90},
