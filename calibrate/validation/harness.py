@@ -907,6 +907,45 @@ class Harness:
                 "method": "sustained back-to-back steps for about 0.3 s, sync, host sleep (GPU idle), then one step "
                           "queued behind a spin kernel (as the isolated time); rest_s includes the spin"}
 
+    def probe_main_loop(self, kind, bs, k, nb):
+        """Does what the main loop does with a batch change the pin thread's cost? Runs 11-12 found the
+        probes' pin thread CPU per batch 2-18% above the case's own (mean per call), all of it outside
+        pin_memory() (the receive), while the copy and the workers agreed. The probe's main loop drops each
+        batch; the case's copies it to the GPU and steps. Four probe windows alternate: drop, copy
+        (batch.to(device, non_blocking as the case) and a sync, no step), drop, copy; each also splits its
+        pin thread CPU into the window's two halves (a start-up transient would show in the first). Once per
+        call, on the first pinned case with workers; about 8 s; never costs the case (errors recorded)."""
+        t0 = time.perf_counter()
+        dev, t = self.dev, self.t
+
+        def copy(batch):
+            to_dev(t, batch, dev.device, nb)
+            dev.sync()
+        windows = []
+        try:
+            for consume_name in ("drop", "copy", "drop", "copy"):
+                q = self._time_k_workers(kind, bs, k, window_s=1.5, seed=43, pin=True,
+                                         consume=copy if consume_name == "copy" else None)
+                windows.append({"main_loop": consume_name, "batches": q.get("batches"),
+                                "pin_thread_cpu_s_per_batch": q.get("pin_thread_cpu_s_per_batch"),
+                                "pin_copy_s_per_batch": q.get("pin_copy_s_per_batch"),
+                                "pin_thread_cpu_s_per_batch_halves": q.get("pin_thread_cpu_s_per_batch_halves"),
+                                "main_thread_cpu_s_per_batch": q.get("main_thread_cpu_s_per_batch"),
+                                "collate_wall_s": q.get("collate_wall_s")})
+        except Exception as e:                           # never costs the case
+            return {"kind": kind, "batch_size": bs, "workers": k, "windows": windows,
+                    "error": f"{e.__class__.__name__}: {e}"}
+
+        def ms(x):
+            return "n/a" if x is None else f"{x * 1e3:.2f}"
+        log(f"component probe_main_loop[{kind}/b{bs}/w{k}]: pin thread CPU per batch " + ", ".join(
+            f"{w['main_loop']} {ms(w['pin_thread_cpu_s_per_batch'])} (halves "
+            + "/".join(ms(h) for h in (w["pin_thread_cpu_s_per_batch_halves"] or [None, None])) + ")"
+            for w in windows) + f" ({time.perf_counter() - t0:.1f}s)")
+        return {"kind": kind, "batch_size": bs, "workers": k, "non_blocking": nb, "windows": windows,
+                "method": "the case's probe (K workers, pinned, 2K warm-up batches, 1.5 s window) four times: the main "
+                          "loop drops each batch, or copies it to the GPU and syncs (no step); alternating"}
+
     def comp_step(self, step_name, kind, bs):
         key = f"{step_name}/{kind}/b{bs}"
         c = self.doc["components"]["step"]
@@ -1172,11 +1211,12 @@ class Harness:
                          "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)")
         return res
 
-    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False):
+    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None):
         """getitem and collate per call inside k workers loading at once, the main loop dropping each
         batch: after 2k warm-up batches (every worker past its start-up: fork, copy-on-write
         faults), for window_s seconds and at least 3 batches. With pin, the DataLoader pins, and the
-        pin thread's CPU per batch is reported; the main thread's CPU per batch always is."""
+        pin thread's CPU per batch is reported; the main thread's CPU per batch always is. consume (since
+        run 13): what the main loop does with each batch instead of dropping it (probe_main_loop)."""
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         insitu = InSitu()
@@ -1198,13 +1238,24 @@ class Harness:
             main0 = time.thread_time()
             a = time.perf_counter()
             n = 0
+            half = None                       # (batches, pin thread CPU) at the window's middle
             while n < 3 or time.perf_counter() - a < window_s:
-                next(it)
+                batch = next(it)
+                if consume is not None:
+                    consume(batch)
+                del batch
                 n += 1
+                if half is None and meter and time.perf_counter() - a >= window_s / 2:
+                    half = (n, PinThreadMeter.thread_cpu_s(it))
             main1 = time.thread_time()
             b = time.perf_counter()
             s1 = insitu.snapshot()
-            pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n) if meter else {}
+            c1 = PinThreadMeter.thread_cpu_s(it) if meter else None
+            pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, c1, n) if meter else {}
+            if half is not None and None not in (c0, c1, half[1]) and 0 < half[0] < n:
+                # a start-up transient would make the first half dearer (since run 13)
+                pin_fig["pin_thread_cpu_s_per_batch_halves"] = [(half[1] - c0) / half[0],
+                                                                (c1 - half[1]) / (n - half[0])]
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
@@ -1319,6 +1370,13 @@ class Harness:
         if k.get("storage") == "cold":
             comps["load_cold"] = self.comp_load_cold(kind)
         else:
+            if (not self.quick and k["pin_memory"] and nw > 0
+                    and "probe_main_loop" not in self.doc["components"]):
+                # before the probe, so the probe still brackets its case closely
+                try:
+                    self.doc["components"]["probe_main_loop"] = self.probe_main_loop(kind, bs, nw, bool(k["non_blocking"]))
+                except Exception as e:      # never costs the case
+                    self.doc["components"]["probe_main_loop"] = {"error": f"{e.__class__.__name__}: {e}"}
             # nw == 0: the main process loads inline; the probe times that (no workers, no pin thread)
             try:
                 comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0)
