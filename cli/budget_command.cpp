@@ -31,7 +31,7 @@ struct BudgetRow {
 
 // One GPU's synthetic-data rate: its step, or the training loop's Python when that is longer.
 double per_gpu_samples_per_s(const Scenario& s) {
-  return s.loader.batch_size / std::max(s.training.step_s(), s.loop_host_s());
+  return s.loader.batch_size / std::max(s.training.saturated_step_s(), s.loop_host_s());
 }
 
 // Pure: the demand of `gpus` GPUs running at the scenario's synthetic-data rate.

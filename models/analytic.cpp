@@ -102,7 +102,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.loop_host_s() / share)});
   const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
   out.push_back({"h2d_copy", gpus * per_batch(batch, copy_time_s(curve, bytes))});
-  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.step_s())});
+  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())

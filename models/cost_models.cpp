@@ -34,6 +34,11 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy) {
   return curve.back().relative_speed;
 }
 
+double gpu_busy_share_after(double share, double dt_s, bool busy) {
+  const double keep = std::exp(-std::max(0.0, dt_s) / kGpuDutyTimeConstantS);
+  return busy ? 1.0 - (1.0 - share) * keep : share * keep;
+}
+
 double peak_relative_speed(const std::vector<SpeedPoint>& curve) {
   double peak = 1.0;
   for (const auto& point : curve) peak = std::max(peak, point.relative_speed);

@@ -17,6 +17,13 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 // of the measured curve, flat beyond its ends.
 double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 
+// The GPU's recent busy share, an exponentially weighted average over kGpuDutyTimeConstantS, after
+// dt_s more of busy (kernels running) or idle time: what sets a step's time on a curve
+// training.step_s_vs_gpu_duty. Any constant well above a step (5-300 ms) gives a periodic loop the
+// same share; it sets only how fast the share follows a change (a stall, an epoch boundary).
+constexpr double kGpuDutyTimeConstantS = 1.0;
+double gpu_busy_share_after(double share, double dt_s, bool busy);
+
 // The curve's highest per-core speed, at least 1: the fastest one thread may run (a simulated
 // host's per-core speed, which bounds each of its actions).
 double peak_relative_speed(const std::vector<SpeedPoint>& curve);

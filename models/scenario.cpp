@@ -46,6 +46,20 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
 }
 
+double TrainingConfig::step_s_at_duty(double duty) const {
+  const auto& c = step_s_vs_gpu_duty;
+  if (c.empty()) return step_s();
+  if (duty <= c.front().duty) return c.front().step_s;
+  if (duty >= c.back().duty) return c.back().step_s;
+  for (std::size_t i = 1; i < c.size(); ++i) {
+    if (duty <= c[i].duty) {
+      const double t = (duty - c[i - 1].duty) / (c[i].duty - c[i - 1].duty);
+      return c[i - 1].step_s + t * (c[i].step_s - c[i - 1].step_s);
+    }
+  }
+  return c.back().step_s;
+}
+
 double DdpConfig::host_s() const {
   if (gradient_bytes <= 0.0) return 0.0;
   return host_s_per_step + host_s_per_parameter * static_cast<double>(parameter_bytes.size()) +
@@ -223,6 +237,14 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
       s.training.forward_s = *step / 3.0;
       s.training.backward_s = *step - s.training.forward_s;
     }
+    for (auto& q : r.array_of_objects("step_s_vs_gpu_duty")) {
+      const double duty = q.required_number("duty", Range::unit_interval());
+      const double t = q.required_number("step_s", Range::positive());
+      q.finish();
+      s.training.step_s_vs_gpu_duty.push_back({duty, t});
+    }
+    std::sort(s.training.step_s_vs_gpu_duty.begin(), s.training.step_s_vs_gpu_duty.end(),
+              [](const DutyPoint& a, const DutyPoint& b) { return a.duty < b.duty; });
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));

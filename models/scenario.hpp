@@ -71,6 +71,12 @@ struct TransferConfig {
   CopyStream copy_stream = CopyStream::kDefault;
 };
 
+// One point of a GPU step's time against the GPU's recent busy share (0 = rested, 1 = back to back).
+struct DutyPoint {
+  double duty = 0.0;
+  double step_s = 0.0;
+};
+
 struct TrainingConfig {
   double forward_s = 0.0;   // with backward_s; when only step_s is given, forward = step/3
   double backward_s = 0.0;  // backward + optimizer
@@ -82,7 +88,16 @@ struct TrainingConfig {
   std::int64_t steps = 2000;
   std::int64_t warmup_steps = -1;  // resolved
 
+  // The GPU's boost clock holds while it rests: the H200 ran mm:25 in 25.0 ms isolated and 29.9 ms back to
+  // back, and in between inside input-bound cases (validation run 12). Empty: every step takes step_s.
+  std::vector<DutyPoint> step_s_vs_gpu_duty;  // sorted by duty
+
   double step_s() const { return forward_s + backward_s; }
+  // The step's GPU time at a recent busy share `duty` (linear between points, flat beyond); step_s
+  // without a curve.
+  double step_s_at_duty(double duty) const;
+  // The step time when the GPU is the bottleneck (duty 1): its capacity.
+  double saturated_step_s() const { return step_s_at_duty(1.0); }
 };
 
 struct DdpConfig {

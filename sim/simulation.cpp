@@ -358,6 +358,8 @@ void compute_stream_actor(Rank& r) {
   Window& window = r.synthetic ? world.baseline_window : world.window;
   const int track = kComputeTrack;
   double previous_end_s = 0.0;
+  double busy_share = 0.0, busy_share_at_s = 0.0;  // the GPU's recent duty (a rested GPU at start)
+  const bool duty_curve = !s.training.step_s_vs_gpu_duty.empty();
   for (;;) {
     StreamOp op = r.compute.queue.pop();
     if (op.kind == StreamOp::Kind::kCopy) {  // default-stream copy: serialized with kernels
@@ -375,6 +377,11 @@ void compute_stream_actor(Rank& r) {
     if (op.wait_side_ops > 0) r.side.completed_ops.wait_at_least(op.wait_side_ops);
     const double start_s = sg4::Engine::get_clock();
     attribute_gap(r, op.step, previous_end_s, start_s);
+    if (duty_curve) {
+      // the step's time at the GPU's duty so far; its own draw (step_cv) kept as a ratio
+      busy_share = gpu_busy_share_after(busy_share, start_s - busy_share_at_s, false);
+      op.duration_s *= s.training.step_s_at_duty(busy_share) / s.training.step_s();
+    }
     const double forward_share = s.training.forward_s / s.training.step_s();
     sg4::this_actor::sleep_for(op.duration_s * forward_share);
     double backward_s = op.duration_s - op.duration_s * forward_share;
@@ -397,6 +404,10 @@ void compute_stream_actor(Rank& r) {
       sg4::this_actor::sleep_for(backward_s);
     }
     const double kernels_end_s = sg4::Engine::get_clock();
+    if (duty_curve) {
+      busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true);
+      busy_share_at_s = kernels_end_s;
+    }
     r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches
     const double end_s = sg4::Engine::get_clock();
     r.activities += 2;

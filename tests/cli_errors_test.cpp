@@ -80,6 +80,10 @@ TEST(CliErrors, BadValues) {
        {"transfer.copy_stream", "\"sideways\"", "\"side\""}},
       {"too many steps", R"({"training": {"step_s": 0.01, "steps": 1e12}})", {"simulate", "{S}"}, {"training.steps"}},
       {"huge workers", R"({"loader": {"num_workers": 100000}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.num_workers"}},
+      {"duty > 1", R"({"training": {"step_s": 0.01, "step_s_vs_gpu_duty": [{"duty": 0, "step_s": 0.01}, {"duty": 1.5, "step_s": 0.012}]}})",
+       {"simulate", "{S}"}, {"training.step_s_vs_gpu_duty[1].duty", "1.5", "[0, 1]"}},
+      {"duty step 0", R"({"training": {"step_s": 0.01, "step_s_vs_gpu_duty": [{"duty": 0, "step_s": 0}]}})",
+       {"simulate", "{S}"}, {"training.step_s_vs_gpu_duty[0].step_s", "0"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }

@@ -226,6 +226,31 @@ TEST(Simulate, BatchesOvertakingEachOtherSetAPinBoundP90) {
             std::string::npos);
 }
 
+// A GPU step that follows its duty (training.step_s_vs_gpu_duty: 10 ms rested, 30 ms back to back).
+// Input-bound, one worker delivering 8 samples every 100 ms: the step s at duty s / 0.1 solves
+// s = 0.010 + 0.020 x s / 0.1, s = 12.5 ms, GPU busy 0.125 (30 ms, 0.30, without the curve); the
+// throughput stays the loader's 80 samples/s. GPU-bound (a fast loader): duty 1, 30 ms, 266.7.
+TEST(Simulate, GpuStepFollowsItsDuty) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0}};
+  s["dataset"]["load_s_per_sample"] = 0.0125;
+  s["training"] = {{"step_s", 0.030}, {"steps", 300}, {"warmup_steps", 60},
+                   {"step_s_vs_gpu_duty", {{{"duty", 0.0}, {"step_s", 0.010}}, {{"duty", 1.0}, {"step_s", 0.030}}}}};
+  const json rested = simulate(s);
+  EXPECT_NEAR(samples_per_s(rested), 80.0, 80.0 * 0.01);
+  EXPECT_NEAR(rested["gpu"]["busy_fraction"].get<double>(), 0.125, 0.004);
+  s["training"].erase("step_s_vs_gpu_duty");
+  EXPECT_NEAR(simulate(s)["gpu"]["busy_fraction"].get<double>(), 0.30, 0.005);
+
+  s["loader"]["num_workers"] = 8;
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["training"] = {{"step_s", 0.030}, {"steps", 700}, {"warmup_steps", 200},
+                   {"step_s_vs_gpu_duty", {{{"duty", 0.0}, {"step_s", 0.010}}, {{"duty", 1.0}, {"step_s", 0.030}}}}};
+  const json busy = simulate(s);
+  EXPECT_NEAR(samples_per_s(busy), 8 / 0.030, 8 / 0.030 * 0.01);
+  EXPECT_EQ(busy["bottleneck"]["stage"], "gpu_compute");
+}
+
 // A measured per-core speed above 1 with several busy cores (the H200 machine: 1.07-1.11) is the
 // machine's, not noise to cut off: 8 workers, 8 samples of 10 ms each per batch, all cores at 1.25
 // from 2 busy cores on, give 8 x 8 / (0.080 / 1.25) = 1,000 samples/s; one worker alone (1 busy
