@@ -185,6 +185,19 @@ def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
 
 
+def duty_curve(step: Dict[str, Any]) -> Optional[List[Dict[str, float]]]:
+    """training.step_s_vs_gpu_duty from a step component: its isolated GPU time (one step after a
+    rest: duty 0) and its sustained back-to-back time (duty 1), linear between, nothing fitted. Only
+    where the sustained interval is GPU time (the host well ahead) and above the isolated time: the
+    H200 held its boost clock while it rested (25.0 ms isolated, 29.9 ms back to back for mm:25) and ran
+    26-29 ms inside cases of GPU busy 0.1-0.75 (run 12's in-situ loops). None otherwise."""
+    iso = float((step.get("gpu_s") or {}).get("mean") or 0.0)
+    sus = float((step.get("sustained_interval_s") or {}).get("mean") or 0.0)
+    if not step.get("sustained_is_gpu_time") or iso <= 0 or sus <= iso:
+        return None
+    return [{"duty": 0.0, "step_s": iso}, {"duty": 1.0, "step_s": sus}]
+
+
 def worker_start_s(ws: Dict[str, Any], num_workers: int) -> float:
     return max(0.0, float(ws.get("intercept_s") or 0.0) + float(ws["per_worker_s"]) * num_workers)
 
@@ -293,7 +306,7 @@ def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]
 
 
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
-                 cpu_curve: Optional[Sequence[Dict[str, float]]] = None) -> Dict[str, Any]:
+                 cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores)."""
@@ -382,6 +395,17 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         dataset["load_speed_vs_busy_cores"] = load_curve
     desc = (f"measured case {case['id']} (family {case['family']}, repeat {case.get('repeat', 0)}); "
             f"components measured alone in the same run")
+    training = {
+        "step_s": step_time(step)[0],
+        "step_cv": round(max(0.0, step_time(step)[1]), 4),
+        "host_s_per_step": float(step["host_s"]["mean"]),
+        "sync_every_steps": int(k["sync_every"]),
+        "steps": int(steps),
+        "warmup_steps": int(warmup),
+    }
+    curve = duty_curve(step) if gpu_duty else None
+    if curve:
+        training["step_s_vs_gpu_duty"] = curve
     return {
         "schema": "pipeplan-scenario/1",
         "name": case["id"],
@@ -392,14 +416,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "storage": {"page_cache_hit_ratio": 0.0 if k.get("storage") == "cold" else 1.0},
         "loader": loader,
         "transfer": {"non_blocking": bool(k["non_blocking"]), "copy_stream": k["copy_stream"]},
-        "training": {
-            "step_s": step_time(step)[0],
-            "step_cv": round(max(0.0, step_time(step)[1]), 4),
-            "host_s_per_step": float(step["host_s"]["mean"]),
-            "sync_every_steps": int(k["sync_every"]),
-            "steps": int(steps),
-            "warmup_steps": int(warmup),
-        },
+        "training": training,
     }
 
 
@@ -1216,6 +1233,10 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--gpu-duty", choices=["linear", "off"], default="linear",
+                    help="the GPU step's time against its recent busy share: linear from the step component's "
+                         "isolated time (rested) to its sustained one (back to back), or always the sustained "
+                         "(off; the model until run 12) (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -1263,7 +1284,7 @@ def main(argv=None) -> int:
             cases.append(c)
             if c.get("status") != "ok":
                 continue
-            scen = scenario_for(c, machine, a.min_steps, cpu_curve)
+            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty == "linear")
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

@@ -652,6 +652,14 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(fam["tau_pipeplan"], 1.0)
         self.assertEqual(len(ev["rows"]), 3)                                   # every measurement still scored
 
+    def test_the_gpu_step_follows_its_duty_between_the_measured_ends(self):
+        gpu_bound = {"gpu_s": {"mean": 0.025}, "sustained_interval_s": {"mean": 0.0299}, "sustained_is_gpu_time": True}
+        self.assertEqual(convert.duty_curve(gpu_bound), [{"duty": 0.0, "step_s": 0.025}, {"duty": 1.0, "step_s": 0.0299}])
+        # a host-bound sustained interval (resnet50: 35.4 ms of host launches over a 16.6 ms GPU step) is not GPU time
+        self.assertIsNone(convert.duty_curve(dict(gpu_bound, sustained_is_gpu_time=False)))
+        self.assertIsNone(convert.duty_curve(dict(gpu_bound, sustained_interval_s={"mean": 0.024})))
+        self.assertIsNone(convert.duty_curve({"gpu_s": {"mean": 0.025}}))
+
     def test_a_sweep_pools_the_inputs_of_cases_that_measure_the_same_thing(self):
         # in_order on and off measure the same components: one key; a different num_workers another
         a = {"id": "r1:a", "knobs": {"kind": "image", "batch_size": 64, "num_workers": 8, "pin_memory": True,
