@@ -185,17 +185,40 @@ def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
 
 
-def duty_curve(step: Dict[str, Any]) -> Optional[List[Dict[str, float]]]:
+def _iso_sus(step: Dict[str, Any]) -> Tuple[float, float]:
+    return (float((step.get("gpu_s") or {}).get("mean") or 0.0),
+            float((step.get("sustained_interval_s") or {}).get("mean") or 0.0))
+
+
+def duty_excess(components: Dict[str, Any]) -> Optional[List[Tuple[float, float]]]:
+    """The harness's gpu_duty_curve (since run 13; one step model per call) as (duty, excess) pairs,
+    excess = (step at that duty - isolated) / (sustained - isolated) of the same step component: the
+    shape between the two ends, carried to the call's other step sizes (run 12: every size from 5 to
+    60 ms ran 14-16% slower back to back). None without a usable curve."""
+    dc = (components or {}).get("gpu_duty_curve") or {}
+    step = ((components or {}).get("step") or {}).get(dc.get("step") or "") or {}
+    iso, sus = _iso_sus(step)
+    if dc.get("error") or not dc.get("points") or iso <= 0 or sus <= iso:
+        return None
+    pts = sorted((float(q["duty"]), (float(q["step_s"]) - iso) / (sus - iso)) for q in dc["points"]
+                 if 0.0 < float(q.get("duty") or 0.0) < 1.0 and q.get("step_s"))
+    return pts or None
+
+
+def duty_curve(step: Dict[str, Any], excess: Optional[Sequence[Tuple[float, float]]] = None
+               ) -> Optional[List[Dict[str, float]]]:
     """training.step_s_vs_gpu_duty from a step component: its isolated GPU time (one step after a
-    rest: duty 0) and its sustained back-to-back time (duty 1), linear between, nothing fitted. Only
-    where the sustained interval is GPU time (the host well ahead) and above the isolated time: the
-    H200 held its boost clock while it rested (25.0 ms isolated, 29.9 ms back to back for mm:25) and ran
-    26-29 ms inside cases of GPU busy 0.1-0.75 (run 12's in-situ loops). None otherwise."""
-    iso = float((step.get("gpu_s") or {}).get("mean") or 0.0)
-    sus = float((step.get("sustained_interval_s") or {}).get("mean") or 0.0)
+    rest: duty 0) and its sustained back-to-back time (duty 1); between them the call's measured shape
+    (`duty_excess`, each point isolated + excess x (sustained - isolated), clamped to the two ends), or
+    without one a line, nothing fitted. Only where the sustained interval is GPU time (the host well
+    ahead) and above the isolated time: the H200 held its boost clock while it rested (25.0 ms isolated,
+    29.9 ms back to back for mm:25) and ran 26-29 ms inside cases of GPU busy 0.1-0.75 (run 12's in-situ
+    loops). None otherwise."""
+    iso, sus = _iso_sus(step)
     if not step.get("sustained_is_gpu_time") or iso <= 0 or sus <= iso:
         return None
-    return [{"duty": 0.0, "step_s": iso}, {"duty": 1.0, "step_s": sus}]
+    mid = [{"duty": d, "step_s": iso + min(1.0, max(0.0, f)) * (sus - iso)} for d, f in (excess or [])]
+    return [{"duty": 0.0, "step_s": iso}] + mid + [{"duty": 1.0, "step_s": sus}]
 
 
 def worker_start_s(ws: Dict[str, Any], num_workers: int) -> float:
@@ -306,7 +329,8 @@ def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]
 
 
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
-                 cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True) -> Dict[str, Any]:
+                 cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True,
+                 duty_shape: Optional[Sequence[Tuple[float, float]]] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores)."""
@@ -403,7 +427,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "steps": int(steps),
         "warmup_steps": int(warmup),
     }
-    curve = duty_curve(step) if gpu_duty else None
+    curve = duty_curve(step, duty_shape) if gpu_duty else None
     if curve:
         training["step_s_vs_gpu_duty"] = curve
     return {
@@ -1233,10 +1257,12 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
-    ap.add_argument("--gpu-duty", choices=["linear", "off"], default="linear",
-                    help="the GPU step's time against its recent busy share: linear from the step component's "
-                         "isolated time (rested) to its sustained one (back to back), or always the sustained "
-                         "(off; the model until run 12) (default %(default)s)")
+    ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
+                    help="the GPU step's time against its recent busy share, from the step component's isolated "
+                         "time (rested) to its sustained one (back to back): in between the call's measured "
+                         "gpu_duty_curve where the harness took one (since run 13), else a line (measured); always "
+                         "a line (linear); or always the sustained time (off; the model until run 12) "
+                         "(default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -1284,7 +1310,8 @@ def main(argv=None) -> int:
             cases.append(c)
             if c.get("status") != "ok":
                 continue
-            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty == "linear")
+            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off",
+                                duty_shape=duty_excess(run["doc"].get("components") or {}) if a.gpu_duty == "measured" else None)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

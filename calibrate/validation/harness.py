@@ -907,6 +907,46 @@ class Harness:
                 "method": "sustained back-to-back steps for about 0.3 s, sync, host sleep (GPU idle), then one step "
                           "queued behind a spin kernel (as the isolated time); rest_s includes the spin"}
 
+    def gpu_duty_curve(self, model, gb, key, iso_s):
+        """The step's GPU time at steady duties 0.25, 0.5 and 0.75: steps launched periodically, the host
+        sleeping between them (the GPU idle), for about 1.2 s per duty, the last half timed by events; the
+        duty achieved is the steps' GPU time over the wall time of that half. Run 12 found the loop's step
+        inside the cases climbing with the GPU's busy share from the isolated time to the sustained one
+        (mm:25: 26.0 ms at busy 0.12-0.21, 28.2-29.0 at 0.60-0.75, 30.0 at 0.95); convert models it as a
+        line between the two ends unless this curve is there (`training.step_s_vs_gpu_duty`). Once per
+        call, on the first step model; never costs the step component (errors recorded)."""
+        dev = self.dev
+        t0 = time.perf_counter()
+        points = []
+        try:
+            for duty in (0.25, 0.5, 0.75):
+                period_s = iso_s / duty
+                times, spans = [], []
+                start = time.perf_counter()
+                while time.perf_counter() - start < 1.2:
+                    a = time.perf_counter()
+                    e0, e1 = dev.event(), dev.event()
+                    e0.record()
+                    model(gb)
+                    e1.record()
+                    dev.sync()
+                    rest = period_s - (time.perf_counter() - a)
+                    if rest > 0:
+                        time.sleep(rest)
+                    if a - start >= 0.6:          # the last half: the clock settled to this duty
+                        times.append(e0.elapsed_time(e1) / 1e3)
+                        spans.append(time.perf_counter() - a)
+                if len(times) >= 3:
+                    points.append({"target_duty": duty, "duty": round(sum(times) / sum(spans), 4),
+                                   "step_s": sum(times) / len(times), "steps": len(times)})
+        except Exception as e:                           # never costs the step component
+            return {"step": key, "points": points, "error": f"{e.__class__.__name__}: {e}"}
+        log(f"component gpu_duty_curve[{key}]: " + ", ".join(f"duty {q['duty']:.2f} -> {q['step_s']*1e3:.2f} ms"
+                                                             for q in points) + f" ({time.perf_counter()-t0:.1f}s)")
+        return {"step": key, "points": points,
+                "method": "one step launched every isolated_step / duty seconds (host sleeps between, sync after "
+                          "each), 1.2 s per duty, the last 0.6 s timed: GPU event time per step, duty = GPU time / wall"}
+
     def probe_main_loop(self, kind, bs, k, nb):
         """Does what the main loop does with a batch change the pin thread's cost? Runs 11-12 found the
         probes' pin thread CPU per batch 2-18% above the case's own (mean per call), all of it outside
@@ -1005,6 +1045,9 @@ class Harness:
         g, h = summarize(gpu), summarize(host)
         if not self.quick and "gpu_rest_curve" not in self.doc["components"]:
             self.doc["components"]["gpu_rest_curve"] = self.gpu_rest_curve(model, gb, key, n_warm, h["mean"])
+        if not self.quick and "gpu_duty_curve" not in self.doc["components"] and h["mean"] < 0.5 * g["mean"]:
+            # only where the host's launches fit well inside a step (a host-bound step has no GPU duty to set)
+            self.doc["components"]["gpu_duty_curve"] = self.gpu_duty_curve(model, gb, key, g["mean"])
         gpu_bound = h["mean"] < 0.8 * sus["mean"]
         c[key] = {"gpu_s": g, "host_s": h, "synthetic_loop_step_s": loop_s,
                   "sustained_interval_s": sus, "sustained_is_gpu_time": gpu_bound,

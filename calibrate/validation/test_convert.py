@@ -659,6 +659,19 @@ class EndToEndTest(unittest.TestCase):
         self.assertIsNone(convert.duty_curve(dict(gpu_bound, sustained_is_gpu_time=False)))
         self.assertIsNone(convert.duty_curve(dict(gpu_bound, sustained_interval_s={"mean": 0.024})))
         self.assertIsNone(convert.duty_curve({"gpu_s": {"mean": 0.025}}))
+        # a measured shape from another step size of the call: mm:25 25.0 / 30.0 ms, 26.0 ms at duty 0.5
+        # -> excess 0.2, carried to mm:5 (5.0 / 5.8 ms): 5.16 ms at 0.5
+        comps = {"gpu_duty_curve": {"step": "mm:25", "points": [{"duty": 0.5, "step_s": 0.026}]},
+                 "step": {"mm:25": {"gpu_s": {"mean": 0.025}, "sustained_interval_s": {"mean": 0.030}}}}
+        shape = convert.duty_excess(comps)
+        self.assertEqual(len(shape), 1)
+        self.assertAlmostEqual(shape[0][0], 0.5)
+        self.assertAlmostEqual(shape[0][1], 0.2)
+        mm5 = {"gpu_s": {"mean": 0.005}, "sustained_interval_s": {"mean": 0.0058}, "sustained_is_gpu_time": True}
+        curve = convert.duty_curve(mm5, shape)
+        self.assertEqual([q["duty"] for q in curve], [0.0, 0.5, 1.0])
+        self.assertAlmostEqual(curve[1]["step_s"], 0.00516)
+        self.assertIsNone(convert.duty_excess({"gpu_duty_curve": {"step": "mm:25", "error": "x"}, "step": comps["step"]}))
 
     def test_a_sweep_pools_the_inputs_of_cases_that_measure_the_same_thing(self):
         # in_order on and off measure the same components: one key; a different num_workers another
