@@ -789,6 +789,20 @@ class HarnessCasesTest(unittest.TestCase):
         # rounds 1 keeps the old list: the base repeats spread over the run
         self.assertGreater(len(one), len(settings))
 
+    def test_setup_overhead_counts_each_new_component_once(self):
+        h = load_harness()
+        cases = h.build_cases(False, ["batch_size", "prefetch_factor"])
+        # by hand: every case pays CASE_SETUP_S; each new (kind, batch size) with workers NEW_COMPONENTS_S
+        # once; each new step model NEW_STEP_S once
+        kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
+        steps = {f"{c['knobs']['step']}/{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases}
+        expected = len(cases) * h.CASE_SETUP_S + len(kinds) * h.NEW_COMPONENTS_S + len(steps) * h.NEW_STEP_S
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), expected)
+        # what is measured already costs nothing more
+        done = {"transport": {k: {} for k in kinds}, "step": {k: {} for k in steps}}
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done), len(cases) * h.CASE_SETUP_S)
+        self.assertEqual(h.setup_overhead_s([], {}), 0.0)
+
     def test_in_order_families_add_only_the_unordered_knob(self):
         h = load_harness()
         cases = [c for c in h.build_cases(False, ["in_order", "in_order_image"]) if c["repeat"] == 0]
