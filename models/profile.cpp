@@ -193,6 +193,14 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.compute.bf16_gemm_flops_per_s = r.number("bf16_gemm_flops_per_s", 0.0, Range::non_negative());
     p.compute.gemm_kept_with_copy = r.number("gemm_kept_with_copy", 1.0, {0.0, 1.5, true});
     p.compute.gemm_kept_with_nccl = r.number("gemm_kept_with_nccl", 1.0, {0.0, 1.5, true});
+    for (auto& q : r.array_of_objects("step_vs_gpu_duty")) {
+      const double duty = q.required_number("duty", Range::unit_interval());
+      const double rel = q.required_number("relative_time", {0.0, 10.0, true});
+      q.finish();
+      p.compute.step_vs_gpu_duty.push_back({duty, rel});
+    }
+    std::sort(p.compute.step_vs_gpu_duty.begin(), p.compute.step_vs_gpu_duty.end(),
+              [](const RelativeDutyPoint& a, const RelativeDutyPoint& b) { return a.duty < b.duty; });
     r.finish();
   }
   if (!missing("nccl")) {

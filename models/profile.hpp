@@ -75,10 +75,19 @@ struct CopyProfile {
   double side_stream_compute_kept = 1.0;
 };
 
+// A GPU step's time at a steady GPU duty, relative to the same step after a long rest (1.0).
+struct RelativeDutyPoint {
+  double duty = 0.0;
+  double relative_time = 1.0;
+};
+
 struct ComputeProfile {
   double bf16_gemm_flops_per_s = 0.0;
   double gemm_kept_with_copy = 1.0;
   double gemm_kept_with_nccl = 1.0;
+  // calibrate's GEMM "steps" at duties 0 (isolated) .. 1 (back to back); sorted by duty; empty when
+  // not measured. A scenario without its own training.step_s_vs_gpu_duty takes this shape.
+  std::vector<RelativeDutyPoint> step_vs_gpu_duty;
 };
 
 struct CollectiveModel {

@@ -46,6 +46,17 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
 }
 
+std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfile& compute) {
+  const auto& shape = compute.step_vs_gpu_duty;
+  std::vector<DutyPoint> out;
+  if (shape.empty() || step_s <= 0.0) return out;
+  // the shape's value at duty 1 (flat beyond its last point), the synthetic-data loop's duty
+  double at_one = shape.back().relative_time;
+  if (at_one <= 0.0) return out;
+  for (const auto& q : shape) out.push_back({q.duty, step_s * q.relative_time / at_one});
+  return out;
+}
+
 double TrainingConfig::step_s_at_duty(double duty) const {
   const auto& c = step_s_vs_gpu_duty;
   if (c.empty()) return step_s();
@@ -237,6 +248,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
       s.training.forward_s = *step / 3.0;
       s.training.backward_s = *step - s.training.forward_s;
     }
+    const bool duty_given = r.has("step_s_vs_gpu_duty");  // [] says: no duty dependence
     for (auto& q : r.array_of_objects("step_s_vs_gpu_duty")) {
       const double duty = q.required_number("duty", Range::unit_interval());
       const double t = q.required_number("step_s", Range::positive());
@@ -245,6 +257,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     }
     std::sort(s.training.step_s_vs_gpu_duty.begin(), s.training.step_s_vs_gpu_duty.end(),
               [](const DutyPoint& a, const DutyPoint& b) { return a.duty < b.duty; });
+    if (!duty_given) s.training.step_s_vs_gpu_duty = duty_curve_from_profile(s.training.step_s(), profile.compute);
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));

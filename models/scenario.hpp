@@ -100,6 +100,11 @@ struct TrainingConfig {
   double saturated_step_s() const { return step_s_at_duty(1.0); }
 };
 
+// training.step_s_vs_gpu_duty for a scenario that gives none: the profile's measured shape
+// (compute.step_vs_gpu_duty, relative to an isolated step) scaled so that duty 1 takes `step_s`,
+// the synthetic-data step a user times back to back. Empty when the profile has no shape.
+std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfile& compute);
+
 struct DdpConfig {
   double gradient_bytes = 0.0;
   double bucket_cap_mb = 25.0;

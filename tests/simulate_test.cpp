@@ -251,6 +251,23 @@ TEST(Simulate, GpuStepFollowsItsDuty) {
   EXPECT_EQ(busy["bottleneck"]["stage"], "gpu_compute");
 }
 
+// The same shape from the profile (calibrate's compute.step_vs_gpu_duty, relative to an isolated
+// step: 1.0 at duty 0, 3.0 at duty 1) for a scenario that gives only its synthetic-data step (30 ms,
+// back to back): 10 ms rested, the same fixed point, GPU busy 0.125; `[]` in the scenario turns it off.
+TEST(Simulate, GpuDutyShapeFromTheProfile) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0}};
+  s["dataset"]["load_s_per_sample"] = 0.0125;
+  s["training"] = {{"step_s", 0.030}, {"steps", 300}, {"warmup_steps", 60}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "compute": {"step_vs_gpu_duty": [{"duty": 0.0, "relative_time": 1.0}, {"duty": 1.0, "relative_time": 3.0}]}})");
+  EXPECT_NEAR(simulate(s, {}, profile)["gpu"]["busy_fraction"].get<double>(), 0.125, 0.004);
+  s["training"]["step_s_vs_gpu_duty"] = json::array();
+  EXPECT_NEAR(simulate(s, {}, profile)["gpu"]["busy_fraction"].get<double>(), 0.30, 0.005);
+}
+
 // A measured per-core speed above 1 with several busy cores (the H200 machine: 1.07-1.11) is the
 // machine's, not noise to cut off: 8 workers, 8 samples of 10 ms each per batch, all cores at 1.25
 // from 2 busy cores on, give 8 x 8 / (0.080 / 1.25) = 1,000 samples/s; one worker alone (1 busy

@@ -5,10 +5,12 @@
 #include <cublas_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "calibrate/cuda/cuda_util.hpp"
@@ -169,6 +171,66 @@ SectionOutcome run_compute(const RunContext& ctx) {
 
   SectionReport report;
   report.profile_keys["compute"] = {{"bf16_gemm_flops_per_s", flops_alone}, {"gemm_kept_with_copy", kept}};
+
+  // The GPU's duty (compute.step_vs_gpu_duty): a GPU holds its boost clock while it rests. The H200 ran
+  // a 25 ms matmul step in 25.0 ms after a rest and 29.9 ms back to back, and in between inside real
+  // input-bound loops (validation run 12). A "step" of GEMMs (about 25 ms) is launched every
+  // step / duty seconds, the host sleeping between (the GPU idle); the last half of each duty's window
+  // is timed by events; duty 0 is one step after 0.3 s of rest. Relative to that isolated step.
+  // Never costs the section: a failure leaves a note.
+  auto duty_curve = [&]() -> Outcome<nlohmann::json> {
+    const double gemm_s = flop_per_gemm / flops_alone;
+    const int per_step = std::max(1, static_cast<int>(std::lround(0.025 / gemm_s)));
+    auto step_s = [&]() -> Outcome<double> {
+      PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
+      for (int i = 0; i < per_step; ++i)
+        if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx failed in the duty run");
+      PP_CUDA_TRY(cudaEventRecord(e1.value().get(), gs));
+      return elapsed_s(e0.value(), e1.value());  // waits for the step
+    };
+    std::vector<double> rested;
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      auto t = step_s();
+      if (!t.ok()) return t.problem();
+      rested.push_back(t.value());
+    }
+    const double iso_s = median(rested);
+    nlohmann::json points = nlohmann::json::array({{{"duty", 0.0}, {"relative_time", 1.0}}});
+    const double window_s = ctx.by_scale(0.3, 1.0, 1.5);
+    for (const double target : {0.25, 0.5, 0.75, 1.0}) {
+      if (ctx.interrupted()) return Problem::interrupted();
+      const double period_s = iso_s / target;
+      std::vector<double> times;
+      double busy_s = 0.0, span_s = 0.0;
+      const double start = now_s();
+      while (now_s() - start < window_s) {
+        const double a0 = now_s();
+        auto t = step_s();
+        if (!t.ok()) return t.problem();
+        const double rest_s = period_s - (now_s() - a0);
+        if (rest_s > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(rest_s));
+        if (a0 - start >= window_s / 2) {  // the last half: the clock settled to this duty
+          times.push_back(t.value());
+          busy_s += t.value();
+          span_s += now_s() - a0;
+        }
+      }
+      if (times.size() < 3 || span_s <= 0.0) return Problem::failed("too few steps in the duty run");
+      const double duty = std::min(1.0, busy_s / span_s);
+      points.push_back({{"duty", duty}, {"relative_time", median(times) / iso_s}});
+      ctx.log(strf("compute: GEMM step of %.1f ms (%d GEMMs) at GPU duty %.2f: %.2f ms (%.3f of rested)", iso_s * 1e3,
+                   per_step, duty, median(times) * 1e3, median(times) / iso_s));
+    }
+    return points;
+  };
+  auto duty = duty_curve();
+  if (duty.ok()) {
+    report.profile_keys["compute"]["step_vs_gpu_duty"] = duty.value();
+  } else {
+    if (duty.problem().kind == Problem::Kind::interrupted) return duty.problem();
+    report.notes.push_back("compute: step_vs_gpu_duty not measured: " + duty.problem().reason);
+  }
   return report;
 }
 

@@ -205,6 +205,19 @@ def duty_excess(components: Dict[str, Any]) -> Optional[List[Tuple[float, float]
     return pts or None
 
 
+def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tuple[float, float]]]:
+    """calibrate's compute.step_vs_gpu_duty (relative to a rested GEMM step) as (duty, excess) pairs
+    between its duty-0 and duty-1 ends, the same form as duty_excess: the machine's shape where the
+    harness took no gpu_duty_curve. None without a usable shape."""
+    pts = sorted((float(q["duty"]), float(q["relative_time"]))
+                 for q in ((profile or {}).get("compute") or {}).get("step_vs_gpu_duty") or [])
+    if len(pts) < 2 or pts[0][0] > 0.0 or pts[-1][1] <= pts[0][1]:
+        return None
+    lo, hi = pts[0][1], pts[-1][1]
+    mid = [(d, (r - lo) / (hi - lo)) for d, r in pts[1:-1] if 0.0 < d < 1.0]
+    return mid or None
+
+
 def duty_curve(step: Dict[str, Any], excess: Optional[Sequence[Tuple[float, float]]] = None
                ) -> Optional[List[Dict[str, float]]]:
     """training.step_s_vs_gpu_duty from a step component: its isolated GPU time (one step after a
@@ -428,8 +441,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "warmup_steps": int(warmup),
     }
     curve = duty_curve(step, duty_shape) if gpu_duty else None
-    if curve:
-        training["step_s_vs_gpu_duty"] = curve
+    # [] where there is none: a profile's own shape (compute.step_vs_gpu_duty) assumes step_s is the
+    # back-to-back time, which a host-bound step's isolated step_s is not
+    training["step_s_vs_gpu_duty"] = curve or []
     return {
         "schema": "pipeplan-scenario/1",
         "name": case["id"],
@@ -1260,7 +1274,8 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "
-                         "gpu_duty_curve where the harness took one (since run 13), else a line (measured); always "
+                         "gpu_duty_curve where the harness took one (since run 13), else the profile's "
+                         "compute.step_vs_gpu_duty shape, else a line (measured); always "
                          "a line (linear); or always the sustained time (off; the model until run 12) "
                          "(default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
@@ -1311,7 +1326,8 @@ def main(argv=None) -> int:
             if c.get("status") != "ok":
                 continue
             scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off",
-                                duty_shape=duty_excess(run["doc"].get("components") or {}) if a.gpu_duty == "measured" else None)
+                                duty_shape=((duty_excess(run["doc"].get("components") or {})
+                                             or profile_duty_excess(run_profile)) if a.gpu_duty == "measured" else None))
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

@@ -219,7 +219,7 @@ class ScenarioTest(unittest.TestCase):
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch"},
         "transfer": {"non_blocking", "copy_stream"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step",
-                     "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps"},
+                     "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
     }
 
     def check_keys(self, scen):
@@ -672,6 +672,13 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual([q["duty"] for q in curve], [0.0, 0.5, 1.0])
         self.assertAlmostEqual(curve[1]["step_s"], 0.00516)
         self.assertIsNone(convert.duty_excess({"gpu_duty_curve": {"step": "mm:25", "error": "x"}, "step": comps["step"]}))
+        # calibrate's shape: 1.0 rested, 1.05 at duty 0.5, 1.2 back to back -> excess 0.25 at 0.5
+        prof = {"compute": {"step_vs_gpu_duty": [{"duty": 0.0, "relative_time": 1.0}, {"duty": 0.5, "relative_time": 1.05},
+                                                 {"duty": 0.98, "relative_time": 1.2}]}}
+        pe = convert.profile_duty_excess(prof)
+        self.assertEqual(len(pe), 1)
+        self.assertAlmostEqual(pe[0][1], 0.25)
+        self.assertIsNone(convert.profile_duty_excess({"compute": {}}))
 
     def test_a_sweep_pools_the_inputs_of_cases_that_measure_the_same_thing(self):
         # in_order on and off measure the same components: one key; a different num_workers another
