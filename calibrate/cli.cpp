@@ -29,7 +29,7 @@ const std::vector<Section>& all_sections() {
       {"ipc", "receiving a batch from another process through shared memory (map + first touch)", run_ipc},
       {"storage", "fio-style sequential/random reads, page cache bypassed", run_storage},
       {"decode", "libjpeg-turbo decode time and per-core speed as cores fill", run_decode},
-      {"compute", "bf16 GEMM rate (cuBLAS) and the share kept beside an H2D copy", run_compute},
+      {"compute", "bf16 GEMM rate (cuBLAS), the share kept beside an H2D copy, a step's time against the GPU's duty", run_compute},
       {"nccl", "all-reduce, all-gather, reduce-scatter over every visible GPU (nccl-tests method)", run_nccl},
   };
   return sections;
