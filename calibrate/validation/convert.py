@@ -190,6 +190,13 @@ def _iso_sus(step: Dict[str, Any]) -> Tuple[float, float]:
             float((step.get("sustained_interval_s") or {}).get("mean") or 0.0))
 
 
+def excess_between(points: Sequence[Tuple[float, float]], lo: float, hi: float) -> Optional[List[Tuple[float, float]]]:
+    """(duty, value) points strictly inside (0, 1) as (duty, (value - lo) / (hi - lo)), sorted: a duty
+    curve's shape between its rested (lo) and back-to-back (hi) ends. None when none is inside."""
+    pts = sorted((d, (v - lo) / (hi - lo)) for d, v in points if 0.0 < d < 1.0)
+    return pts or None
+
+
 def duty_excess(components: Dict[str, Any]) -> Optional[List[Tuple[float, float]]]:
     """The harness's gpu_duty_curve (since run 13; one step model per call) as (duty, excess) pairs,
     excess = (step at that duty - isolated) / (sustained - isolated) of the same step component: the
@@ -200,9 +207,8 @@ def duty_excess(components: Dict[str, Any]) -> Optional[List[Tuple[float, float]
     iso, sus = _iso_sus(step)
     if dc.get("error") or not dc.get("points") or iso <= 0 or sus <= iso:
         return None
-    pts = sorted((float(q["duty"]), (float(q["step_s"]) - iso) / (sus - iso)) for q in dc["points"]
-                 if 0.0 < float(q.get("duty") or 0.0) < 1.0 and q.get("step_s"))
-    return pts or None
+    return excess_between([(float(q.get("duty") or 0.0), float(q["step_s"])) for q in dc["points"] if q.get("step_s")],
+                          iso, sus)
 
 
 def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tuple[float, float]]]:
@@ -213,9 +219,7 @@ def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tupl
                  for q in ((profile or {}).get("compute") or {}).get("step_vs_gpu_duty") or [])
     if len(pts) < 2 or pts[0][0] > 0.0 or pts[-1][1] <= pts[0][1]:
         return None
-    lo, hi = pts[0][1], pts[-1][1]
-    mid = [(d, (r - lo) / (hi - lo)) for d, r in pts[1:-1] if 0.0 < d < 1.0]
-    return mid or None
+    return excess_between(pts[1:-1], pts[0][1], pts[-1][1])  # its last point is the back-to-back end
 
 
 def duty_curve(step: Dict[str, Any], excess: Optional[Sequence[Tuple[float, float]]] = None
@@ -543,20 +547,18 @@ def sweep_key(case: Dict[str, Any]) -> str:
     return call_tag(case["id"]) + json.dumps({key: k.get(key) for key in SWEEP_KEYS}, sort_keys=True)
 
 
-# (file, JSON path) of each input measured around the case rather than once per call
-SWEEP_INPUTS = (("scenario", ("dataset", "load_s_per_sample", "mean")),
-                ("scenario", ("loader", "collate_s_per_batch")),
-                ("profile", ("ipc", "receive_s_per_batch")),
-                ("profile", ("ipc", "receive_s_per_byte")),
-                ("profile", ("host", "pin_copy_s_per_byte")),   # 1 / pin_copy_bytes_per_s, averaged as a time
-                ("profile", ("cpu", "core_speed_cv")),
-                ("profile", ("cpu", "core_speed_correlation_s")))
+# (file, JSON path, averaged as its inverse) of each input measured around the case rather than once
+# per call; a rate is averaged as the time it stands for (bytes/s as s/byte)
+SWEEP_INPUTS = (("scenario", ("dataset", "load_s_per_sample", "mean"), False),
+                ("scenario", ("loader", "collate_s_per_batch"), False),
+                ("profile", ("ipc", "receive_s_per_batch"), False),
+                ("profile", ("ipc", "receive_s_per_byte"), False),
+                ("profile", ("host", "pin_copy_bytes_per_s"), True),
+                ("profile", ("cpu", "core_speed_cv"), False),
+                ("profile", ("cpu", "core_speed_correlation_s"), False))
 
 
 def _path_get(doc: Dict[str, Any], path: Sequence[str]) -> Optional[float]:
-    if tuple(path) == ("host", "pin_copy_s_per_byte"):
-        rate = (doc.get("host") or {}).get("pin_copy_bytes_per_s")
-        return 1.0 / float(rate) if rate else None
     x: Any = doc
     for key in path:
         if isinstance(x, dict) and key in x:
@@ -567,9 +569,6 @@ def _path_get(doc: Dict[str, Any], path: Sequence[str]) -> Optional[float]:
 
 
 def _path_set(doc: Dict[str, Any], path: Sequence[str], value: float) -> None:
-    if tuple(path) == ("host", "pin_copy_s_per_byte"):
-        doc.setdefault("host", {})["pin_copy_bytes_per_s"] = 1.0 / value
-        return
     x = doc
     for key in path[:-1]:
         x = x.setdefault(key, {})
@@ -577,13 +576,15 @@ def _path_set(doc: Dict[str, Any], path: Sequence[str], value: float) -> None:
 
 
 def pooled_inputs(members: Sequence[Tuple[Dict[str, Any], Dict[str, Any]]]) -> Dict[Tuple[str, Tuple[str, ...]], float]:
-    """The mean of each SWEEP_INPUTS value over a group's (scenario, profile) pairs; an input is pooled
-    only where every member has it (a per-case figure never mixes with a per-call one)."""
+    """The mean of each SWEEP_INPUTS value over a group's (scenario, profile) pairs (a rate through its
+    inverse); an input is pooled only where every member has it (a per-case figure never mixes with a
+    per-call one)."""
     pooled = {}
-    for which, path in SWEEP_INPUTS:
+    for which, path, inverse in SWEEP_INPUTS:
         vals = [_path_get(scen if which == "scenario" else prof, path) for scen, prof in members]
-        if vals and all(v is not None for v in vals):
-            pooled[(which, path)] = sum(vals) / len(vals)
+        if vals and all(v is not None and (v > 0 or not inverse) for v in vals):
+            mean = sum(1.0 / v if inverse else v for v in vals) / len(vals)
+            pooled[(which, path)] = 1.0 / mean if inverse else mean
     return pooled
 
 
@@ -594,6 +595,15 @@ def with_pooled(scen: Dict[str, Any], prof: Dict[str, Any],
     for (which, path), v in pooled.items():
         _path_set(scen if which == "scenario" else prof, path, v)
     return scen, prof
+
+
+def wander_note(mode: str, n_from_probes: int) -> str:
+    """The report's line on where the workers' wander came from (--wander)."""
+    if mode == "profile":
+        return "the profile's for every case (`--wander profile`)"
+    what = ("the workers' wander (cv) from the probes around them" if mode == "probe"
+            else "the probes' cv and the profile's correlation time")
+    return f"{n_from_probes} case(s) with {what} (`--wander {mode}`), the others the profile's"
 
 
 # ============================================================================ simulate
@@ -1314,20 +1324,21 @@ def main(argv=None) -> int:
         return 2
     preds: Dict[str, Dict[str, Any]] = {}
     cases: List[Dict[str, Any]] = []
-    sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]], Optional[str]]]] = {}
+    sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
     for run in runs:
         machine = run["doc"].get("machine") or {}
         run_profile = json.load(open(run["profile"])) if run["profile"] else None
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
+        # the GPU step's shape between rested and back to back: the harness's curve, else calibrate's (per call)
+        duty_shape = ((duty_excess(run["doc"].get("components") or {}) or profile_duty_excess(run_profile))
+                      if a.gpu_duty == "measured" else None)
         base_profile = run_profile if (simulate and a.transport == "measured") else None
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
             cases.append(c)
             if c.get("status") != "ok":
                 continue
-            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off",
-                                duty_shape=((duty_excess(run["doc"].get("components") or {})
-                                             or profile_duty_excess(run_profile)) if a.gpu_duty == "measured" else None))
+            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:
@@ -1360,7 +1371,7 @@ def main(argv=None) -> int:
                 with open(profile, "w") as f:
                     json.dump(case_profile, f, indent=1)
             sweep_members.setdefault(sweep_key(c), []).append(
-                (c, stem, scen, case_profile if case_profile is not None else run_profile, profile))
+                (c, stem, scen, case_profile if case_profile is not None else run_profile))
             if simulate:
                 preds[c["id"]] = simulate_replicated(a.pipeplan, sp, profile, a.timeout_s, a.seeds)
                 pr = preds[c["id"]]
@@ -1372,12 +1383,12 @@ def main(argv=None) -> int:
     sweep_preds: Dict[str, Dict[str, Any]] = {}
     if simulate:
         for members in sweep_members.values():
-            if len(members) < 2 or any(prof is None for _, _, _, prof, _ in members):
+            if len(members) < 2 or any(prof is None for _, _, _, prof in members):
                 for c, *_ in members:
                     sweep_preds[c["id"]] = preds[c["id"]]
                 continue
-            pooled = pooled_inputs([(scen, prof) for _, _, scen, prof, _ in members])
-            for c, stem, scen, prof, _ in members:
+            pooled = pooled_inputs([(scen, prof) for _, _, scen, prof in members])
+            for c, stem, scen, prof in members:
                 s2, p2 = with_pooled(scen, prof, pooled)
                 sp2 = os.path.join(scen_dir, stem + ".sweep.json")
                 pp2 = os.path.join(scen_dir, stem + ".sweep.profile.json")
@@ -1399,12 +1410,7 @@ def main(argv=None) -> int:
                           if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
         "command": cmd, "components": first.get("components"),
         "runs": len(runs), "seeds": a.seeds,
-        "wander_note": (f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander') is not None)} case(s) with "
-                        "the workers' wander (cv) from the probes around them (`--wander probe`), the others the "
-                        "profile's" if a.wander == "probe" else
-                        f"{sum(1 for c in cases if (c.get('convert') or {}).get('wander') is not None)} case(s) with "
-                        "the probes' cv and the profile's correlation time (`--wander probe-cv`), the others the "
-                        "profile's" if a.wander == "probe-cv" else "the profile's for every case (`--wander profile`)"),
+        "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
     }
     if len(runs) > 1:
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "
