@@ -20,18 +20,7 @@ double copy_time_s(const CopyCurve& curve, double bytes) {
 }
 
 double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy) {
-  if (curve.empty()) return 1.0;
-  if (busy <= curve.front().busy_cores) return curve.front().relative_speed;
-  if (busy >= curve.back().busy_cores) return curve.back().relative_speed;
-  for (std::size_t i = 1; i < curve.size(); ++i) {
-    if (busy <= curve[i].busy_cores) {
-      const auto& a = curve[i - 1];
-      const auto& b = curve[i];
-      const double t = (busy - a.busy_cores) / (b.busy_cores - a.busy_cores);
-      return a.relative_speed + t * (b.relative_speed - a.relative_speed);
-    }
-  }
-  return curve.back().relative_speed;
+  return piecewise_linear(curve, busy, &SpeedPoint::busy_cores, &SpeedPoint::relative_speed, 1.0);
 }
 
 double gpu_busy_share_after(double share, double dt_s, bool busy) {

@@ -2,6 +2,7 @@
 // Each is tested against a hand calculation in tests/models_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "models/profile.hpp"
@@ -12,6 +13,23 @@ namespace pipeplan {
 // between points, uses the latency + bandwidth fit below the first point, holds the last
 // point's rate beyond the last.
 double copy_time_s(const CopyCurve& curve, double bytes);
+
+// y at x on points sorted by x (members X and Y of P): linear between points, flat beyond the ends;
+// `fallback` without points. The one lookup behind every measured curve (core speed, GPU duty).
+template <class P>
+double piecewise_linear(const std::vector<P>& points, double x, double P::*X, double P::*Y, double fallback) {
+  if (points.empty()) return fallback;
+  if (x <= points.front().*X) return points.front().*Y;
+  if (x >= points.back().*X) return points.back().*Y;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (x <= points[i].*X) {
+      const P& a = points[i - 1];
+      const P& b = points[i];
+      return a.*Y + (x - a.*X) / (b.*X - a.*X) * (b.*Y - a.*Y);
+    }
+  }
+  return points.back().*Y;
+}
 
 // Per-core speed (relative to one busy core) when `busy` cores are busy: linear interpolation
 // of the measured curve, flat beyond its ends.

@@ -58,17 +58,7 @@ std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfi
 }
 
 double TrainingConfig::step_s_at_duty(double duty) const {
-  const auto& c = step_s_vs_gpu_duty;
-  if (c.empty()) return step_s();
-  if (duty <= c.front().duty) return c.front().step_s;
-  if (duty >= c.back().duty) return c.back().step_s;
-  for (std::size_t i = 1; i < c.size(); ++i) {
-    if (duty <= c[i].duty) {
-      const double t = (duty - c[i - 1].duty) / (c[i].duty - c[i - 1].duty);
-      return c[i - 1].step_s + t * (c[i].step_s - c[i - 1].step_s);
-    }
-  }
-  return c.back().step_s;
+  return piecewise_linear(step_s_vs_gpu_duty, duty, &DutyPoint::duty, &DutyPoint::step_s, step_s());
 }
 
 double DdpConfig::host_s() const {
