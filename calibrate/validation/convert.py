@@ -347,10 +347,13 @@ def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]
 
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True,
-                 duty_shape: Optional[Sequence[Tuple[float, float]]] = None) -> Dict[str, Any]:
+                 duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
+                 load_curve_from: str = "scaling") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
-    to one idle core (the simulator applies the same curve at its busy cores)."""
+    to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
+    where a case with a K-worker probe takes the load's speed around K: load_scaling's shape
+    ("scaling") or the machine's curve alone ("machine", no dataset curve)."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -418,7 +421,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     load_curve = [{"busy_cores": int(q["workers"]), "relative_speed": float(q["relative_speed"])}
                   for q in ls if q.get("relative_speed")] if nw > 0 else []
     if probe_k > 1 and nw > 0 and probe.get("getitem_wall_s"):
-        if len(load_curve) >= 2:
+        if len(load_curve) >= 2 and load_curve_from == "scaling":
             # the probe is the cost at K workers: the dataset's curve is taken relative to K, so the
             # simulator reproduces the probe at K and uses load_scaling only for the shape around it
             # (load_scaling's own one-worker point samples one virtual core: run 6 shows it 20% off)
@@ -426,6 +429,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
             load_curve = [dict(q, relative_speed=q["relative_speed"] / at_k) for q in load_curve]
         else:
             load = dict(load, mean=float(load["mean"]) * relative_core_speed(cpu_curve or [], probe_k))
+            load_curve = []
     load_curve = [dict(q, relative_speed=round(q["relative_speed"], 4)) for q in load_curve]
     dataset = {"num_samples": int(num_samples),
                "item_bytes": max(1, int(round(item_bytes))),
@@ -1288,6 +1292,9 @@ def main(argv=None) -> int:
                          "compute.step_vs_gpu_duty shape, else a line (measured); always "
                          "a line (linear); or always the sustained time (off; the model until run 12) "
                          "(default %(default)s)")
+    ap.add_argument("--load-curve", choices=["scaling", "machine"], default="scaling",
+                    help="the load's speed around the K-worker probe: load_scaling's measured shape (scaling), "
+                         "or the machine's cpu curve alone (machine) (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -1338,7 +1345,8 @@ def main(argv=None) -> int:
             cases.append(c)
             if c.get("status") != "ok":
                 continue
-            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape)
+            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
+                                load_curve_from=a.load_curve)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

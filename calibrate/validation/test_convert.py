@@ -423,6 +423,14 @@ class ScenarioTest(unittest.TestCase):
         del w["components"]["load_scaling"]
         s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve)
         self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"] / machine_at_8, 0.0041)
+        # --load-curve machine: load_scaling is there but not used; the probe's load is brought back by
+        # the machine curve at K and the scenario carries no dataset curve
+        w["components"]["load_scaling"] = {"collate": "the case's collate_fn", "points": [
+            {"workers": 1, "getitem_s": 0.0044, "relative_speed": 1.0},
+            {"workers": 8, "getitem_s": 0.0046, "relative_speed": 0.0044 / 0.0046}]}
+        s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve, load_curve_from="machine")
+        self.assertNotIn("load_speed_vs_busy_cores", s["dataset"])
+        self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"] / machine_at_8, 0.0041)
 
     def test_tau_within_noise_ties_pairs_the_ground_truth_cannot_order(self):
         # measured 100, 103, 150; predicted order 2, 1, 3. Raw: (0,1) discordant, (0,2) and (1,2)
