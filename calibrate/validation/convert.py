@@ -272,7 +272,18 @@ def probe_bracket(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, An
     if not all(before.get(k) for k in keys) or not all(after.get(k) for k in keys) \
             or before.get("workers") != after.get("workers"):
         return before
-    return dict(before, **{k: (float(before[k]) + float(after[k])) / 2 for k in keys}, bracketed=True)
+    out = dict(before, **{k: (float(before[k]) + float(after[k])) / 2 for k in keys}, bracketed=True)
+    if before.get("busy_cores") and after.get("busy_cores"):
+        out["busy_cores"] = (float(before["busy_cores"]) + float(after["busy_cores"])) / 2
+    return out
+
+
+def probe_busy_cores(probe: Dict[str, Any]) -> float:
+    """Where a probe's costs were measured on the simulator's busy-cores axis: the cores its window kept
+    busy (workers in __getitem__ and collate plus the main process's pin and main threads; harness since
+    run 14), else its configured worker count (until run 13, which found the two 4-6 against 8 in every
+    pin-bound tensor case: finding 2)."""
+    return max(1.0, float(probe.get("busy_cores") or probe.get("workers") or 1))
 
 
 def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
@@ -373,6 +384,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     ls = lsc.get("points") or []
     probe = probe_bracket(comp.get("probe") or {}, comp.get("probe_after") or {})
     probe_k = int(probe.get("workers") or 1)
+    probe_at = probe_busy_cores(probe)
     if nw == 0 and probe.get("workers") == 0 and probe.get("getitem_wall_s") and probe.get("collate_wall_s"):
         # num_workers=0: the inline load timed right before and after the case (harness since run 12): the
         # load measured at the call's start was 34% above the case's own in run 11 (4.59 against 3.43 ms)
@@ -385,9 +397,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         load = dict(load, mean=float(probe["getitem_wall_s"]))
         collate_s = float(probe["collate_wall_s"])
         if probe_k > 1:
-            # measured with K workers busy: the simulator slows collate by the machine curve at its
-            # busy cores, so the base is brought back to one idle core by that curve at K
-            collate_s *= relative_core_speed(cpu_curve or [], probe_k)
+            # measured with K workers: the simulator slows collate by the machine curve at its busy
+            # cores, so the base is brought back to one idle core by that curve where it was measured
+            collate_s *= relative_core_speed(cpu_curve or [], probe_at)
     elif nw > 0 and lsc.get("collate") and ls and ls[0].get("workers") == 1 and ls[0].get("getitem_s"):
         # load_scaling with the case's batch size and collate (harness since run 5): the base and
         # the curve from one measurement, so the drift between two measurements does not enter
@@ -418,17 +430,18 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # iter(loader) + first batch of a trivial dataset against the worker count
         loader["worker_start_s"] = worker_start_s(ws, nw)
     sb = comp.get("sample_bytes") or {}
-    load_curve = [{"busy_cores": int(q["workers"]), "relative_speed": float(q["relative_speed"])}
-                  for q in ls if q.get("relative_speed")] if nw > 0 else []
+    # each point at the cores its window kept busy where measured (harness since run 14), else at its K
+    load_curve = sorted(({"busy_cores": round(probe_busy_cores(q), 2), "relative_speed": float(q["relative_speed"])}
+                         for q in ls if q.get("relative_speed")), key=lambda q: q["busy_cores"]) if nw > 0 else []
     if probe_k > 1 and nw > 0 and probe.get("getitem_wall_s"):
         if len(load_curve) >= 2 and load_curve_from == "scaling":
             # the probe is the cost at K workers: the dataset's curve is taken relative to K, so the
             # simulator reproduces the probe at K and uses load_scaling only for the shape around it
             # (load_scaling's own one-worker point samples one virtual core: run 6 shows it 20% off)
-            at_k = relative_core_speed(load_curve, probe_k)
-            load_curve = [dict(q, relative_speed=q["relative_speed"] / at_k) for q in load_curve]
+            at_probe = relative_core_speed(load_curve, probe_at)
+            load_curve = [dict(q, relative_speed=q["relative_speed"] / at_probe) for q in load_curve]
         else:
-            load = dict(load, mean=float(load["mean"]) * relative_core_speed(cpu_curve or [], probe_k))
+            load = dict(load, mean=float(load["mean"]) * relative_core_speed(cpu_curve or [], probe_at))
             load_curve = []
     load_curve = [dict(q, relative_speed=round(q["relative_speed"], 4)) for q in load_curve]
     dataset = {"num_samples": int(num_samples),

@@ -1336,7 +1336,17 @@ class Harness:
             durations = [[e - s for s, e in iv if s >= a and e <= b]
                          for iv in insitu.timeline.per_worker(0.0).values()]
             wander = core_wander(durations)
+        window_s = b - a
+        # the cores busy in the window as the simulator counts them (its dataset curve's axis, since run 13's
+        # finding 2): the workers inside __getitem__ and collate, plus the main process's pin and main threads
+        busy_workers = ((d["samples"] * (d["getitem_wall_s"] or 0.0) + d["batches"] * (d["collate_wall_s"] or 0.0))
+                        / window_s) if window_s > 0 else None
+        main_side_s = (main1 - main0) + ((c1 - c0) if meter and None not in (c0, c1) else 0.0)
+        busy_cores = busy_workers + main_side_s / window_s if busy_workers is not None else None
+        if k == 0 and window_s > 0:
+            busy_cores = main_side_s / window_s   # inline: the main thread's CPU already holds the loads
         return dict({"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
+                     "window_s": window_s, "busy_workers": busy_workers, "busy_cores": busy_cores,
                      "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
                      # each batch's busy time (its __getitem__ calls + collate) over all workers: its spread
                      # is the workers' wander around the case (convert's probe_wander; since run 12)
@@ -1369,7 +1379,8 @@ class Harness:
             q = self._time_k_workers(kind, bs, k, window_s, seed=31)
             if q["getitem_wall_s"]:
                 points.append({"workers": k, "getitem_s": q["getitem_wall_s"], "getitem_cpu_s": q["getitem_cpu_s"],
-                               "collate_s": q["collate_wall_s"], "samples": q["samples"], "batches": q["batches"]})
+                               "collate_s": q["collate_wall_s"], "samples": q["samples"], "batches": q["batches"],
+                               "busy_cores": q["busy_cores"]})
         if points:
             one = points[0]["getitem_s"]
             for q in points:
@@ -1380,7 +1391,9 @@ class Harness:
                          f"warm-up batches, for {window_s} s (at least 3 batches) per K"}
         c[key] = res
         log(f"component load_scaling[{key}]: " + ", ".join(f"{q['workers']}w {q['getitem_s']*1e3:.3f} ms "
-                                                          f"({q['relative_speed']:.2f})" for q in points)
+                                                          f"({q['relative_speed']:.2f}"
+                                                          + (f", {q['busy_cores']:.1f} busy" if q.get("busy_cores") else "")
+                                                          + ")" for q in points)
             + f" ({time.perf_counter()-t0:.1f}s)")
         return res
 
@@ -1711,7 +1724,9 @@ class Harness:
                     + (f"; probe before {pr['getitem_wall_s']*1e3:.2f}" if (pr := case["components"].get("probe") or {})
                        .get("getitem_wall_s") else "")
                     + (f", after {pa['getitem_wall_s']*1e3:.2f}" if (pa := case["components"].get("probe_after") or {})
-                       .get("getitem_wall_s") else "") + "), "
+                       .get("getitem_wall_s") else "")
+                    + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
+                    + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
                     + pin_note + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:

@@ -432,6 +432,31 @@ class ScenarioTest(unittest.TestCase):
         self.assertNotIn("load_speed_vs_busy_cores", s["dataset"])
         self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"] / machine_at_8, 0.0041)
 
+    def test_probe_and_load_scaling_on_the_cores_their_windows_kept_busy(self):
+        # Harness since run 14: each window reports the cores it kept busy. load_scaling's points sit
+        # there (1 worker -> 1.3 cores, 8 workers -> 9.0), not at K, and the curve is taken relative to
+        # the probe's own 5.0 busy cores (a pin-bound probe with K = 8), not to 8. By hand: the curve
+        # (1.3, 1.0), (9.0, 0.5) at 5.0 is 1.0 - 0.5 x 3.7 / 7.7 = 0.75974; relative: 1 / 0.75974 at
+        # 1.3, 0.5 / 0.75974 at 9.0. Collate is brought back by the machine curve at 5.0, not at 8.
+        w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=8)
+        w["components"]["load_scaling"] = {"collate": "the case's collate_fn", "points": [
+            {"workers": 1, "getitem_s": 0.002, "relative_speed": 1.0, "busy_cores": 1.3},
+            {"workers": 8, "getitem_s": 0.004, "relative_speed": 0.5, "busy_cores": 9.0}]}
+        w["components"]["probe"] = {"workers": 8, "getitem_wall_s": 0.003, "collate_wall_s": 0.02, "busy_cores": 4.0}
+        w["components"]["probe_after"] = {"workers": 8, "getitem_wall_s": 0.003, "collate_wall_s": 0.02,
+                                          "busy_cores": 6.0}
+        machine_curve = [{"busy_cores": 1, "relative_speed": 1.0}, {"busy_cores": 16, "relative_speed": 0.7}]
+        s = convert.scenario_for(w, {"cpu_cores": 16}, cpu_curve=machine_curve)
+        curve = s["dataset"]["load_speed_vs_busy_cores"]
+        at_probe = 1.0 - 0.5 * 3.7 / 7.7
+        self.assertEqual([q["busy_cores"] for q in curve], [1.3, 9.0])
+        self.assertAlmostEqual(curve[0]["relative_speed"], round(1.0 / at_probe, 4))
+        self.assertAlmostEqual(curve[1]["relative_speed"], round(0.5 / at_probe, 4))
+        self.assertAlmostEqual(s["loader"]["collate_s_per_batch"], 0.02 * (1.0 - 0.3 * 4.0 / 15))
+        # runs before 14 (no busy_cores): the configured K, as before
+        self.assertEqual(convert.probe_busy_cores({"workers": 8}), 8.0)
+        self.assertEqual(convert.probe_busy_cores({"workers": 0}), 1.0)
+
     def test_tau_within_noise_ties_pairs_the_ground_truth_cannot_order(self):
         # measured 100, 103, 150; predicted order 2, 1, 3. Raw: (0,1) discordant, (0,2) and (1,2)
         # concordant -> (2 - 1) / 3. Within 5% noise, (0,1) is a measured tie (3 / 101.5 = 3%):
