@@ -3,6 +3,8 @@
 // generated here (smooth gradients + texture + noise, quality 90, 4:2:0 like most photo
 // datasets), so no data set is needed. The scaling curve becomes cpu.speed_vs_busy_cores, and
 // running 2x cores threads gives cpu.oversubscription_cost (formula in calibrate/stats.hpp).
+#include <pthread.h>
+#include <sched.h>
 #include <turbojpeg.h>
 
 #include <algorithm>
@@ -146,6 +148,53 @@ double per_thread_rate(const Jpeg& jpeg, int threads, double duration_s, bool& o
   return static_cast<double>(images) / (last - first) / threads;
 }
 
+// The CPUs this process may run on (its affinity mask), in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+bool pin_this_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// One thread's decode rate on each CPU in turn (pinned there for `slice_s`), for the scaling curve's
+// one-core reference. The cores of a VM differ and wander (threads 1.04-1.53x apart for seconds, run 12),
+// so one unpinned thread samples whichever core it lands on and lifts or drops the whole curve
+// (0.78-1.11 at 2 busy cores over 8 calls); the many-thread points already average over cores, and so
+// does this mean. `per_cpu` gets each CPU's rate; a CPU the thread could not be pinned to is left out.
+double one_thread_rate_across_cpus(const Jpeg& jpeg, const std::vector<int>& cpus, double slice_s, bool& ok,
+                                   std::vector<double>& per_cpu) {
+  per_cpu.clear();
+  for (int cpu : cpus) {
+    WindowShare share;
+    bool pinned = false;
+    {
+      std::latch start(1);
+      std::atomic<double> deadline_s{0.0};
+      std::jthread t([&] {
+        pinned = pin_this_thread(cpu);
+        decode_in_window(jpeg, slice_s, start, deadline_s, share);
+      });
+    }
+    ok = ok && share.ok;
+    if (pinned && share.last_s > share.first_s && share.images > 0)
+      per_cpu.push_back(static_cast<double>(share.images) / (share.last_s - share.first_s));
+  }
+  if (per_cpu.empty()) return 0.0;
+  double sum = 0.0;
+  for (double r : per_cpu) sum += r;
+  return sum / static_cast<double>(per_cpu.size());
+}
+
 // The core-speed wander: `threads` threads decode `jpeg` for `duration_s`, each timing every
 // chunk of `chunk_images` images (about 50 ms of work), so a slow or fast spell of a core shows
 // as a run of slow or fast chunks of the thread on it.
@@ -234,13 +283,35 @@ SectionOutcome run_decode(const RunContext& ctx) {
   // Rounds interleave the thread counts (1, 2, ..., 2x cores, then again), so a slow spell of
   // the machine or a clock ramp does not land on one count; median per count. A discarded
   // 1-thread run first warms the clocks.
+  // The 1-thread point is one thread pinned to each allowed CPU in turn (slices of at least 0.1 s),
+  // their mean rate: the reference the many-thread points are divided by (since run 14).
   bool ok = true;
   per_thread_rate(typical, 1, scaling_s / 2, ok);
+  const std::vector<int> cpus = allowed_cpus();
+  const bool reference_across_cpus = cpus.size() >= 2;
+  const double slice_s = reference_across_cpus ? std::max(0.1, scaling_s / static_cast<double>(cpus.size())) : 0.0;
   std::vector<std::vector<double>> rates(thread_counts.size()), spreads(thread_counts.size());
   for (int round = 0; round < trials; ++round) {
     for (std::size_t i = 0; i < thread_counts.size(); ++i) {
       if (ctx.interrupted()) return Problem::interrupted();
       double spread = 0.0;
+      if (thread_counts[i] == 1 && reference_across_cpus) {
+        std::vector<double> per_cpu;
+        const double mean_rate = one_thread_rate_across_cpus(typical, cpus, slice_s, ok, per_cpu);
+        if (per_cpu.size() >= 2) {
+          const auto [lo, hi] = std::minmax_element(per_cpu.begin(), per_cpu.end());
+          spread = spread_cv(per_cpu);
+          ctx.log(strf("decode: round %d, 1 thread pinned to each of %zu CPUs for %.2f s: mean %.1f images/s, "
+                       "slowest %.1f, fastest %.1f (%.2fx), cv %.3f; unpinned %.1f",
+                       round + 1, per_cpu.size(), slice_s, mean_rate, *lo, *hi, *hi / *lo, spread,
+                       per_thread_rate(typical, 1, scaling_s, ok)));
+          rates[i].push_back(mean_rate);
+          spreads[i].push_back(spread);
+          continue;
+        }
+        // pinning refused everywhere (a seccomp filter, a cpuset that changed under us): the unpinned
+        // thread, as before
+      }
       rates[i].push_back(per_thread_rate(typical, thread_counts[i], scaling_s, ok, &spread));
       spreads[i].push_back(spread);
     }
