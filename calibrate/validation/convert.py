@@ -700,6 +700,41 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
+                a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
+                duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True
+                ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+    """One case's scenario and, where it differs from the call's profile, its own profile (the main
+    side's transport as the probes around it found it, the workers' wander from the probes). Notes what
+    it took from the probes under c["convert"]. a: convert's options (min_steps, gpu_duty, load_curve,
+    transport, wander)."""
+    scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
+                        load_curve_from=a.load_curve)
+    base_profile = run_profile if (simulate and a.transport == "measured") else None
+    tr = (c.get("components") or {}).get("transport")
+    case_profile = None
+    if base_profile is not None and tr:
+        bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
+        drift = main_side_drift(c)
+        if drift is not None:
+            # the main side's cost as the probes around the case found it (receive and pin alike)
+            tr = transport_scaled(tr, drift)
+            c.setdefault("convert", {})["main_side_drift"] = drift
+        case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
+    wander = probe_wander(c) if (a.wander in ("probe", "probe-cv") and run_profile is not None) else None
+    if wander is not None and a.wander == "probe-cv":
+        wander = dict(wander, correlation_s=None)  # the profile's correlation time stays
+    if wander is not None:
+        # the workers' wander as the probes around the case found it, in place of calibrate's
+        case_profile = json.loads(json.dumps(case_profile or run_profile))
+        cpu = case_profile.setdefault("cpu", {})
+        cpu["core_speed_cv"] = round(wander["cv"], 4)
+        if wander["correlation_s"] is not None:
+            cpu["core_speed_correlation_s"] = round(wander["correlation_s"], 4)
+        c.setdefault("convert", {})["wander"] = wander
+    return scen, case_profile
+
+
 def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str], timeout_s: float,
                         seeds: int) -> Dict[str, Any]:
     """run_pipeplan with --seed 1..seeds, combined (combine_replications); the first error wins."""
@@ -1352,41 +1387,18 @@ def main(argv=None) -> int:
         # the GPU step's shape between rested and back to back: the harness's curve, else calibrate's (per call)
         duty_shape = ((duty_excess(run["doc"].get("components") or {}) or profile_duty_excess(run_profile))
                       if a.gpu_duty == "measured" else None)
-        base_profile = run_profile if (simulate and a.transport == "measured") else None
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
             cases.append(c)
             if c.get("status") != "ok":
                 continue
-            scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
-                                load_curve_from=a.load_curve)
+            scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:
                 json.dump(scen, f, indent=2)
                 f.write("\n")
             profile = run["profile"]
-            tr = (c.get("components") or {}).get("transport")
-            case_profile = None
-            if base_profile is not None and tr:
-                bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
-                drift = main_side_drift(c)
-                if drift is not None:
-                    # the main side's cost as the probes around the case found it (receive and pin alike)
-                    tr = transport_scaled(tr, drift)
-                    c.setdefault("convert", {})["main_side_drift"] = drift
-                case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
-            wander = probe_wander(c) if (a.wander in ("probe", "probe-cv") and run_profile is not None) else None
-            if wander is not None and a.wander == "probe-cv":
-                wander = dict(wander, correlation_s=None)  # the profile's correlation time stays
-            if wander is not None:
-                # the workers' wander as the probes around the case found it, in place of calibrate's
-                case_profile = json.loads(json.dumps(case_profile or run_profile))
-                cpu = case_profile.setdefault("cpu", {})
-                cpu["core_speed_cv"] = round(wander["cv"], 4)
-                if wander["correlation_s"] is not None:
-                    cpu["core_speed_correlation_s"] = round(wander["correlation_s"], 4)
-                c.setdefault("convert", {})["wander"] = wander
             if case_profile is not None:
                 profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:
