@@ -60,9 +60,10 @@ def main() -> int:
         doc = json.load(open(os.path.join(d, "cases.json")))
         profile = json.load(open(os.path.join(d, "profile.json")))
         cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
-        duty_shape = convert.duty_excess(doc.get("components") or {}) or convert.profile_duty_excess(profile)
         for c in doc.get("cases") or []:
             if c.get("status") == "ok" and bracketed(c):
+                duty_shape = (convert.duty_excess(doc.get("components") or {}, convert.step_key(c))
+                              or convert.profile_duty_excess(profile))
                 jobs.append((os.path.basename(os.path.normpath(d)), c, doc.get("machine") or {}, profile, cpu_curve,
                              duty_shape))
     if not jobs:

@@ -197,12 +197,20 @@ def excess_between(points: Sequence[Tuple[float, float]], lo: float, hi: float) 
     return pts or None
 
 
-def duty_excess(components: Dict[str, Any]) -> Optional[List[Tuple[float, float]]]:
-    """The harness's gpu_duty_curve (since run 13; one step model per call) as (duty, excess) pairs,
-    excess = (step at that duty - isolated) / (sustained - isolated) of the same step component: the
-    shape between the two ends, carried to the call's other step sizes (run 12: every size from 5 to
+def step_key(case: Dict[str, Any]) -> str:
+    """The harness's key of a case's step component: model/data kind/batch size."""
+    k = case.get("knobs") or {}
+    return f"{k.get('step')}/{k.get('kind')}/b{k.get('batch_size')}"
+
+
+def duty_excess(components: Dict[str, Any], key: Optional[str] = None) -> Optional[List[Tuple[float, float]]]:
+    """The harness's GPU duty curve as (duty, excess) pairs, excess = (step at that duty - isolated) /
+    (sustained - isolated) of the same step component: the step model `key`'s own (gpu_duty_curves, harness
+    since run 14: the shape depends on the step's length, run 13 finding 3), else the call's first
+    (gpu_duty_curve, since run 13), carried to the call's other step sizes (run 12: every size from 5 to
     60 ms ran 14-16% slower back to back). None without a usable curve."""
-    dc = (components or {}).get("gpu_duty_curve") or {}
+    own = ((components or {}).get("gpu_duty_curves") or {}).get(key or "") or {}
+    dc = own if own.get("points") and not own.get("error") else ((components or {}).get("gpu_duty_curve") or {})
     step = ((components or {}).get("step") or {}).get(dc.get("step") or "") or {}
     iso, sus = _iso_sus(step)
     if dc.get("error") or not dc.get("points") or iso <= 0 or sus <= iso:
@@ -1384,14 +1392,16 @@ def main(argv=None) -> int:
         machine = run["doc"].get("machine") or {}
         run_profile = json.load(open(run["profile"])) if run["profile"] else None
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
-        # the GPU step's shape between rested and back to back: the harness's curve, else calibrate's (per call)
-        duty_shape = ((duty_excess(run["doc"].get("components") or {}) or profile_duty_excess(run_profile))
-                      if a.gpu_duty == "measured" else None)
+        call_components = run["doc"].get("components") or {}
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
             cases.append(c)
             if c.get("status") != "ok":
                 continue
+            # the GPU step's shape between rested and back to back: the harness's curve for this step model,
+            # else the call's, else calibrate's
+            duty_shape = ((duty_excess(call_components, step_key(c)) or profile_duty_excess(run_profile))
+                          if a.gpu_duty == "measured" else None)
             scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")

@@ -705,6 +705,15 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual([q["duty"] for q in curve], [0.0, 0.5, 1.0])
         self.assertAlmostEqual(curve[1]["step_s"], 0.00516)
         self.assertIsNone(convert.duty_excess({"gpu_duty_curve": {"step": "mm:25", "error": "x"}, "step": comps["step"]}))
+        # one curve per step model (harness since run 14): mm:5's own 5.4 ms at duty 0.5 -> excess 0.5 for mm:5,
+        # the call's first (mm:25's 0.2) for a step model without its own or whose own failed
+        comps["step"]["mm:5"] = {"gpu_s": {"mean": 0.005}, "sustained_interval_s": {"mean": 0.0058}}
+        comps["gpu_duty_curves"] = {"mm:5": {"step": "mm:5", "points": [{"duty": 0.5, "step_s": 0.0054}]},
+                                    "mm:60": {"step": "mm:60", "error": "x"}}
+        self.assertAlmostEqual(convert.duty_excess(comps, "mm:5")[0][1], 0.5)
+        self.assertAlmostEqual(convert.duty_excess(comps, "mm:60")[0][1], 0.2)
+        self.assertAlmostEqual(convert.duty_excess(comps, None)[0][1], 0.2)
+        self.assertEqual(convert.step_key({"knobs": {"step": "mm:5", "kind": "image", "batch_size": 64}}), "mm:5/image/b64")
         # calibrate's shape: 1.0 rested, 1.05 at duty 0.5, 1.2 back to back -> excess 0.25 at 0.5
         prof = {"compute": {"step_vs_gpu_duty": [{"duty": 0.0, "relative_time": 1.0}, {"duty": 0.5, "relative_time": 1.05},
                                                  {"duty": 0.98, "relative_time": 1.2}]}}
