@@ -339,6 +339,7 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
 
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
+PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s)
 
 
 class Timeline:
@@ -1278,7 +1279,7 @@ class Harness:
         # pin thread's, or the main thread's receive without pinning): the pin-thread check of 2026-11-30
         # found that cost drifting by up to 20% within a call, as the workers' does, while the transport
         # component measures it once per batch size.
-        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else 1.5, seed=41, pin=pin)
+        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else PROBE_WINDOW_S, seed=41, pin=pin)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
                          "getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about 1.5 s "
@@ -1522,6 +1523,10 @@ class Harness:
         gc.disable()      # as in most training loops' steady state: no GC pauses inside timing
         pin_meter = PinThreadMeter().__enter__() if k["pin_memory"] and nw > 0 else None
         pin0 = pin1 = pcpu0 = pcpu1 = None
+        # the pin thread over the measured window's first PROBE_WINDOW_S, as a probe sees it, against the rest
+        # (since run 14: run 13 found the probes' receive 17-39% dearer than the image cases' own, not from
+        # the probe's main loop and not within its 1.5 s; a slower transient would show here)
+        head = None
         wall0 = time.perf_counter()
         stat0 = None
         ins0 = insitu.snapshot()
@@ -1571,6 +1576,9 @@ class Harness:
                         wcpu0 = workers_cpu_s(worker_pids)
                         if pin_meter is not None and epochs == 1:
                             pin0, pcpu0 = pin_meter.snapshot(), PinThreadMeter.thread_cpu_s(it)
+                            head_t0 = time.perf_counter()
+                    elif pin0 is not None and head is None and time.perf_counter() - head_t0 >= PROBE_WINDOW_S:
+                        head = (i - skip, PinThreadMeter.thread_cpu_s(it))
                     if epochs == 1 and i >= skip + min_measured:
                         el = time.perf_counter() - wall0
                         if el > allowance_s:
@@ -1645,6 +1653,10 @@ class Harness:
             # the pin thread's CPU per batch handed to the loop (it works ahead by the few batches in its
             # queue: small against a window of hundreds); comparable with the transport component's
             res["in_situ"].update(pin_thread_figures(pin0, pin1, pcpu0, pcpu1, meas))
+            if head is not None and None not in (pcpu0, pcpu1, head[1]) and 0 < head[0] < meas:
+                res["in_situ"]["pin_thread_cpu_s_per_batch_head_rest"] = [
+                    (head[1] - pcpu0) / head[0], (pcpu1 - head[1]) / (meas - head[0])]
+                res["in_situ"]["pin_thread_head_s"] = PROBE_WINDOW_S
         if insitu.timeline is not None:
             r6 = lambda xs: [round(x - wall0, 6) for x in xs[:n]]  # noqa: E731
             res["timeline"] = {
@@ -1716,6 +1728,9 @@ class Harness:
                     pin_note = f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
                     if "pin_copy_s_per_batch" in ins:
                         pin_note += f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})"
+                    if ins.get("pin_thread_cpu_s_per_batch_head_rest"):
+                        hr = ins["pin_thread_cpu_s_per_batch_head_rest"]
+                        pin_note += f", first {PROBE_WINDOW_S:.1f} s {hr[0]*1e3:.2f} / rest {hr[1]*1e3:.2f}"
                     for name, q in (("probe before", case["components"].get("probe") or {}),
                                     ("after", case["components"].get("probe_after") or {})):
                         if q.get("pin_thread_cpu_s_per_batch"):
