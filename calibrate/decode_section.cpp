@@ -301,10 +301,11 @@ SectionOutcome run_decode(const RunContext& ctx) {
         if (per_cpu.size() >= 2) {
           const auto [lo, hi] = std::minmax_element(per_cpu.begin(), per_cpu.end());
           spread = spread_cv(per_cpu);
+          // logged beside it, not used: what the unpinned reference would have been this round
+          const double unpinned_rate = per_thread_rate(typical, 1, scaling_s, ok);
           ctx.log(strf("decode: round %d, 1 thread pinned to each of %zu CPUs for %.2f s: mean %.1f images/s, "
                        "slowest %.1f, fastest %.1f (%.2fx), cv %.3f; unpinned %.1f",
-                       round + 1, per_cpu.size(), slice_s, mean_rate, *lo, *hi, *hi / *lo, spread,
-                       per_thread_rate(typical, 1, scaling_s, ok)));
+                       round + 1, per_cpu.size(), slice_s, mean_rate, *lo, *hi, *hi / *lo, spread, unpinned_rate));
           rates[i].push_back(mean_rate);
           spreads[i].push_back(spread);
           continue;

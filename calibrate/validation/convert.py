@@ -287,8 +287,8 @@ def probe_bracket(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, An
 
 
 def probe_busy_cores(probe: Dict[str, Any]) -> float:
-    """Where a probe's costs were measured on the simulator's busy-cores axis: the cores its window kept
-    busy (workers in __getitem__ and collate plus the main process's pin and main threads; harness since
+    """Where a loader window's costs (a probe's, or a load_scaling point's) were measured on the simulator's
+    busy-cores axis: the cores the window kept busy (workers in __getitem__ and collate plus the main process's pin and main threads; harness since
     run 14), else its configured worker count (until run 13, which found the two 4-6 against 8 in every
     pin-bound tensor case: finding 2)."""
     return max(1.0, float(probe.get("busy_cores") or probe.get("workers") or 1))
@@ -1393,6 +1393,7 @@ def main(argv=None) -> int:
         run_profile = json.load(open(run["profile"])) if run["profile"] else None
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
         call_components = run["doc"].get("components") or {}
+        duty_shapes: Dict[str, Any] = {}     # per step model, once per call
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
             cases.append(c)
@@ -1400,8 +1401,9 @@ def main(argv=None) -> int:
                 continue
             # the GPU step's shape between rested and back to back: the harness's curve for this step model,
             # else the call's, else calibrate's
-            duty_shape = ((duty_excess(call_components, step_key(c)) or profile_duty_excess(run_profile))
-                          if a.gpu_duty == "measured" else None)
+            if a.gpu_duty == "measured" and step_key(c) not in duty_shapes:
+                duty_shapes[step_key(c)] = duty_excess(call_components, step_key(c)) or profile_duty_excess(run_profile)
+            duty_shape = duty_shapes.get(step_key(c))
             scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")

@@ -942,7 +942,8 @@ class Harness:
         inside the cases climbing with the GPU's busy share from the isolated time to the sustained one
         (mm:25: 26.0 ms at busy 0.12-0.21, 28.2-29.0 at 0.60-0.75, 30.0 at 0.95); convert models it as a
         line between the two ends unless this curve is there (`training.step_s_vs_gpu_duty`). Once per
-        call, on the first step model; never costs the step component (errors recorded)."""
+        step model (since run 14; the call's first until then); never costs the step component (errors
+        recorded)."""
         dev = self.dev
         t0 = time.perf_counter()
         points = []
@@ -1345,12 +1346,13 @@ class Harness:
         window_s = b - a
         # the cores busy in the window as the simulator counts them (its dataset curve's axis, since run 13's
         # finding 2): the workers inside __getitem__ and collate, plus the main process's pin and main threads
-        busy_workers = ((d["samples"] * (d["getitem_wall_s"] or 0.0) + d["batches"] * (d["collate_wall_s"] or 0.0))
-                        / window_s) if window_s > 0 else None
-        main_side_s = (main1 - main0) + ((c1 - c0) if meter and None not in (c0, c1) else 0.0)
-        busy_cores = busy_workers + main_side_s / window_s if busy_workers is not None else None
-        if k == 0 and window_s > 0:
-            busy_cores = main_side_s / window_s   # inline: the main thread's CPU already holds the loads
+        busy_workers = busy_cores = None
+        if window_s > 0:
+            busy_workers = (d["samples"] * (d["getitem_wall_s"] or 0.0)
+                            + d["batches"] * (d["collate_wall_s"] or 0.0)) / window_s
+            main_side = ((main1 - main0) + ((c1 - c0) if meter and None not in (c0, c1) else 0.0)) / window_s
+            # inline (k = 0) the main thread's CPU already holds the loads
+            busy_cores = main_side if k == 0 else busy_workers + main_side
         return dict({"workers": k, "getitem_wall_s": d["getitem_wall_s"], "getitem_cpu_s": d["getitem_cpu_s"],
                      "window_s": window_s, "busy_workers": busy_workers, "busy_cores": busy_cores,
                      "collate_wall_s": d["collate_wall_s"], "samples": d["samples"], "batches": n,
