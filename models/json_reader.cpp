@@ -9,7 +9,10 @@ namespace pipeplan {
 const json ObjectReader::empty_object_ = json::object();
 
 namespace {
+// Whole numbers in full (an integer bound of 16777216 read as "1.67772e+07" otherwise), others in
+// the stream's default 6 significant digits.
 std::string fmt_number(double x) {
+  if (std::fabs(x) < 1e15 && x == std::floor(x)) return std::to_string(static_cast<long long>(x));
   std::ostringstream s;
   s << x;
   return s.str();

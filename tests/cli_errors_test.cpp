@@ -67,7 +67,8 @@ TEST(CliErrors, BadValues) {
        {"loader.num_workers", "-1"}},
       {"fractional batch", R"({"loader": {"batch_size": 2.5}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
        {"loader.batch_size", "2.5", "an integer"}},
-      {"zero batch", R"({"loader": {"batch_size": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.batch_size", "0"}},
+      {"zero batch", R"({"loader": {"batch_size": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"loader.batch_size", "0", "[1, 16777216]"}},  // a whole bound in full, not 1.67772e+07
       {"zero step", R"({"training": {"step_s": 0}})", {"simulate", "{S}"}, {"training.step_s", "> 0"}},
       {"negative step", R"({"training": {"step_s": -0.1}})", {"simulate", "{S}"}, {"training.step_s", "-0.1"}},
       {"zero item bytes", R"({"dataset": {"item_bytes": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"dataset.item_bytes"}},
