@@ -379,6 +379,30 @@ class ScenarioTest(unittest.TestCase):
         inline["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
         self.assertNotEqual(convert.scenario_for(inline, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
 
+    def test_an_oversubscribed_probe_is_taken_at_its_cpu_time(self):
+        # run 14's 24-worker probe on 16 cores: 19.4 workers busy by wall time, 0.7 cores of main side,
+        # 8.2 ms of wall per sample against 5.9 ms of CPU; collate 47.8 ms of wall
+        p = {"workers": 24, "getitem_wall_s": 0.0082, "getitem_cpu_s": 0.0059, "busy_workers": 19.4,
+             "busy_cores": 20.1, "collate_wall_s": 0.0478}
+        q = convert.probe_on_cores(p, 16)
+        ratio = 0.0059 / 0.0082
+        self.assertEqual(q["getitem_wall_s"], 0.0059)
+        self.assertAlmostEqual(q["collate_wall_s"], 0.0478 * ratio)
+        self.assertAlmostEqual(q["busy_workers"], 19.4 * ratio)            # 13.96 cores of work
+        self.assertAlmostEqual(q["busy_cores"], 19.4 * ratio + 0.7)       # plus the main side as it was
+        self.assertLessEqual(q["busy_cores"], 16)
+        # within the machine's cores, or without CPU figures: as measured
+        self.assertIs(convert.probe_on_cores(p, 24), p)
+        self.assertIs(convert.probe_on_cores(dict(p, getitem_cpu_s=None), 16)["getitem_wall_s"], 0.0082)
+        old = {"workers": 8, "getitem_wall_s": 0.005, "collate_wall_s": 0.03}     # harness before run 14
+        self.assertIs(convert.probe_on_cores(old, 4), old)
+        # in a scenario: the load at CPU time, before and after alike
+        w = make_case("w", "num_workers", 2000, 0.032, 0.036, nw=24)
+        w["components"]["probe"] = p
+        w["components"]["probe_after"] = dict(p)
+        s = convert.scenario_for(w, {"cpu_cores": 16}, load_curve_from="machine")
+        self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0059)
+
     def test_main_side_drift_from_the_probes_around_the_case(self):
         # the pin-thread check's figures (2026-11-30): transport alone 14.44 ms of pin-thread CPU per batch;
         # probes around a case 17.0 and 18.0 -> the case's main side is (17.0 + 18.0) / 2 / 14.44 as dear
