@@ -170,10 +170,12 @@ bool pin_this_thread(int cpu) {
 // one-core reference. The cores of a VM differ and wander (threads 1.04-1.53x apart for seconds, run 12),
 // so one unpinned thread samples whichever core it lands on and lifts or drops the whole curve
 // (0.78-1.11 at 2 busy cores over 8 calls); the many-thread points already average over cores, and so
-// does this mean. `per_cpu` gets each CPU's rate; a CPU the thread could not be pinned to is left out.
+// does this mean. `per_cpu` gets each CPU's rate and `pinned_cpus` its CPU id, in the same order; a CPU the
+// thread could not be pinned to is left out of both.
 double one_thread_rate_across_cpus(const Jpeg& jpeg, const std::vector<int>& cpus, double slice_s, bool& ok,
-                                   std::vector<double>& per_cpu) {
+                                   std::vector<double>& per_cpu, std::vector<int>& pinned_cpus) {
   per_cpu.clear();
+  pinned_cpus.clear();
   for (int cpu : cpus) {
     WindowShare share;
     bool pinned = false;
@@ -186,8 +188,10 @@ double one_thread_rate_across_cpus(const Jpeg& jpeg, const std::vector<int>& cpu
       });
     }
     ok = ok && share.ok;
-    if (pinned && share.last_s > share.first_s && share.images > 0)
+    if (pinned && share.last_s > share.first_s && share.images > 0) {
       per_cpu.push_back(static_cast<double>(share.images) / (share.last_s - share.first_s));
+      pinned_cpus.push_back(cpu);
+    }
   }
   if (per_cpu.empty()) return 0.0;
   double sum = 0.0;
@@ -291,14 +295,21 @@ SectionOutcome run_decode(const RunContext& ctx) {
   const bool reference_across_cpus = cpus.size() >= 2;
   const double slice_s = reference_across_cpus ? std::max(0.1, scaling_s / static_cast<double>(cpus.size())) : 0.0;
   std::vector<std::vector<double>> rates(thread_counts.size()), spreads(thread_counts.size());
+  // each round's 1-thread rate per CPU (since run 15): do the same CPUs come out slow every round?
+  std::vector<std::vector<double>> per_cpu_by_round;
+  std::vector<int> per_cpu_ids;
   for (int round = 0; round < trials; ++round) {
     for (std::size_t i = 0; i < thread_counts.size(); ++i) {
       if (ctx.interrupted()) return Problem::interrupted();
       double spread = 0.0;
       if (thread_counts[i] == 1 && reference_across_cpus) {
         std::vector<double> per_cpu;
-        const double mean_rate = one_thread_rate_across_cpus(typical, cpus, slice_s, ok, per_cpu);
+        std::vector<int> pinned_cpus;
+        const double mean_rate = one_thread_rate_across_cpus(typical, cpus, slice_s, ok, per_cpu, pinned_cpus);
         if (per_cpu.size() >= 2) {
+          if (per_cpu_by_round.empty()) per_cpu_ids = pinned_cpus;
+          // a round that pinned a different set of CPUs cannot be lined up with the first
+          if (pinned_cpus == per_cpu_ids) per_cpu_by_round.push_back(per_cpu);
           const auto [lo, hi] = std::minmax_element(per_cpu.begin(), per_cpu.end());
           spread = spread_cv(per_cpu);
           // logged beside it, not used: what the unpinned reference would have been this round
@@ -346,6 +357,21 @@ SectionOutcome run_decode(const RunContext& ctx) {
 
   SectionReport report;
   report.profile_keys["decode"] = {{"cpu_jpeg", cpu_jpeg}, {"cpu_jpeg_scaling", scaling}};
+  if (!per_cpu_by_round.empty()) {
+    nlohmann::json per_cpu = nlohmann::json::array();
+    for (std::size_t i = 0; i < per_cpu_ids.size(); ++i) {
+      nlohmann::json by_round = nlohmann::json::array();
+      for (const auto& round : per_cpu_by_round) by_round.push_back(round[i]);
+      per_cpu.push_back({{"cpu", per_cpu_ids[i]}, {"images_per_s", by_round}});
+    }
+    report.profile_keys["decode"]["cpu_jpeg_one_thread_per_cpu"] = per_cpu;
+    if (const auto r = round_to_round_correlation(per_cpu_by_round)) {
+      report.profile_keys["decode"]["cpu_jpeg_per_cpu_round_correlation"] = *r;
+      ctx.log(strf("decode: the CPUs' 1-thread rates from round to round correlate %.2f over %zu CPUs and %zu rounds "
+                   "(near 1: fixed fast and slow CPUs; near 0: the machine's wander in time)",
+                   *r, per_cpu_ids.size(), per_cpu_by_round.size()));
+    }
+  }
   // The cores' wandering speed (cpu.core_speed_cv, core_speed_correlation_s): half the cores
   // decode for a few seconds, each timing 50 ms chunks; spread and the correlation 0.3 s apart
   // (about one DataLoader batch) give the simulator's Ornstein-Uhlenbeck model of it. Validation

@@ -102,6 +102,28 @@ double spread_cv(const std::vector<double>& rates) {
   return std::sqrt(ss / static_cast<double>(rates.size())) / m;
 }
 
+std::optional<double> round_to_round_correlation(const std::vector<std::vector<double>>& rates_by_round) {
+  if (rates_by_round.size() < 2) return std::nullopt;
+  const std::size_t n = rates_by_round.front().size();
+  if (n < 3) return std::nullopt;
+  double sum = 0.0;
+  for (std::size_t r = 1; r < rates_by_round.size(); ++r) {
+    const std::vector<double>& a = rates_by_round[r - 1];
+    const std::vector<double>& b = rates_by_round[r];
+    if (a.size() != n || b.size() != n) return std::nullopt;
+    const double ma = mean(a), mb = mean(b);
+    double sab = 0.0, saa = 0.0, sbb = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sab += (a[i] - ma) * (b[i] - mb);
+      saa += (a[i] - ma) * (a[i] - ma);
+      sbb += (b[i] - mb) * (b[i] - mb);
+    }
+    if (saa <= 0.0 || sbb <= 0.0) return std::nullopt;
+    sum += sab / std::sqrt(saa * sbb);
+  }
+  return sum / static_cast<double>(rates_by_round.size() - 1);
+}
+
 std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks) {
   if (lag_chunks < 1) return std::nullopt;
   std::vector<std::vector<double>> y;

@@ -59,6 +59,14 @@ double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_ra
 // over the mean (0 for fewer than two rates).
 double spread_cv(const std::vector<double>& rates);
 
+// Do the same CPUs come out slow in every round? rates_by_round[r][i] is CPU i's rate in round r (the
+// same CPUs in the same order each round). The Pearson correlation across CPUs between each pair of
+// successive rounds, averaged: near 1 when the CPUs keep their speeds (fixed fast and slow vCPUs),
+// near 0 when which CPU is slow changes from round to round (the machine's wander in time). Empty
+// with fewer than two rounds, fewer than three CPUs, rounds of unequal length, or a round whose
+// rates are all equal (no correlation defined).
+std::optional<double> round_to_round_correlation(const std::vector<std::vector<double>>& rates_by_round);
+
 // A core's wandering speed from threads that each timed consecutive chunks of equal work
 // (durations in seconds, one vector per thread): y = ln(rate) - the mean of ln(rate) over all
 // chunks of all threads (so threads persistently apart count as spread too);

@@ -89,6 +89,18 @@ TEST(SpreadCv, IsThePopulationCoefficientOfVariation) {
   EXPECT_EQ(spread_cv({7.0, 7.0, 7.0}), 0.0);
 }
 
+// CPUs 1, 2, 3 then 1, 3, 2: deviations (-1, 0, 1) and (-1, 1, 0), sum of products 1 over sqrt(2 x 2) = 0.5.
+// The same order scaled (a machine-wide faster round) is 1; reversed is -1; averaged over successive pairs.
+TEST(RoundToRoundCorrelation, IsThePearsonCorrelationOfSuccessiveRoundsAveraged) {
+  EXPECT_NEAR(*round_to_round_correlation({{1.0, 2.0, 3.0}, {1.0, 3.0, 2.0}}), 0.5, 1e-12);
+  EXPECT_NEAR(*round_to_round_correlation({{1.0, 2.0, 3.0}, {2.0, 4.0, 6.0}}), 1.0, 1e-12);
+  EXPECT_NEAR(*round_to_round_correlation({{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0}, {3.0, 2.0, 1.0}}), 0.0, 1e-12);
+  EXPECT_FALSE(round_to_round_correlation({{1.0, 2.0, 3.0}}));                  // one round
+  EXPECT_FALSE(round_to_round_correlation({{1.0, 2.0}, {2.0, 1.0}}));          // two CPUs
+  EXPECT_FALSE(round_to_round_correlation({{1.0, 2.0, 3.0}, {1.0, 2.0}}));     // unequal rounds
+  EXPECT_FALSE(round_to_round_correlation({{5.0, 5.0, 5.0}, {1.0, 2.0, 3.0}})); // no spread
+}
+
 // Two threads, one twice as fast all along: log rates 0 and ln 2, deviations -+ln2/2, variance
 // (ln 2 / 2)^2 = 0.120113 -> cv sqrt(e^0.120113 - 1) = 0.357246; each thread steady -> the
 // autocorrelation is 1 and the correlation time the cap. One thread alternating fast and slow:
