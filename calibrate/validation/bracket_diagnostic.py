@@ -53,8 +53,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     a = ap.parse_args()
-    opts = argparse.Namespace(min_steps=convert.MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
-                              transport="measured", wander="probe")
+    opts = convert.TABLE_OPTIONS
     jobs = []
     for d in a.results_dirs:
         doc = json.load(open(os.path.join(d, "cases.json")))
@@ -62,8 +61,7 @@ def main() -> int:
         cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
         for c in doc.get("cases") or []:
             if c.get("status") == "ok" and bracketed(c):
-                duty_shape = (convert.duty_excess(doc.get("components") or {}, convert.step_key(c))
-                              or convert.profile_duty_excess(profile))
+                duty_shape = convert.case_duty_shape(doc.get("components") or {}, profile, c)
                 jobs.append((os.path.basename(os.path.normpath(d)), c, doc.get("machine") or {}, profile, cpu_curve,
                              duty_shape))
     if not jobs:

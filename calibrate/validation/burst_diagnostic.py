@@ -64,8 +64,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=3, help="simulated seeds per case (default %(default)s)")
     a = ap.parse_args()
-    opts = argparse.Namespace(min_steps=convert.MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
-                              transport="measured", wander="probe")
+    opts = convert.TABLE_OPTIONS
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for d in a.results_dirs:
@@ -79,8 +78,7 @@ def main() -> int:
                         or int(k.get("epochs", 1) or 1) > 1:
                     continue
                 meas = completion_gaps(measured_completions(tl))
-                duty = (convert.duty_excess(doc.get("components") or {}, convert.step_key(c))
-                        or convert.profile_duty_excess(profile))
+                duty = convert.case_duty_shape(doc.get("components") or {}, profile, c)
                 scen, prof = convert.case_inputs(c, doc.get("machine") or {}, profile, opts, cpu_curve, duty)
                 stem = os.path.join(tmp, c["id"])
                 json.dump(scen, open(stem + ".json", "w"))

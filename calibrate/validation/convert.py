@@ -50,6 +50,10 @@ TARGETS = {
     "bottleneck_agreement": 0.90,
 }
 MIN_SIM_STEPS = 200
+# the options of the generated table's command (--transport measured, the rest convert's defaults), for the
+# diagnostics that predict a case as the table does (bracket_diagnostic, burst_diagnostic)
+TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
+                                   transport="measured", wander="probe")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -228,6 +232,13 @@ def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tupl
     if len(pts) < 2 or pts[0][0] > 0.0 or pts[-1][1] <= pts[0][1]:
         return None
     return excess_between(pts[1:-1], pts[0][1], pts[-1][1])  # its last point is the back-to-back end
+
+
+def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]],
+                    case: Dict[str, Any]) -> Optional[List[Tuple[float, float]]]:
+    """The GPU step's shape between rested and back to back for a case: the harness's curve for its step
+    model, else the call's first, else calibrate's (compute.step_vs_gpu_duty)."""
+    return duty_excess(call_components, step_key(case)) or profile_duty_excess(profile)
 
 
 def duty_curve(step: Dict[str, Any], excess: Optional[Sequence[Tuple[float, float]]] = None
@@ -1426,7 +1437,7 @@ def main(argv=None) -> int:
             # the GPU step's shape between rested and back to back: the harness's curve for this step model,
             # else the call's, else calibrate's
             if a.gpu_duty == "measured" and step_key(c) not in duty_shapes:
-                duty_shapes[step_key(c)] = duty_excess(call_components, step_key(c)) or profile_duty_excess(run_profile)
+                duty_shapes[step_key(c)] = case_duty_shape(call_components, run_profile, c)
             duty_shape = duty_shapes.get(step_key(c))
             scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate)
             stem = c["id"].replace(":", "_")
