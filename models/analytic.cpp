@@ -41,7 +41,7 @@ double effective_input_threads(const Scenario& s, const Profile& p) {
     others += std::min(1.0, (receive_s + bytes / p.host.pin_copy_bytes_per_s) / step_s);  // pin thread
     others += std::min(1.0, s.loop_host_s() / step_s);                                  // main thread
   } else {
-    others += std::min(1.0, (receive_s + s.loop_host_s()) / step_s);
+    others += std::min(1.0, (unpinned_receive_s(p, bytes) + s.loop_host_s()) / step_s);
   }
   return s.node.gpus * (s.loader.num_workers + others);
 }
@@ -94,14 +94,16 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
     if (s.loader.pin_memory)
       out.push_back({"pin_thread", gpus * per_batch(batch, (ipc_s + pin_s) / share)});
     else
-      out.push_back({"main_receive", gpus * per_batch(batch, ipc_s / share)});
+      out.push_back({"main_receive", gpus * per_batch(batch, unpinned_receive_s(p, bytes) / share)});
   } else {
     out.push_back({"main_inline_load",
                    gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});
   }
   if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.loop_host_s() / share)});
-  const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
-  out.push_back({"h2d_copy", gpus * per_batch(batch, copy_time_s(curve, bytes))});
+  const double copy_s = s.loader.pin_memory          ? copy_time_s(p.copy.h2d_pinned, bytes)
+                        : s.loader.num_workers > 0 ? unpinned_worker_batch_copy_s(p, bytes)
+                                                   : copy_time_s(p.copy.h2d_pageable, bytes);
+  out.push_back({"h2d_copy", gpus * per_batch(batch, copy_s)});
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;

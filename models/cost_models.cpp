@@ -6,6 +6,16 @@
 
 namespace pipeplan {
 
+double unpinned_receive_s(const Profile& p, double bytes) {
+  const double touch_s = p.copy.h2d_pageable_fresh_mapping ? 0.0 : bytes * p.ipc.receive_s_per_byte;
+  return p.ipc.receive_s_per_batch + touch_s;
+}
+
+double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
+  return copy_time_s(p.copy.h2d_pageable_fresh_mapping ? *p.copy.h2d_pageable_fresh_mapping : p.copy.h2d_pageable,
+                     bytes);
+}
+
 double copy_time_s(const CopyCurve& curve, double bytes) {
   if (bytes <= 0.0) return 0.0;
   const auto& p = curve.points;

@@ -14,6 +14,14 @@ namespace pipeplan {
 // point's rate beyond the last.
 double copy_time_s(const CopyCurve& curve, double bytes);
 
+// An unpinned batch of `bytes` handed over by a worker: the main thread maps it, then its .to('cuda')
+// copies from the fresh mapping, whose pages the copy touches first. With calibrate's fresh-mapping
+// curve (copy.h2d_pageable_fresh_mapping) the touch is inside that copy and the receive is the mapping
+// alone; without it, the receive carries the per-byte touch (ipc.receive_s_per_byte) and the copy runs
+// at the resident pageable rate.
+double unpinned_receive_s(const Profile& p, double bytes);
+double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
+
 // y at x on points sorted by x (members X and Y of P): linear between points, flat beyond the ends;
 // `fallback` without points. The one lookup behind every measured curve (core speed, GPU duty).
 template <class P>

@@ -174,6 +174,10 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     const CopyProfile defaults = p.copy;
     p.copy.h2d_pinned = read_curve(r, "h2d_pinned", defaults.h2d_pinned);
     p.copy.h2d_pageable = read_curve(r, "h2d_pageable", defaults.h2d_pageable);
+    if (r.has("h2d_pageable_fresh_mapping"))
+      p.copy.h2d_pageable_fresh_mapping = read_curve(r, "h2d_pageable_fresh_mapping", defaults.h2d_pageable);
+    else
+      r.raw("h2d_pageable_fresh_mapping");
     p.copy.d2h_pinned = read_curve(r, "d2h_pinned", defaults.d2h_pinned);
     p.copy.d2h_pageable = read_curve(r, "d2h_pageable", defaults.d2h_pageable);
     p.copy.bidirectional_bytes_per_s =

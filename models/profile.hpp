@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,10 @@ struct CopyCurve {
 struct CopyProfile {
   int copy_engines = 2;
   CopyCurve h2d_pinned, h2d_pageable, d2h_pinned, d2h_pageable;
+  // A pageable H2D copy from a freshly mapped shared-memory segment (an unpinned batch a worker handed
+  // over, its first touch inside the copy); calibrate since validation run 15. Absent: the receive's
+  // per-byte touch plus h2d_pageable (runs 11-14 found that sum 2-5 ms above the unpinned loops' own).
+  std::optional<CopyCurve> h2d_pageable_fresh_mapping;
   double bidirectional_bytes_per_s = 0.0;
   double side_stream_copy_kept = 1.0;
   double side_stream_compute_kept = 1.0;

@@ -188,8 +188,9 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
   return std::max(0.05 * mean, mean + sd * rng.standard_normal());
 }
 
+// the main thread's receive of an unpinned batch from a worker (a pinned one goes to the pin thread)
 double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {
-  return p.ipc.receive_s_per_batch + batch_bytes(s, samples) * p.ipc.receive_s_per_byte;
+  return unpinned_receive_s(p, batch_bytes(s, samples));
 }
 
 double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
@@ -197,8 +198,10 @@ double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
 }
 
 double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
-  const CopyCurve& curve = s.loader.pin_memory ? p.copy.h2d_pinned : p.copy.h2d_pageable;
-  return copy_time_s(curve, batch_bytes(s, samples));
+  const double bytes = batch_bytes(s, samples);
+  if (s.loader.pin_memory) return copy_time_s(p.copy.h2d_pinned, bytes);
+  // a worker's batch is copied from its fresh mapping; an inline (num_workers=0) one from resident memory
+  return s.loader.num_workers > 0 ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);
 }
 
 // CPU work on the actor's host; returns the simulated seconds it took.

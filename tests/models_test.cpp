@@ -29,6 +29,21 @@ TEST(CopyModel, InterpolatesTheRateAgainstLogBytes) {
   EXPECT_DOUBLE_EQ(copy_time_s(c, 1e6), 1e6 / 1e10);
 }
 
+// An unpinned 40 MB batch from a worker: receive 5 ms per batch + touch 0.2 ns/B (8 ms), resident pageable
+// copy at 10 GB/s (4 ms). With a fresh-mapping curve of 6.25 GB/s the touch is inside the copy (6.4 ms) and
+// the receive is the 5 ms mapping alone.
+TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
+  Profile p;
+  p.ipc.receive_s_per_batch = 0.005;
+  p.ipc.receive_s_per_byte = 2e-10;
+  p.copy.h2d_pageable = CopyCurve{0.0, 1e10, {}};
+  EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.008);
+  EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.004);
+  p.copy.h2d_pageable_fresh_mapping = CopyCurve{0.0, 6.25e9, {}};
+  EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005);
+  EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.0064);
+}
+
 TEST(CpuModel, SpeedCurveInterpolatesAndOversubscriptionCosts) {
   CpuProfile cpu{16, {{1, 1.0}, {8, 0.9}, {16, 0.7}}, 0.1};
   EXPECT_DOUBLE_EQ(relative_core_speed(cpu.speed_vs_busy_cores, 12), 0.8);

@@ -6,7 +6,11 @@
 // Also: both directions at once, a copy beside an FMA-bound kernel on another stream (share
 // of each one's rate kept), a default-stream copy after a kernel (did it wait?), and the
 // number of copy engines. Fit per curve: time = latency_s + bytes / bytes_per_s.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +35,44 @@ struct FreeDeleter {
 };
 
 enum class Dir { h2d, d2h };
+
+// A shared-memory segment of `bytes` whose pages exist (written through a first mapping, since unmapped)
+// and a second mapping of it that has touched none of them: a batch a DataLoader worker wrote into shared
+// memory, as the main process maps it on receipt. Closed and unmapped on destruction.
+class FreshSharedMapping {
+ public:
+  static Outcome<std::unique_ptr<FreshSharedMapping>> create(std::size_t bytes) {
+    auto m = std::make_unique<FreshSharedMapping>();
+    m->bytes_ = bytes;
+    m->fd_ = memfd_create("pipeplan-batch", 0);
+    if (m->fd_ < 0) return Problem::unavailable(std::string("memfd_create: ") + std::strerror(errno));
+    if (ftruncate(m->fd_, static_cast<off_t>(bytes)) != 0)
+      return Problem::unavailable(std::string("ftruncate: ") + std::strerror(errno));
+    void* w = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd_, 0);
+    if (w == MAP_FAILED) return Problem::unavailable(std::string("mmap: ") + std::strerror(errno));
+    std::memset(w, 1, bytes);  // the worker's write: the pages now exist in shared memory
+    munmap(w, bytes);
+    m->map_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd_, 0);
+    if (m->map_ == MAP_FAILED) {
+      m->map_ = nullptr;
+      return Problem::unavailable(std::string("mmap: ") + std::strerror(errno));
+    }
+    return m;
+  }
+  FreshSharedMapping() = default;
+  FreshSharedMapping(const FreshSharedMapping&) = delete;
+  FreshSharedMapping& operator=(const FreshSharedMapping&) = delete;
+  ~FreshSharedMapping() {
+    if (map_ != nullptr) munmap(map_, bytes_);
+    if (fd_ >= 0) close(fd_);
+  }
+  void* data() const { return map_; }
+
+ private:
+  std::size_t bytes_ = 0;
+  int fd_ = -1;
+  void* map_ = nullptr;
+};
 
 struct CopySetup {
   std::size_t max_bytes = 0;
@@ -120,6 +162,25 @@ class CopyBench {
         PP_CUDA_TRY(cudaStreamSynchronize(s1()));
       }
       if (t > 0) per_copy.push_back((now_s() - t0) / loops);
+    }
+    return median(per_copy);
+  }
+
+  // Seconds per pageable H2D copy from a freshly mapped shared-memory segment (FreshSharedMapping), as
+  // PyTorch's .to('cuda') of an unpinned batch a worker handed over: the copy's reads fault the pages into
+  // this mapping. Host clock, synchronised, as pageable_copy_s; a new segment per copy (its set-up untimed).
+  // Runs 11-14 found the unpinned loops paying 2-5 ms less per 38.5 MB batch than the receive's first touch
+  // plus the resident pageable copy (docs/validation.md, run 14). Unavailable where memfd or mmap is refused.
+  Outcome<double> pageable_fresh_mapping_copy_s(std::size_t bytes) {
+    std::vector<double> per_copy;
+    for (int t = 0; t < setup_.trials + 1; ++t) {
+      auto m = FreshSharedMapping::create(bytes);
+      if (!m.ok()) return m.problem();
+      PP_CUDA_TRY(cudaStreamSynchronize(s1()));
+      const double t0 = now_s();
+      PP_CUDA_TRY(copy(Dir::h2d, bytes, s1(), m.value()->data(), dev_.get()));
+      PP_CUDA_TRY(cudaStreamSynchronize(s1()));
+      if (t > 0) per_copy.push_back(now_s() - t0);
     }
     return median(per_copy);
   }
@@ -318,6 +379,30 @@ SectionOutcome run_copy(const RunContext& ctx) {
                  b / r[2].value() / 1e9, b / r[3].value() / 1e9));
   }
 
+  // An unpinned batch's copy from its fresh shared-memory mapping, beside the resident pageable rate at
+  // the same size (a DataLoader batch is 1-200 MB); a refusal leaves the key out, not the section.
+  std::vector<double> fresh_sizes, fresh_times;
+  std::string fresh_skipped;
+  for (const std::size_t mib : {4u, 16u, 64u, 256u}) {
+    if (ctx.interrupted()) return Problem::interrupted();
+    const std::size_t bytes = std::size_t{mib} << 20;
+    if (bytes > setup.max_bytes) break;
+    auto fresh = bench.pageable_fresh_mapping_copy_s(bytes);
+    if (!fresh.ok()) {
+      if (fresh.problem().kind != Problem::Kind::unavailable) return fresh.problem();
+      fresh_skipped = fresh.problem().reason;
+      break;
+    }
+    auto resident = bench.pageable_copy_s(Dir::h2d, bytes);
+    if (!resident.ok()) return resident.problem();
+    fresh_sizes.push_back(static_cast<double>(bytes));
+    fresh_times.push_back(fresh.value());
+    ctx.log(strf("copy: pageable H2D of %s from a fresh shared-memory mapping %.2f ms (%.2f GB/s); from resident "
+                 "memory %.2f ms (%.2f GB/s)",
+                 human_bytes(bytes).c_str(), fresh.value() * 1e3, bytes / fresh.value() / 1e9, resident.value() * 1e3,
+                 bytes / resident.value() / 1e9));
+  }
+
   if (ctx.interrupted()) return Problem::interrupted();
   auto bidir = bench.bidirectional_bytes_per_s(side_bytes);
   if (!bidir.ok()) return bidir.problem();
@@ -343,12 +428,15 @@ SectionOutcome run_copy(const RunContext& ctx) {
                  copy[names[i]]["latency_s"].get<double>() * 1e6, copy[names[i]]["bytes_per_s"].get<double>() / 1e9,
                  copy[names[i]]["rel_rmse"].get<double>()));
   }
+  if (fresh_sizes.size() >= 2) copy["h2d_pageable_fresh_mapping"] = curve_json(fresh_sizes, fresh_times);
   copy["bidirectional_bytes_per_s"] = bidir.value();
   copy["overlap"] = {{"side_stream_copy_kept", o.copy_kept},
                      {"side_stream_compute_kept", o.compute_kept},
                      {"default_stream_serialized", o.default_stream_serialized}};
   SectionReport report;
   report.profile_keys["copy"] = copy;
+  if (!fresh_skipped.empty())
+    report.notes.push_back("copy.h2d_pageable_fresh_mapping not measured (" + fresh_skipped + ")");
   if (bench.spin_timed_out())
     report.notes.push_back("the spin kernel timed out before all copies were queued: small pinned sizes include enqueue cost");
   return report;
