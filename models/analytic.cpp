@@ -18,6 +18,8 @@ double worker_collate_s(const Scenario& s, const Profile& p, int samples) {
   const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * samples / s.loader.batch_size
                                                          : bytes / p.host.memcpy_bytes_per_s;
   if (s.loader.num_workers == 0) return measured_s;  // inline: plain memory, no shared segment
+  // timed in a worker, into shared memory: the segment's first writes are already in it
+  if (s.loader.collate_s_per_batch && s.loader.collate_in_shared_memory) return measured_s;
   return std::max(measured_s, bytes * p.ipc.shm_write_s_per_byte);
 }
 

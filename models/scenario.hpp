@@ -59,6 +59,10 @@ struct LoaderConfig {
   bool in_order = true;
   double worker_start_s = 0.15;
   std::optional<double> collate_s_per_batch;  // absent: batch bytes / host memcpy rate
+  // collate_s_per_batch was timed inside a DataLoader worker, writing into fresh shared memory (pipeplan_probe,
+  // the validation probes): the shared segment's first-write cost is in it, so the ipc.shm_write floor for
+  // collates timed in plain memory does not apply
+  bool collate_in_shared_memory = false;
   double worker_s_per_batch = 0.0;   // a worker's other CPU per batch (index fetch, pickling, loop)
   int slow_worker = -1;              // index of a straggling worker (-1: none)
   double slow_worker_factor = 1.0;   // how many times longer its batches take

@@ -203,6 +203,13 @@ TEST(Collate, WorkersWriteIntoFreshSharedMemory) {
   // num_workers=0 collates inline into plain memory: no floor.
   j["loader"] = {{"batch_size", 16}, {"collate_s_per_batch", 0.002}};
   EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.002);
+  // Timed inside a worker, into shared memory (pipeplan_probe): the 12 ms measured stands under the 16 ms floor.
+  j["loader"] = {{"batch_size", 16}, {"num_workers", 4}, {"collate_s_per_batch", 0.012}, {"collate_in_shared_memory", true}};
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.012);
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 8), 0.006);
+  // without a measured collate the flag says nothing: the memcpy estimate, under the floor
+  j["loader"].erase("collate_s_per_batch");
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.016);
 }
 
 // Property: any mutation of a valid scenario either parses or throws InputError; nothing else.

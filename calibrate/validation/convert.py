@@ -417,10 +417,14 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     if nw == 0 and (coll.get("default_threads") or {}).get("mean"):
         collate_s = float(coll["default_threads"]["mean"])   # inline, with the main process's threads
     iw = comp.get("in_worker") or {}
+    # a collate timed inside a worker writes into fresh shared memory: the simulator takes it as is
+    # (loader.collate_in_shared_memory) rather than under calibrate's shm-write floor
+    collate_in_shm = False
     if nw > 0 and iw.get("getitem_wall_s") and iw.get("collate_wall_s"):
         # measured inside one worker process (harness component in_worker): what a worker pays
         load = dict(load, mean=float(iw["getitem_wall_s"]))
         collate_s = float(iw["collate_wall_s"])
+        collate_in_shm = True
     lsc = comp.get("load_scaling") or {}
     ls = lsc.get("points") or []
     cores = int(machine.get("cpu_cores") or machine.get("cpu_count") or 0)
@@ -439,6 +443,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         # virtual core, so the cost measured next to the case at its concurrency is the one that holds
         load = dict(load, mean=float(probe["getitem_wall_s"]))
         collate_s = float(probe["collate_wall_s"])
+        collate_in_shm = True
         if probe_k > 1:
             # measured with K workers: the simulator slows collate by the machine curve at its busy
             # cores, so the base is brought back to one idle core by that curve where it was measured
@@ -464,6 +469,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "collate_s_per_batch": collate_s,
     }
     if nw > 0:
+        if collate_in_shm:
+            loader["collate_in_shared_memory"] = True
         loader["worker_s_per_batch"] = round(worker_overhead_s, 6)
         loader["prefetch_factor"] = int(k["prefetch_factor"])
         loader["persistent_workers"] = bool(k.get("persistent_workers", False))

@@ -487,6 +487,8 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "dataset": ds,
         "loader": dict({"batch_size": int(res["batch_size"]), "collate_s_per_batch": float(collate_mean)},
+                       # timed inside a worker, into shared memory: pipeplan takes it as is (docs/scenario.md)
+                       **({"collate_in_shared_memory": True} if w.get("collate_s") else {}),
                        **({"worker_s_per_batch": round(float(w["overhead_s_per_batch"]), 6)}
                           if w.get("overhead_s_per_batch") is not None else {})),
     }

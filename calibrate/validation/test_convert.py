@@ -260,6 +260,9 @@ class ScenarioTest(unittest.TestCase):
         self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.005)
         self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.2)   # the spread still from the alone samples
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.03)
+        self.assertIs(s["loader"]["collate_in_shared_memory"], True)   # timed in the worker: no shm floor
+        del c["components"]["in_worker"]                                # the main process's collate alone
+        self.assertNotIn("collate_in_shared_memory", convert.scenario_for(c, {"cpu_cores": 16})["loader"])
         c0 = make_case("w0", "num_workers", 100, 0.3, 0.3, nw=0)        # inline: no worker to measure in
         c0["components"]["in_worker"] = {"getitem_wall_s": 0.005, "collate_wall_s": 0.03}
         s0 = convert.scenario_for(c0, {"cpu_cores": 16})
@@ -925,6 +928,8 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(frag["dataset"]["num_samples"], 1000)
         self.assertEqual(frag["dataset"]["sample_bytes"]["mean"], 123.0)
         self.assertEqual(frag["dataset"]["load_s_per_sample"]["kind"], "lognormal")
+        if "in_worker" not in res:      # timed in this process only (no torch): plain memory, the floor applies
+            self.assertNotIn("collate_in_shared_memory", frag["loader"])
         del clock
 
     def test_fragment_from_the_jobs_own_worker_count(self):
@@ -939,6 +944,7 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(frag["dataset"]["load_speed_vs_busy_cores"],
                          [{"busy_cores": 1, "relative_speed": 1.25}, {"busy_cores": 8, "relative_speed": 1.0}])
         self.assertEqual(frag["loader"]["collate_s_per_batch"], 0.025)   # one worker's: the profile's curve slows it
+        self.assertTrue(frag["loader"]["collate_in_shared_memory"])     # timed in a worker: no shm-write floor
         del res["in_workers"]
         frag = probe.scenario_fragment(res)
         self.assertEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.004)
