@@ -44,6 +44,7 @@ def main() -> int:
                 scen["dataset"]["load_s_per_sample"]["mean"] = (ins.get("getitem_cpu_s") or ins["getitem_wall_s"]) if cold \
                     else ins["getitem_wall_s"]
                 scen["loader"]["collate_s_per_batch"] = ins["collate_wall_s"]
+                scen["loader"]["collate_in_shared_memory"] = True   # timed in the workers, into shared memory
                 # in-situ costs already include the slowdown of the busy cores: no speed curve,
                 # neither the machine's (below) nor the dataset's own
                 scen["dataset"].pop("load_speed_vs_busy_cores", None)
