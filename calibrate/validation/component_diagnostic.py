@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Diagnostic: each cost the model is given for a case, against the same cost measured inside that case.
+convert builds a scenario and a profile for every case from components measured next to it (probes before
+and after, the transport loop, calibrate); the harness also counted, inside the case itself, what its
+workers spent per sample and per collate, what the pin thread spent per batch, what each worker spent on
+everything else and what the loop's host time was. Nothing is simulated: the model's side is read off the
+scenario and profile at the case's own busy cores (the machine curve, or the dataset's own for the load), as
+the simulator would charge it there. A component off in one direction over a call points at its input; the
+throughput's miss then follows from which component bounds the case. Usage:
+
+    python3 calibrate/validation/component_diagnostic.py RESULTS_DIR [RESULTS_DIR ...]
+
+Each RESULTS_DIR holds cases.json and profile.json from one device call (harness since run 11).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+
+COMPONENTS = ("load", "collate", "worker_other", "pin_thread", "loop_host")
+
+
+def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: float) -> Dict[str, float]:
+    """The per-sample load, the collate, a worker's other CPU per batch, the pin thread's cost per batch and the
+    loop's host time per step, in seconds, as the simulator charges them at `busy_cores` busy cores: CPU costs
+    at one idle core divided by the relative speed there (the dataset's own curve for the load where the
+    scenario has one, else the machine's); the collate under calibrate's shared-memory floor unless it was
+    timed in shared memory (loader.collate_in_shared_memory); the pin thread's receive, first touch and copy
+    into pinned memory (pin_memory only)."""
+    ld, ds = scen["loader"], scen["dataset"]
+    machine = (prof.get("cpu") or {}).get("speed_vs_busy_cores") or []
+    at = convert.relative_core_speed(machine, busy_cores)
+    load_curve = ds.get("load_speed_vs_busy_cores") or machine
+    batch_bytes = float(ds["item_bytes"]) * int(ld["batch_size"])
+    ipc, host = prof.get("ipc") or {}, prof.get("host") or {}
+    collate = float(ld.get("collate_s_per_batch") or 0.0)
+    if int(ld.get("num_workers", 0)) > 0 and not ld.get("collate_in_shared_memory"):
+        collate = max(collate, batch_bytes * float(ipc.get("shm_write_s_per_byte") or 0.0))
+    out = {"load": float(ds["load_s_per_sample"]["mean"]) / convert.relative_core_speed(load_curve, busy_cores),
+           "collate": collate / at,
+           "worker_other": float(ld.get("worker_s_per_batch") or 0.0) / at,
+           "loop_host": float(scen["training"].get("host_s_per_step") or 0.0) / at}
+    if ld.get("pin_memory") and int(ld.get("num_workers", 0)) > 0:
+        pin_rate = float(host.get("pin_copy_bytes_per_s") or 0.0)
+        out["pin_thread"] = (float(ipc.get("receive_s_per_batch") or 0.0)
+                             + batch_bytes * float(ipc.get("receive_s_per_byte") or 0.0)
+                             + (batch_bytes / pin_rate if pin_rate > 0 else 0.0)) / at
+    return out
+
+
+def measured_components(case: Dict[str, Any]) -> Dict[str, float]:
+    """The same costs counted inside the case (harness in_situ counters; the loop's host time only where the
+    batch was pinned and copied non_blocking: otherwise the copy itself is in it)."""
+    m = case.get("measured") or {}
+    k = case.get("knobs") or {}
+    ins = m.get("in_situ") or {}
+    out = {}
+    for key, src in (("load", "getitem_wall_s"), ("collate", "collate_wall_s"),
+                     ("worker_other", "worker_other_cpu_s_per_batch"), ("pin_thread", "pin_thread_cpu_s_per_batch")):
+        if ins.get(src):
+            out[key] = float(ins[src])
+    lh = (m.get("loop_host_s") or {}).get("mean")
+    if lh and k.get("pin_memory") and k.get("non_blocking"):
+        out["loop_host"] = float(lh)
+    return out
+
+
+def relative_errors(model: Dict[str, float], measured: Dict[str, float]) -> Dict[str, float]:
+    """(model - measured) / measured for each component both sides have (a measured zero is skipped)."""
+    return {k: (model[k] - measured[k]) / measured[k] for k in COMPONENTS
+            if k in model and measured.get(k)}
+
+
+def comparable(case: Dict[str, Any]) -> bool:
+    """A measured case with workers, one epoch and warm storage (a cold case's wall time per sample holds
+    the disk's wait, which the simulator charges apart)."""
+    k = case.get("knobs") or {}
+    return (case.get("status") == "ok" and int(k.get("num_workers", 0)) > 0 and int(k.get("epochs", 1) or 1) == 1
+            and k.get("storage") != "cold")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dirs", nargs="+")
+    a = ap.parse_args()
+    opts = convert.TABLE_OPTIONS
+    table: Dict[str, Dict[str, List[float]]] = {}
+    for d in a.results_dirs:
+        doc = json.load(open(os.path.join(d, "cases.json")))
+        profile = json.load(open(os.path.join(d, "profile.json")))
+        machine = doc.get("machine") or {}
+        cores = float(machine.get("cpu_cores") or machine.get("cpu_count") or 1)
+        cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
+        call = os.path.basename(os.path.normpath(d))
+        errs: Dict[str, List[float]] = defaultdict(list)
+        for c in doc.get("cases") or []:
+            if not comparable(c):
+                continue
+            duty = convert.case_duty_shape(doc.get("components") or {}, profile, c)
+            scen, prof = convert.case_inputs(c, machine, profile, opts, cpu_curve, duty, simulate=True)
+            busy = min(cores, float((c.get("measured") or {}).get("cpu_busy_cores")
+                                    or int(c["knobs"]["num_workers"])))
+            for k, e in relative_errors(model_components(scen, prof or profile, busy), measured_components(c)).items():
+                errs[k].append(e)
+        table[call] = errs
+    print("model against in situ, per call: signed median (cases); + means the model charges more")
+    print(f"{'call':32s} " + " ".join(f"{k:>18s}" for k in COMPONENTS))
+    pooled: Dict[str, List[float]] = defaultdict(list)
+    for call, errs in table.items():
+        cells = []
+        for k in COMPONENTS:
+            v = errs.get(k) or []
+            pooled[k] += v
+            cells.append(f"{100 * statistics.median(v):+7.1f}% ({len(v):3d})" if v else f"{'':>18s}")
+        print(f"{call[-32:]:32s} " + " ".join(f"{x:>18s}" for x in cells))
+    print(f"{'all':32s} " + " ".join(f"{(f'{100 * statistics.median(pooled[k]):+7.1f}% ({len(pooled[k]):3d})' if pooled[k] else ''):>18s}"
+                                      for k in COMPONENTS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""component_diagnostic's pure parts, against hand calculations."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import component_diagnostic as cd  # noqa: E402
+
+
+def scenario(**loader):
+    ld = {"batch_size": 64, "num_workers": 8, "pin_memory": True, "collate_s_per_batch": 0.030,
+          "worker_s_per_batch": 0.004}
+    ld.update(loader)
+    return {"dataset": {"item_bytes": 600000, "load_s_per_sample": {"mean": 0.005}},
+            "loader": ld, "training": {"host_s_per_step": 0.002}}
+
+
+PROFILE = {"cpu": {"speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
+                                           {"busy_cores": 9, "relative_speed": 0.8}]},
+           "ipc": {"receive_s_per_batch": 0.005, "receive_s_per_byte": 1e-10, "shm_write_s_per_byte": 1e-9},
+           "host": {"pin_copy_bytes_per_s": 1e10}}
+
+
+class ModelSide(unittest.TestCase):
+    def test_costs_at_the_cases_busy_cores(self):
+        # at 5 busy cores the machine curve gives 0.9; batch 38.4 MB: touch 3.84 ms, pin copy 3.84 ms
+        m = cd.model_components(scenario(collate_in_shared_memory=True), PROFILE, 5.0)
+        self.assertAlmostEqual(m["load"], 0.005 / 0.9)
+        self.assertAlmostEqual(m["collate"], 0.030 / 0.9)
+        self.assertAlmostEqual(m["worker_other"], 0.004 / 0.9)
+        self.assertAlmostEqual(m["loop_host"], 0.002 / 0.9)
+        self.assertAlmostEqual(m["pin_thread"], (0.005 + 0.00384 + 0.00384) / 0.9)
+
+    def test_the_floor_and_the_datasets_own_curve(self):
+        # a plain-memory collate of 30 ms under the 38.4 ms floor; a dataset curve flat at 1.0
+        s = scenario()
+        s["dataset"]["load_speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0},
+                                                     {"busy_cores": 9, "relative_speed": 1.0}]
+        m = cd.model_components(s, PROFILE, 9.0)
+        self.assertAlmostEqual(m["collate"], 0.0384 / 0.8)
+        self.assertAlmostEqual(m["load"], 0.005)
+        self.assertNotIn("pin_thread", cd.model_components(scenario(pin_memory=False), PROFILE, 9.0))
+
+
+class MeasuredSide(unittest.TestCase):
+    def test_in_situ_counters_and_the_loop_where_comparable(self):
+        case = {"knobs": {"pin_memory": True, "non_blocking": True},
+                "measured": {"in_situ": {"getitem_wall_s": 0.0055, "collate_wall_s": 0.033,
+                                         "worker_other_cpu_s_per_batch": 0.004, "pin_thread_cpu_s_per_batch": 0.017},
+                             "loop_host_s": {"mean": 0.0025}}}
+        self.assertEqual(cd.measured_components(case), {"load": 0.0055, "collate": 0.033, "worker_other": 0.004,
+                                                        "pin_thread": 0.017, "loop_host": 0.0025})
+        case["knobs"]["pin_memory"] = False                 # the pageable copy is in the loop's host time
+        self.assertNotIn("loop_host", cd.measured_components(case))
+
+    def test_relative_errors_on_shared_components(self):
+        e = cd.relative_errors({"load": 0.006, "collate": 0.03, "pin_thread": 0.02}, {"load": 0.005, "collate": 0.0})
+        self.assertEqual(set(e), {"load"})
+        self.assertAlmostEqual(e["load"], 0.2)
+
+    def test_comparable_cases(self):
+        ok = {"status": "ok", "knobs": {"num_workers": 8}}
+        self.assertTrue(cd.comparable(ok))
+        self.assertFalse(cd.comparable(dict(ok, knobs={"num_workers": 0})))
+        self.assertFalse(cd.comparable(dict(ok, knobs={"num_workers": 8, "storage": "cold"})))
+        self.assertFalse(cd.comparable(dict(ok, knobs={"num_workers": 8, "epochs": 4})))
+        self.assertFalse(cd.comparable(dict(ok, status="error")))
+
+
+if __name__ == "__main__":
+    unittest.main()
