@@ -33,8 +33,8 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy) {
   return piecewise_linear(curve, busy, &SpeedPoint::busy_cores, &SpeedPoint::relative_speed, 1.0);
 }
 
-double gpu_busy_share_after(double share, double dt_s, bool busy) {
-  const double keep = std::exp(-std::max(0.0, dt_s) / kGpuDutyTimeConstantS);
+double gpu_busy_share_after(double share, double dt_s, bool busy, double time_constant_s) {
+  const double keep = std::exp(-std::max(0.0, dt_s) / time_constant_s);
   return busy ? 1.0 - (1.0 - share) * keep : share * keep;
 }
 

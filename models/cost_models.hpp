@@ -48,7 +48,7 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 // training.step_s_vs_gpu_duty. Any constant well above a step (5-300 ms) gives a periodic loop the
 // same share; it sets only how fast the share follows a change (a stall, an epoch boundary).
 constexpr double kGpuDutyTimeConstantS = 1.0;
-double gpu_busy_share_after(double share, double dt_s, bool busy);
+double gpu_busy_share_after(double share, double dt_s, bool busy, double time_constant_s = kGpuDutyTimeConstantS);
 
 // The curve's highest per-core speed, at least 1: the fastest one thread may run (a simulated
 // host's per-core speed, which bounds each of its actions).

@@ -249,6 +249,8 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     std::sort(s.training.step_s_vs_gpu_duty.begin(), s.training.step_s_vs_gpu_duty.end(),
               [](const DutyPoint& a, const DutyPoint& b) { return a.duty < b.duty; });
     if (!duty_given) s.training.step_s_vs_gpu_duty = duty_curve_from_profile(s.training.step_s(), profile.compute);
+    s.training.gpu_duty_time_constant_s =
+        r.number("gpu_duty_time_constant_s", kGpuDutyTimeConstantS, Range::between(0.001, 3600));
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "models/profile.hpp"
 
@@ -95,6 +96,11 @@ struct TrainingConfig {
   // The GPU's boost clock holds while it rests: the H200 ran mm:25 in 25.0 ms isolated and 29.9 ms back to
   // back, and in between inside input-bound cases (validation run 12). Empty: every step takes step_s.
   std::vector<DutyPoint> step_s_vs_gpu_duty;  // sorted by duty
+  // How fast the GPU's busy share (the curve's x) follows its load: the time constant of its exponential
+  // average. The default keeps a periodic loop's share at its long-run duty; a short one (tens of ms,
+  // as the H200's clock: validation run 14, finding 11) lets a burst of back-to-back steps slow down
+  // within a few steps and a step after a long wait run rested.
+  double gpu_duty_time_constant_s = kGpuDutyTimeConstantS;
 
   double step_s() const { return forward_s + backward_s; }
   // The step's GPU time at a recent busy share `duty` (linear between points, flat beyond); step_s

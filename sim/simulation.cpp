@@ -382,7 +382,7 @@ void compute_stream_actor(Rank& r) {
     attribute_gap(r, op.step, previous_end_s, start_s);
     if (duty_curve) {
       // the step's time at the GPU's duty so far; its own draw (step_cv) kept as a ratio
-      busy_share = gpu_busy_share_after(busy_share, start_s - busy_share_at_s, false);
+      busy_share = gpu_busy_share_after(busy_share, start_s - busy_share_at_s, false, s.training.gpu_duty_time_constant_s);
       op.duration_s *= s.training.step_s_at_duty(busy_share) / s.training.step_s();
     }
     const double forward_share = s.training.forward_s / s.training.step_s();
@@ -408,7 +408,7 @@ void compute_stream_actor(Rank& r) {
     }
     const double kernels_end_s = sg4::Engine::get_clock();
     if (duty_curve) {
-      busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true);
+      busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true, s.training.gpu_duty_time_constant_s);
       busy_share_at_s = kernels_end_s;
     }
     r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches

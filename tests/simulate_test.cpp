@@ -239,6 +239,11 @@ TEST(Simulate, GpuStepFollowsItsDuty) {
   const json rested = simulate(s);
   EXPECT_NEAR(samples_per_s(rested), 80.0, 80.0 * 0.01);
   EXPECT_NEAR(rested["gpu"]["busy_fraction"].get<double>(), 0.125, 0.004);
+  // A GPU whose share follows its load within 2 ms (training.gpu_duty_time_constant_s): each step starts after
+  // about 90 ms idle, at share e^-45, so it runs rested: 10 ms of every 100, GPU busy 0.10.
+  s["training"]["gpu_duty_time_constant_s"] = 0.002;
+  EXPECT_NEAR(simulate(s)["gpu"]["busy_fraction"].get<double>(), 0.10, 0.004);
+  s["training"].erase("gpu_duty_time_constant_s");
   s["training"].erase("step_s_vs_gpu_duty");
   EXPECT_NEAR(simulate(s)["gpu"]["busy_fraction"].get<double>(), 0.30, 0.005);
 

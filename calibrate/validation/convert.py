@@ -53,7 +53,7 @@ MIN_SIM_STEPS = 200
 # the options of the generated table's command (--transport measured, the rest convert's defaults), for the
 # diagnostics that predict a case as the table does (bracket_diagnostic, burst_diagnostic)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
-                                   transport="measured", wander="probe")
+                                   transport="measured", wander="probe", gpu_duty_time_constant="rest-curve")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -234,11 +234,89 @@ def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tupl
     return excess_between(pts[1:-1], pts[0][1], pts[-1][1])  # its last point is the back-to-back end
 
 
+def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]]
+                    ) -> Optional[Tuple[List[Dict[str, float]], float, float, Optional[List[Tuple[float, float]]]]]:
+    """A call's gpu_rest_curve (harness since run 11, on its first step model) with that step model's isolated and
+    sustained times and duty shape, as rest_curves_time_constant takes it; None without one."""
+    rc = (call_components or {}).get("gpu_rest_curve") or {}
+    step = ((call_components or {}).get("step") or {}).get(rc.get("step") or "") or {}
+    iso, sus = _iso_sus(step)
+    if rc.get("error") or not rc.get("points") or not step.get("sustained_is_gpu_time"):
+        return None
+    return rc["points"], iso, sus, duty_excess(call_components, rc["step"]) or profile_duty_excess(profile)
+
+
+def calls_duty_time_constant(calls: Sequence[Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]) -> Optional[float]:
+    """rest_curves_time_constant over the rest curves of (components, profile) of several calls."""
+    return rest_curves_time_constant([rc for rc in (call_rest_curve(c, p) for c, p in calls) if rc])
+
+
 def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]],
                     case: Dict[str, Any]) -> Optional[List[Tuple[float, float]]]:
     """The GPU step's shape between rested and back to back for a case: the harness's curve for its step
     model, else the call's first, else calibrate's (compute.step_vs_gpu_duty)."""
     return duty_excess(call_components, step_key(case)) or profile_duty_excess(profile)
+
+
+def share_at_step_start(duty: float, step_s: float, time_constant_s: float) -> float:
+    """The GPU's busy share (an exponential average with this time constant, as the simulator keeps it) at the
+    start of each step of a steady periodic loop at `duty`: busy step_s, idle step_s (1 - duty) / duty. With
+    a = exp(-step/tau) and b = exp(-idle/tau), share_end = 1 - (1 - share_start) a and share_start = b share_end,
+    so share_start = b (1 - a) / (1 - a b); the duty itself as tau grows, 0 and 1 at the ends."""
+    if duty >= 1.0:
+        return 1.0
+    if duty <= 0.0 or step_s <= 0.0:
+        return 0.0
+    a = math.exp(-step_s / time_constant_s)
+    b = math.exp(-step_s * (1.0 - duty) / duty / time_constant_s)
+    return b * (1.0 - a) / (1.0 - a * b)
+
+
+def excess_at_share(shape: Sequence[Tuple[float, float]], share: float) -> float:
+    """A duty shape's excess at a busy share: linear between its points and the ends (0, 0) and (1, 1)."""
+    pts = [(0.0, 0.0)] + sorted(shape) + [(1.0, 1.0)]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if share <= x1:
+            return y0 if x1 <= x0 else y0 + (share - x0) / (x1 - x0) * (y1 - y0)
+    return 1.0
+
+
+def shape_at_step_start(shape: Sequence[Tuple[float, float]], iso_s: float, sus_s: float,
+                        time_constant_s: float) -> List[Tuple[float, float]]:
+    """A duty shape measured at steady duties, re-expressed against the busy share at a step's start under
+    the time constant: the simulator reads its curve at that share, so with a short constant each measured
+    point moves to share_at_step_start of its duty (the step taking its own time there) and the simulator
+    gives back the measured step at the measured duty."""
+    return sorted((share_at_step_start(d, iso_s + e * (sus_s - iso_s), time_constant_s), e) for d, e in shape)
+
+
+def rest_curve_error(rest_points: Sequence[Dict[str, float]], iso_s: float, sus_s: float,
+                     shape: Optional[Sequence[Tuple[float, float]]], tau_s: float) -> float:
+    """Squared error of a duty time constant tau against a gpu_rest_curve (one step after sustained load and a
+    rest of rest_s): after the rest the share is exp(-rest/tau), and the step's excess over its isolated time
+    is the shape's (re-expressed at a step's start under tau; a line without a shape) at that share."""
+    at_start = shape_at_step_start(shape or [], iso_s, sus_s, tau_s)
+    return sum((excess_at_share(at_start, math.exp(-float(q["rest_s"]) / tau_s))
+                - min(1.0, max(0.0, (float(q["gpu_s"]) - iso_s) / (sus_s - iso_s)))) ** 2
+               for q in rest_points if q.get("rest_s") and q.get("gpu_s"))
+
+
+def rest_curves_time_constant(curves: Sequence[Tuple[Sequence[Dict[str, float]], float, float,
+                                                      Optional[Sequence[Tuple[float, float]]]]]) -> Optional[float]:
+    """The GPU's duty time constant: the tau of a log grid from 5 ms to 2 s with the least squared error over
+    every given rest curve (points, isolated, sustained, shape), one machine kind. One call's curve is noisy
+    (two steps per rest; runs 12-14's calls alone put it anywhere from 5 to 90 ms), so convert takes it over all
+    the calls it scores. None without a curve of 3 points or more."""
+    usable = [(p, i, s, sh) for p, i, s, sh in curves if s > i > 0 and len(p or []) >= 3]
+    if not usable:
+        return None
+    best = None
+    for k in range(121):
+        tau = 0.005 * (400.0 ** (k / 120.0))
+        err = sum(rest_curve_error(p, i, s, sh, tau) for p, i, s, sh in usable)
+        if best is None or err < best[0] - 1e-12:
+            best = (err, tau)
+    return best[1]
 
 
 def duty_curve(step: Dict[str, Any], excess: Optional[Sequence[Tuple[float, float]]] = None
@@ -400,6 +478,7 @@ def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True,
                  duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
+                 duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
@@ -511,10 +590,17 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "steps": int(steps),
         "warmup_steps": int(warmup),
     }
+    iso, sus = _iso_sus(step)
+    if duty_time_constant_s and duty_shape is not None and sus > iso > 0:
+        # the simulator reads the curve at the busy share a step starts with; under a short time constant
+        # that is not the steady duty the shape was measured at
+        duty_shape = shape_at_step_start(duty_shape, iso, sus, duty_time_constant_s)
     curve = duty_curve(step, duty_shape) if gpu_duty else None
     # [] where there is none: a profile's own shape (compute.step_vs_gpu_duty) assumes step_s is the
     # back-to-back time, which a host-bound step's isolated step_s is not
     training["step_s_vs_gpu_duty"] = curve or []
+    if curve and duty_time_constant_s:
+        training["gpu_duty_time_constant_s"] = round(duty_time_constant_s, 5)
     return {
         "schema": "pipeplan-scenario/1",
         "name": case["id"],
@@ -752,14 +838,15 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
-                duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True
+                duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
+                duty_time_constant_s: Optional[float] = None
                 ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
     """One case's scenario and, where it differs from the call's profile, its own profile (the main
     side's transport as the probes around it found it, the workers' wander from the probes). Notes what
     it took from the probes under c["convert"]. a: convert's options (min_steps, gpu_duty, load_curve,
     transport, wander)."""
     scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
-                        load_curve_from=a.load_curve)
+                        duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve)
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -1163,6 +1250,10 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- Workers' wander: {meta['wander_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
+    if meta.get("gpu_duty_time_constant_s"):
+        L.append(f"- GPU duty time constant: {meta['gpu_duty_time_constant_s'] * 1e3:.1f} ms, fitted to the gpu_rest_curve of "
+                 "every call scored (`--gpu-duty-time-constant rest-curve`; the step's duty shape re-read at a step's "
+                 "start under it)")
     L.append(f"- Simulator: {meta.get('pipeplan_note')}")
     L.append(f"- Command: `{meta['command']}`")
     L.append("")
@@ -1390,6 +1481,11 @@ def main(argv=None) -> int:
                          "compute.step_vs_gpu_duty shape, else a line (measured); always "
                          "a line (linear); or always the sustained time (off; the model until run 12) "
                          "(default %(default)s)")
+    ap.add_argument("--gpu-duty-time-constant", choices=["rest-curve", "default"], default="rest-curve",
+                    help="how fast the GPU's busy share follows its load (with --gpu-duty measured): fitted to the "
+                         "call's gpu_rest_curve, the shape re-read at a step's start (rest-curve), or the "
+                         "simulator's 1 s (default: a periodic loop's share is its long-run duty; the model until "
+                         "run 14) (default %(default)s)")
     ap.add_argument("--load-curve", choices=["scaling", "machine"], default="scaling",
                     help="the load's speed around the K-worker probe: load_scaling's measured shape (scaling), "
                          "or the machine's cpu curve alone (machine) (default %(default)s)")
@@ -1427,6 +1523,13 @@ def main(argv=None) -> int:
     if simulate and not (os.path.isfile(a.pipeplan) and os.access(a.pipeplan, os.X_OK)):
         print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
         return 2
+    # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored
+    duty_tau = (calls_duty_time_constant([(r["doc"].get("components") or {},
+                                           json.load(open(r["profile"])) if r["profile"] else None) for r in runs])
+                if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else None)
+    if duty_tau:
+        print(f"convert: GPU duty time constant {duty_tau * 1e3:.1f} ms (gpu_rest_curve of the calls scored)",
+              file=sys.stderr)
     preds: Dict[str, Dict[str, Any]] = {}
     cases: List[Dict[str, Any]] = []
     sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
@@ -1446,7 +1549,7 @@ def main(argv=None) -> int:
             if a.gpu_duty == "measured" and step_key(c) not in duty_shapes:
                 duty_shapes[step_key(c)] = case_duty_shape(call_components, run_profile, c)
             duty_shape = duty_shapes.get(step_key(c))
-            scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate)
+            scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate, duty_tau)
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:
@@ -1498,6 +1601,7 @@ def main(argv=None) -> int:
         "command": cmd, "components": first.get("components"),
         "runs": len(runs), "seeds": a.seeds,
         "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
+        "gpu_duty_time_constant_s": duty_tau,
     }
     if len(runs) > 1:
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "

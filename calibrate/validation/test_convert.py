@@ -406,6 +406,36 @@ class ScenarioTest(unittest.TestCase):
         s = convert.scenario_for(w, {"cpu_cores": 16}, load_curve_from="machine")
         self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0059)
 
+    def test_the_share_a_periodic_steps_starts_with(self):
+        # step 25 ms at duty 0.5 (25 ms idle), tau 25 ms: a = b = e^-1; share_start = b (1 - a) / (1 - a b)
+        e1 = math.exp(-1.0)
+        self.assertAlmostEqual(convert.share_at_step_start(0.5, 0.025, 0.025), e1 * (1 - e1) / (1 - e1 * e1))
+        self.assertAlmostEqual(convert.share_at_step_start(0.5, 0.025, 1e6), 0.5, places=4)   # long tau: the duty
+        self.assertEqual(convert.share_at_step_start(1.0, 0.025, 0.025), 1.0)
+        self.assertEqual(convert.share_at_step_start(0.0, 0.025, 0.025), 0.0)
+        # the shape's excess at a share, its ends (0, 0) and (1, 1)
+        self.assertAlmostEqual(convert.excess_at_share([(0.5, 0.2)], 0.25), 0.1)
+        self.assertAlmostEqual(convert.excess_at_share([(0.5, 0.2)], 0.75), 0.6)
+        # a shape point moves to the share its step starts with (the step taking its own time there)
+        iso, sus = 0.025, 0.030
+        moved = convert.shape_at_step_start([(0.5, 0.2)], iso, sus, 0.025)
+        self.assertAlmostEqual(moved[0][0], convert.share_at_step_start(0.5, 0.026, 0.025))
+        self.assertEqual(moved[0][1], 0.2)
+
+    def test_the_duty_time_constant_from_rest_curves(self):
+        # rest curves made with tau = 30 ms and a line shape are given back (on the grid, within its step)
+        iso, sus, tau = 0.025, 0.030, 0.030
+        pts = [{"rest_s": r, "gpu_s": iso + math.exp(-r / tau) * (sus - iso)} for r in (0.01, 0.03, 0.1, 0.3)]
+        got = convert.rest_curves_time_constant([(pts, iso, sus, None)])
+        self.assertAlmostEqual(got, tau, delta=0.06 * tau)
+        self.assertIsNone(convert.rest_curves_time_constant([(pts[:2], iso, sus, None)]))   # too few points
+        # the call's curve as the harness writes it
+        comps = {"gpu_rest_curve": {"step": "mm:25/image/b64", "points": pts},
+                 "step": {"mm:25/image/b64": {"gpu_s": {"mean": iso}, "sustained_interval_s": {"mean": sus},
+                                              "sustained_is_gpu_time": True}}}
+        self.assertAlmostEqual(convert.calls_duty_time_constant([(comps, None)]), tau, delta=0.06 * tau)
+        self.assertIsNone(convert.calls_duty_time_constant([({}, None)]))
+
     def test_main_side_drift_from_the_probes_around_the_case(self):
         # the pin-thread check's figures (2026-11-30): transport alone 14.44 ms of pin-thread CPU per batch;
         # probes around a case 17.0 and 18.0 -> the case's main side is (17.0 + 18.0) / 2 / 14.44 as dear
