@@ -55,6 +55,7 @@ def main() -> int:
     a = ap.parse_args()
     opts = convert.TABLE_OPTIONS
     jobs = []
+    duty_tau = convert.dirs_duty_time_constant(a.results_dirs)   # as the table: over every call given
     for d in a.results_dirs:
         doc = json.load(open(os.path.join(d, "cases.json")))
         profile = json.load(open(os.path.join(d, "profile.json")))
@@ -72,7 +73,7 @@ def main() -> int:
         def predict(job, which: str) -> Optional[Tuple[float, float]]:
             tag, c, machine, profile, cpu_curve, duty_shape = job
             v = c if which == "both" else one_probe_case(c, which)
-            scen, prof = convert.case_inputs(v, machine, profile, opts, cpu_curve, duty_shape)
+            scen, prof = convert.case_inputs(v, machine, profile, opts, cpu_curve, duty_shape, True, duty_tau)
             stem = os.path.join(tmp, f"{tag}-{c['id']}-{which}")
             json.dump(scen, open(stem + ".json", "w"))
             json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

@@ -67,6 +67,7 @@ def main() -> int:
     opts = convert.TABLE_OPTIONS
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        duty_tau = convert.dirs_duty_time_constant(a.results_dirs)   # as the table: over every call given
         for d in a.results_dirs:
             doc = json.load(open(os.path.join(d, "cases.json")))
             profile = json.load(open(os.path.join(d, "profile.json")))
@@ -79,7 +80,8 @@ def main() -> int:
                     continue
                 meas = completion_gaps(measured_completions(tl))
                 duty = convert.case_duty_shape(doc.get("components") or {}, profile, c)
-                scen, prof = convert.case_inputs(c, doc.get("machine") or {}, profile, opts, cpu_curve, duty)
+                scen, prof = convert.case_inputs(c, doc.get("machine") or {}, profile, opts, cpu_curve, duty, True,
+                                                 duty_tau)
                 stem = os.path.join(tmp, c["id"])
                 json.dump(scen, open(stem + ".json", "w"))
                 json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

@@ -246,6 +246,16 @@ def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str,
     return rc["points"], iso, sus, duty_excess(call_components, rc["step"]) or profile_duty_excess(profile)
 
 
+def dirs_duty_time_constant(results_dirs: Sequence[str]) -> Optional[float]:
+    """calls_duty_time_constant over result folders (cases.json and profile.json each), as the table takes it."""
+    calls = []
+    for d in results_dirs:
+        prof = os.path.join(d, "profile.json")
+        calls.append(((json.load(open(os.path.join(d, "cases.json"))).get("components") or {}),
+                      json.load(open(prof)) if os.path.exists(prof) else None))
+    return calls_duty_time_constant(calls)
+
+
 def calls_duty_time_constant(calls: Sequence[Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]) -> Optional[float]:
     """rest_curves_time_constant over the rest curves of (components, profile) of several calls."""
     return rest_curves_time_constant([rc for rc in (call_rest_curve(c, p) for c, p in calls) if rc])
