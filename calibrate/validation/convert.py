@@ -256,9 +256,24 @@ def dirs_duty_time_constant(results_dirs: Sequence[str]) -> Optional[float]:
     return calls_duty_time_constant(calls)
 
 
+def call_burst_ramps(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]]
+                     ) -> List[Tuple[List[Dict[str, float]], float, float, Optional[List[Tuple[float, float]]]]]:
+    """A call's gpu_burst_ramps (harness since run 15, one per step model) with each step model's isolated and
+    sustained times and duty shape, as rest_curves_time_constant takes them."""
+    out = []
+    for key, ramp in ((call_components or {}).get("gpu_burst_ramps") or {}).items():
+        step = ((call_components or {}).get("step") or {}).get(key) or {}
+        iso, sus = _iso_sus(step)
+        if ramp.get("error") or not ramp.get("points") or not step.get("sustained_is_gpu_time"):
+            continue
+        out.append((ramp["points"], iso, sus, duty_excess(call_components, key) or profile_duty_excess(profile)))
+    return out
+
+
 def calls_duty_time_constant(calls: Sequence[Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]) -> Optional[float]:
-    """rest_curves_time_constant over the rest curves of (components, profile) of several calls."""
-    return rest_curves_time_constant([rc for rc in (call_rest_curve(c, p) for c, p in calls) if rc])
+    """rest_curves_time_constant over the rest curves and burst ramps of (components, profile) of several calls."""
+    return rest_curves_time_constant([rc for rc in (call_rest_curve(c, p) for c, p in calls) if rc],
+                                     [r for c, p in calls for r in call_burst_ramps(c, p)])
 
 
 def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -311,19 +326,38 @@ def rest_curve_error(rest_points: Sequence[Dict[str, float]], iso_s: float, sus_
                for q in rest_points if q.get("rest_s") and q.get("gpu_s"))
 
 
+def burst_ramp_error(ramp_points: Sequence[Dict[str, float]], iso_s: float, sus_s: float,
+                     shape: Optional[Sequence[Tuple[float, float]]], tau_s: float) -> float:
+    """Squared error of a duty time constant tau against a gpu_burst_ramp (harness since run 15: each step's GPU
+    time in a burst of back-to-back steps after 0.3 s of rest): before the step at position k the GPU has been
+    busy for the steps ahead of it, so its share is 1 - exp(-busy/tau) (rested before the burst), and its excess
+    the shape's (re-read at a step's start under tau) at that share."""
+    at_start = shape_at_step_start(shape or [], iso_s, sus_s, tau_s)
+    err, busy = 0.0, 0.0
+    for q in sorted(ramp_points, key=lambda q: q["position"]):
+        e = min(1.0, max(0.0, (float(q["gpu_s"]) - iso_s) / (sus_s - iso_s)))
+        err += (excess_at_share(at_start, 1.0 - math.exp(-busy / tau_s)) - e) ** 2
+        busy += float(q["gpu_s"])
+    return err
+
+
 def rest_curves_time_constant(curves: Sequence[Tuple[Sequence[Dict[str, float]], float, float,
-                                                      Optional[Sequence[Tuple[float, float]]]]]) -> Optional[float]:
+                                                      Optional[Sequence[Tuple[float, float]]]]],
+                              ramps: Sequence[Tuple[Sequence[Dict[str, float]], float, float,
+                                                    Optional[Sequence[Tuple[float, float]]]]] = ()) -> Optional[float]:
     """The GPU's duty time constant: the tau of a log grid from 5 ms to 2 s with the least squared error over
     every given rest curve (points, isolated, sustained, shape), one machine kind. One call's curve is noisy
     (two steps per rest; runs 12-14's calls alone put it anywhere from 5 to 90 ms), so convert takes it over all
     the calls it scores. None without a curve of 3 points or more."""
     usable = [(p, i, s, sh) for p, i, s, sh in curves if s > i > 0 and len(p or []) >= 3]
-    if not usable:
+    usable_ramps = [(p, i, s, sh) for p, i, s, sh in ramps if s > i > 0 and len(p or []) >= 3]
+    if not usable and not usable_ramps:
         return None
     best = None
     for k in range(121):
         tau = 0.005 * (400.0 ** (k / 120.0))
-        err = sum(rest_curve_error(p, i, s, sh, tau) for p, i, s, sh in usable)
+        err = (sum(rest_curve_error(p, i, s, sh, tau) for p, i, s, sh in usable)
+               + sum(burst_ramp_error(p, i, s, sh, tau) for p, i, s, sh in usable_ramps))
         if best is None or err < best[0] - 1e-12:
             best = (err, tau)
     return best[1]

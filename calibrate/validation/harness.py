@@ -935,6 +935,40 @@ class Harness:
                 "method": "sustained back-to-back steps for about 0.3 s, sync, host sleep (GPU idle), then one step "
                           "queued behind a spin kernel (as the isolated time); rest_s includes the spin"}
 
+    def gpu_burst_ramp(self, model, gb, key, host_s, n_steps=8, bursts=3):
+        """Each step's GPU time in a burst of n_steps back-to-back steps after 0.3 s of rest (median per position
+        over `bursts` bursts), the launches queued behind a short spin kernel so that the GPU never waits for the
+        host. Run 14 found the loop inside input-bound cases climbing from near the isolated time to near the
+        sustained one within three steps after every wait (mm:25: 26.1, 26.8, 28.3, 28.9, 29.2 ms by position,
+        validation.md run 14, finding 11): convert fits the GPU's duty time constant to this, with the rest curve.
+        Once per step model whose host fits in half a step (since run 15; about 1-3 s); never costs the step
+        component (errors recorded)."""
+        dev = self.dev
+        t0 = time.perf_counter()
+        try:
+            per_position = [[] for _ in range(n_steps)]
+            hold_s = max(3 * host_s, 0.005)          # covers the first launches; the host then stays ahead
+            for _ in range(bursts):
+                dev.sync()
+                time.sleep(0.3)                          # the GPU rests
+                held = dev.hold_stream(hold_s)
+                evs = [dev.event() for _ in range(n_steps + 1)]
+                evs[0].record()
+                for j in range(n_steps):
+                    model(gb)
+                    evs[j + 1].record()
+                dev.sync()
+                for j in range(n_steps):
+                    per_position[j].append(evs[j].elapsed_time(evs[j + 1]) / 1e3)
+            points = [{"position": j, "gpu_s": float(np.median(v))} for j, v in enumerate(per_position)]
+        except Exception as e:                           # never costs the step component
+            return {"step": key, "error": f"{e.__class__.__name__}: {e}"}
+        log(f"component gpu_burst_ramp[{key}]: " + ", ".join(f"{q['gpu_s'] * 1e3:.2f}" for q in points)
+            + f" ms by position after 0.3 s rest ({time.perf_counter() - t0:.1f}s)")
+        return {"step": key, "points": points, "held_stream": bool(held),
+                "method": f"{bursts} bursts of {n_steps} back-to-back steps, each after 0.3 s of rest, the launches "
+                          "queued behind a spin kernel; CUDA events between steps; median per position"}
+
     def gpu_duty_curve(self, model, gb, key, iso_s):
         """The step's GPU time at steady duties 0.25, 0.5 and 0.75: steps launched periodically, the host
         sleeping between them (the GPU idle), for about 1.2 s per duty, the last half timed by events; the
@@ -1081,6 +1115,7 @@ class Harness:
             # gpu_duty_curve stays the call's first, as convert read it until then
             curve = self.gpu_duty_curve(model, gb, key, g["mean"])
             self.doc["components"].setdefault("gpu_duty_curves", {})[key] = curve
+            self.doc["components"].setdefault("gpu_burst_ramps", {})[key] = self.gpu_burst_ramp(model, gb, key, h["mean"])
             self.doc["components"].setdefault("gpu_duty_curve", curve)
         gpu_bound = h["mean"] < 0.8 * sus["mean"]
         c[key] = {"gpu_s": g, "host_s": h, "synthetic_loop_step_s": loop_s,

@@ -435,6 +435,17 @@ class ScenarioTest(unittest.TestCase):
                                               "sustained_is_gpu_time": True}}}
         self.assertAlmostEqual(convert.calls_duty_time_constant([(comps, None)]), tau, delta=0.06 * tau)
         self.assertIsNone(convert.calls_duty_time_constant([({}, None)]))
+        # a burst ramp made with tau = 40 ms and a line shape: before position k the GPU was busy for the steps
+        # ahead, share 1 - e^(-busy / tau); given back alone
+        tau, busy, ramp = 0.040, 0.0, []
+        for k in range(8):
+            t = iso + (1.0 - math.exp(-busy / tau)) * (sus - iso)
+            ramp.append({"position": k, "gpu_s": t})
+            busy += t
+        self.assertAlmostEqual(convert.rest_curves_time_constant([], [(ramp, iso, sus, None)]), tau, delta=0.06 * tau)
+        comps["gpu_burst_ramps"] = {"mm:25/image/b64": {"step": "mm:25/image/b64", "points": ramp}}
+        del comps["gpu_rest_curve"]
+        self.assertAlmostEqual(convert.calls_duty_time_constant([(comps, None)]), tau, delta=0.06 * tau)
 
     def test_main_side_drift_from_the_probes_around_the_case(self):
         # the pin-thread check's figures (2026-11-30): transport alone 14.44 ms of pin-thread CPU per batch;
