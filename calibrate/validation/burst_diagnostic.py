@@ -68,10 +68,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         duty_tau = convert.dirs_duty_time_constant(a.results_dirs)   # as the table: over every call given
-        for d in a.results_dirs:
-            doc = json.load(open(os.path.join(d, "cases.json")))
-            profile = json.load(open(os.path.join(d, "profile.json")))
-            cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
+        for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
             for c in doc.get("cases") or []:
                 k = c.get("knobs") or {}
                 tl = (c.get("measured") or {}).get("timeline")

@@ -13,7 +13,6 @@ throughput's miss then follows from which component bounds the case. Usage:
 Each RESULTS_DIR holds cases.json and profile.json from one device call (harness since run 11).
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -91,12 +90,9 @@ def main() -> int:
     a = ap.parse_args()
     opts = convert.TABLE_OPTIONS
     table: Dict[str, Dict[str, List[float]]] = {}
-    for d in a.results_dirs:
-        doc = json.load(open(os.path.join(d, "cases.json")))
-        profile = json.load(open(os.path.join(d, "profile.json")))
+    for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
         machine = doc.get("machine") or {}
         cores = float(machine.get("cpu_cores") or machine.get("cpu_count") or 1)
-        cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
         call = os.path.basename(os.path.normpath(d))
         errs: Dict[str, List[float]] = defaultdict(list)
         for c in doc.get("cases") or []:

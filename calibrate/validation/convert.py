@@ -246,6 +246,17 @@ def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str,
     return rc["points"], iso, sus, duty_excess(call_components, rc["step"]) or profile_duty_excess(profile)
 
 
+def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any], List[Dict[str, float]]]]:
+    """(folder, cases.json, profile.json, the profile's cpu curve) of each device call's result folder, for the
+    diagnostics that rebuild its cases as convert does."""
+    out = []
+    for d in results_dirs:
+        doc = json.load(open(os.path.join(d, "cases.json")))
+        profile = json.load(open(os.path.join(d, "profile.json")))
+        out.append((d, doc, profile, (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []))
+    return out
+
+
 def dirs_duty_time_constant(results_dirs: Sequence[str]) -> Optional[float]:
     """calls_duty_time_constant over result folders (cases.json and profile.json each), as the table takes it."""
     calls = []
