@@ -38,6 +38,44 @@ double gpu_busy_share_after(double share, double dt_s, bool busy, double time_co
   return busy ? 1.0 - (1.0 - share) * keep : share * keep;
 }
 
+double share_at_step_start(double duty, double step_s, double time_constant_s) {
+  if (duty >= 1.0) return 1.0;
+  if (duty <= 0.0 || step_s <= 0.0 || time_constant_s <= 0.0) return 0.0;
+  const double a = std::exp(-step_s / time_constant_s);
+  const double b = std::exp(-step_s * (1.0 - duty) / duty / time_constant_s);
+  return b * (1.0 - a) / (1.0 - a * b);
+}
+
+std::vector<RelativeDutyPoint> shape_at_step_start(const std::vector<RelativeDutyPoint>& shape, double iso_s,
+                                                   double time_constant_s) {
+  std::vector<RelativeDutyPoint> out;
+  for (const auto& q : shape) out.push_back({share_at_step_start(q.duty, iso_s * q.relative_time, time_constant_s), q.relative_time});
+  std::sort(out.begin(), out.end(), [](const RelativeDutyPoint& a, const RelativeDutyPoint& b) { return a.duty < b.duty; });
+  return out;
+}
+
+double fit_gpu_duty_time_constant(const std::vector<RelativeDutyPoint>& shape, const std::vector<double>& ramp_relative,
+                                  double iso_s) {
+  if (shape.size() < 2 || ramp_relative.size() < 3 || iso_s <= 0.0) return 0.0;
+  double best_tau = 0.0, best_err = 0.0;
+  for (int k = 0; k <= 120; ++k) {
+    const double tau = 0.005 * std::pow(400.0, k / 120.0);
+    const auto at_start = shape_at_step_start(shape, iso_s, tau);
+    double err = 0.0, busy_s = 0.0;
+    for (const double rel : ramp_relative) {
+      const double share = 1.0 - std::exp(-busy_s / tau);
+      const double predicted = piecewise_linear(at_start, share, &RelativeDutyPoint::duty, &RelativeDutyPoint::relative_time, 1.0);
+      err += (predicted - rel) * (predicted - rel);
+      busy_s += iso_s * rel;
+    }
+    if (k == 0 || err < best_err - 1e-15) {
+      best_err = err;
+      best_tau = tau;
+    }
+  }
+  return best_tau;
+}
+
 double peak_relative_speed(const std::vector<SpeedPoint>& curve) {
   double peak = 1.0;
   for (const auto& point : curve) peak = std::max(peak, point.relative_speed);

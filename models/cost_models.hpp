@@ -50,6 +50,24 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 constexpr double kGpuDutyTimeConstantS = 1.0;
 double gpu_busy_share_after(double share, double dt_s, bool busy, double time_constant_s = kGpuDutyTimeConstantS);
 
+// The busy share (the average above, with this time constant) each step of a steady periodic loop starts
+// with: busy step_s, idle step_s (1 - duty) / duty; with a = exp(-step/tau), b = exp(-idle/tau),
+// b (1 - a) / (1 - a b). The duty itself as tau grows; 0 and 1 at the ends. A curve measured at steady
+// duties is read at these shares when the constant is short (validation run 14, finding 11).
+double share_at_step_start(double duty, double step_s, double time_constant_s);
+
+// calibrate's steady-duty shape (relative to a rested step) re-read at the share a step starts with under
+// time_constant_s, a step of iso_s rested: each point's duty moves to share_at_step_start of it.
+std::vector<RelativeDutyPoint> shape_at_step_start(const std::vector<RelativeDutyPoint>& shape, double iso_s,
+                                                   double time_constant_s);
+
+// The GPU's duty time constant that makes a burst of back-to-back steps after a rest climb as measured:
+// before the step at position k the GPU was busy for the steps ahead of it (iso_s x their relative times),
+// share 1 - exp(-busy/tau), and its relative time is the shape (re-read under tau) there. The tau of a log
+// grid from 5 ms to 2 s with the least squared error; 0 without a shape of two points or a ramp of three.
+double fit_gpu_duty_time_constant(const std::vector<RelativeDutyPoint>& shape, const std::vector<double>& ramp_relative,
+                                  double iso_s);
+
 // The curve's highest per-core speed, at least 1: the fastest one thread may run (a simulated
 // host's per-core speed, which bounds each of its actions).
 double peak_relative_speed(const std::vector<SpeedPoint>& curve);

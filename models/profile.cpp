@@ -207,6 +207,11 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     }
     std::sort(p.compute.step_vs_gpu_duty.begin(), p.compute.step_vs_gpu_duty.end(),
               [](const RelativeDutyPoint& a, const RelativeDutyPoint& b) { return a.duty < b.duty; });
+    if (r.has("gpu_duty_time_constant_s"))
+      p.compute.gpu_duty_time_constant_s = r.number("gpu_duty_time_constant_s", 1.0, Range::between(0.001, 3600));
+    else
+      r.raw("gpu_duty_time_constant_s");
+    check_points(r, "step_burst_after_rest", {"position", "relative_time"});  // calibrate's record of the ramp
     r.finish();
   }
   if (!missing("nccl")) {

@@ -93,6 +93,9 @@ struct ComputeProfile {
   // calibrate's GEMM "steps" at duties 0 (isolated) .. 1 (back to back); sorted by duty; empty when
   // not measured. A scenario without its own training.step_s_vs_gpu_duty takes this shape.
   std::vector<RelativeDutyPoint> step_vs_gpu_duty;
+  // The time constant of the GPU's busy share, fitted by calibrate to its burst ramp (GEMM steps back to back
+  // after a rest) with the shape above (fit_gpu_duty_time_constant); absent: the simulator's 1 s.
+  std::optional<double> gpu_duty_time_constant_s;
 };
 
 struct CollectiveModel {

@@ -53,7 +53,11 @@ std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfi
   // the shape's value at duty 1 (flat beyond its last point), the synthetic-data loop's duty
   double at_one = shape.back().relative_time;
   if (at_one <= 0.0) return out;
-  for (const auto& q : shape) out.push_back({q.duty, step_s * q.relative_time / at_one});
+  // with calibrate's time constant the steady duties are re-read at the share a step starts with
+  const auto read = compute.gpu_duty_time_constant_s
+                        ? shape_at_step_start(shape, step_s / at_one, *compute.gpu_duty_time_constant_s)
+                        : shape;
+  for (const auto& q : read) out.push_back({q.duty, step_s * q.relative_time / at_one});
   return out;
 }
 
@@ -249,8 +253,12 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     std::sort(s.training.step_s_vs_gpu_duty.begin(), s.training.step_s_vs_gpu_duty.end(),
               [](const DutyPoint& a, const DutyPoint& b) { return a.duty < b.duty; });
     if (!duty_given) s.training.step_s_vs_gpu_duty = duty_curve_from_profile(s.training.step_s(), profile.compute);
+    // a curve from the profile comes with calibrate's time constant where it measured one
+    const double tau_default = !duty_given && !s.training.step_s_vs_gpu_duty.empty() && profile.compute.gpu_duty_time_constant_s
+                                   ? *profile.compute.gpu_duty_time_constant_s
+                                   : kGpuDutyTimeConstantS;
     s.training.gpu_duty_time_constant_s =
-        r.number("gpu_duty_time_constant_s", kGpuDutyTimeConstantS, Range::between(0.001, 3600));
+        r.number("gpu_duty_time_constant_s", tau_default, Range::between(0.001, 3600));
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));

@@ -44,6 +44,47 @@ TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.0064);
 }
 
+// A steady loop of 25 ms steps at duty 0.5 (25 ms idle), tau 25 ms: a = b = e^-1, share b (1 - a) / (1 - a b).
+TEST(GpuDuty, TheShareAPeriodicStepStartsWith) {
+  const double e1 = std::exp(-1.0);
+  EXPECT_NEAR(share_at_step_start(0.5, 0.025, 0.025), e1 * (1 - e1) / (1 - e1 * e1), 1e-12);
+  EXPECT_NEAR(share_at_step_start(0.5, 0.025, 1e6), 0.5, 1e-4);  // a long constant: the duty
+  EXPECT_EQ(share_at_step_start(1.0, 0.025, 0.025), 1.0);
+  EXPECT_EQ(share_at_step_start(0.0, 0.025, 0.025), 0.0);
+}
+
+// A ramp made with tau = 40 ms on a line shape (1.0 rested, 1.2 back to back), 25 ms rested steps: before
+// position k the GPU was busy 25 ms x the relative times ahead, share 1 - e^(-busy/tau). The fit gives tau back
+// within its grid's 5% step.
+TEST(GpuDuty, TheTimeConstantFromABurstRamp) {
+  const std::vector<RelativeDutyPoint> line = {{0.0, 1.0}, {1.0, 1.2}};
+  std::vector<double> ramp;
+  double busy = 0.0;
+  for (int k = 0; k < 8; ++k) {
+    ramp.push_back(1.0 + 0.2 * (1.0 - std::exp(-busy / 0.040)));
+    busy += 0.025 * ramp.back();
+  }
+  EXPECT_NEAR(fit_gpu_duty_time_constant(line, ramp, 0.025), 0.040, 0.040 * 0.06);
+  EXPECT_EQ(fit_gpu_duty_time_constant(line, {1.0, 1.1}, 0.025), 0.0);  // too short a ramp
+}
+
+// A profile with calibrate's constant: a scenario without its own curve takes the profile's shape re-read at a
+// step's start under it, and the constant. 30 ms back to back, 1.2 x rested: rested 25 ms.
+TEST(GpuDuty, AProfilesConstantComesWithItsShape) {
+  Profile p;
+  p.compute.step_vs_gpu_duty = {{0.0, 1.0}, {0.5, 1.05}, {1.0, 1.2}};
+  p.compute.gpu_duty_time_constant_s = 0.030;
+  const json j = {{"training", {{"step_s", 0.030}}}};
+  const Scenario s = parse_scenario(j, "x", p);
+  EXPECT_DOUBLE_EQ(s.training.gpu_duty_time_constant_s, 0.030);
+  ASSERT_EQ(s.training.step_s_vs_gpu_duty.size(), 3u);
+  EXPECT_NEAR(s.training.step_s_vs_gpu_duty[1].duty, share_at_step_start(0.5, 0.025 * 1.05, 0.030), 1e-12);
+  EXPECT_NEAR(s.training.step_s_vs_gpu_duty[1].step_s, 0.025 * 1.05, 1e-12);
+  // its own curve: the simulator's default constant
+  const json own = {{"training", {{"step_s", 0.030}, {"step_s_vs_gpu_duty", json::array({{{"duty", 0.0}, {"step_s", 0.025}}})}}}};
+  EXPECT_DOUBLE_EQ(parse_scenario(own, "x", p).training.gpu_duty_time_constant_s, kGpuDutyTimeConstantS);
+}
+
 TEST(CpuModel, SpeedCurveInterpolatesAndOversubscriptionCosts) {
   CpuProfile cpu{16, {{1, 1.0}, {8, 0.9}, {16, 0.7}}, 0.1};
   EXPECT_DOUBLE_EQ(relative_core_speed(cpu.speed_vs_busy_cores, 12), 0.8);

@@ -18,6 +18,7 @@
 #include "calibrate/gpu.hpp"
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
+#include "models/cost_models.hpp"
 
 namespace pipeplan::calibrate {
 
@@ -178,9 +179,10 @@ SectionOutcome run_compute(const RunContext& ctx) {
   // step / duty seconds, the host sleeping between (the GPU idle); the last half of each duty's window
   // is timed by events; duty 0 is one step after 0.3 s of rest. Relative to that isolated step.
   // Never costs the section: a failure leaves a note.
+  const double gemm_s = flop_per_gemm / flops_alone;
+  const int per_step = std::max(1, static_cast<int>(std::lround(0.025 / gemm_s)));
+  double duty_iso_s = 0.0;  // the rested step, set by duty_curve
   auto duty_curve = [&]() -> Outcome<nlohmann::json> {
-    const double gemm_s = flop_per_gemm / flops_alone;
-    const int per_step = std::max(1, static_cast<int>(std::lround(0.025 / gemm_s)));
     auto step_s = [&]() -> Outcome<double> {
       PP_CUDA_TRY(cudaEventRecord(e0.value().get(), gs));
       for (int i = 0; i < per_step; ++i)
@@ -196,6 +198,7 @@ SectionOutcome run_compute(const RunContext& ctx) {
       rested.push_back(t.value());
     }
     const double iso_s = median(rested);
+    duty_iso_s = iso_s;
     nlohmann::json points = nlohmann::json::array({{{"duty", 0.0}, {"relative_time", 1.0}}});
     const double window_s = ctx.by_scale(0.3, 1.0, 1.5);
     for (const double target : {0.25, 0.5, 0.75, 1.0}) {
@@ -224,9 +227,62 @@ SectionOutcome run_compute(const RunContext& ctx) {
     }
     return points;
   };
+  // The burst ramp (compute.step_burst_after_rest): inside input-bound loops the H200 ran the first step after a
+  // wait near its rested time and the third near its back-to-back time (validation run 14, finding 11). Three
+  // bursts of 8 GEMM steps back to back, each after 0.3 s of rest, CUDA events between the steps; median per
+  // position, relative to the rested step. With the duty curve it gives the GPU's duty time constant
+  // (compute.gpu_duty_time_constant_s, fit_gpu_duty_time_constant). Never costs the section.
+  auto burst_ramp = [&]() -> Outcome<std::vector<double>> {
+    constexpr int kSteps = 8;
+    std::vector<Event> ev;
+    for (int j = 0; j <= kSteps; ++j) {
+      auto e = Event::create();
+      if (!e.ok()) return e.problem();
+      ev.push_back(std::move(e.value()));
+    }
+    std::vector<std::vector<double>> by_position(kSteps);
+    for (int burst = 0; burst < 3; ++burst) {
+      if (ctx.interrupted()) return Problem::interrupted();
+      PP_CUDA_TRY(cudaStreamSynchronize(gs));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      PP_CUDA_TRY(cudaEventRecord(ev[0].get(), gs));
+      for (int j = 0; j < kSteps; ++j) {
+        for (int i = 0; i < per_step; ++i)
+          if (gemm() != CUBLAS_STATUS_SUCCESS) return Problem::failed("cublasGemmEx failed in the burst run");
+        PP_CUDA_TRY(cudaEventRecord(ev[j + 1].get(), gs));
+      }
+      for (int j = 0; j < kSteps; ++j) {
+        auto t = elapsed_s(ev[j], ev[j + 1]);
+        if (!t.ok()) return t.problem();
+        by_position[j].push_back(t.value());
+      }
+    }
+    std::vector<double> relative;
+    for (auto& v : by_position) relative.push_back(median(v) / duty_iso_s);
+    return relative;
+  };
   auto duty = duty_curve();
   if (duty.ok()) {
     report.profile_keys["compute"]["step_vs_gpu_duty"] = duty.value();
+    auto ramp = burst_ramp();
+    if (ramp.ok()) {
+      nlohmann::json pts = nlohmann::json::array();
+      std::vector<RelativeDutyPoint> shape;
+      for (const auto& q : duty.value()) shape.push_back({q["duty"].get<double>(), q["relative_time"].get<double>()});
+      std::string line;
+      for (std::size_t k = 0; k < ramp.value().size(); ++k) {
+        pts.push_back({{"position", static_cast<int>(k)}, {"relative_time", ramp.value()[k]}});
+        line += strf("%s%.3f", k ? " " : "", ramp.value()[k]);
+      }
+      report.profile_keys["compute"]["step_burst_after_rest"] = pts;
+      const double tau = fit_gpu_duty_time_constant(shape, ramp.value(), duty_iso_s);
+      if (tau > 0.0) report.profile_keys["compute"]["gpu_duty_time_constant_s"] = tau;
+      ctx.log(strf("compute: %d-GEMM steps back to back after 0.3 s rest, relative to rested: %s -> duty time "
+                   "constant %.1f ms", per_step, line.c_str(), tau * 1e3));
+    } else {
+      if (ramp.problem().kind == Problem::Kind::interrupted) return ramp.problem();
+      report.notes.push_back("compute: step_burst_after_rest not measured: " + ramp.problem().reason);
+    }
   } else {
     if (duty.problem().kind == Problem::Kind::interrupted) return duty.problem();
     report.notes.push_back("compute: step_vs_gpu_duty not measured: " + duty.problem().reason);
