@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Regenerates the generated section of docs/validation.md from the calls listed in table_calls.txt
+# (convert.py with each call's cases and its own profile, --transport measured, 8 seeds a case), writing the
+# pooled report and its scenarios to calibrate/validation/results/table-report/. About 7 minutes for 180 cases
+# on 2 cores.
+#
+#   bash calibrate/validation/table.sh [extra convert.py options]      # e.g. --gpu-duty off (then keep --md away)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+R=calibrate/validation/results
+args=()
+n=0
+while read -r call; do
+  case "$call" in ''|'#'*) continue ;; esac
+  [ -f "$R/$call/cases.json" ] && [ -f "$R/$call/profile.json" ] || { echo "table.sh: $R/$call lacks cases.json or profile.json" >&2; exit 2; }
+  args+=(--cases "$R/$call/cases.json" --profile "$R/$call/profile.json")
+  n=$((n + 1))
+done < calibrate/validation/table_calls.txt
+[ "$n" -gt 0 ] || { echo "table.sh: no call listed in calibrate/validation/table_calls.txt" >&2; exit 2; }
+if [ "$#" -gt 0 ]; then
+  # a variant: scored beside, the page untouched
+  exec python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
+    --out-dir "/tmp/pipeplan-table-variant" "$@"
+fi
+exec python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
+  --out-dir "$R/table-report" --md docs/validation.md
