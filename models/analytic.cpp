@@ -102,10 +102,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                    gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});
   }
   if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, s.loop_host_s() / share)});
-  const double copy_s = s.loader.pin_memory          ? copy_time_s(p.copy.h2d_pinned, bytes)
-                        : s.loader.num_workers > 0 ? unpinned_worker_batch_copy_s(p, bytes)
-                                                   : copy_time_s(p.copy.h2d_pageable, bytes);
-  out.push_back({"h2d_copy", gpus * per_batch(batch, copy_s)});
+  out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
+                                                                        s.loader.num_workers > 0))});
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;

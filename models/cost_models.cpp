@@ -16,6 +16,11 @@ double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
                      bytes);
 }
 
+double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {
+  if (pinned) return copy_time_s(p.copy.h2d_pinned, bytes);
+  return from_workers ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);
+}
+
 double copy_time_s(const CopyCurve& curve, double bytes) {
   if (bytes <= 0.0) return 0.0;
   const auto& p = curve.points;

@@ -22,6 +22,10 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 
+// The H2D copy of one batch of `bytes`: from pinned memory; unpinned, from a worker's fresh mapping
+// (unpinned_worker_batch_copy_s) or, loaded inline (num_workers=0), from the main process's resident memory.
+double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers);
+
 // y at x on points sorted by x (members X and Y of P): linear between points, flat beyond the ends;
 // `fallback` without points. The one lookup behind every measured curve (core speed, GPU duty).
 template <class P>
@@ -43,10 +47,11 @@ double piecewise_linear(const std::vector<P>& points, double x, double P::*X, do
 // of the measured curve, flat beyond its ends.
 double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 
-// The GPU's recent busy share, an exponentially weighted average over kGpuDutyTimeConstantS, after
-// dt_s more of busy (kernels running) or idle time: what sets a step's time on a curve
-// training.step_s_vs_gpu_duty. Any constant well above a step (5-300 ms) gives a periodic loop the
-// same share; it sets only how fast the share follows a change (a stall, an epoch boundary).
+// The GPU's recent busy share, an exponentially weighted average with time constant time_constant_s
+// (training.gpu_duty_time_constant_s; kGpuDutyTimeConstantS by default), after dt_s more of busy
+// (kernels running) or idle time: what sets a step's time on a curve training.step_s_vs_gpu_duty. A
+// constant well above a step gives a periodic loop its long-run duty and sets only how fast the share
+// follows a change; a short one (the H200's tens of ms) lets it climb within a burst of steps.
 constexpr double kGpuDutyTimeConstantS = 1.0;
 double gpu_busy_share_after(double share, double dt_s, bool busy, double time_constant_s = kGpuDutyTimeConstantS);
 

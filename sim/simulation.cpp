@@ -198,10 +198,7 @@ double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
 }
 
 double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
-  const double bytes = batch_bytes(s, samples);
-  if (s.loader.pin_memory) return copy_time_s(p.copy.h2d_pinned, bytes);
-  // a worker's batch is copied from its fresh mapping; an inline (num_workers=0) one from resident memory
-  return s.loader.num_workers > 0 ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);
+  return h2d_batch_copy_s(p, batch_bytes(s, samples), s.loader.pin_memory, s.loader.num_workers > 0);
 }
 
 // CPU work on the actor's host; returns the simulated seconds it took.

@@ -393,7 +393,10 @@ SectionOutcome run_copy(const RunContext& ctx) {
       fresh_skipped = fresh.problem().reason;
       break;
     }
-    auto resident = bench.pageable_copy_s(Dir::h2d, bytes);
+    // the resident rate at this size: the sweep's where it ran this size (full scale), else measured now
+    const auto swept = std::find(sizes.begin(), sizes.end(), static_cast<double>(bytes));
+    auto resident = swept != sizes.end() ? Outcome<double>(times[1][static_cast<std::size_t>(swept - sizes.begin())])
+                                         : bench.pageable_copy_s(Dir::h2d, bytes);
     if (!resident.ok()) return resident.problem();
     fresh_sizes.push_back(static_cast<double>(bytes));
     fresh_times.push_back(fresh.value());

@@ -55,8 +55,9 @@ def main() -> int:
     a = ap.parse_args()
     opts = convert.TABLE_OPTIONS
     jobs = []
-    duty_tau = convert.dirs_duty_time_constant(a.results_dirs)   # as the table: over every call given
-    for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
+    calls = convert.load_calls(a.results_dirs)
+    duty_tau = convert.loaded_duty_time_constant(calls)   # as the table: over every call given
+    for d, doc, profile, cpu_curve in calls:
         for c in doc.get("cases") or []:
             if c.get("status") == "ok" and bracketed(c):
                 duty_shape = convert.case_duty_shape(doc.get("components") or {}, profile, c)

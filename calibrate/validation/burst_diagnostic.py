@@ -67,8 +67,9 @@ def main() -> int:
     opts = convert.TABLE_OPTIONS
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        duty_tau = convert.dirs_duty_time_constant(a.results_dirs)   # as the table: over every call given
-        for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
+        calls = convert.load_calls(a.results_dirs)
+        duty_tau = convert.loaded_duty_time_constant(calls)   # as the table: over every call given
+        for d, doc, profile, cpu_curve in calls:
             for c in doc.get("cases") or []:
                 k = c.get("knobs") or {}
                 tl = (c.get("measured") or {}).get("timeline")

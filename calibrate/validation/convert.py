@@ -234,16 +234,23 @@ def profile_duty_excess(profile: Optional[Dict[str, Any]]) -> Optional[List[Tupl
     return excess_between(pts[1:-1], pts[0][1], pts[-1][1])  # its last point is the back-to-back end
 
 
+def _step_curve(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]], key: str, curve: Dict[str, Any]
+                ) -> Optional[Tuple[List[Dict[str, float]], float, float, Optional[List[Tuple[float, float]]]]]:
+    """A harness curve of step model `key` (a rest curve or a burst ramp) with that step's isolated and sustained
+    times and its duty shape, as rest_curves_time_constant takes it; None when the curve failed or is empty, or
+    the step's sustained interval is not GPU time."""
+    step = ((call_components or {}).get("step") or {}).get(key) or {}
+    iso, sus = _iso_sus(step)
+    if curve.get("error") or not curve.get("points") or not step.get("sustained_is_gpu_time"):
+        return None
+    return curve["points"], iso, sus, duty_excess(call_components, key) or profile_duty_excess(profile)
+
+
 def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]]
                     ) -> Optional[Tuple[List[Dict[str, float]], float, float, Optional[List[Tuple[float, float]]]]]:
-    """A call's gpu_rest_curve (harness since run 11, on its first step model) with that step model's isolated and
-    sustained times and duty shape, as rest_curves_time_constant takes it; None without one."""
+    """A call's gpu_rest_curve (harness since run 11, on its first step model), as _step_curve; None without one."""
     rc = (call_components or {}).get("gpu_rest_curve") or {}
-    step = ((call_components or {}).get("step") or {}).get(rc.get("step") or "") or {}
-    iso, sus = _iso_sus(step)
-    if rc.get("error") or not rc.get("points") or not step.get("sustained_is_gpu_time"):
-        return None
-    return rc["points"], iso, sus, duty_excess(call_components, rc["step"]) or profile_duty_excess(profile)
+    return _step_curve(call_components, profile, rc.get("step") or "", rc)
 
 
 def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any], List[Dict[str, float]]]]:
@@ -257,28 +264,17 @@ def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], D
     return out
 
 
-def dirs_duty_time_constant(results_dirs: Sequence[str]) -> Optional[float]:
-    """calls_duty_time_constant over result folders (cases.json and profile.json each), as the table takes it."""
-    calls = []
-    for d in results_dirs:
-        prof = os.path.join(d, "profile.json")
-        calls.append(((json.load(open(os.path.join(d, "cases.json"))).get("components") or {}),
-                      json.load(open(prof)) if os.path.exists(prof) else None))
-    return calls_duty_time_constant(calls)
+def loaded_duty_time_constant(calls: Sequence[Tuple[str, Dict[str, Any], Dict[str, Any], Any]]) -> Optional[float]:
+    """calls_duty_time_constant over load_calls' calls, as the table takes it (over every call given)."""
+    return calls_duty_time_constant([(doc.get("components") or {}, profile) for _, doc, profile, _ in calls])
 
 
 def call_burst_ramps(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]]
                      ) -> List[Tuple[List[Dict[str, float]], float, float, Optional[List[Tuple[float, float]]]]]:
     """A call's gpu_burst_ramps (harness since run 15, one per step model) with each step model's isolated and
     sustained times and duty shape, as rest_curves_time_constant takes them."""
-    out = []
-    for key, ramp in ((call_components or {}).get("gpu_burst_ramps") or {}).items():
-        step = ((call_components or {}).get("step") or {}).get(key) or {}
-        iso, sus = _iso_sus(step)
-        if ramp.get("error") or not ramp.get("points") or not step.get("sustained_is_gpu_time"):
-            continue
-        out.append((ramp["points"], iso, sus, duty_excess(call_components, key) or profile_duty_excess(profile)))
-    return out
+    ramps = ((call_components or {}).get("gpu_burst_ramps") or {}).items()
+    return [c for c in (_step_curve(call_components, profile, key, ramp) for key, ramp in ramps) if c]
 
 
 def calls_duty_time_constant(calls: Sequence[Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]) -> Optional[float]:
@@ -1579,8 +1575,9 @@ def main(argv=None) -> int:
         print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
         return 2
     # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored
-    duty_tau = (calls_duty_time_constant([(r["doc"].get("components") or {},
-                                           json.load(open(r["profile"])) if r["profile"] else None) for r in runs])
+    for r in runs:
+        r["profile_doc"] = json.load(open(r["profile"])) if r["profile"] else None
+    duty_tau = (calls_duty_time_constant([(r["doc"].get("components") or {}, r["profile_doc"]) for r in runs])
                 if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else None)
     if duty_tau:
         print(f"convert: GPU duty time constant {duty_tau * 1e3:.1f} ms (gpu_rest_curve of the calls scored)",
@@ -1590,7 +1587,7 @@ def main(argv=None) -> int:
     sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
     for run in runs:
         machine = run["doc"].get("machine") or {}
-        run_profile = json.load(open(run["profile"])) if run["profile"] else None
+        run_profile = run["profile_doc"]
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
         call_components = run["doc"].get("components") or {}
         duty_shapes: Dict[str, Any] = {}     # per step model, once per call
