@@ -53,7 +53,8 @@ MIN_SIM_STEPS = 200
 # the options of the generated table's command (--transport measured, the rest convert's defaults), for the
 # diagnostics that predict a case as the table does (bracket_diagnostic, burst_diagnostic)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
-                                   transport="measured", wander="probe", gpu_duty_time_constant="rest-curve")
+                                   transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
+                                   transport_clock="cpu")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -520,6 +521,20 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None}
 
 
+def transport_on_cpu_clock(transport: Dict[str, Any]) -> Dict[str, Any]:
+    """The transport component with its loops' CPU time per batch in place of their wall time, where the
+    harness took it (since run 11): the receive loop's main-thread CPU, the pin loop's pin-thread CPU. The
+    simulator's pin thread and receive are CPU work that it slows and queues itself; a loop's wall beyond
+    its CPU is time off the core (a wait for a batch, for the GIL or for the scheduler)."""
+    out = dict(transport)
+    for wall_key, cpu_key in (("receive_s_per_batch", "receive_cpu_s_per_batch"),
+                              ("pin_s_per_batch", "pin_thread_cpu_s_per_batch")):
+        cpu = float(transport.get(cpu_key) or 0.0)
+        if cpu > 0:
+            out[wall_key] = cpu
+    return out
+
+
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
     """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
     return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
@@ -903,6 +918,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     case_profile = None
     if base_profile is not None and tr:
         bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
+        if getattr(a, "transport_clock", "cpu") == "cpu":
+            tr = transport_on_cpu_clock(tr)
         drift = main_side_drift(c)
         if drift is not None:
             # the main side's cost as the probes around the case found it (receive and pin alike)
@@ -1299,6 +1316,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append(f"- Profile: {meta.get('profile_note')}")
     if meta.get("wander_note"):
         L.append(f"- Workers' wander: {meta['wander_note']}")
+    if meta.get("transport_note"):
+        L.append(f"- Main side: {meta['transport_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
     if meta.get("gpu_duty_time_constant_s"):
@@ -1521,6 +1540,10 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
+    ap.add_argument("--transport-clock", choices=["wall", "cpu"], default="cpu",
+                    help="with --transport measured: the transport loops' wall time per batch, or their CPU time "
+                         "(the receive loop's main thread, the pin loop's pin thread; harness since run 11) "
+                         "(default %(default)s)")
     ap.add_argument("--wander", choices=["probe", "probe-cv", "profile"], default="probe",
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
@@ -1652,6 +1675,12 @@ def main(argv=None) -> int:
                           if simulate else "not run (--no-simulate): pipeplan columns are n/a"),
         "command": cmd, "components": first.get("components"),
         "runs": len(runs), "seeds": a.seeds,
+        "transport_note": (("the DataLoader transport loops measured alone in the same call, on the "
+                            + ("CPU clock (the pin thread's and the receiving thread's CPU per batch; "
+                               "`--transport-clock cpu`)" if a.transport_clock == "cpu" else
+                               "wall clock (`--transport-clock wall`)")
+                            + ", scaled by the probes around each case")
+                           if a.transport == "measured" else "the calibrated profile's IPC and pinning costs"),
         "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
         "gpu_duty_time_constant_s": duty_tau,
     }

@@ -341,6 +341,18 @@ class ScenarioTest(unittest.TestCase):
         # at most num_workers workers collate
         self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
 
+    def test_transport_on_cpu_clock_takes_the_loops_cpu_where_measured(self):
+        # run 15 call B1: the pin loop's wall 18.90 ms per batch against its pin thread's CPU 16.60 ms;
+        # the receive loop 6.08 ms wall, 5.48 ms CPU. The cases' pin threads spent 16.6-19.5 ms of CPU.
+        tr = {"receive_s_per_batch": 0.00608, "receive_cpu_s_per_batch": 0.00548,
+              "pin_s_per_batch": 0.01890, "pin_thread_cpu_s_per_batch": 0.01660, "num_workers": 12}
+        out = convert.transport_on_cpu_clock(tr)
+        self.assertEqual((out["receive_s_per_batch"], out["pin_s_per_batch"]), (0.00548, 0.01660))
+        self.assertEqual(tr["pin_s_per_batch"], 0.01890)                     # the component untouched
+        # runs before 11 (no CPU figure) or a zero figure: the wall stays
+        old = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010, "pin_thread_cpu_s_per_batch": 0.0}
+        self.assertEqual(convert.transport_on_cpu_clock(old), old)
+
     def test_load_scaling_with_the_cases_collate_gives_base_and_curve(self):
         w = make_case("w", "num_workers", 100, 0.3, 0.3, nw=8)
         w["components"]["in_worker"] = {"getitem_wall_s": 0.0037, "collate_wall_s": 0.027}
