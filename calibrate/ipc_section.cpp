@@ -4,6 +4,9 @@
 // by the pin thread's copy or the H2D copy). Here a forked writer plays the worker; the
 // receiver's clock runs from the message's arrival through recvmsg, mmap, a read of every
 // page, munmap and close. Fit: s = receive_s_per_batch + bytes * receive_s_per_byte.
+// The release (munmap + close) is also timed apart, after a read of every page and without one:
+// release_s_per_byte and release_untouched_s_per_byte. An unpinned batch's pages are touched by its
+// H2D copy (copy.h2d_pageable_fresh_mapping carries that touch) and released when the loop drops it.
 // Also the writer's side: filling a fresh shared-memory segment (what collate does in a
 // worker), fitted per byte: shm_write_s_per_byte.
 #include <poll.h>
@@ -57,8 +60,9 @@ constexpr std::size_t kPageBytes = 4096;
   _exit(0);
 }
 
-// Receives one batch; returns seconds, or a negative value on error.
-double receive_one(int sock, std::string& error) {
+// Receives one batch, reading every page when `touch`; returns seconds, or a negative value on error.
+// *release_s: the munmap and close at the end (the last reference to the segment's pages).
+double receive_one(int sock, bool touch, double* release_s, std::string& error) {
   pollfd pfd{sock, POLLIN, 0};
   if (poll(&pfd, 1, 60000) != 1) {
     error = "writer sent nothing for 60 s";
@@ -92,11 +96,14 @@ double receive_one(int sock, std::string& error) {
   }
   const auto* bytes_in = static_cast<const volatile unsigned char*>(p);
   unsigned sum = 0;
-  for (std::size_t off = 0; off < bytes; off += kPageBytes) sum += bytes_in[off];  // first touch
+  if (touch)
+    for (std::size_t off = 0; off < bytes; off += kPageBytes) sum += bytes_in[off];  // first touch
+  const double t_release = now_s();
   munmap(p, bytes);
   close(fd);
   const double t1 = now_s();
   asm volatile("" : : "r"(sum));
+  *release_s = t1 - t_release;
   return t1 - t0;
 }
 
@@ -130,9 +137,11 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   std::vector<std::size_t> sizes;
   for (std::size_t b = 64u << 10; b <= largest; b *= 4) sizes.push_back(b);
 
-  std::vector<std::size_t> plan;  // per size: one warm-up, then the trials
+  // per size: one warm-up, the trials read every page, then as many that do not
+  const int per_size = 1 + 2 * trials;
+  std::vector<std::size_t> plan;
   for (std::size_t b : sizes)
-    for (int t = 0; t < trials + 1; ++t) plan.push_back(b);
+    for (int t = 0; t < per_size; ++t) plan.push_back(b);
 
   int socks[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, socks) != 0)
@@ -150,21 +159,27 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   close(socks[1]);
   const int sock = socks[0];
 
-  std::vector<double> xs, ys;
+  std::vector<double> xs, ys, release_ys, release_untouched_ys;
   nlohmann::json points = nlohmann::json::array();
   std::string error;
   bool interrupted = false;
-  std::size_t k = 0;
   for (std::size_t b : sizes) {
-    std::vector<double> times;
-    for (int t = 0; t < trials + 1 && error.empty(); ++t, ++k) {
+    std::vector<double> times, releases, releases_untouched;
+    for (int t = 0; t < per_size && error.empty(); ++t) {
       if (ctx.interrupted()) {
         interrupted = true;
         break;
       }
-      const double s = receive_one(sock, error);
+      const bool touch = t <= trials;
+      double release_s = 0.0;
+      const double s = receive_one(sock, touch, &release_s, error);
       if (s < 0) break;
-      if (t > 0) times.push_back(s);
+      if (t > 0 && touch) {
+        times.push_back(s);
+        releases.push_back(release_s);
+      } else if (!touch) {
+        releases_untouched.push_back(release_s);
+      }
       const char ack = 1;
       send(sock, &ack, 1, MSG_NOSIGNAL);
     }
@@ -172,8 +187,13 @@ SectionOutcome run_ipc(const RunContext& ctx) {
     const double s = median(times);
     xs.push_back(static_cast<double>(b));
     ys.push_back(s);
-    points.push_back({{"bytes", b}, {"s", s}});
-    ctx.log(strf("ipc: %8zu KiB: %10.1f us (%.2f GB/s)", b >> 10, s * 1e6, static_cast<double>(b) / s / 1e9));
+    release_ys.push_back(median(releases));
+    release_untouched_ys.push_back(median(releases_untouched));
+    points.push_back({{"bytes", b}, {"s", s}, {"release_s", release_ys.back()},
+                      {"release_untouched_s", release_untouched_ys.back()}});
+    ctx.log(strf("ipc: %8zu KiB: %10.1f us (%.2f GB/s); release %.1f us after a read of every page, %.1f us without",
+                 b >> 10, s * 1e6, static_cast<double>(b) / s / 1e9, release_ys.back() * 1e6,
+                 release_untouched_ys.back() * 1e6));
   }
   close(sock);  // an interrupted writer sees EOF and exits
   int status = 0;
@@ -189,6 +209,24 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   report.profile_keys["ipc"] = {{"receive_s_per_batch", fit->intercept},
                                 {"receive_s_per_byte", fit->slope},
                                 {"points", points}};
+  // The release's per-byte part, touched and not (slopes only: its fixed part is inside the receive's).
+  const auto release_fit = fit_affine_relative(xs, release_ys);
+  const auto untouched_fit = fit_affine_relative(xs, release_untouched_ys);
+  if (release_fit) {
+    report.profile_keys["ipc"]["release_s_per_byte"] = release_fit->slope;
+    ctx.log(strf("ipc: release (munmap + close) after a read of every page %.3g s per byte (%.2f GB/s), %.0f%% of "
+                 "the receive's per-byte cost; rel_rmse %.3f",
+                 release_fit->slope, 1e-9 / release_fit->slope, 100.0 * release_fit->slope / fit->slope,
+                 release_fit->rel_rmse));
+  } else {
+    ctx.log("ipc: the release times do not fit s = a + b * bytes (non-positive per-byte cost); release_s_per_byte "
+            "left out");
+  }
+  if (untouched_fit) {
+    report.profile_keys["ipc"]["release_untouched_s_per_byte"] = untouched_fit->slope;
+    ctx.log(strf("ipc: release of pages never touched here %.3g s per byte (%.2f GB/s), rel_rmse %.3f",
+                 untouched_fit->slope, 1e-9 / untouched_fit->slope, untouched_fit->rel_rmse));
+  }
 
   // The writer's side, as collate does it in a worker: fresh shared memory, filled once.
   std::vector<char> source(largest, 1);

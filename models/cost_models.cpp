@@ -6,13 +6,17 @@
 
 namespace pipeplan {
 
+bool unpinned_copy_from_fresh_mapping(const Profile& p) {
+  return p.copy.h2d_pageable_fresh_mapping.has_value() && p.ipc.release_s_per_byte.has_value();
+}
+
 double unpinned_receive_s(const Profile& p, double bytes) {
-  const double touch_s = p.copy.h2d_pageable_fresh_mapping ? 0.0 : bytes * p.ipc.receive_s_per_byte;
-  return p.ipc.receive_s_per_batch + touch_s;
+  const double per_byte_s = unpinned_copy_from_fresh_mapping(p) ? *p.ipc.release_s_per_byte : p.ipc.receive_s_per_byte;
+  return p.ipc.receive_s_per_batch + bytes * per_byte_s;
 }
 
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
-  return copy_time_s(p.copy.h2d_pageable_fresh_mapping ? *p.copy.h2d_pageable_fresh_mapping : p.copy.h2d_pageable,
+  return copy_time_s(unpinned_copy_from_fresh_mapping(p) ? *p.copy.h2d_pageable_fresh_mapping : p.copy.h2d_pageable,
                      bytes);
 }
 

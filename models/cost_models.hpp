@@ -14,11 +14,14 @@ namespace pipeplan {
 // point's rate beyond the last.
 double copy_time_s(const CopyCurve& curve, double bytes);
 
-// An unpinned batch of `bytes` handed over by a worker: the main thread maps it, then its .to('cuda')
-// copies from the fresh mapping, whose pages the copy touches first. With calibrate's fresh-mapping
-// curve (copy.h2d_pageable_fresh_mapping) the touch is inside that copy and the receive is the mapping
-// alone; without it, the receive carries the per-byte touch (ipc.receive_s_per_byte) and the copy runs
-// at the resident pageable rate.
+// An unpinned batch of `bytes` handed over by a worker: the main thread maps it, its .to('cuda') copies
+// from the fresh mapping, whose pages the copy touches first, and dropping the batch after the step
+// releases the mapping. calibrate's receive (ipc.receive_s_per_byte) times map, touch and release
+// together. With the fresh-mapping curve (copy.h2d_pageable_fresh_mapping) and the release measured apart
+// (ipc.release_s_per_byte) the touch is inside that copy and the receive is the mapping plus the release;
+// otherwise the receive carries its whole per-byte cost and the copy runs at the resident pageable rate
+// (the fresh curve alone would drop the release with the touch: run 15's unpinned cases +11 to +25%).
+bool unpinned_copy_from_fresh_mapping(const Profile& p);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 

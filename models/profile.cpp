@@ -121,7 +121,9 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.ipc.receive_s_per_batch = r.number("receive_s_per_batch", p.ipc.receive_s_per_batch, Range::between(0, 10));
     p.ipc.receive_s_per_byte = r.number("receive_s_per_byte", p.ipc.receive_s_per_byte, Range::between(0, 1));
     p.ipc.shm_write_s_per_byte = r.number("shm_write_s_per_byte", p.ipc.shm_write_s_per_byte, Range::between(0, 1));
-    check_points(r, "points", {"bytes", "s"});
+    p.ipc.release_s_per_byte = r.optional_number("release_s_per_byte", Range::between(0, 1));
+    p.ipc.release_untouched_s_per_byte = r.optional_number("release_untouched_s_per_byte", Range::between(0, 1));
+    check_points(r, "points", {"bytes", "s", "release_s", "release_untouched_s"});
     check_points(r, "shm_write_points", {"bytes", "s"});
     r.finish();
   }

@@ -42,6 +42,12 @@ struct IpcProfile {
   double receive_s_per_batch = 2.0e-4;
   double receive_s_per_byte = 1.0e-10;
   double shm_write_s_per_byte = 0.0;  // filling fresh shared memory (collate in a worker); 0: not measured
+  // Releasing a received batch (munmap + close: the tmpfs pages freed with the last reference, and the page
+  // tables of the pages this process touched), per byte; inside receive_s_per_byte, which times the whole
+  // receive. calibrate since validation run 16. Run 15 found the unpinned loops paying it after each step
+  // (5.6-8.0 ms for a 38.5 MB batch) on top of their fresh-mapping copy.
+  std::optional<double> release_s_per_byte;            // the pages touched (by a copy or a read)
+  std::optional<double> release_untouched_s_per_byte;  // never touched here (a loop that drops the batch)
 };
 
 struct StorageProfile {

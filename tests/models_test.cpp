@@ -29,9 +29,10 @@ TEST(CopyModel, InterpolatesTheRateAgainstLogBytes) {
   EXPECT_DOUBLE_EQ(copy_time_s(c, 1e6), 1e6 / 1e10);
 }
 
-// An unpinned 40 MB batch from a worker: receive 5 ms per batch + touch 0.2 ns/B (8 ms), resident pageable
-// copy at 10 GB/s (4 ms). With a fresh-mapping curve of 6.25 GB/s the touch is inside the copy (6.4 ms) and
-// the receive is the 5 ms mapping alone.
+// An unpinned 40 MB batch from a worker: receive 5 ms per batch + 0.2 ns/B of map, touch and release (8 ms),
+// resident pageable copy at 10 GB/s (4 ms). A fresh-mapping curve of 6.25 GB/s carries the touch (6.4 ms)
+// only together with the release measured apart (0.15 ns/B: 6 ms after the step): receive 5 + 6 ms. The
+// curve alone changes nothing: without the release the per-byte receive cannot be split.
 TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   Profile p;
   p.ipc.receive_s_per_batch = 0.005;
@@ -40,8 +41,14 @@ TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.008);
   EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.004);
   p.copy.h2d_pageable_fresh_mapping = CopyCurve{0.0, 6.25e9, {}};
-  EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005);
+  EXPECT_FALSE(unpinned_copy_from_fresh_mapping(p));
+  EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.008);
+  EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.004);
+  p.ipc.release_s_per_byte = 1.5e-10;
+  EXPECT_TRUE(unpinned_copy_from_fresh_mapping(p));
+  EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.006);
   EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.0064);
+  EXPECT_DOUBLE_EQ(h2d_batch_copy_s(p, 4e7, /*pinned=*/false, /*from_workers=*/false), 0.004);  // inline: resident
 }
 
 // A steady loop of 25 ms steps at duty 0.5 (25 ms idle), tau 25 ms: a = b = e^-1, share b (1 - a) / (1 - a b).

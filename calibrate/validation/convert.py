@@ -708,6 +708,18 @@ def transport_busy_cores(transport: Dict[str, Any], worker_collate_s: Optional[f
             1.0 + min(nw, c / pin) if pin > 0 else 1.0)
 
 
+def receive_loop_release_s(base: Dict[str, Any], batch_bytes: float) -> float:
+    """What the transport's receive loop spent releasing each batch it never touched (calibrate's
+    ipc.release_untouched_s_per_byte x bytes), where the simulator charges the unpinned batch's release
+    apart (a profile with copy.h2d_pageable_fresh_mapping and ipc.release_s_per_byte: calibrate since run
+    16); else 0, the loop's time staying the receive. Run 15's unpinned loops spent 5.6-8.0 ms per 38.5 MB
+    batch between the step's sync and the next batch: dropping the batch they had copied from."""
+    ipc = base.get("ipc") or {}
+    if not ((base.get("copy") or {}).get("h2d_pageable_fresh_mapping") and ipc.get("release_s_per_byte") is not None):
+        return 0.0
+    return float(ipc.get("release_untouched_s_per_byte") or 0.0) * batch_bytes
+
+
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
                       worker_collate_s: Optional[float] = None) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
@@ -731,6 +743,9 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     # whole and the copy took the rest; when the calibrated touch alone exceeded the rest (run 6,
     # call 2: 10.8 ms of touch against 10.4 ms measured) the copy fell back to the calibrated rate
     # and the pin loop came out 25% slower than measured.)
+    # The receive loop also released each batch it dropped; where the simulator charges an unpinned batch's
+    # release apart, that part leaves the receive (the pin loop's total stays whole: the rest grows by it).
+    recv = max(0.0, recv - receive_loop_release_s(base, batch_bytes))
     per_byte = float((base.get("ipc") or {}).get("receive_s_per_byte") or 0.0)
     copy_rate = float((base.get("host") or {}).get("pin_copy_bytes_per_s") or 0.0)
     touch_s = per_byte * batch_bytes

@@ -341,6 +341,26 @@ class ScenarioTest(unittest.TestCase):
         # at most num_workers workers collate
         self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
 
+    def test_transport_profile_takes_the_release_out_of_the_receive_where_simulated_apart(self):
+        # 2e7 B batches: the receive loop's 4 ms includes releasing pages it never touched (0.05 ns/B: 1 ms).
+        # With the fresh-mapping copy and the release measured apart the simulator charges an unpinned batch
+        # receive + release (touched) + fresh copy, so the receive is 3 ms; the pin loop's 10 ms stays whole.
+        base = {"schema": "pipeplan-profile/1",
+                "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10, "release_s_per_byte": 0.8e-10,
+                        "release_untouched_s_per_byte": 0.5e-10},
+                "host": {"pin_copy_bytes_per_s": 1e10},
+                "copy": {"h2d_pageable_fresh_mapping": {"latency_s": 0.0, "bytes_per_s": 6e9}}}
+        tr = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010}
+        prof = convert.transport_profile(base, tr, 2e7)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_batch"], 0.003)
+        pin_loop_s = (prof["ipc"]["receive_s_per_batch"] + 2e7 * prof["ipc"]["receive_s_per_byte"]
+                      + 2e7 / prof["host"]["pin_copy_bytes_per_s"])
+        self.assertAlmostEqual(pin_loop_s, 0.010)
+        # without the release key (profiles before run 16) the receive stays as measured
+        del base["ipc"]["release_s_per_byte"]
+        self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_batch"], 0.004)
+        self.assertEqual(convert.receive_loop_release_s(base, 2e7), 0.0)
+
     def test_transport_on_cpu_clock_takes_the_loops_cpu_where_measured(self):
         # run 15 call B1: the pin loop's wall 18.90 ms per batch against its pin thread's CPU 16.60 ms;
         # the receive loop 6.08 ms wall, 5.48 ms CPU. The cases' pin threads spent 16.6-19.5 ms of CPU.

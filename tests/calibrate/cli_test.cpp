@@ -111,6 +111,13 @@ TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
   EXPECT_GT(p["ipc"]["shm_write_s_per_byte"].get<double>(), 1.0 / p["host"]["memcpy_bytes_per_s"].get<double>());
   EXPECT_GE(p["ipc"]["receive_s_per_batch"].get<double>(), 0.0);
   EXPECT_GE(p["ipc"]["points"].size(), 2u);
+  // The release (munmap + close) is a part of the receive, timed apart; pages read cost more to release.
+  ASSERT_TRUE(p["ipc"]["points"][0].contains("release_s"));
+  for (const auto& pt : p["ipc"]["points"]) {
+    EXPECT_LE(pt["release_s"].get<double>(), pt["s"].get<double>());
+    EXPECT_GE(pt["release_s"].get<double>(), 0.0);
+    EXPECT_GE(pt["release_untouched_s"].get<double>(), 0.0);
+  }
 
   // storage, in fio's terms
   const auto& st = p["storage"];
