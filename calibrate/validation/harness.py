@@ -537,6 +537,18 @@ def _spin_until(stop):
     return x
 
 
+def _stream_memory_until(stop, nbytes=64 << 20):
+    """A memory-bound child for host_under_load: copies one `nbytes` buffer into another (C memcpy, the traffic a
+    worker's collate and the pin thread's copy make: 38.5 MB per batch, several times over) until `stop` is set.
+    Returns the bytes copied."""
+    src, dst = bytearray(b"\x5a") * nbytes, bytearray(nbytes)
+    copied = 0
+    while not stop.is_set():
+        dst[:] = src
+        copied += nbytes
+    return copied
+
+
 def to_dev(t, batch, device, nb):
     if isinstance(batch, t.Tensor):
         return batch.to(device, non_blocking=nb)
@@ -1143,7 +1155,11 @@ class Harness:
         (2.7 to 8 busy cores), not understood. If `busy` spinning processes (pure Python, like a worker's
         share of the CPU, no DataLoader) slow it as much, the cause is the cores (SMT siblings, clocks);
         if not, it is the DataLoader's own machinery in the main process. Per step: perf_counter from the
-        step's start to its last launch returned, in the plain loop with loss.item() every step."""
+        step's start to its last launch returned, in the plain loop with loss.item() every step.
+        Since run 16 also with `busy` processes streaming memory (a 64 MiB memcpy over and over: the collate and
+        pin copies' traffic, which flushes the caches the interpreter and the dispatcher run from), and alone
+        once more at the end: run 15 found the loop's host time alone 16.6 and 20.8 ms 1.5 s apart in one call
+        while its in-situ launch repeated within 3% across runs (validation.md run 15, finding 5)."""
         key = f"{step_name}/{kind}/b{bs}/busy{busy}"
         c = self.doc["components"].setdefault("host_under_load", {})
         if key in c:
@@ -1165,28 +1181,41 @@ class Harness:
             return summarize(host), (time.perf_counter() - t0) / n
         alone_host, alone_loop = loop()
         ctx = mp.get_context("fork")
-        stop = ctx.Event()
-        procs = [ctx.Process(target=_spin_until, args=(stop,), daemon=True) for _ in range(busy)]
-        for pr in procs:
-            pr.start()
-        try:
-            time.sleep(0.3)
-            loaded_host, loaded_loop = loop()
-        finally:
-            stop.set()
+
+        def beside(target):
+            stop = ctx.Event()
+            procs = [ctx.Process(target=target, args=(stop,), daemon=True) for _ in range(busy)]
             for pr in procs:
-                pr.join(timeout=5)
-                if pr.is_alive():
-                    pr.kill()
+                pr.start()
+            try:
+                time.sleep(0.3)
+                return loop()
+            finally:
+                stop.set()
+                for pr in procs:
+                    pr.join(timeout=5)
+                    if pr.is_alive():
+                        pr.kill()
+        loaded_host, loaded_loop = beside(_spin_until)
+        streamed_host, streamed_loop = beside(_stream_memory_until)
+        after_host, after_loop = loop()
         del gb
+
+        def ratio(x):
+            return x["mean"] / alone_host["mean"] if alone_host["mean"] else None
         c[key] = {"busy_processes": busy, "alone_host_s": alone_host, "alone_loop_step_s": alone_loop,
-                  "loaded_host_s": loaded_host, "loaded_loop_step_s": loaded_loop,
-                  "host_ratio": loaded_host["mean"] / alone_host["mean"] if alone_host["mean"] else None,
+                  "loaded_host_s": loaded_host, "loaded_loop_step_s": loaded_loop, "host_ratio": ratio(loaded_host),
+                  "streamed_host_s": streamed_host, "streamed_loop_step_s": streamed_loop,
+                  "streamed_host_ratio": ratio(streamed_host),
+                  "alone_after_host_s": after_host, "alone_after_loop_step_s": after_loop,
                   "method": "plain synthetic loop (loss.item() each step), host = step start to last launch "
-                            "returned; alone, then with `busy` forked processes spinning in pure Python"}
+                            "returned; alone, with `busy` forked processes spinning in pure Python, with `busy` "
+                            "forked processes copying a 64 MiB buffer over and over (since run 16), alone again"}
         log(f"component host_under_load[{key}]: host {alone_host['mean']*1e3:.2f} ms alone, "
-            f"{loaded_host['mean']*1e3:.2f} ms with {busy} busy processes (x{c[key]['host_ratio']:.2f}); "
-            f"loop {alone_loop*1e3:.2f} / {loaded_loop*1e3:.2f} ms per step")
+            f"{loaded_host['mean']*1e3:.2f} ms with {busy} busy processes (x{c[key]['host_ratio']:.2f}), "
+            f"{streamed_host['mean']*1e3:.2f} ms with {busy} streaming memory (x{c[key]['streamed_host_ratio']:.2f}), "
+            f"{after_host['mean']*1e3:.2f} ms alone again; loop {alone_loop*1e3:.2f} / {loaded_loop*1e3:.2f} / "
+            f"{streamed_loop*1e3:.2f} / {after_loop*1e3:.2f} ms per step")
         return c[key]
 
     def comp_transport(self, kind, bs):
