@@ -145,6 +145,30 @@ def call_tag(case_id: str) -> str:
     return head if sep else ""
 
 
+def per_call_summary(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The pooled report's figures per device call (the cases' tag, r1, r2, ...), in call order: cases, median
+    and p90 of |throughput error|, its signed median (a call leaning one way points at an input measured in that
+    call), median and p90 of |p90 step error|, bottleneck agreement. Cases without a prediction are left out."""
+    by_tag: Dict[str, List[Dict[str, Any]]] = {}
+    for r in rows:
+        p = r.get("pipeplan") or {}
+        if p.get("err") is None:
+            continue
+        by_tag.setdefault(call_tag(r["id"]), []).append(r)
+    out = []
+    for tag in sorted(by_tag, key=lambda t: (len(t), t)):
+        rs = by_tag[tag]
+        errs = [r["pipeplan"]["err"] for r in rs]
+        serrs = [abs(r["pipeplan"]["step_p90_err"]) for r in rs if r["pipeplan"].get("step_p90_err") is not None]
+        out.append({"tag": tag, "n": len(rs), "median_abs_throughput_err": median([abs(e) for e in errs]),
+                    "p90_abs_throughput_err": percentile([abs(e) for e in errs], 0.9),
+                    "median_throughput_err": median(errs),
+                    "median_abs_step_p90_err": median(serrs) if serrs else None,
+                    "p90_abs_step_p90_err": percentile(serrs, 0.9) if serrs else None,
+                    "bottleneck_agreement": sum(1 for r in rs if r["pipeplan"].get("bottleneck_ok")) / len(rs)})
+    return out
+
+
 # ============================================================================ classification
 STAGE_CLASSES = [
     # (class, substrings of the stage name, checked in this order)
@@ -1259,7 +1283,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             else:
                 met[key] = v <= tgt
         summary["targets_met"] = met
-    return {"rows": rows, "families": families, "noise": noise, "summary": summary}
+    return {"rows": rows, "families": families, "noise": noise, "summary": summary,
+            "per_call": per_call_summary(rows) if simulated else []}
 
 
 # ============================================================================ markdown
@@ -1412,6 +1437,20 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p and p.get("failed"):
         L.append("")
         L.append(f"{p['failed']} case(s) could not be simulated (see the per-case table).")
+    calls = meta.get("calls") or []
+    if len(calls) > 1 and ev.get("per_call"):
+        L.append("")
+        L.append("### Per call")
+        L.append("")
+        L.append("| call | results | cases | median abs thr. err | p90 | signed median | p90 step err: median / p90 | "
+                 "bottleneck |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        where = {c["tag"]: c["results"] for c in calls}
+        for c in ev["per_call"]:
+            L.append(f"| {c['tag']} | `{where.get(c['tag'], '')}` | {c['n']} | {_pct(c['median_abs_throughput_err'], False)} | "
+                     f"{_pct(c['p90_abs_throughput_err'], False)} | {_pct(c['median_throughput_err'])} | "
+                     f"{_pct(c['median_abs_step_p90_err'], False)} / {_pct(c['p90_abs_step_p90_err'], False)} | "
+                     f"{_pct(c['bottleneck_agreement'], False)} |")
     L.append("")
     L.append("### Per case")
     L.append("")
@@ -1700,6 +1739,7 @@ def main(argv=None) -> int:
         "gpu_duty_time_constant_s": duty_tau,
     }
     if len(runs) > 1:
+        meta["calls"] = [{"tag": r["tag"], "results": os.path.dirname(r["cases_path"]) or "."} for r in runs]
         meta["runs_note"] = (f"{len(runs)} device calls, each calibrated in the same call as its cases; case ids and "
                              "families carry the call's tag (r1, r2, ...); components listed are the first call's")
     report = {"meta": meta, **ev}

@@ -361,6 +361,22 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_batch"], 0.004)
         self.assertEqual(convert.receive_loop_release_s(base, 2e7), 0.0)
 
+    def test_per_call_summary_by_hand(self):
+        def row(cid, err, step_err, ok):
+            return {"id": cid, "pipeplan": {"err": err, "step_p90_err": step_err, "bottleneck_ok": ok}}
+        rows = [row("r2:00-a", 0.10, -0.20, True), row("r2:01-b", -0.04, 0.10, True), row("r2:02-c", -0.02, 0.0, False),
+                row("r10:00-a", 0.30, 0.50, True), row("r1:00-a", 0.01, 0.01, True), row("r1:01-b", None, None, True)]
+        rows[-1]["pipeplan"] = {"error": "timeout"}                           # not simulated: left out
+        out = convert.per_call_summary(rows)
+        self.assertEqual([c["tag"] for c in out], ["r1", "r2", "r10"])       # call order, not string order
+        r2 = out[1]
+        self.assertEqual(r2["n"], 3)
+        self.assertAlmostEqual(r2["median_abs_throughput_err"], 0.04)        # |0.10|, |-0.04|, |-0.02|
+        self.assertAlmostEqual(r2["median_throughput_err"], -0.02)           # signed: leans slow
+        self.assertAlmostEqual(r2["median_abs_step_p90_err"], 0.10)
+        self.assertAlmostEqual(r2["bottleneck_agreement"], 2 / 3)
+        self.assertEqual(out[0]["n"], 1)
+
     def test_transport_on_cpu_clock_takes_the_loops_cpu_where_measured(self):
         # run 15 call B1: the pin loop's wall 18.90 ms per batch against its pin thread's CPU 16.60 ms;
         # the receive loop 6.08 ms wall, 5.48 ms CPU. The cases' pin threads spent 16.6-19.5 ms of CPU.
