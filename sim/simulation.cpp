@@ -260,17 +260,33 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 
 // ---------------------------------------------------------------- actors
 
+// One thread's core speed wander (profile cpu.core_speed_cv, core_speed_correlation_s): a deviation
+// (x > 0: a slow spell) drawn from the stationary distribution, moved on at each piece of work's start.
+// The machine's cores wander whichever thread runs on them: the workers and the pin thread each have one.
+class CoreWander {
+ public:
+  CoreWander(const CpuProfile& cpu, Rng& rng)
+      : cv_(cpu.core_speed_cv), tau_s_(cpu.core_speed_correlation_s), sigma_ln_(lognormal_sigma(cpu.core_speed_cv)),
+        x_(cpu.core_speed_cv > 0.0 ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
+  // The factor on a piece of work's CPU seconds starting now.
+  double time_factor(Rng& rng) {
+    if (cv_ <= 0.0) return 1.0;
+    const double now = sg4::Engine::get_clock();
+    x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
+    at_s_ = now;
+    return wander_time_factor(x_, cv_);
+  }
+
+ private:
+  double cv_, tau_s_, sigma_ln_, x_, at_s_;
+};
+
 void worker_actor(Rank& r, int w) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
-  // This worker's core speed wanders (profile cpu.core_speed_cv, core_speed_correlation_s): a
-  // deviation (x > 0: slow spell) drawn from the stationary distribution, moved on at each batch start.
-  const CpuProfile& cpu = world.profile->cpu;
-  const double sigma_ln = lognormal_sigma(cpu.core_speed_cv);
-  double wander_x = cpu.core_speed_cv > 0.0 ? sigma_ln * r.rng.standard_normal() : 0.0;
-  double wander_at_s = sg4::Engine::get_clock();
+  CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch start
   for (;;) {
     Task t = tasks.pop();
     const double read_start_s = sg4::Engine::get_clock();
@@ -281,12 +297,7 @@ void worker_actor(Rank& r, int w) {
     double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
                    read_cpu_s + worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
-    if (cpu.core_speed_cv > 0.0) {
-      wander_x = wander_log_speed(wander_x, t0 - wander_at_s, cpu.core_speed_correlation_s, sigma_ln,
-                                  r.rng.standard_normal());
-      wander_at_s = t0;
-      cpu_s *= wander_time_factor(wander_x, cpu.core_speed_cv);
-    }
+    cpu_s *= wander.time_factor(r.rng);
     const double integral0 = world.cpu_running_integral_at(t0);
     run_cpu(r, cpu_s);
     const double t1 = sg4::Engine::get_clock();
@@ -305,17 +316,19 @@ void worker_actor(Rank& r, int w) {
 void pin_thread_actor(Rank& r) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
+  CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch
   for (;;) {
     Batch b = r.arrivals.pop();
     const double t0 = sg4::Engine::get_clock();
+    const double speed_factor = wander.time_factor(r.rng);
     {
       std::unique_lock lock(*r.gil);  // unpickling the batch (fd receive, mmap) holds the GIL
-      run_cpu(r, world.profile->ipc.receive_s_per_batch);
+      run_cpu(r, world.profile->ipc.receive_s_per_batch * speed_factor);
     }
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and
     // runs in C++ with the GIL released.
     const double touch_s = batch_bytes(s, b.samples) * world.profile->ipc.receive_s_per_byte;
-    run_cpu(r, touch_s + pin_copy_s(s, *world.profile, b.samples));
+    run_cpu(r, (touch_s + pin_copy_s(s, *world.profile, b.samples)) * speed_factor);
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);

@@ -328,6 +328,34 @@ TEST(Simulate, WanderingCoresCostOnlyInOrderRoundRobin) {
   EXPECT_EQ(simulate(s, {}, profile)["bottleneck"]["suggestion"].get<std::string>().find("in_order"), std::string::npos);
 }
 
+// The pin thread runs on the same wandering cores as the workers (validation run 15: pin-bound steps measured
+// p90/mean 1.07-1.31 in their lower half where a steady pin thread gave 1.01). Pin-bound, 10 ms a batch, the
+// wander redrawn each batch (correlation 1 us): a step is 10 ms x exp(x + s^2/2), x ~ N(0, s^2), s^2 = ln(1 +
+// cv^2). cv 0.2: mean 10 ms x 1.04 = 10.4 ms (769 samples/s), p90 10 ms x exp(1.2816 s + s^2/2) = 13.15 ms.
+// Steady cores: every step 10 ms.
+TEST(Simulate, ThePinThreadWandersWithTheCores) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 4}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", true}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["training"] = {{"step_s", 0.001}, {"steps", 4000}};
+  const double cv = 0.2;
+  const double s2 = std::log1p(cv * cv);
+  json prof = json::parse(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0,
+              "core_speed_cv": 0.0, "core_speed_correlation_s": 1e-6},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  const json steady = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(steady["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(step_mean(steady), 0.010, 0.010 * 0.005);
+  EXPECT_NEAR(steady["step_time_s"]["p90"].get<double>(), 0.010, 0.010 * 0.005);
+  prof["cpu"]["core_speed_cv"] = cv;
+  const json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(step_mean(r), 0.010 * std::exp(s2), 0.010 * 0.02);
+  EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
+}
+
 // Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
 // the GPU step is 10 ms.
 TEST(Simulate, PinningAndStreamsMoveTheStepAsTheCopyModelSays) {
