@@ -472,7 +472,7 @@ void comm_actor(World& world, Comm& comm, bool synthetic) {
 // The training loop: `for batch in loader: batch.to(device); step(batch)`.
 class MainLoop {
  public:
-  explicit MainLoop(Rank& r) : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile) {}
+  explicit MainLoop(Rank& r) : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), wander_(p_.cpu, r.rng) {}
 
   void operator()() {
     const std::int64_t per_epoch = s_.batches_per_epoch();
@@ -558,7 +558,7 @@ class MainLoop {
     const double t0 = sg4::Engine::get_clock();
     {
       std::unique_lock lock(*r_.gil);
-      run_cpu(r_, ipc_receive_s(s_, p_, b.samples));
+      run_cpu(r_, ipc_receive_s(s_, p_, b.samples) * wander_.time_factor(r_.rng));
     }
     const double t1 = sg4::Engine::get_clock();
     r_.main_receive_busy_s += w_.window.overlap(t0, t1);
@@ -651,7 +651,7 @@ class MainLoop {
       const double t0 = sg4::Engine::get_clock();
       {
         std::unique_lock lock(*r_.gil);
-        run_cpu(r_, s_.training.host_s_per_step);
+        run_cpu(r_, s_.training.host_s_per_step * wander_.time_factor(r_.rng));
       }
       const double t1 = sg4::Engine::get_clock();
       if (!r_.synthetic) {
@@ -688,6 +688,7 @@ class MainLoop {
   std::int64_t cycle_ = 0;
   std::int64_t next_to_deliver_ = 0;
   std::map<std::int64_t, StashedBatch> stash_;  // received early, by batch number
+  CoreWander wander_;  // the main thread's core, as the workers' and the pin thread's
 };
 
 // ---------------------------------------------------------------- setup and results
