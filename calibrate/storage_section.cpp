@@ -214,9 +214,18 @@ double thread_cpu_s() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// The same files read cold by several threads at once, each its own share (DataLoader workers reading a
+// dataset's files): the wall from the common start to the last thread's end, the threads' CPU summed.
+struct ConcurrentColdRead {
+  int threads = 0;
+  std::size_t bytes = 0;
+  double wall_s = 0, cpu_s = 0;
+};
+
 struct BufferedRead {
   std::size_t bytes = 0, file_bytes = 0, files = 0;
   double cold_s = 0, cold_cpu_s = 0, warm_s = 0, warm_cpu_s = 0;
+  std::vector<ConcurrentColdRead> concurrent;  // since validation run 16: 2, 4, 8 threads where files allow
 };
 
 // Reads every file whole (open, read() until EOF, close) through the page cache; adds to wall and
@@ -239,10 +248,53 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
   return "";
 }
 
+// Drops `files` (written and synced: clean pages) from the page cache.
+std::string drop_from_page_cache(const std::vector<std::filesystem::path>& files) {
+  for (const auto& f : files) {
+    Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.ok()) return "cannot open " + f.string() + ": " + std::strerror(errno);
+    posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  }
+  return "";
+}
+
+// `threads` threads read `files` cold, thread j every threads-th file from j; out gets the wall from their
+// common start to the last one's end and their CPU summed.
+std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& files, std::size_t file_bytes,
+                                      int threads, ConcurrentColdRead& out) {
+  if (std::string err = drop_from_page_cache(files); !err.empty()) return err;
+  std::vector<std::vector<std::filesystem::path>> shares(static_cast<std::size_t>(threads));
+  for (std::size_t i = 0; i < files.size(); ++i) shares[i % shares.size()].push_back(files[i]);
+  std::vector<double> wall(shares.size()), cpu(shares.size());
+  std::vector<std::size_t> bytes(shares.size());
+  std::vector<std::string> errors(shares.size());
+  std::latch start(threads + 1);
+  double t0 = 0.0;
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t j = 0; j < shares.size(); ++j)
+      pool.emplace_back([&, j] {
+        std::vector<char> buf(file_bytes);
+        start.arrive_and_wait();
+        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j]);
+      });
+    t0 = now_s();
+    start.arrive_and_wait();
+  }
+  out = ConcurrentColdRead{threads, 0, now_s() - t0, 0.0};
+  for (std::size_t j = 0; j < shares.size(); ++j) {
+    if (!errors[j].empty()) return errors[j];
+    out.bytes += bytes[j];
+    out.cpu_s += cpu[j];
+  }
+  return "";
+}
+
 // `count` files of `file_bytes` in `dir`, written, synced and dropped from the page cache, read
-// whole cold and then warm by this one thread.
+// whole cold and then warm by this one thread; then cold again by each of `concurrent_threads` threads
+// at once (validation runs 2-15: four workers' cold reads waited twice as long as one alone's).
 std::string time_buffered_read(const std::filesystem::path& dir, std::size_t count, std::size_t file_bytes,
-                               BufferedRead& out) {
+                               const std::vector<int>& concurrent_threads, BufferedRead& out) {
   std::vector<std::filesystem::path> files;
   for (std::size_t i = 0; i < count; ++i) {
     std::string name = std::to_string(i);  // (not "f" + ...: GCC 12 warns falsely, -Wrestrict)
@@ -256,6 +308,12 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
   std::size_t warm_bytes = 0;
   if (std::string err = read_files_whole(files, buf, out.cold_s, out.cold_cpu_s, out.bytes); !err.empty()) return err;
   if (std::string err = read_files_whole(files, buf, out.warm_s, out.warm_cpu_s, warm_bytes); !err.empty()) return err;
+  for (int threads : concurrent_threads) {
+    if (static_cast<std::size_t>(threads) * 4 > count) break;  // at least 4 files a thread
+    ConcurrentColdRead c;
+    if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, c); !err.empty()) return err;
+    out.concurrent.push_back(c);
+  }
   return "";
 }
 
@@ -396,8 +454,9 @@ SectionOutcome run_storage(const RunContext& ctx) {
     BufferedRead b;
     const std::size_t count = ctx.by_scale<std::size_t>(16, 96, 256);
     const std::size_t each = ctx.by_scale<std::size_t>(256u << 10, 640u << 10, 640u << 10);
+    const std::vector<int> concurrent_threads = ctx.by_scale<std::vector<int>>({2}, {2, 4}, {2, 4, 8});
     std::string err = ec ? "cannot create " + small_dir.string() + ": " + ec.message()
-                         : time_buffered_read(small_dir, count, each, b);
+                         : time_buffered_read(small_dir, count, each, concurrent_threads, b);
     if (!err.empty()) {
       report.notes.push_back("buffered cold read not measured: " + err);
     } else if (b.bytes > 0 && b.cold_s > b.cold_cpu_s) {
@@ -409,6 +468,17 @@ SectionOutcome run_storage(const RunContext& ctx) {
                    "CPU %.3f s -> waits at %.1f MB/s, page-cache fill %.3f ns/B", b.files, b.file_bytes >> 10,
                    b.bytes / b.cold_s / 1e6, b.cold_cpu_s, b.warm_cpu_s, stream_read_bytes_per_s / 1e6,
                    buffered_read_cpu_s_per_byte * 1e9));
+      // Recorded, not used by the simulator yet (docs/validation.md, Next: cold storage).
+      nlohmann::json concurrent = nlohmann::json::array();
+      for (const auto& c : b.concurrent) {
+        const double per_thread_wait_s = c.wall_s - c.cpu_s / c.threads;
+        concurrent.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s}});
+        ctx.log(strf("storage: the same files read cold by %d threads at once: %.1f MB/s in all (CPU %.3f s); each "
+                     "thread waits at %.1f MB/s (one alone: %.1f)", c.threads, c.bytes / c.wall_s / 1e6, c.cpu_s,
+                     per_thread_wait_s > 0 ? c.bytes / c.threads / per_thread_wait_s / 1e6 : 0.0,
+                     stream_read_bytes_per_s / 1e6));
+      }
+      buffered["concurrent"] = concurrent;
     } else {
       report.notes.push_back("buffered cold read not used: it took no longer than its CPU time (cached?)");
     }

@@ -144,6 +144,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       ObjectReader b = r.object("buffered_read");
       for (const char* k : {"bytes", "files", "file_bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"})
         b.raw(k);
+      check_points(b, "concurrent", {"threads", "bytes", "wall_s", "cpu_s"});  // recorded, not used (since run 16)
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {
