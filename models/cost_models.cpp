@@ -6,6 +6,11 @@
 
 namespace pipeplan {
 
+double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers) {
+  return stream_bytes_per_s *
+         piecewise_linear(vs_readers, readers, &ReaderSharePoint::readers, &ReaderSharePoint::relative_rate, 1.0);
+}
+
 bool unpinned_copy_from_fresh_mapping(const Profile& p) {
   return p.copy.h2d_pageable_fresh_mapping.has_value() && p.ipc.release_s_per_byte.has_value();
 }

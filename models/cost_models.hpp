@@ -22,6 +22,11 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 // otherwise the receive carries its whole per-byte cost and the copy runs at the resident pageable rate
 // (the fresh curve alone would drop the release with the touch: run 15's unpinned cases +11 to +25%).
 bool unpinned_copy_from_fresh_mapping(const Profile& p);
+
+// The rate one synchronous reader waits for the device at with `readers` reading at once: the one-reader
+// stream rate times its share at that count (storage.stream_read_vs_readers, linear between the measured
+// counts, flat beyond; none: the stream rate whatever the count).
+double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 

@@ -144,7 +144,23 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       ObjectReader b = r.object("buffered_read");
       for (const char* k : {"bytes", "files", "file_bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"})
         b.raw(k);
-      check_points(b, "concurrent", {"threads", "bytes", "wall_s", "cpu_s"});  // recorded, not used (since run 16)
+      // Concurrent cold reads (since run 16): each thread's wait rate, bytes / threads over the wall less its
+      // share of the CPU, relative to the one-thread stream rate.
+      p.storage.stream_read_vs_readers.clear();
+      if (p.storage.stream_read_bytes_per_s > 0.0) p.storage.stream_read_vs_readers.push_back({1.0, 1.0});
+      for (auto& q : b.array_of_objects("concurrent")) {
+        const double threads = q.number("threads", 0.0, Range::positive());
+        const double bytes = q.number("bytes", 0.0, Range::non_negative());
+        const double wall_s = q.number("wall_s", 0.0, Range::non_negative());
+        const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
+        q.finish();
+        const double wait_s = wall_s - cpu_s / threads;
+        if (p.storage.stream_read_bytes_per_s > 0.0 && threads > 1.0 && bytes > 0.0 && wait_s > 0.0 &&
+            threads > p.storage.stream_read_vs_readers.back().readers)
+          p.storage.stream_read_vs_readers.push_back(
+              {threads, bytes / threads / wait_s / p.storage.stream_read_bytes_per_s});
+      }
+      if (p.storage.stream_read_vs_readers.size() < 2) p.storage.stream_read_vs_readers.clear();
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {

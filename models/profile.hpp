@@ -50,6 +50,11 @@ struct IpcProfile {
   std::optional<double> release_untouched_s_per_byte;  // never touched here (a loop that drops the batch)
 };
 
+struct ReaderSharePoint {
+  double readers = 1.0;
+  double relative_rate = 1.0;
+};
+
 struct StorageProfile {
   double read_bytes_per_s = 6.0e8;
   double read_iops = 3.0e4;
@@ -60,6 +65,11 @@ struct StorageProfile {
   // warm). Both from calibrate's buffered cold read of one file (0: not measured, no effect).
   double stream_read_bytes_per_s = 0.0;      // one synchronous reader's device-wait rate
   double buffered_read_cpu_s_per_byte = 0.0;  // page-cache fill CPU beyond a warm read's copy
+  // Each reader's device-wait rate with N readers at once, relative to one alone's (N = 1: 1), from
+  // calibrate's concurrent buffered cold reads (storage.buffered_read.concurrent, since validation run 16;
+  // empty: every reader waits at the stream rate). Runs 2-15: four workers' cold reads waited twice as long
+  // as one alone's.
+  std::vector<ReaderSharePoint> stream_read_vs_readers;
 };
 
 struct RatePoint {

@@ -177,6 +177,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
         r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::non_negative());
     s.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
+    s.storage.stream_read_vs_readers = profile.storage.stream_read_vs_readers;
     r.finish();
   }
   {

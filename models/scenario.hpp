@@ -48,6 +48,7 @@ struct StorageConfig {
   double read_latency_s = 0.0;
   double stream_read_bytes_per_s = 0.0;       // one reading worker's own device rate cap; 0: none
   double buffered_read_cpu_s_per_byte = 0.0;  // worker CPU per byte read from the device
+  std::vector<ReaderSharePoint> stream_read_vs_readers;  // from the profile (docs/profile.md); empty: none
 };
 
 struct LoaderConfig {

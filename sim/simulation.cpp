@@ -151,6 +151,7 @@ struct World {
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
   double storage_device_bytes = 0.0;
+  int storage_readers = 0;  // workers in a storage read right now
   int finished_mains = 0;
   int cpu_running = 0;  // activities running on the node's CPU right now (not the synthetic twin's)
   // Integral of cpu_running over simulated time, up to cpu_running_since_s: average busy cores
@@ -237,13 +238,17 @@ double read_storage(Rank& r, int samples) {
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
   const double read_start_s = sg4::Engine::get_clock();
+  const int readers = ++r.world->storage_readers;
   r.world->storage->read(static_cast<sg_size_t>(device_bytes));
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
-  // idle the device: the read lasts at least bytes / stream_read_bytes_per_s.
+  // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
+  // (calibrate's concurrent buffered reads; the count of readers at this read's start).
   if (s.storage.stream_read_bytes_per_s > 0.0) {
-    const double left_s = bytes / s.storage.stream_read_bytes_per_s - (sg4::Engine::get_clock() - read_start_s);
+    const double rate = stream_read_rate(s.storage.stream_read_bytes_per_s, s.storage.stream_read_vs_readers, readers);
+    const double left_s = bytes / rate - (sg4::Engine::get_clock() - read_start_s);
     if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
   }
+  --r.world->storage_readers;
   const double now = sg4::Engine::get_clock();
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;

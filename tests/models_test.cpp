@@ -133,6 +133,31 @@ TEST(CpuModel, WanderingCoreSpeedKeepsItsSpreadCorrelationAndMean) {
   EXPECT_NEAR(factor / n, 1.0, 0.003);
 }
 
+// Each reader's device-wait rate with N readers at once: the stream rate times its share, linear between the
+// measured counts, flat beyond; no curve: the stream rate.
+TEST(StorageModel, AReadersRateFollowsTheConcurrentReadCurve) {
+  const std::vector<ReaderSharePoint> curve{{1, 1.0}, {2, 0.5}, {4, 0.25}};
+  EXPECT_DOUBLE_EQ(stream_read_rate(2e9, curve, 1), 2e9);
+  EXPECT_DOUBLE_EQ(stream_read_rate(2e9, curve, 3), 2e9 * 0.375);
+  EXPECT_DOUBLE_EQ(stream_read_rate(2e9, curve, 8), 5e8);
+  EXPECT_DOUBLE_EQ(stream_read_rate(2e9, {}, 8), 2e9);
+}
+
+// calibrate's concurrent cold reads become the curve: each thread's wait rate is bytes / threads over the wall
+// less its share of the CPU (2 threads, 1.6e8 B, 0.11 s of wall, 0.02 s of CPU: 0.8e8 B in 0.10 s, 0.8 GB/s),
+// relative to the one-thread stream rate (1.6 GB/s): 0.5. A point whose CPU exceeds its wall is left out.
+TEST(Profile, ConcurrentColdReadsBecomeEachReadersShare) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "storage": {"stream_read_bytes_per_s": 1.6e9, "buffered_read": {"concurrent": [
+        {"threads": 2, "bytes": 1.6e8, "wall_s": 0.11, "cpu_s": 0.02},
+        {"threads": 4, "bytes": 1.6e8, "wall_s": 0.01, "cpu_s": 0.08}]}}})");
+  const Profile p = parse_profile(doc, "p.json", nullptr);
+  ASSERT_EQ(p.storage.stream_read_vs_readers.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.storage.stream_read_vs_readers[0].relative_rate, 1.0);
+  EXPECT_DOUBLE_EQ(p.storage.stream_read_vs_readers[1].readers, 2.0);
+  EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
+}
+
 // A section in the file is taken whole; only a missing section comes from the fallback profile
 // (docs/profile.md): a cpu section without core_speed_cv has no wander, whatever the fallback has.
 TEST(Profile, APresentSectionIsTakenWholeAMissingOneFromTheFallback) {

@@ -114,6 +114,29 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_NEAR(samples_per_s(simulate(s)), 40 / per_batch_s, 40 / per_batch_s * 0.02);
 }
 
+// Readers that share the device: calibrate's concurrent cold read says two threads at once each wait at a
+// quarter of one alone's rate (5e7 B in 1 s of wall, no CPU: 2.5e7 B/s a thread against 1e8). One worker is
+// alone: 110 ms a batch as above. Four workers nearly always read beside another (their 10 ms of CPU is a
+// tenth of a batch): 10 MB at 25 MB/s = 400 ms + 10 ms, 4 x 10 samples per 410 ms = 97.6/s, not 363.6.
+TEST(Simulate, ReadersThatShareTheDeviceWaitAtTheirConcurrentRate) {
+  json s = base_scenario();
+  s["dataset"]["sample_bytes"] = 1.0e6;
+  s["dataset"]["load_s_per_sample"] = 1e-6;
+  s["loader"] = {{"batch_size", 10}, {"num_workers", 1}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 200}};
+  s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9}};
+  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  prof["storage"] = {{"read_bytes_per_s", 1e9}, {"read_iops", 1e9}, {"read_latency_s", 0.0},
+                     {"stream_read_bytes_per_s", 1e8},
+                     {"buffered_read", {{"concurrent", {{{"threads", 2}, {"bytes", 5e7}, {"wall_s", 1.0}, {"cpu_s", 0.0}}}}}}};
+  const std::string profile = pipeplan::test::write_temp(prof.dump());
+  const double alone_s = 0.100 + 0.010 + 10 * 1e-6;
+  EXPECT_NEAR(samples_per_s(simulate(s, {}, profile)), 10 / alone_s, 10 / alone_s * 0.01);
+  s["loader"]["num_workers"] = 4;
+  const double shared_s = 0.400 + 0.010 + 10 * 1e-6;
+  EXPECT_NEAR(samples_per_s(simulate(s, {}, profile)), 40 / shared_s, 40 / shared_s * 0.03);
+}
+
 // No overlap at all (num_workers=0, pageable blocking copy, a sync every step): the step is
 // the sum of the stage times.
 TEST(Simulate, InlineLoadingStepIsTheSumOfStageTimes) {
