@@ -361,6 +361,15 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_batch"], 0.004)
         self.assertEqual(convert.receive_loop_release_s(base, 2e7), 0.0)
 
+    def test_loop_host_from_the_step_or_beside_busy_processes(self):
+        step = {"host_s": {"mean": 0.019}}
+        comp = {"host_under_load": {"busy_processes": 8, "loaded_host_s": {"mean": 0.0228}}}
+        curve = [{"busy_cores": 1, "relative_speed": 1.0}, {"busy_cores": 9, "relative_speed": 0.9}]
+        self.assertEqual(convert.loop_host_s(comp, step, curve), 0.019)                  # the default: the step's
+        # loaded at 8 + 1 busy cores, back to one idle core: 22.8 ms x 0.9
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "loaded"), 0.0228 * 0.9)
+        self.assertEqual(convert.loop_host_s({}, step, curve, "loaded"), 0.019)          # not measured: the step's
+
     def test_per_call_summary_by_hand(self):
         def row(cid, err, step_err, ok):
             return {"id": cid, "pipeplan": {"err": err, "step_p90_err": step_err, "bottleneck_ok": ok}}
