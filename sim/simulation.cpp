@@ -267,7 +267,8 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 
 // One thread's core speed wander (profile cpu.core_speed_cv, core_speed_correlation_s): a deviation
 // (x > 0: a slow spell) drawn from the stationary distribution, moved on at each piece of work's start.
-// The machine's cores wander whichever thread runs on them: the workers and the pin thread each have one.
+// The machine's cores wander whichever thread runs on them: the workers, the pin thread and the main thread
+// each have one (validation run 15, finding 7).
 class CoreWander {
  public:
   CoreWander(const CpuProfile& cpu, Rng& rng)
