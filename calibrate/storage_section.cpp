@@ -468,7 +468,7 @@ SectionOutcome run_storage(const RunContext& ctx) {
                    "CPU %.3f s -> waits at %.1f MB/s, page-cache fill %.3f ns/B", b.files, b.file_bytes >> 10,
                    b.bytes / b.cold_s / 1e6, b.cold_cpu_s, b.warm_cpu_s, stream_read_bytes_per_s / 1e6,
                    buffered_read_cpu_s_per_byte * 1e9));
-      // Recorded, not used by the simulator yet (docs/validation.md, Next: cold storage).
+      // Each reader's wait rate by reader count: the simulator's storage.stream_read_vs_readers (docs/model.md).
       nlohmann::json concurrent = nlohmann::json::array();
       for (const auto& c : b.concurrent) {
         const double per_thread_wait_s = c.wall_s - c.cpu_s / c.threads;
