@@ -1218,6 +1218,63 @@ class Harness:
             f"{streamed_loop*1e3:.2f} / {after_loop*1e3:.2f} ms per step")
         return c[key]
 
+    def comp_host_beside_loader(self, step_name, kind, bs, nw):
+        """The training loop's own host time per step beside a live DataLoader (since run 16): alone, then taking
+        each step's batch from a DataLoader over already-loaded samples (`nw` workers collating, as the case)
+        with pin_memory=True (the pin thread receives and pins beside the loop) and with pin_memory=False (the
+        loop's next() receives; excluded from the host time). The batch is dropped: the step runs on a batch
+        already on the GPU, so no copy enters the host time. Run 15 (validation.md, finding 5): the pinned
+        ResNet-50 loop launched in 1.2-1.4x its time alone in situ, the unpinned one about 1.0-1.1x once its
+        copy is taken out; if the pinned loop here is slower than the unpinned one, the pin thread's GIL
+        handoffs cost the loop more than the receive time the model holds the GIL for."""
+        key = f"{step_name}/{kind}/b{bs}/w{nw}"
+        c = self.doc["components"].setdefault("host_beside_loader", {})
+        if key in c:
+            return c[key]
+        from torch.utils.data import DataLoader
+        t, dev = self.t, self.dev
+        self.comp_load(kind)
+        model = self.step_model(step_name)
+        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        for _ in range(3):
+            float(model(gb).item())
+        n = 8 if self.quick else 30
+
+        def loop(it):
+            host = []
+            for _ in range(n):
+                if it is not None:
+                    batch = next(it)
+                    del batch
+                h0 = time.perf_counter()
+                loss = model(gb)
+                host.append(time.perf_counter() - h0)
+                float(loss.item())
+            return summarize(host)
+        t0 = time.perf_counter()
+        res = {"workers": nw, "steps": n, "alone_host_s": loop(None)}
+        for pin in (True, False):
+            dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                            prefetch_factor=2, pin_memory=pin, collate_fn=self.collate_fn(kind))
+            it = iter(dl)
+            for _ in range(2 * nw):                # the workers up and the prefetch slots full
+                next(it)
+            res["pinned_host_s" if pin else "unpinned_host_s"] = loop(it)
+            del it, dl
+        res["alone_again_host_s"] = loop(None)
+        del gb
+        res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
+                         "to last launch returned; alone, then each step taking (and dropping) a batch from a "
+                         "DataLoader(cached samples, num_workers as the case, pin_memory True, then False), alone again")
+        c[key] = res
+
+        def ms(x):
+            return f"{x['mean'] * 1e3:.2f}"
+        log(f"component host_beside_loader[{key}]: host {ms(res['alone_host_s'])} ms alone, "
+            f"{ms(res['pinned_host_s'])} beside a pinning loader, {ms(res['unpinned_host_s'])} beside an unpinned one, "
+            f"{ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
+        return c[key]
+
     def comp_transport(self, kind, bs):
         """Main-process cost per batch of receiving (and pinning) a batch from the workers, as
         PyTorch does it: a DataLoader over already-loaded samples with many workers, so the main
@@ -1516,6 +1573,10 @@ class Harness:
                 comps["host_under_load"] = self.comp_host_under_load(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_under_load"] = {"error": f"{e.__class__.__name__}: {e}"}
+            try:                                   # ... or the pin thread beside it (run 15, finding 5)?
+                comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
+            except Exception as e:                 # a diagnostic: never costs the case
+                comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
         comps["worker_start"] = self.comp_worker_start()
         if nw > 0:
             comps["transport"] = self.comp_transport(kind, bs)
