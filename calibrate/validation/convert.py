@@ -1016,7 +1016,8 @@ def _timeline(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if not tl or int(k.get("num_workers", 0)) < 2 or int(k.get("epochs", 1) or 1) > 1:
         return None
     import timeline_analysis   # noqa: E402 (beside this file; only for cases with a timeline)
-    return timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]))
+    return timeline_analysis.analyse(tl, int(k["num_workers"]), int(k["prefetch_factor"]),
+                                     bool(k.get("in_order", True)))
 
 
 def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:

@@ -36,6 +36,12 @@ class TimelineTest(unittest.TestCase):
         self.assertAlmostEqual(r["delivery_s"]["max"], 1.0)    # batch 2: ready at 2, taken at 3
         # batches 1..5 finished at 2, 2, 4, 4, 6: never one before the batch ahead of it (ties are in order)
         self.assertEqual(r["out_of_order_share"], 0.0)
+        # out of order, a batch goes to the next worker with a free slot: who made batch j is unknown, so
+        # nothing that needs it is given; the workers' own busy shares stay
+        u = T.analyse(tl, num_workers=2, prefetch_factor=1, in_order=False)
+        self.assertAlmostEqual(u["busy_by_worker"][0], 0.4)
+        for key in ("out_of_order_share", "worker_index_starved", "delivery_s", "steps_waiting_on_a_worker"):
+            self.assertIsNone(u[key], key)
 
     def test_loop_between_batches_by_hand(self):
         # steady steps from index 1: the loop asks for batch j+1 at next_start[j+1] after receiving
