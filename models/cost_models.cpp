@@ -6,11 +6,6 @@
 
 namespace pipeplan {
 
-double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers) {
-  return stream_bytes_per_s *
-         piecewise_linear(vs_readers, readers, &ReaderSharePoint::readers, &ReaderSharePoint::relative_rate, 1.0);
-}
-
 bool unpinned_copy_from_fresh_mapping(const Profile& p) {
   return p.copy.h2d_pageable_fresh_mapping.has_value() && p.ipc.release_s_per_byte.has_value();
 }
@@ -28,6 +23,11 @@ double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {
   if (pinned) return copy_time_s(p.copy.h2d_pinned, bytes);
   return from_workers ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);
+}
+
+double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers) {
+  return stream_bytes_per_s *
+         piecewise_linear(vs_readers, readers, &ReaderSharePoint::readers, &ReaderSharePoint::relative_rate, 1.0);
 }
 
 double copy_time_s(const CopyCurve& curve, double bytes) {

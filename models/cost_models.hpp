@@ -22,17 +22,17 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 // otherwise the receive carries its whole per-byte cost and the copy runs at the resident pageable rate
 // (the fresh curve alone would drop the release with the touch: run 15's unpinned cases +11 to +25%).
 bool unpinned_copy_from_fresh_mapping(const Profile& p);
-
-// The rate one synchronous reader waits for the device at with `readers` reading at once: the one-reader
-// stream rate times its share at that count (storage.stream_read_vs_readers, linear between the measured
-// counts, flat beyond; none: the stream rate whatever the count).
-double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 
 // The H2D copy of one batch of `bytes`: from pinned memory; unpinned, from a worker's fresh mapping
 // (unpinned_worker_batch_copy_s) or, loaded inline (num_workers=0), from the main process's resident memory.
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers);
+
+// The rate one synchronous reader waits for the device at with `readers` reading at once: the one-reader
+// stream rate times its share at that count (storage.stream_read_vs_readers, linear between the measured
+// counts, flat beyond; none: the stream rate whatever the count).
+double stream_read_rate(double stream_bytes_per_s, const std::vector<ReaderSharePoint>& vs_readers, double readers);
 
 // y at x on points sorted by x (members X and Y of P): linear between points, flat beyond the ends;
 // `fallback` without points. The one lookup behind every measured curve (core speed, GPU duty).

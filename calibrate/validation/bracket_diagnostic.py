@@ -53,25 +53,22 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     a = ap.parse_args()
-    opts = convert.TABLE_OPTIONS
     jobs = []
     calls = convert.load_calls(a.results_dirs)
     duty_tau = convert.loaded_duty_time_constant(calls)   # as the table: over every call given
     for d, doc, profile, cpu_curve in calls:
         for c in doc.get("cases") or []:
             if c.get("status") == "ok" and bracketed(c):
-                duty_shape = convert.case_duty_shape(doc.get("components") or {}, profile, c)
-                jobs.append((os.path.basename(os.path.normpath(d)), c, doc.get("machine") or {}, profile, cpu_curve,
-                             duty_shape))
+                jobs.append((os.path.basename(os.path.normpath(d)), c, doc, profile, cpu_curve))
     if not jobs:
         print("bracket_diagnostic: no case with probes before and after it", file=sys.stderr)
         return 2
 
     with tempfile.TemporaryDirectory() as tmp:
         def predict(job, which: str) -> Optional[Tuple[float, float]]:
-            tag, c, machine, profile, cpu_curve, duty_shape = job
+            tag, c, doc, profile, cpu_curve = job
             v = c if which == "both" else one_probe_case(c, which)
-            scen, prof = convert.case_inputs(v, machine, profile, opts, cpu_curve, duty_shape, True, duty_tau)
+            scen, prof = convert.table_case_inputs(v, doc, profile, cpu_curve, duty_tau)
             stem = os.path.join(tmp, f"{tag}-{c['id']}-{which}")
             json.dump(scen, open(stem + ".json", "w"))
             json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

@@ -64,7 +64,6 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=3, help="simulated seeds per case (default %(default)s)")
     a = ap.parse_args()
-    opts = convert.TABLE_OPTIONS
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         calls = convert.load_calls(a.results_dirs)
@@ -77,9 +76,7 @@ def main() -> int:
                         or int(k.get("epochs", 1) or 1) > 1:
                     continue
                 meas = completion_gaps(measured_completions(tl))
-                duty = convert.case_duty_shape(doc.get("components") or {}, profile, c)
-                scen, prof = convert.case_inputs(c, doc.get("machine") or {}, profile, opts, cpu_curve, duty, True,
-                                                 duty_tau)
+                scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve, duty_tau)
                 stem = os.path.join(tmp, c["id"])
                 json.dump(scen, open(stem + ".json", "w"))
                 json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

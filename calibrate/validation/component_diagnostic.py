@@ -88,7 +88,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dirs", nargs="+")
     a = ap.parse_args()
-    opts = convert.TABLE_OPTIONS
     table: Dict[str, Dict[str, List[float]]] = {}
     for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
         machine = doc.get("machine") or {}
@@ -98,8 +97,7 @@ def main() -> int:
         for c in doc.get("cases") or []:
             if not comparable(c):
                 continue
-            duty = convert.case_duty_shape(doc.get("components") or {}, profile, c)
-            scen, prof = convert.case_inputs(c, machine, profile, opts, cpu_curve, duty, simulate=True)
+            scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve)
             busy = min(cores, float((c.get("measured") or {}).get("cpu_busy_cores")
                                     or int(c["knobs"]["num_workers"])))
             for k, e in relative_errors(model_components(scen, prof or profile, busy), measured_components(c)).items():

@@ -51,7 +51,7 @@ TARGETS = {
 }
 MIN_SIM_STEPS = 200
 # the options of the generated table's command (--transport measured, the rest convert's defaults), for the
-# diagnostics that predict a case as the table does (bracket_diagnostic, burst_diagnostic)
+# diagnostics that predict a case as the table does (table_case_inputs)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu")
@@ -313,6 +313,16 @@ def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str,
     """The GPU step's shape between rested and back to back for a case: the harness's curve for its step
     model, else the call's first, else calibrate's (compute.step_vs_gpu_duty)."""
     return duty_excess(call_components, step_key(case)) or profile_duty_excess(profile)
+
+
+def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any],
+                      cpu_curve: Sequence[Dict[str, float]], duty_time_constant_s: Optional[float] = None
+                      ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+    """case_inputs as the generated table builds a case of call `doc` (TABLE_OPTIONS, the case's duty shape),
+    for the diagnostics that rebuild it (bracket, burst, component)."""
+    duty_shape = case_duty_shape(doc.get("components") or {}, profile, case)
+    return case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape, True,
+                       duty_time_constant_s)
 
 
 def share_at_step_start(duty: float, step_s: float, time_constant_s: float) -> float:

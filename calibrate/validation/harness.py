@@ -549,6 +549,22 @@ def _stream_memory_until(stop, nbytes=64 << 20):
     return copied
 
 
+def synthetic_loop_host(model, gb, steps, batches=None):
+    """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
+    last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
+    takes (and drops) one batch from it, outside the host time."""
+    host, t0 = [], time.perf_counter()
+    for _ in range(steps):
+        if batches is not None:
+            batch = next(batches)
+            del batch
+        h0 = time.perf_counter()
+        loss = model(gb)
+        host.append(time.perf_counter() - h0)
+        float(loss.item())
+    return summarize(host), (time.perf_counter() - t0) / steps
+
+
 def to_dev(t, batch, device, nb):
     if isinstance(batch, t.Tensor):
         return batch.to(device, non_blocking=nb)
@@ -1172,13 +1188,7 @@ class Harness:
         n = 8 if self.quick else 20
 
         def loop():
-            host, t0 = [], time.perf_counter()
-            for _ in range(n):
-                h0 = time.perf_counter()
-                loss = model(gb)
-                host.append(time.perf_counter() - h0)
-                float(loss.item())
-            return summarize(host), (time.perf_counter() - t0) / n
+            return synthetic_loop_host(model, gb, n)
         alone_host, alone_loop = loop()
         ctx = mp.get_context("fork")
 
@@ -1241,16 +1251,7 @@ class Harness:
         n = 8 if self.quick else 30
 
         def loop(it):
-            host = []
-            for _ in range(n):
-                if it is not None:
-                    batch = next(it)
-                    del batch
-                h0 = time.perf_counter()
-                loss = model(gb)
-                host.append(time.perf_counter() - h0)
-                float(loss.item())
-            return summarize(host)
+            return synthetic_loop_host(model, gb, n, it)[0]
         t0 = time.perf_counter()
         res = {"workers": nw, "steps": n, "alone_host_s": loop(None)}
         for pin in (True, False):
