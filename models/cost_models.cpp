@@ -20,6 +20,11 @@ double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
                      bytes);
 }
 
+double pinned_release_under_gil_s(const Profile& p, double bytes, double touch_s) {
+  if (!p.ipc.release_s_per_byte.has_value() || bytes <= 0.0) return 0.0;
+  return std::clamp(bytes * *p.ipc.release_s_per_byte, 0.0, std::max(0.0, touch_s));
+}
+
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {
   if (pinned) return copy_time_s(p.copy.h2d_pinned, bytes);
   return from_workers ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);
