@@ -4,7 +4,7 @@
 Runs on the development machine (plain Python 3, no torch):
 
     python3 calibrate/validation/ddp_convert.py --cases RESULTS/ddp_cases.json \
-        [--profile RESULTS/profile-nccl.json] [--base-profile scenarios/profiles/h200.json] \
+        [--profile RESULTS/profile-nccl.json] [--base-profile scenarios/profiles/h200-2026-11-30-run10.json] \
         [--pipeplan build/cli/pipeplan] [--out-dir RESULTS/ddp-report] [--md docs/ddp-validation.md]
 
 For every measured case it writes OUT_DIR/scenarios/<case id>.json (docs/scenario.md keys only):
@@ -526,7 +526,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", required=True, help="ddp_harness.py output (ddp_cases.json)")
     ap.add_argument("--profile", default=None, help="profile of the same device call (pipeplan-calibrate "
                                                     "--only nccl,compute): merged over --base-profile")
-    ap.add_argument("--base-profile", default=os.path.join(HERE, "..", "..", "scenarios", "profiles", "h200.json"))
+    ap.add_argument("--base-profile", default=os.path.join(HERE, "..", "..", "scenarios", "profiles", "h200-2026-11-30-run10.json"))
     ap.add_argument("--collective", choices=["auto", "profile", "fit"], default="auto",
                     help="the all-reduce model of the main prediction (auto: profile when it measured nccl, else fit)")
     ap.add_argument("--fit-min-bytes", type=float, default=0.0, help="fit only standalone points at least this big")
