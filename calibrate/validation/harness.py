@@ -1276,6 +1276,71 @@ class Harness:
             f"{ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
+    def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
+        """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
+        pace_thread.PaceThread): each step's token comes from a helper thread that takes a batch from an unpinned
+        DataLoader (cached samples, `nw` workers, as the case) and either drops it ("receive": the receive and the
+        release of pages never touched, both GIL-held) or copies it into a pinned buffer first ("copy": the copy
+        GIL-free, then the release of touched pages, GIL-held: PyTorch's pin loop without its queue and caching
+        allocator). The helper's CPU per batch is timed. Run 16 (validation.md, finding 2): the loop beside a pinning
+        loader took 1.75-1.93x its time alone, about twice the pin thread's time outside pin_memory(); the model
+        charges the loop the GIL-held time only. Loop slowdown against the helper's CPU per batch, per part, tells
+        the GIL-held time from the handoffs."""
+        key = f"{step_name}/{kind}/b{bs}/w{nw}"
+        c = self.doc["components"].setdefault("host_beside_pin_parts", {})
+        if key in c:
+            return c[key]
+        from torch.utils.data import DataLoader
+        from pace_thread import PaceThread
+        t, dev = self.t, self.dev
+        self.comp_load(kind)
+        model = self.step_model(step_name)
+        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        for _ in range(3):
+            float(model(gb).item())
+        n = 8 if self.quick else 30
+        t0 = time.perf_counter()
+        res = {"workers": nw, "steps": n, "alone_host_s": synthetic_loop_host(model, gb, n)[0]}
+        bufs = {}
+
+        def copy_to_pinned(batch):
+            for i, x in enumerate(tensors_in(t, batch)):
+                dst = bufs.get(i)
+                if dst is None or dst.shape != x.shape or dst.dtype != x.dtype:
+                    dst = bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
+                dst.copy_(x)                   # GIL released inside; touches every page of the worker's mapping
+        for part, work in (("receive", None), ("copy", copy_to_pinned)):
+            dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                            prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
+            it = iter(dl)
+            for _ in range(2 * nw):            # the workers up and the prefetch slots full
+                next(it)
+            with PaceThread(it, work=work, ahead=2) as pt:
+                host, wall = synthetic_loop_host(model, gb, n, pt.tokens())
+            cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)   # the first batch allocates the pinned buffers
+            res[f"{part}_host_s"] = host
+            res[f"{part}_loop_s_per_step"] = wall
+            res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
+            del it, dl
+        bufs.clear()
+        res["alone_again_host_s"] = synthetic_loop_host(model, gb, n)[0]
+        del gb
+        res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
+                         "to last launch returned; alone, then each step taking a token from a helper thread that takes "
+                         "a batch from DataLoader(cached samples, num_workers as the case, pin_memory=False) and drops it "
+                         "(receive) or copies it into a pinned buffer and drops it (copy), at most 2 batches ahead; the "
+                         "helper's CPU per batch (thread_time, median); alone again")
+        c[key] = res
+
+        def ms(x):
+            return f"{x['mean'] * 1e3:.2f}" if isinstance(x, dict) else (f"{x * 1e3:.2f}" if x is not None else "n/a")
+        log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone, "
+            f"{ms(res['receive_host_s'])} beside a thread receiving and dropping (its CPU {ms(res['receive_thread_cpu_s_per_batch'])} "
+            f"ms a batch), {ms(res['copy_host_s'])} beside one also copying to pinned memory (CPU "
+            f"{ms(res['copy_thread_cpu_s_per_batch'])}), {ms(res['alone_again_host_s'])} alone again "
+            f"({time.perf_counter() - t0:.1f}s)")
+        return c[key]
+
     def comp_transport(self, kind, bs):
         """Main-process cost per batch of receiving (and pinning) a batch from the workers, as
         PyTorch does it: a DataLoader over already-loaded samples with many workers, so the main
@@ -1578,6 +1643,10 @@ class Harness:
                 comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
+            try:                                   # ... and which part of the pin thread's work (run 16, finding 2)
+                comps["host_beside_pin_parts"] = self.comp_host_beside_pin_parts(k["step"], kind, bs, nw)
+            except Exception as e:                 # a diagnostic: never costs the case
+                comps["host_beside_pin_parts"] = {"error": f"{e.__class__.__name__}: {e}"}
         comps["worker_start"] = self.comp_worker_start()
         if nw > 0:
             comps["transport"] = self.comp_transport(kind, bs)

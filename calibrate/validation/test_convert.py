@@ -702,6 +702,7 @@ class EndToEndTest(unittest.TestCase):
             rs = rep["summary"]["pipeplan"]["repeated_settings"]
             self.assertEqual(rs["n"], 1)
             self.assertAlmostEqual(rs["median_abs_throughput_err"], 50 / 1750)
+            self.assertAlmostEqual(rs["p90_abs_throughput_err"], 50 / 1750)   # one setting: its own error
             self.assertAlmostEqual(rs["median_abs_step_p90_err"], abs(1.1 * 64 / 1800 - 0.04) / 0.04)
             gn = rep["summary"]["ground_truth_noise"]
             self.assertEqual(gn["settings"], 1)

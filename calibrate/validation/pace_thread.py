@@ -1,0 +1,69 @@
+"""A helper thread that does part of PyTorch's pin thread's work beside a training loop (torch-free).
+
+Run 16 (docs/validation.md, finding 2): a ResNet-50 loop beside a pinning DataLoader took 1.75-1.93x its host time
+alone, about twice the pin thread's own time outside pin_memory(). The pin loop holds the GIL for the batch's receive
+(unpickling, the fd, the mapping) and for its release (munmap + close in the refcount drop after the copy), and
+releases it for the copy. The harness component `host_beside_pin_parts` runs the loop beside a PaceThread that takes
+each batch from an unpinned DataLoader and does one part of that work (receive and drop; receive, copy into pinned
+memory and drop), one batch per loop step: the loop's slowdown against the thread's CPU per batch tells the GIL time
+the model charges from the handoffs it does not.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator, List, Optional
+
+
+class PaceThread:
+    """Takes batches from `source` on its own thread, calls `work(batch)` on each, drops it, and hands the loop one
+    token per batch through a queue of `ahead` slots, as the pin thread hands over pinned batches (prefetch keeps it
+    at most a few ahead). `cpu_s` holds the thread's CPU per batch (time.thread_time: receive, work and release).
+    Use as a context manager; `tokens()` is the loop's iterator. The thread never blocks for longer than `poll_s`
+    without checking that it should stop, so leaving the context never hangs on a full queue."""
+
+    def __init__(self, source: Iterator[Any], work: Optional[Callable[[Any], None]] = None, ahead: int = 2,
+                 poll_s: float = 0.05):
+        self.source, self.work, self.poll_s = source, work, poll_s
+        self.q: "queue.Queue[int]" = queue.Queue(maxsize=max(1, ahead))
+        self.stop = threading.Event()
+        self.cpu_s: List[float] = []
+        self.error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._run, name="pace-thread", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                c0 = time.thread_time()
+                batch = next(self.source)
+                if self.work is not None:
+                    self.work(batch)
+                del batch                      # the release, on this thread, as pin_memory's rebinding does
+                self.cpu_s.append(time.thread_time() - c0)
+                while not self.stop.is_set():
+                    try:
+                        self.q.put(1, timeout=self.poll_s)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as e:             # StopIteration or a worker's error: the loop's next token raises it
+            self.error = e
+            self.stop.set()
+
+    def tokens(self) -> Iterator[int]:
+        """One token per batch the thread finished; re-raises the thread's error once it has stopped."""
+        while True:
+            try:
+                yield self.q.get(timeout=self.poll_s)
+            except queue.Empty:
+                if self.stop.is_set():
+                    raise RuntimeError(f"pace thread stopped: {self.error!r}")
+
+    def __enter__(self) -> "PaceThread":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10.0)
