@@ -457,6 +457,12 @@ TEST(Simulate, APinnedBatchsReleaseHoldsTheGilAgainstTheLoop) {
   prof["ipc"]["release_s_per_byte"] = 0.5e-10;
   r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(r), 0.0396, 0.0396 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  // the report's closed-form capacity of the loop is the GIL's: 64 samples per 39.6 ms
+  double host_loop_capacity = -1.0;
+  for (const auto& stage : r["stages"])
+    if (stage["name"] == "host_loop") host_loop_capacity = stage["capacity_samples_per_s"].get<double>();
+  EXPECT_NEAR(host_loop_capacity, 64 / 0.0396, 64 / 0.0396 * 1e-9);
   // Without the loop's Python the pin thread alone sets the pace: 21.12 ms, the release inside it (1,000
   // steps: the batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;
