@@ -54,7 +54,7 @@ MIN_SIM_STEPS = 200
 # diagnostics that predict a case as the table does (table_case_inputs)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
-                                   transport_clock="cpu")
+                                   transport_clock="cpu", host_from="alone-median")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -569,6 +569,24 @@ def transport_on_cpu_clock(transport: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def loop_host_alone_figures(comp: Dict[str, Any], step: Dict[str, Any]) -> List[float]:
+    """Every time the call measured the same loop's host time with nothing beside it: the step component's, and
+    where the case has them (ResNet-50 cases) host_under_load's alone and alone-again windows (since run 9 / 16) and
+    host_beside_loader's (since run 16). Run 16 (finding 3): the figure alone moves 5-12% within seconds (B2: 24.33,
+    19.89, 21.02, 17.34, 25.56 ms in one call)."""
+    def mean_of(x: Any) -> Optional[float]:
+        v = x.get("mean") if isinstance(x, dict) else x
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+    out = [float(step["host_s"]["mean"])]
+    for name, keys in (("host_under_load", ("alone_host_s", "alone_after_host_s")),
+                       ("host_beside_loader", ("alone_host_s", "alone_again_host_s"))):
+        c = comp.get(name) or {}
+        if "error" in c:
+            continue
+        out += [v for v in (mean_of(c.get(k)) for k in keys) if v is not None]
+    return out
+
+
 def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[Dict[str, float]],
                 host_from: str = "step") -> float:
     """The training loop's host time per step at one idle core: the step component's (its launches timed
@@ -579,6 +597,8 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
     in-situ launch ran 0.79-1.57x the step component's host time and 1.06-1.28x host_under_load's loaded one."""
     alone = float(step["host_s"]["mean"])
     hul = comp.get("host_under_load") or {}
+    if host_from == "alone-median":
+        return median(loop_host_alone_figures(comp, step))
     loaded = (hul.get("loaded_host_s") or {}).get("mean")
     if host_from != "loaded" or not loaded or "error" in hul:
         return alone
@@ -979,7 +999,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     transport, wander)."""
     scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
-                        host_from=getattr(a, "host_from", "step"))
+                        host_from=getattr(a, "host_from", "alone-median"))
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -1388,6 +1408,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- Workers' wander: {meta['wander_note']}")
     if meta.get("transport_note"):
         L.append(f"- Main side: {meta['transport_note']}")
+        if meta.get("host_note"):
+            L.append(f"- The training loop's host time per step: {meta['host_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
     if meta.get("gpu_duty_time_constant_s"):
@@ -1625,11 +1647,12 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
-    ap.add_argument("--host-from", choices=["step", "loaded"], default="step",
-                    help="the loop's host time per step: the step component's (launches timed alone), or "
-                         "host_under_load's loop beside as many spinning processes as the case has workers, "
-                         "brought back to one idle core (where the harness measured it: ResNet-50 steps) "
-                         "(default %(default)s)")
+    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median"], default="alone-median",
+                    help="the loop's host time per step: the median of every window the call timed the loop alone "
+                         "(alone-median: the step component's, and for ResNet-50 steps host_under_load's and "
+                         "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
+                         "or host_under_load's loop beside as many spinning processes as the case has workers, "
+                         "brought back to one idle core (loaded) (default %(default)s)")
     ap.add_argument("--transport-clock", choices=["wall", "cpu"], default="cpu",
                     help="with --transport measured: the transport loops' wall time per batch, or their CPU time "
                          "(the receive loop's main thread, the pin loop's pin thread; harness since run 11) "
@@ -1772,6 +1795,12 @@ def main(argv=None) -> int:
                             + ", scaled by the probes around each case")
                            if a.transport == "measured" else "the calibrated profile's IPC and pinning costs"),
         "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
+        "host_note": {"alone-median": "the median of every window the call timed the loop alone (the step component's; "
+                                      "for ResNet-50 steps also host_under_load's and host_beside_loader's alone and "
+                                      "alone-again windows; `--host-from alone-median`)",
+                      "step": "the step component's, timed alone (`--host-from step`)",
+                      "loaded": "host_under_load's loop beside busy processes, brought back to one idle core "
+                                "(`--host-from loaded`)"}[getattr(a, "host_from", "alone-median")],
         "gpu_duty_time_constant_s": duty_tau,
     }
     if len(runs) > 1:

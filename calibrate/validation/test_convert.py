@@ -370,6 +370,20 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "loaded"), 0.0228 * 0.9)
         self.assertEqual(convert.loop_host_s({}, step, curve, "loaded"), 0.019)          # not measured: the step's
 
+    def test_loop_host_alone_is_the_median_of_every_window_alone(self):
+        step = {"host_s": {"mean": 0.024}}
+        comp = {"host_under_load": {"alone_host_s": 0.020, "alone_after_host_s": 0.023, "loaded_host_s": 0.030},
+                "host_beside_loader": {"alone_host_s": {"mean": 0.017}, "alone_again_host_s": {"mean": 0.016},
+                                       "pinned_host_s": {"mean": 0.031}}}
+        curve = [{"busy_cores": 1, "relative_speed": 1.0}]
+        # 24, 20, 23, 17, 16 ms alone (the loaded and pinned windows are not alone): median 20 ms
+        self.assertEqual(sorted(convert.loop_host_alone_figures(comp, step)), [0.016, 0.017, 0.020, 0.023, 0.024])
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.020)
+        # a component that failed is left out (24, 20, 23: 23 ms); without them (every matmul step): the step's own
+        comp["host_beside_loader"] = {"error": "RuntimeError: x"}
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.023)
+        self.assertEqual(convert.loop_host_s({}, step, curve, "alone-median"), 0.024)
+
     def test_per_call_summary_by_hand(self):
         def row(cid, err, step_err, ok):
             return {"id": cid, "pipeplan": {"err": err, "step_p90_err": step_err, "bottleneck_ok": ok}}
