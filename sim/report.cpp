@@ -265,6 +265,12 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"batches_per_s", r.batches_delivered_per_s},
         {"out_of_order_fraction", r.out_of_order_fraction},
         {"epochs_started", r.epochs_started}}},
+      {"gil",
+       {{"busy_fraction", std::min(1.0, r.gil_held_main_fraction + r.gil_held_pin_fraction)},
+        {"main_thread_held_fraction", r.gil_held_main_fraction},
+        {"pin_thread_held_fraction", r.gil_held_pin_fraction},
+        {"main_thread_wait_fraction", r.gil_wait_main_fraction},
+        {"pin_thread_wait_fraction", r.gil_wait_pin_fraction}}},
   };
   return out;
 }
@@ -314,6 +320,15 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     o << line;
   }
   o << "\n";
+  if (s.loader.pin_memory && s.loader.num_workers > 0) {
+    // One interpreter lock for the loop's Python and the pin thread's receive and release (validation run 16).
+    std::snprintf(line, sizeof line,
+                  "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive and release "
+                  "%.0f%%); waiting for it: the loop %.0f%%, the pin thread %.0f%%\n",
+                  100 * std::min(1.0, r.gil_held_main_fraction + r.gil_held_pin_fraction), 100 * r.gil_held_main_fraction,
+                  100 * r.gil_held_pin_fraction, 100 * r.gil_wait_main_fraction, 100 * r.gil_wait_pin_fraction);
+    o << line;
+  }
   return o.str();
 }
 

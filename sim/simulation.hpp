@@ -54,6 +54,10 @@ struct SimResult {
   double mean_batch_latency_s = 0.0;     // index sent -> batch handed to the loop
   double out_of_order_fraction = 0.0;    // consecutive batches finished by their workers in reverse order (sim/arrival_order.hpp)
   double batches_delivered_per_s = 0.0;  // per rank
+  double gil_wait_main_fraction = 0.0;   // the training loop's time waiting for the pin thread to drop the GIL
+  double gil_wait_pin_fraction = 0.0;    // the pin thread's time waiting for the loop to drop it
+  double gil_held_main_fraction = 0.0;   // the GIL held by the loop's Python (and an unpinned batch's receive)
+  double gil_held_pin_fraction = 0.0;    // held by the pin thread (a batch's receive and release)
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)
 };

@@ -463,6 +463,14 @@ TEST(Simulate, APinnedBatchsReleaseHoldsTheGilAgainstTheLoop) {
   for (const auto& stage : r["stages"])
     if (stage["name"] == "host_loop") host_loop_capacity = stage["capacity_samples_per_s"].get<double>();
   EXPECT_NEAR(host_loop_capacity, 64 / 0.0396, 64 / 0.0396 * 1e-9);
+  // The GIL is never free: the loop holds it 30 of every 39.6 ms, the pin thread 9.6 (the release). The loop
+  // meets the release as a wait for its batch (pushed after it), not for the GIL; the pin thread, after its
+  // 11.52 ms copy, waits for the loop's Python to end: 30 - 11.52 = 18.48 ms of every 39.6.
+  EXPECT_NEAR(r["gil"]["busy_fraction"].get<double>(), 1.0, 0.01);
+  EXPECT_NEAR(r["gil"]["main_thread_held_fraction"].get<double>(), 0.030 / 0.0396, 0.01);
+  EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0096 / 0.0396, 0.01);
+  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0, 0.01);
+  EXPECT_NEAR(r["gil"]["pin_thread_wait_fraction"].get<double>(), (0.030 - 0.01152) / 0.0396, 0.01);
   // Without the loop's Python the pin thread alone sets the pace: 21.12 ms, the release inside it (1,000
   // steps: the batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;
@@ -562,6 +570,11 @@ TEST(Simulate, DefaultScenarioRunsAndReportsTheContractKeys) {
   for (const char* k : {"busy_fraction", "idle_waiting_for_data_fraction", "exposed_comm_fraction"})
     EXPECT_TRUE(j["gpu"][k].is_number()) << k;
   EXPECT_GT(j["synthetic_baseline"]["samples_per_s"].get<double>(), 0.0);
+  for (const char* k : {"busy_fraction", "main_thread_held_fraction", "pin_thread_held_fraction", "main_thread_wait_fraction",
+                        "pin_thread_wait_fraction"}) {
+    EXPECT_GE(j["gil"][k].get<double>(), 0.0) << k;
+    EXPECT_LE(j["gil"][k].get<double>(), 1.0) << k;
+  }
   // Text output for people names the bottleneck too.
   const auto text = pipeplan::test::run_pipeplan({"simulate", "--steps", "300"});
   EXPECT_NE(text.out.find("bottleneck:"), std::string::npos);
