@@ -212,7 +212,10 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
   if (d.stage == "host_loop")
     d.explanation = "host-bound: the training loop's Python takes " + ms(s.training.host_s_per_step) + " per step" +
                     (s.ddp_host_s() > 0.0 ? " and DDP's reducer " + ms(s.ddp_host_s()) : "") +
-                    (s.loader.pin_memory && s.loader.num_workers > 0 ? " and shares the GIL with the pin thread" : "") +
+                    (s.loader.pin_memory && s.loader.num_workers > 0
+                         ? " and shares the GIL with the pin thread (which holds it " + pct(result.gil_held_pin_fraction) +
+                               " of the time)"
+                         : "") +
                     (s.training.sync_every_steps > 0 ? ", and a sync every " + std::to_string(s.training.sync_every_steps) + " step(s) stops it running ahead" : "") +
                     waits + " for launches";
   else
