@@ -1228,6 +1228,16 @@ class Harness:
             f"{streamed_loop*1e3:.2f} / {after_loop*1e3:.2f} ms per step")
         return c[key]
 
+    def _loop_on_a_gpu_batch(self, step_name, kind, bs):
+        """The step's model, a batch of `kind` already on the GPU, three warm-up steps, and how many steps a
+        host-time window takes (8 quick, 30 full): what the loops beside a DataLoader run."""
+        self.comp_load(kind)
+        model = self.step_model(step_name)
+        gb = to_dev(self.t, self.sample_batch(kind, bs), self.dev.device, False)
+        for _ in range(3):
+            float(model(gb).item())
+        return model, gb, (8 if self.quick else 30)
+
     def comp_host_beside_loader(self, step_name, kind, bs, nw):
         """The training loop's own host time per step beside a live DataLoader (since run 16): alone, then taking
         each step's batch from a DataLoader over already-loaded samples (`nw` workers collating, as the case)
@@ -1242,13 +1252,7 @@ class Harness:
         if key in c:
             return c[key]
         from torch.utils.data import DataLoader
-        t, dev = self.t, self.dev
-        self.comp_load(kind)
-        model = self.step_model(step_name)
-        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
-        for _ in range(3):
-            float(model(gb).item())
-        n = 8 if self.quick else 30
+        model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
 
         def loop(it):
             return synthetic_loop_host(model, gb, n, it)[0]
@@ -1292,13 +1296,8 @@ class Harness:
             return c[key]
         from torch.utils.data import DataLoader
         from pace_thread import PaceThread
-        t, dev = self.t, self.dev
-        self.comp_load(kind)
-        model = self.step_model(step_name)
-        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
-        for _ in range(3):
-            float(model(gb).item())
-        n = 8 if self.quick else 30
+        t = self.t
+        model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
         t0 = time.perf_counter()
         res = {"workers": nw, "steps": n, "alone_host_s": synthetic_loop_host(model, gb, n)[0]}
         bufs = {}
