@@ -117,6 +117,12 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   if (d.head_of_line)
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
+  // A loop that never finds the GIL free shares it with the pin thread's receive and release (validation run 16).
+  const double gil_busy = result.gil_held_main_fraction + result.gil_held_pin_fraction;
+  if (d.stage == "host_loop" && gil_busy >= 0.9 && result.gil_held_pin_fraction >= 0.1)
+    d.suggestion += "; the GIL is busy " + pct(std::min(1.0, gil_busy)) + " of the time (the pin thread's receive and release " +
+                    pct(result.gil_held_pin_fraction) + "): fewer bytes a batch (uint8, normalize on the GPU) shorten "
+                    "them (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
   return d;
 }
 

@@ -471,6 +471,8 @@ TEST(Simulate, APinnedBatchsReleaseHoldsTheGilAgainstTheLoop) {
   EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0096 / 0.0396, 0.01);
   EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0, 0.01);
   EXPECT_NEAR(r["gil"]["pin_thread_wait_fraction"].get<double>(), (0.030 - 0.01152) / 0.0396, 0.01);
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("the GIL is busy"), std::string::npos)
+      << r["bottleneck"]["suggestion"];
   // Without the loop's Python the pin thread alone sets the pace: 21.12 ms, the release inside it (1,000
   // steps: the batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;
