@@ -489,6 +489,8 @@ TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   json r = simulate(s);
   EXPECT_NEAR(step_mean(r), 0.030, 0.030 * 0.002);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  // no pin thread: the GIL is the loop's alone, and the suggestion does not blame sharing it
+  EXPECT_EQ(r["bottleneck"]["suggestion"].get<std::string>().find("the GIL is busy"), std::string::npos);
   // Synthetic baseline has the same host loop: input is not the problem.
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
 }
