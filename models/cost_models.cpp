@@ -25,6 +25,11 @@ double pinned_release_under_gil_s(const Profile& p, double bytes, double touch_s
   return std::clamp(bytes * *p.ipc.release_s_per_byte, 0.0, std::max(0.0, touch_s));
 }
 
+int gil_slices(double host_s, bool shared) {
+  if (!shared || host_s <= kGilSwitchIntervalS) return 1;
+  return static_cast<int>(std::min(1000.0, std::ceil(host_s / kGilSwitchIntervalS - 1e-9)));  // 30 ms: 6, not 7
+}
+
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {
   if (pinned) return copy_time_s(p.copy.h2d_pinned, bytes);
   return from_workers ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);

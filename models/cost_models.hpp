@@ -33,6 +33,14 @@ double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 // beside an unpinned one 1.17-1.51x.
 double pinned_release_under_gil_s(const Profile& p, double bytes, double touch_s);
 
+// CPython's default switch interval (sys.getswitchinterval()): a thread running bytecode drops the GIL for a
+// waiting one within this time (and the training loop drops it sooner, at every op it calls).
+constexpr double kGilSwitchIntervalS = 0.005;
+
+// How many slices the loop's `host_s` of Python holds the GIL in: one when no other thread wants it (no pin
+// thread), else one per switch interval begun, so that a waiting pin thread gets the lock between them.
+int gil_slices(double host_s, bool shared);
+
 // The H2D copy of one batch of `bytes`: from pinned memory; unpinned, from a worker's fresh mapping
 // (unpinned_worker_batch_copy_s) or, loaded inline (num_workers=0), from the main process's resident memory.
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers);

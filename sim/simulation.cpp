@@ -691,9 +691,15 @@ class MainLoop {
     ++r_.compute.enqueued_ops;
     if (s_.training.host_s_per_step > 0.0) {
       const double t0 = sg4::Engine::get_clock();
-      {
+      // The loop's Python drops the GIL at every op and, running bytecode, hands it to a waiting thread within
+      // CPython's switch interval: beside a pin thread it holds the lock in slices, and the pin thread's receive
+      // and release land inside the loop's step (its Python stretched) rather than between steps.
+      const int slices = gil_slices(s_.training.host_s_per_step, s_.loader.pin_memory && s_.loader.num_workers > 0);
+      double host_s = 0.0;
+      for (int i = 0; i < slices; ++i) {
         GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
-        run_cpu(r_, s_.training.host_s_per_step * wander_.time_factor(r_.rng));
+        if (i == 0) host_s = s_.training.host_s_per_step * wander_.time_factor(r_.rng);  // drawn with the GIL held
+        run_cpu(r_, host_s / slices);
       }
       const double t1 = sg4::Engine::get_clock();
       if (!r_.synthetic) {

@@ -62,6 +62,15 @@ TEST(CopyModel, APinnedBatchsReleaseIsItsMeasuredShareOfTheTouch) {
   EXPECT_DOUBLE_EQ(pinned_release_under_gil_s(p, 0.0, 0.004), 0.0);
 }
 
+// The loop's Python holds the GIL in one piece with nobody waiting, else one slice per 5 ms switch interval begun.
+TEST(GilModel, TheLoopHoldsTheGilInSwitchIntervalSlicesWhenShared) {
+  EXPECT_EQ(gil_slices(0.021, false), 1);
+  EXPECT_EQ(gil_slices(0.021, true), 5);  // 21 ms: 4.2 intervals
+  EXPECT_EQ(gil_slices(0.030, true), 6);
+  EXPECT_EQ(gil_slices(0.004, true), 1);
+  EXPECT_EQ(gil_slices(100.0, true), 1000);  // capped: a pathological host time stays cheap to simulate
+}
+
 // A steady loop of 25 ms steps at duty 0.5 (25 ms idle), tau 25 ms: a = b = e^-1, share b (1 - a) / (1 - a b).
 TEST(GpuDuty, TheShareAPeriodicStepStartsWith) {
   const double e1 = std::exp(-1.0);

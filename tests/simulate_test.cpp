@@ -464,13 +464,15 @@ TEST(Simulate, APinnedBatchsReleaseHoldsTheGilAgainstTheLoop) {
     if (stage["name"] == "host_loop") host_loop_capacity = stage["capacity_samples_per_s"].get<double>();
   EXPECT_NEAR(host_loop_capacity, 64 / 0.0396, 64 / 0.0396 * 1e-9);
   // The GIL is never free: the loop holds it 30 of every 39.6 ms, the pin thread 9.6 (the release). The loop
-  // meets the release as a wait for its batch (pushed after it), not for the GIL; the pin thread, after its
-  // 11.52 ms copy, waits for the loop's Python to end: 30 - 11.52 = 18.48 ms of every 39.6.
+  // holds it in 5 ms slices (CPython's switch interval), so each release lands inside the loop's Python, and
+  // the loop, whose other work here takes no time, waits through all of it: 9.6 of every 39.6 ms. The pin
+  // thread waits at most one slice for each of its two GIL pieces (receive, release): under 10 ms a batch.
   EXPECT_NEAR(r["gil"]["busy_fraction"].get<double>(), 1.0, 0.01);
   EXPECT_NEAR(r["gil"]["main_thread_held_fraction"].get<double>(), 0.030 / 0.0396, 0.01);
   EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0096 / 0.0396, 0.01);
-  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0, 0.01);
-  EXPECT_NEAR(r["gil"]["pin_thread_wait_fraction"].get<double>(), (0.030 - 0.01152) / 0.0396, 0.01);
+  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0096 / 0.0396, 0.01);
+  EXPECT_GT(r["gil"]["pin_thread_wait_fraction"].get<double>(), 0.0);
+  EXPECT_LE(r["gil"]["pin_thread_wait_fraction"].get<double>(), 2 * 0.005 / 0.0396);
   EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("the GIL is busy"), std::string::npos)
       << r["bottleneck"]["suggestion"];
   // Without the loop's Python the pin thread alone sets the pace: 21.12 ms, the release inside it (1,000
