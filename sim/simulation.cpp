@@ -374,7 +374,7 @@ void pin_thread_actor(Rank& r) {
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);
-    r.pinned_bytes += batch_bytes(s, b.samples);
+    r.pinned_bytes += bytes;
     world.trace->counter(r.id, "pinned_bytes", t1, r.pinned_bytes);
     r.pinned.push(b);
   }
