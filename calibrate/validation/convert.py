@@ -450,8 +450,12 @@ def worker_collate_cost(case: Dict[str, Any]) -> float:
 def probe_bracket(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
     """The probe to use: the one right before the case, or (harness since run 10) the mean of it and
     the same probe right after the case, which brackets the case in time (the machine drifts by up to
-    24% between a probe and its case, run 9). A failed or absent probe_after leaves the one before."""
+    24% between a probe and its case, run 9). A failed or absent probe_after leaves the one before; an absent
+    one before leaves the one after (a cold case, harness since run 17: probed only after, on the re-warmed
+    cache, its decode at the case's concurrency; the cold reads are the simulator's)."""
     keys = ("getitem_wall_s", "collate_wall_s")
+    if not all(before.get(k) for k in keys) and all(after.get(k) for k in keys):
+        return after
     if not all(before.get(k) for k in keys) or not all(after.get(k) for k in keys) \
             or before.get("workers") != after.get("workers"):
         return before

@@ -1959,6 +1959,17 @@ class Harness:
                 w0 = time.perf_counter()
                 warm_files(self._paths[case["knobs"]["kind"]])
                 log(f"re-warmed the page cache for {case['knobs']['kind']} in {time.perf_counter()-w0:.1f}s")
+                k = case["knobs"]
+                if case["status"] == "ok" and k["num_workers"] > 0 and not self.quick:
+                    # since run 17: the cold case's loader probed after it, on the re-warmed cache: its decode at the
+                    # case's concurrency (a probe before would warm the cache it measures cold). Until run 16 a cold
+                    # case took the one-worker in_worker cost through load_scaling, and run 16's image pair put the
+                    # cold case faster than its warm sibling (the curve read 1.18x at 8 workers that call).
+                    try:
+                        case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
+                                                                              pin=k["pin_memory"])
+                    except Exception as e:      # never costs the case
+                        case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
             case["case_wall_s"] = round(time.perf_counter() - c0, 3)
             self.save()
         self.doc["finished"] = now_iso()

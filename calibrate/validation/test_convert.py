@@ -449,6 +449,10 @@ class ScenarioTest(unittest.TestCase):
                          ["getitem_wall_s"], 1.0)
         w["components"]["probe"] = {"error": "RuntimeError: x"}             # a failed probe is ignored
         self.assertEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0044)
+        # no probe before (a cold case, probed after on the re-warmed cache since run 17): the one after alone
+        w["components"]["probe_after"] = {"getitem_wall_s": 0.0047, "collate_wall_s": 0.031}
+        self.assertAlmostEqual(convert.scenario_for(w, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0047)
+        w["components"]["probe_after"] = {"error": "RuntimeError: y"}
         inline = make_case("i", "num_workers", 100, 0.3, 0.3, nw=0)
         inline["components"]["probe"] = {"getitem_wall_s": 0.0041, "collate_wall_s": 0.029}
         self.assertNotEqual(convert.scenario_for(inline, {"cpu_cores": 16})["dataset"]["load_s_per_sample"]["mean"], 0.0041)
