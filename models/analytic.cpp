@@ -101,11 +101,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
     out.push_back({"main_inline_load",
                    gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});
   }
-  // The loop's Python holds the GIL, and so does the pin thread for a batch's receive and its release: one
-  // interpreter lock serves both, so the loop's capacity is the GIL's (validation run 16, finding 2).
-  const double pin_gil_s = s.loader.pin_memory && s.loader.num_workers > 0
-                               ? p.ipc.receive_s_per_batch + pinned_release_under_gil_s(p, bytes, bytes * p.ipc.receive_s_per_byte)
-                               : 0.0;
+  // The loop's Python holds the GIL, and so does the pin thread for a batch's receive (unpickling): one
+  // interpreter lock serves both, so the loop's capacity is the GIL's.
+  const double pin_gil_s = s.loader.pin_memory && s.loader.num_workers > 0 ? p.ipc.receive_s_per_batch : 0.0;
   if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s) / share)});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});

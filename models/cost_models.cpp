@@ -20,11 +20,6 @@ double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
                      bytes);
 }
 
-double pinned_release_under_gil_s(const Profile& p, double bytes, double touch_s) {
-  if (!p.ipc.release_s_per_byte.has_value() || bytes <= 0.0) return 0.0;
-  return std::clamp(bytes * *p.ipc.release_s_per_byte, 0.0, std::max(0.0, touch_s));
-}
-
 int gil_slices(double host_s, bool shared) {
   if (!shared || host_s <= kGilSwitchIntervalS) return 1;
   return static_cast<int>(std::min(1000.0, std::ceil(host_s / kGilSwitchIntervalS - 1e-9)));  // 30 ms: 6, not 7

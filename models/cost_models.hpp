@@ -25,14 +25,6 @@ bool unpinned_copy_from_fresh_mapping(const Profile& p);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 
-// The pin thread's share of a pinned batch's receive that holds the GIL after the copy: pin_memory(data)
-// rebinds `data`, and the worker's batch, now unreferenced, is freed in that Python refcount drop, whose
-// munmap + close runs with the GIL held (ipc.release_s_per_byte x bytes, pages touched by the copy). At most
-// touch_s, the per-byte receive it is part of; 0 without the release measured (the whole touch GIL-free, as
-// through run 15). Run 16: a ResNet-50 loop beside a pinning DataLoader took 1.75-1.93x its host time alone,
-// beside an unpinned one 1.17-1.51x.
-double pinned_release_under_gil_s(const Profile& p, double bytes, double touch_s);
-
 // CPython's default switch interval (sys.getswitchinterval()): a thread running bytecode drops the GIL for a
 // waiting one within this time (and the training loop drops it sooner, at every op it calls).
 constexpr double kGilSwitchIntervalS = 0.005;

@@ -117,12 +117,12 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   if (d.head_of_line)
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
-  // A loop that never finds the GIL free shares it with the pin thread's receive and release (validation run 16).
+  // A loop that never finds the GIL free shares it with the pin thread's receive (unpickling a batch).
   const double gil_busy = result.gil_held_main_fraction + result.gil_held_pin_fraction;
   if (d.stage == "host_loop" && gil_busy >= 0.9 && result.gil_held_pin_fraction >= 0.1)
-    d.suggestion += "; the GIL is busy " + pct(std::min(1.0, gil_busy)) + " of the time (the pin thread's receive and release " +
-                    pct(result.gil_held_pin_fraction) + "): fewer bytes a batch (uint8, normalize on the GPU) shorten "
-                    "them (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
+    d.suggestion += "; the GIL is busy " + pct(std::min(1.0, gil_busy)) + " of the time (the pin thread's receive " +
+                    pct(result.gil_held_pin_fraction) + "): fewer tensors a batch (one shared-memory handle each) "
+                    "shorten it (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
   return d;
 }
 
@@ -330,9 +330,9 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   }
   o << "\n";
   if (s.loader.pin_memory && s.loader.num_workers > 0) {
-    // One interpreter lock for the loop's Python and the pin thread's receive and release (validation run 16).
+    // One interpreter lock for the loop's Python and the pin thread's receive (unpickling a batch).
     std::snprintf(line, sizeof line,
-                  "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive and release "
+                  "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive "
                   "%.0f%%); waiting for it: the loop %.0f%%, the pin thread %.0f%%\n",
                   100 * std::min(1.0, r.gil_held_main_fraction + r.gil_held_pin_fraction), 100 * r.gil_held_main_fraction,
                   100 * r.gil_held_pin_fraction, 100 * r.gil_wait_main_fraction, 100 * r.gil_wait_pin_fraction);

@@ -360,17 +360,11 @@ void pin_thread_actor(Rank& r) {
       GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, b.batch);  // unpickling the batch (fd receive, mmap)
       run_cpu(r, world.profile->ipc.receive_s_per_batch * speed_factor);
     }
-    // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and
-    // runs in C++ with the GIL released; freeing the worker's batch after it (munmap + close in
-    // the refcount drop) holds the GIL again.
+    // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
+    // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
+    // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
     const double bytes = batch_bytes(s, b.samples);
-    const double touch_s = bytes * world.profile->ipc.receive_s_per_byte;
-    const double release_s = pinned_release_under_gil_s(*world.profile, bytes, touch_s);
-    run_cpu(r, (touch_s - release_s + pin_copy_s(s, *world.profile, b.samples)) * speed_factor);
-    if (release_s > 0.0) {
-      GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, b.batch);
-      run_cpu(r, release_s * speed_factor);
-    }
+    run_cpu(r, (bytes * world.profile->ipc.receive_s_per_byte + pin_copy_s(s, *world.profile, b.samples)) * speed_factor);
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);

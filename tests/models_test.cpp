@@ -51,17 +51,6 @@ TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   EXPECT_DOUBLE_EQ(h2d_batch_copy_s(p, 4e7, /*pinned=*/false, /*from_workers=*/false), 0.004);  // inline: resident
 }
 
-// The pinned batch's release under the GIL: bytes x release_s_per_byte, never more than the touch it is part
-// of, none without the release measured.
-TEST(CopyModel, APinnedBatchsReleaseIsItsMeasuredShareOfTheTouch) {
-  Profile p;
-  EXPECT_DOUBLE_EQ(pinned_release_under_gil_s(p, 4e7, 0.008), 0.0);
-  p.ipc.release_s_per_byte = 1.5e-10;
-  EXPECT_DOUBLE_EQ(pinned_release_under_gil_s(p, 4e7, 0.008), 0.006);
-  EXPECT_DOUBLE_EQ(pinned_release_under_gil_s(p, 4e7, 0.004), 0.004);
-  EXPECT_DOUBLE_EQ(pinned_release_under_gil_s(p, 0.0, 0.004), 0.0);
-}
-
 // The loop's Python holds the GIL in one piece with nobody waiting, else one slice per 5 ms switch interval begun.
 TEST(GilModel, TheLoopHoldsTheGilInSwitchIntervalSlicesWhenShared) {
   EXPECT_EQ(gil_slices(0.021, false), 1);
