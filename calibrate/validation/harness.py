@@ -1283,13 +1283,13 @@ class Harness:
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
         pace_thread.PaceThread): each step's token comes from a helper thread that takes a batch from an unpinned
-        DataLoader (cached samples, `nw` workers, as the case) and either drops it ("receive": the receive and the
-        release of pages never touched, both GIL-held) or copies it into a pinned buffer first ("copy": the copy
-        GIL-free, then the release of touched pages, GIL-held: PyTorch's pin loop without its queue and caching
-        allocator). The helper's CPU per batch is timed. Run 16 (validation.md, finding 2): the loop beside a pinning
-        loader took 1.75-1.93x its time alone, about twice the pin thread's time outside pin_memory(); the model
-        charges the loop the GIL-held time only. Loop slowdown against the helper's CPU per batch, per part, tells
-        the GIL-held time from the handoffs."""
+        DataLoader (cached samples, `nw` workers, as the case) and either drops it ("receive": the receive, GIL-held,
+        and the release of pages never touched) or copies it into a pinned buffer allocated once first ("copy": the
+        copy and the release of touched pages, both GIL-free in torch since pytorch#83623: PyTorch's pin loop
+        without its queue and caching host allocator). The helper's CPU per batch is timed. Run 16 (validation.md,
+        finding 2): the loop beside a pinning loader took 1.75-1.93x its time alone, more than the pin thread's
+        GIL-held receive explains; against host_beside_loader's pinning figure these two tell the receive, the
+        copy and the pin loop's own machinery apart."""
         key = f"{step_name}/{kind}/b{bs}/w{nw}"
         c = self.doc["components"].setdefault("host_beside_pin_parts", {})
         if key in c:

@@ -1,12 +1,12 @@
 """A helper thread that does part of PyTorch's pin thread's work beside a training loop (torch-free).
 
 Run 16 (docs/validation.md, finding 2): a ResNet-50 loop beside a pinning DataLoader took 1.75-1.93x its host time
-alone, about twice the pin thread's own time outside pin_memory(). The pin loop holds the GIL for the batch's receive
-(unpickling, the fd, the mapping) and for its release (munmap + close in the refcount drop after the copy), and
-releases it for the copy. The harness component `host_beside_pin_parts` runs the loop beside a PaceThread that takes
-each batch from an unpinned DataLoader and does one part of that work (receive and drop; receive, copy into pinned
-memory and drop), one batch per loop step: the loop's slowdown against the thread's CPU per batch tells the GIL time
-the model charges from the handoffs it does not.
+alone, more than the pin thread's GIL-held receive (unpickling, the fd, the mapping) explains; its copy and the
+release of the worker's batch run with the GIL released. The harness component `host_beside_pin_parts` runs the
+loop beside a PaceThread that takes each batch from an unpinned DataLoader and does one part of that work (receive
+and drop; receive, copy into a pinned buffer allocated once, and drop), one batch per loop step: against the real
+pinning loader, the loop's slowdown beside each tells the receive, the copy and the pin loop's own machinery (its
+queue, the caching host allocator) apart.
 """
 from __future__ import annotations
 
