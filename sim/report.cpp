@@ -118,9 +118,9 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
   // A loop that never finds the GIL free shares it with the pin thread's receive (unpickling a batch).
-  const double gil_busy = result.gil_held_main_fraction + result.gil_held_pin_fraction;
+  const double gil_busy = result.gil_busy_fraction();
   if (d.stage == "host_loop" && gil_busy >= 0.9 && result.gil_held_pin_fraction >= 0.1)
-    d.suggestion += "; the GIL is busy " + pct(std::min(1.0, gil_busy)) + " of the time (the pin thread's receive " +
+    d.suggestion += "; the GIL is busy " + pct(gil_busy) + " of the time (the pin thread's receive " +
                     pct(result.gil_held_pin_fraction) + "): fewer tensors a batch (one shared-memory handle each) "
                     "shorten it (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
   return d;
@@ -275,7 +275,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"out_of_order_fraction", r.out_of_order_fraction},
         {"epochs_started", r.epochs_started}}},
       {"gil",
-       {{"busy_fraction", std::min(1.0, r.gil_held_main_fraction + r.gil_held_pin_fraction)},
+       {{"busy_fraction", r.gil_busy_fraction()},
         {"main_thread_held_fraction", r.gil_held_main_fraction},
         {"pin_thread_held_fraction", r.gil_held_pin_fraction},
         {"main_thread_wait_fraction", r.gil_wait_main_fraction},
@@ -334,7 +334,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     std::snprintf(line, sizeof line,
                   "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive "
                   "%.0f%%); waiting for it: the loop %.0f%%, the pin thread %.0f%%\n",
-                  100 * std::min(1.0, r.gil_held_main_fraction + r.gil_held_pin_fraction), 100 * r.gil_held_main_fraction,
+                  100 * r.gil_busy_fraction(), 100 * r.gil_held_main_fraction,
                   100 * r.gil_held_pin_fraction, 100 * r.gil_wait_main_fraction, 100 * r.gil_wait_pin_fraction);
     o << line;
   }

@@ -8,6 +8,8 @@
 // fork a child per point).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,7 +59,8 @@ struct SimResult {
   double gil_wait_main_fraction = 0.0;   // the training loop's time waiting for the pin thread to drop the GIL
   double gil_wait_pin_fraction = 0.0;    // the pin thread's time waiting for the loop to drop it
   double gil_held_main_fraction = 0.0;   // the GIL held by the loop's Python (and an unpinned batch's receive)
-  double gil_held_pin_fraction = 0.0;    // held by the pin thread (a batch's receive and release)
+  double gil_held_pin_fraction = 0.0;    // held by the pin thread (a batch's receive)
+  double gil_busy_fraction() const { return std::min(1.0, gil_held_main_fraction + gil_held_pin_fraction); }
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)
 };

@@ -35,6 +35,16 @@ json one_slow_worker_of_four() {
   return s;
 }
 
+// One worker reading 1 MB samples (10 a batch, 1 us of __getitem__ each) behind a 1 ms GPU step: storage is all.
+json one_cold_reader() {
+  json s = base_scenario();
+  s["dataset"]["sample_bytes"] = 1.0e6;
+  s["dataset"]["load_s_per_sample"] = 1e-6;
+  s["loader"] = {{"batch_size", 10}, {"num_workers", 1}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 200}};
+  return s;
+}
+
 double samples_per_s(const json& r) { return r["throughput"]["samples_per_s"].get<double>(); }
 double step_mean(const json& r) { return r["step_time_s"]["mean"].get<double>(); }
 
@@ -90,11 +100,7 @@ TEST(Simulate, StorageBoundPipelineRunsAtTheDeviceRate) {
 // four read side by side (400 MB/s < 1 GB/s): 363.6/s. Without the two keys one worker reads at
 // the device's 1 GB/s: 10 ms a batch, 1,000 samples/s (the device's own limit).
 TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
-  json s = base_scenario();
-  s["dataset"]["sample_bytes"] = 1.0e6;
-  s["dataset"]["load_s_per_sample"] = 1e-6;
-  s["loader"] = {{"batch_size", 10}, {"num_workers", 1}, {"collate_s_per_batch", 0.0}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 200}};
+  json s = one_cold_reader();
   s["storage"] = {{"page_cache_hit_ratio", 0.0}};
   EXPECT_NEAR(samples_per_s(simulate(s)), 1000.0, 1000.0 * 0.01);
   s["storage"]["stream_read_bytes_per_s"] = 1.0e8;
@@ -119,11 +125,7 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
 // alone: 110 ms a batch as above. Four workers nearly always read beside another (their 10 ms of CPU is a
 // tenth of a batch): 10 MB at 25 MB/s = 400 ms + 10 ms, 4 x 10 samples per 410 ms = 97.6/s, not 363.6.
 TEST(Simulate, ReadersThatShareTheDeviceWaitAtTheirConcurrentRate) {
-  json s = base_scenario();
-  s["dataset"]["sample_bytes"] = 1.0e6;
-  s["dataset"]["load_s_per_sample"] = 1e-6;
-  s["loader"] = {{"batch_size", 10}, {"num_workers", 1}, {"collate_s_per_batch", 0.0}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 200}};
+  json s = one_cold_reader();
   s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9}};
   json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
   prof["storage"] = {{"read_bytes_per_s", 1e9}, {"read_iops", 1e9}, {"read_latency_s", 0.0},

@@ -1448,6 +1448,16 @@ class Harness:
                 f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {res['seconds']:.1f}s)")
         return res
 
+    def _probe_after(self, case):
+        """The case's probe again, right after it (components.probe_after); a failure is recorded and never costs
+        the case."""
+        k = case["knobs"]
+        try:
+            case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
+                                                                pin=k["pin_memory"] and k["num_workers"] > 0)
+        except Exception as e:
+            case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def comp_probe(self, kind, bs, num_workers, pin=False):
         """The case's own loader, timed right before the case (about 1 s after warm-up, never cached):
         num_workers workers with the case's batch size and collate_fn, each batch dropped by the main
@@ -1912,12 +1922,7 @@ class Harness:
                 if (case["components"].get("probe") or {}).get("getitem_wall_s"):
                     # the same probe right after the case: the machine drifts by up to 24% between a probe and
                     # its case (run 9); the converter takes the mean of the two, which brackets the case in time
-                    k = case["knobs"]
-                    try:
-                        case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
-                                                                                      pin=k["pin_memory"] and k["num_workers"] > 0)
-                    except Exception as e:      # never costs the case
-                        case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+                    self._probe_after(case)
                 ins = m["in_situ"]
                 pin_note = ""
                 if "pin_thread_cpu_s_per_batch" in ins:
@@ -1965,11 +1970,7 @@ class Harness:
                     # case's concurrency (a probe before would warm the cache it measures cold). Until run 16 a cold
                     # case took the one-worker in_worker cost through load_scaling, and run 16's image pair put the
                     # cold case faster than its warm sibling (the curve read 1.18x at 8 workers that call).
-                    try:
-                        case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
-                                                                              pin=k["pin_memory"])
-                    except Exception as e:      # never costs the case
-                        case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+                    self._probe_after(case)
             case["case_wall_s"] = round(time.perf_counter() - c0, 3)
             self.save()
         self.doc["finished"] = now_iso()
