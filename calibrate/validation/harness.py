@@ -1282,18 +1282,26 @@ class Harness:
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
-        pace_thread.PaceThread): each step's token comes from a helper thread that takes a batch from an unpinned
-        DataLoader (cached samples, `nw` workers, as the case) and either drops it ("receive": the receive, GIL-held,
-        and the release of pages never touched) or copies it into a pinned buffer allocated once first ("copy": the
-        copy and the release of touched pages, both GIL-free in torch since pytorch#83623: PyTorch's pin loop
-        without its queue and caching host allocator). The helper's CPU per batch is timed. Run 16 (validation.md,
-        finding 2): the loop beside a pinning loader took 1.75-1.93x its time alone, more than the pin thread's
-        GIL-held receive explains; against host_beside_loader's pinning figure these two tell the receive, the
-        copy and the pin loop's own machinery apart."""
+        pace_thread.PaceThread, one batch per loop step, at most two ahead, torch.set_num_threads(1) on the thread
+        as PyTorch's pin loop sets it). Each part, in this order:
+          receive       take a batch from an unpinned DataLoader (cached samples, `nw` workers, as the case), drop
+                        it: the receive (GIL-held) and the release of pages never touched;
+          touch         also read one byte of every 4 KiB page of the batch (GIL-free): the first-touch faults on
+                        the worker's shared mapping and the release of touched pages, without the copy's traffic;
+          copy          also copy the batch into a pinned buffer allocated once (GIL-free): PyTorch's pin loop
+                        without its caching host allocator;
+          private_copy  no DataLoader: copy a private, already-touched batch into the pinned buffer: the copy's
+                        CPU and memory traffic alone, no receive, no faults, no release;
+          pin_memory    receive and x.pin_memory() as the pin loop does (caching host allocator), drop both.
+        The helper's CPU per batch (thread_time, median) with each. Run 17's first reading (B2): the loop took
+        18.6 ms alone, 22.1 beside receive, 30.6 beside copy, 33.5 beside a pinning DataLoader: the GIL-free copy
+        slowed it by 8.5 ms. touch and private_copy tell the shared mapping's faults and release (the process's
+        memory-map lock) from the copy's CPU and memory traffic."""
         key = f"{step_name}/{kind}/b{bs}/w{nw}"
         c = self.doc["components"].setdefault("host_beside_pin_parts", {})
         if key in c:
             return c[key]
+        import itertools
         from torch.utils.data import DataLoader
         from pace_thread import PaceThread
         t = self.t
@@ -1307,37 +1315,57 @@ class Harness:
                 dst = bufs.get(i)
                 if dst is None or dst.shape != x.shape or dst.dtype != x.dtype:
                     dst = bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
-                dst.copy_(x)                   # GIL released inside; touches every page of the worker's mapping
-        for part, work in (("receive", None), ("copy", copy_to_pinned)):
-            dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
-                            prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
-            it = iter(dl)
-            for _ in range(2 * nw):            # the workers up and the prefetch slots full
-                next(it)
-            with PaceThread(it, work=work, ahead=2) as pt:
+                dst.copy_(x)                   # GIL released inside; touches every page of the source
+
+        def touch_pages(batch):
+            for x in tensors_in(t, batch):
+                flat = x.contiguous().view(-1).view(t.uint8)
+                flat[::4096].max()             # one byte a page: every page faulted in, GIL released inside
+
+        def pin(batch):
+            for x in tensors_in(t, batch):
+                x.pin_memory()                 # the caching host allocator's block, dropped at once
+
+        def one_thread():
+            t.set_num_threads(1)               # as torch.utils.data._utils.pin_memory._pin_memory_loop
+
+        private = self.sample_batch(kind, bs)  # a collated batch in this process's own (touched) memory
+        parts = (("receive", None, True), ("touch", touch_pages, True), ("copy", copy_to_pinned, True),
+                 ("private_copy", copy_to_pinned, False), ("pin_memory", pin, True))
+        for part, work, from_loader in parts:
+            dl = it = None
+            if from_loader:
+                dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                                prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
+                it = iter(dl)
+                for _ in range(2 * nw):        # the workers up and the prefetch slots full
+                    next(it)
+            src = it if from_loader else itertools.repeat(private)
+            with PaceThread(src, work=work, ahead=2, on_start=one_thread) as pt:
                 host, wall = synthetic_loop_host(model, gb, n, pt.tokens())
             cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)   # the first batch allocates the pinned buffers
             res[f"{part}_host_s"] = host
             res[f"{part}_loop_s_per_step"] = wall
             res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
-            del it, dl
+            del it, dl, src
         bufs.clear()
         res["alone_again_host_s"] = synthetic_loop_host(model, gb, n)[0]
-        del gb
+        del gb, private
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
-                         "to last launch returned; alone, then each step taking a token from a helper thread that takes "
-                         "a batch from DataLoader(cached samples, num_workers as the case, pin_memory=False) and drops it "
-                         "(receive) or copies it into a pinned buffer and drops it (copy), at most 2 batches ahead; the "
-                         "helper's CPU per batch (thread_time, median); alone again")
+                         "to last launch returned; alone, then each step taking a token from a helper thread "
+                         "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "
+                         "the case, pin_memory=False) and drops it (receive), reads a byte a page (touch), copies it "
+                         "into a pinned buffer (copy), copies a private touched batch instead (private_copy), or "
+                         "pin_memory()s it (pin_memory), at most 2 batches ahead; the helper's CPU per batch "
+                         "(thread_time, median); alone again")
         c[key] = res
 
         def ms(x):
             return f"{x['mean'] * 1e3:.2f}" if isinstance(x, dict) else (f"{x * 1e3:.2f}" if x is not None else "n/a")
-        log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone, "
-            f"{ms(res['receive_host_s'])} beside a thread receiving and dropping (its CPU {ms(res['receive_thread_cpu_s_per_batch'])} "
-            f"ms a batch), {ms(res['copy_host_s'])} beside one also copying to pinned memory (CPU "
-            f"{ms(res['copy_thread_cpu_s_per_batch'])}), {ms(res['alone_again_host_s'])} alone again "
-            f"({time.perf_counter() - t0:.1f}s)")
+        beside = ", ".join(f"{part} {ms(res[part + '_host_s'])} (CPU {ms(res[part + '_thread_cpu_s_per_batch'])})"
+                           for part, _w, _l in parts)
+        log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone; beside a thread doing "
+            f"{beside}; {ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
     def comp_transport(self, kind, bs):

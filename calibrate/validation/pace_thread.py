@@ -20,12 +20,13 @@ class PaceThread:
     """Takes batches from `source` on its own thread, calls `work(batch)` on each, drops it, and hands the loop one
     token per batch through a queue of `ahead` slots, as the pin thread hands over pinned batches (prefetch keeps it
     at most a few ahead). `cpu_s` holds the thread's CPU per batch (time.thread_time: receive, work and release).
+    `on_start` runs first on the thread (the pin thread's thread-local setup).
     Use as a context manager; `tokens()` is the loop's iterator. The thread never blocks for longer than `poll_s`
     without checking that it should stop, so leaving the context never hangs on a full queue."""
 
     def __init__(self, source: Iterator[Any], work: Optional[Callable[[Any], None]] = None, ahead: int = 2,
-                 poll_s: float = 0.05):
-        self.source, self.work, self.poll_s = source, work, poll_s
+                 poll_s: float = 0.05, on_start: Optional[Callable[[], None]] = None):
+        self.source, self.work, self.poll_s, self.on_start = source, work, poll_s, on_start
         self.q: "queue.Queue[int]" = queue.Queue(maxsize=max(1, ahead))
         self.stop = threading.Event()
         self.cpu_s: List[float] = []
@@ -34,6 +35,8 @@ class PaceThread:
 
     def _run(self) -> None:
         try:
+            if self.on_start is not None:      # thread-local setup, e.g. torch.set_num_threads(1) as the pin thread
+                self.on_start()
             while not self.stop.is_set():
                 c0 = time.thread_time()
                 batch = next(self.source)

@@ -36,6 +36,17 @@ class PaceThreadTest(unittest.TestCase):
         self.assertEqual(got, [1, 1, 1])
         self.assertIn("StopIteration", str(cm.exception))
 
+    def test_on_start_runs_first_on_the_thread(self):
+        import threading
+        order = []
+        with PaceThread(iter([1, 2]), work=lambda b: order.append(("work", threading.current_thread().name)),
+                        on_start=lambda: order.append(("start", threading.current_thread().name))) as pt:
+            toks = pt.tokens()
+            next(toks)
+            next(toks)
+        self.assertEqual(order[0], ("start", "pace-thread"))
+        self.assertEqual([o[0] for o in order], ["start", "work", "work"])
+
     def test_leaving_with_a_full_queue_does_not_hang(self):
         t0 = time.perf_counter()
         with PaceThread(itertools.count(), ahead=1, poll_s=0.01) as pt:
