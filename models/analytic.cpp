@@ -102,9 +102,14 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                    gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});
   }
   // The loop's Python holds the GIL, and so does the pin thread for a batch's receive (unpickling): one
-  // interpreter lock serves both, so the loop's capacity is the GIL's.
-  const double pin_gil_s = s.loader.pin_memory && s.loader.num_workers > 0 ? p.ipc.receive_s_per_batch : 0.0;
-  if (s.loop_host_s() > 0.0) out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s) / share)});
+  // interpreter lock serves both. The loop also stalls while the pin thread touches and unmaps the worker's
+  // mapping when it keeps needing the process's memory map (validation run 17). A busy loop's capacity is what
+  // both leave it.
+  const bool pin_thread = s.loader.pin_memory && s.loader.num_workers > 0;
+  const double pin_gil_s = pin_thread ? p.ipc.receive_s_per_batch : 0.0;
+  const double pin_map_s = pin_thread && s.training.host_needs_memory_map ? bytes * p.ipc.receive_s_per_byte : 0.0;
+  if (s.loop_host_s() > 0.0)
+    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s + pin_map_s) / share)});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});

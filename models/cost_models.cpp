@@ -25,6 +25,11 @@ int gil_slices(double host_s, bool shared) {
   return static_cast<int>(std::min(1000.0, std::ceil(host_s / kGilSwitchIntervalS - 1e-9)));  // 30 ms: 6, not 7
 }
 
+int memory_map_chunks(double slice_s, bool shared) {
+  if (!shared || slice_s <= kMemoryMapCheckIntervalS) return 1;
+  return static_cast<int>(std::min(1000.0, std::ceil(slice_s / kMemoryMapCheckIntervalS - 1e-9)));
+}
+
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {
   if (pinned) return copy_time_s(p.copy.h2d_pinned, bytes);
   return from_workers ? unpinned_worker_batch_copy_s(p, bytes) : copy_time_s(p.copy.h2d_pageable, bytes);

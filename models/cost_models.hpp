@@ -33,6 +33,18 @@ constexpr double kGilSwitchIntervalS = 0.005;
 // thread), else one per switch interval begun, so that a waiting pin thread gets the lock between them.
 int gil_slices(double host_s, bool shared);
 
+// How often a training loop that needs the main process's memory map (training.host_needs_memory_map: page
+// faults, heap growth) needs it: while the pin thread maps, first-touches or unmaps a worker's batch the loop
+// stalls at its next need. Validation run 17 (docs/validation.md): a ResNet-50 loop beside a thread doing that
+// work on each batch took 9-12 ms a step more than alone; beside the same copy from private, already-touched
+// memory, 0-2 ms more; the pin-bound GEMM loops' host time in situ stayed 1.2-2.0 ms (0.8 alone) beside a pin
+// thread busy all the time. The interval is an assumption (a Python-heavy loop's needs are frequent).
+constexpr double kMemoryMapCheckIntervalS = 0.001;
+
+// How many pieces one GIL slice of `slice_s` runs in, each starting once the memory map is free: one when no
+// pin thread works on mappings beside the loop, else one per kMemoryMapCheckIntervalS begun (at most 1000).
+int memory_map_chunks(double slice_s, bool shared);
+
 // The H2D copy of one batch of `bytes`: from pinned memory; unpinned, from a worker's fresh mapping
 // (unpinned_worker_batch_copy_s) or, loaded inline (num_workers=0), from the main process's resident memory.
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers);

@@ -89,6 +89,10 @@ struct TrainingConfig {
   bool split_given = false; // forward/backward given by the user
   double step_cv = 0.0;
   double host_s_per_step = 0.0;
+  // The loop's host work keeps needing the process's memory map (a Python-heavy loop: allocations, page
+  // faults), so it stalls while the pin thread maps, touches or unmaps a worker's batch (validation run 17:
+  // ResNet-50's loop yes, a loop of a few GEMM launches no). False: the loop never waits for the map.
+  bool host_needs_memory_map = false;
   int sync_every_steps = 0;
   int max_steps_ahead = 2;
   std::int64_t steps = 2000;

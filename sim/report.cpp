@@ -220,7 +220,11 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                     (s.ddp_host_s() > 0.0 ? " and DDP's reducer " + ms(s.ddp_host_s()) : "") +
                     (s.loader.pin_memory && s.loader.num_workers > 0
                          ? " and shares the GIL with the pin thread (which holds it " + pct(result.gil_held_pin_fraction) +
-                               " of the time)"
+                               " of the time)" +
+                               (s.training.host_needs_memory_map
+                                    ? ", stalling " + pct(result.memory_map_wait_main_fraction) +
+                                          " of the time while it touches and unmaps the workers' batches"
+                                    : "")
                          : "") +
                     (s.training.sync_every_steps > 0 ? ", and a sync every " + std::to_string(s.training.sync_every_steps) + " step(s) stops it running ahead" : "") +
                     waits + " for launches";
@@ -280,6 +284,9 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"pin_thread_held_fraction", r.gil_held_pin_fraction},
         {"main_thread_wait_fraction", r.gil_wait_main_fraction},
         {"pin_thread_wait_fraction", r.gil_wait_pin_fraction}}},
+      {"memory_map",
+       {{"pin_thread_held_fraction", r.memory_map_held_pin_fraction},
+        {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},
   };
   return out;
 }
@@ -337,6 +344,14 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                   100 * r.gil_busy_fraction(), 100 * r.gil_held_main_fraction,
                   100 * r.gil_held_pin_fraction, 100 * r.gil_wait_main_fraction, 100 * r.gil_wait_pin_fraction);
     o << line;
+    // The pin thread's touch and unmap of each worker's batch hold the memory map the loop keeps needing.
+    if (s.training.host_needs_memory_map) {
+      std::snprintf(line, sizeof line,
+                    "  memory map: the pin thread maps, touches and unmaps batches %.0f%% of the time; the loop "
+                    "stalls on it %.0f%%\n",
+                    100 * r.memory_map_held_pin_fraction, 100 * r.memory_map_wait_main_fraction);
+      o << line;
+    }
   }
   return o.str();
 }

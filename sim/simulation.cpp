@@ -107,6 +107,9 @@ struct Rank {
   sg4::Host* cpu = nullptr;
   sg4::Host* gpu = nullptr;
   sg4::MutexPtr gil;  // the main process's interpreter lock (main thread + pin thread)
+  // The main process's memory map, held by the pin thread while it maps, first-touches and unmaps a worker's
+  // batch; the loop's host work waits for it at every memory_map_chunks piece (validation run 17).
+  sg4::MutexPtr memory_map;
   Rng rng{1};
 
   // DataLoader
@@ -134,6 +137,7 @@ struct Rank {
   double idle_data_s = 0.0, idle_copy_s = 0.0, idle_host_s = 0.0, exposed_comm_s = 0.0;
   double gil_wait_main_s = 0.0, gil_wait_pin_s = 0.0;  // waiting for the other thread to drop the GIL
   double gil_held_main_s = 0.0, gil_held_pin_s = 0.0;
+  double memory_map_wait_main_s = 0.0, memory_map_held_pin_s = 0.0;
   double latency_sum_s = 0.0;
   std::int64_t latency_count = 0;
   std::int64_t epochs_started = 0;
@@ -363,8 +367,18 @@ void pin_thread_actor(Rank& r) {
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
     // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
     // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
+    // The work on the worker's mapping (first touch, unmap) holds the process's memory map, which the loop's
+    // host work keeps needing: run 17 measured the loop slowed by it, not by the copy of the same bytes from
+    // private memory. The copy itself holds nothing.
     const double bytes = batch_bytes(s, b.samples);
-    run_cpu(r, (bytes * world.profile->ipc.receive_s_per_byte + pin_copy_s(s, *world.profile, b.samples)) * speed_factor);
+    {
+      const double m0 = sg4::Engine::get_clock();
+      r.memory_map->lock();
+      run_cpu(r, bytes * world.profile->ipc.receive_s_per_byte * speed_factor);
+      r.memory_map->unlock();
+      r.memory_map_held_pin_s += world.window.overlap(m0, sg4::Engine::get_clock());
+    }
+    run_cpu(r, pin_copy_s(s, *world.profile, b.samples) * speed_factor);
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);
@@ -674,6 +688,18 @@ class MainLoop {
     }
   }
 
+  // Stalls until the pin thread is done with a worker's mapping; the stall is drawn and counted.
+  void wait_for_memory_map(std::int64_t step) {
+    const double t0 = sg4::Engine::get_clock();
+    r_.memory_map->lock();
+    r_.memory_map->unlock();
+    const double t1 = sg4::Engine::get_clock();
+    if (t1 > t0 && !r_.synthetic) {
+      r_.memory_map_wait_main_s += w_.window.overlap(t0, t1);
+      w_.trace->span(r_.id, kMainTrack, "wait for the memory map (pin thread: map, touch, unmap)", t0, t1, step);
+    }
+  }
+
   void launch_step(std::int64_t step) {
     // The launch queue holds only so many steps: wait for an old one to finish.
     r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
@@ -688,12 +714,19 @@ class MainLoop {
       // The loop's Python drops the GIL at every op and, running bytecode, hands it to a waiting thread within
       // CPython's switch interval: beside a pin thread it holds the lock in slices, and the pin thread's receive
       // and release land inside the loop's step (its Python stretched) rather than between steps.
-      const int slices = gil_slices(s_.training.host_s_per_step, s_.loader.pin_memory && s_.loader.num_workers > 0);
+      // A loop that needs the memory map also stalls whenever the pin thread works on a worker's mapping.
+      const bool pin_thread = s_.loader.pin_memory && s_.loader.num_workers > 0;
+      const int slices = gil_slices(s_.training.host_s_per_step, pin_thread);
+      const bool map_shared = pin_thread && s_.training.host_needs_memory_map && !r_.synthetic;  // twin: no loader
+      const int chunks = memory_map_chunks(s_.training.host_s_per_step / slices, map_shared);
       double host_s = 0.0;
       for (int i = 0; i < slices; ++i) {
         GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
         if (i == 0) host_s = s_.training.host_s_per_step * wander_.time_factor(r_.rng);  // drawn with the GIL held
-        run_cpu(r_, host_s / slices);
+        for (int c = 0; c < chunks; ++c) {
+          if (map_shared) wait_for_memory_map(step);
+          run_cpu(r_, host_s / slices / chunks);
+        }
       }
       const double t1 = sg4::Engine::get_clock();
       if (!r_.synthetic) {
@@ -830,6 +863,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       r.cpu = synthetic ? baseline_cpu : cpu;
       r.gpu = synthetic ? baseline_gpu_hosts[g] : gpu_hosts[g];
       r.gil = sg4::Mutex::create();
+      r.memory_map = sg4::Mutex::create();
       r.rng = Rng(derive_seed(scenario.seed, static_cast<std::uint64_t>(g) + 1, synthetic ? 2 : 1));
       for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s})
         v->assign(world.steps, 0.0);
@@ -903,6 +937,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
   double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
   double out_of_order = 0, gil_main = 0, gil_pin = 0, gil_held_main = 0, gil_held_pin = 0;
+  double map_wait_main = 0, map_held_pin = 0;
   for (int g = 0; g < gpus; ++g) {
     Rank& r = *world.ranks[g];
     note_outstanding(r, 0);  // close the time integral at the end
@@ -921,6 +956,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     gil_pin += r.gil_wait_pin_s;
     gil_held_main += r.gil_held_main_s;
     gil_held_pin += r.gil_held_pin_s;
+    map_wait_main += r.memory_map_wait_main_s;
+    map_held_pin += r.memory_map_held_pin_s;
     in_flight += r.outstanding_integral;
     latency += r.latency_sum_s;
     latency_n += static_cast<double>(r.latency_count);
@@ -962,6 +999,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.gil_wait_pin_fraction = frac(gil_pin);
   res.gil_held_main_fraction = frac(gil_held_main);
   res.gil_held_pin_fraction = frac(gil_held_pin);
+  res.memory_map_wait_main_fraction = frac(map_wait_main);
+  res.memory_map_held_pin_fraction = frac(map_held_pin);
   res.mean_batches_in_flight = in_flight / gpus / window;
   res.mean_batch_latency_s = latency_n > 0 ? latency / latency_n : 0.0;
   res.batches_delivered_per_s = latency_n / gpus / window;

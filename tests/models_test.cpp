@@ -60,6 +60,15 @@ TEST(GilModel, TheLoopHoldsTheGilInSwitchIntervalSlicesWhenShared) {
   EXPECT_EQ(gil_slices(100.0, true), 1000);  // capped: a pathological host time stays cheap to simulate
 }
 
+// Beside a pin thread each GIL slice runs in 1 ms pieces, each waiting for the memory map first; alone, in one.
+TEST(MemoryMapModel, TheLoopChecksTheMapEveryMillisecondWhenShared) {
+  EXPECT_EQ(memory_map_chunks(0.005, false), 1);
+  EXPECT_EQ(memory_map_chunks(0.005, true), 5);
+  EXPECT_EQ(memory_map_chunks(0.0042, true), 5);  // 4.2 intervals begun
+  EXPECT_EQ(memory_map_chunks(0.0008, true), 1);
+  EXPECT_EQ(memory_map_chunks(100.0, true), 1000);  // capped
+}
+
 // A steady loop of 25 ms steps at duty 0.5 (25 ms idle), tau 25 ms: a = b = e^-1, share b (1 - a) / (1 - a b).
 TEST(GpuDuty, TheShareAPeriodicStepStartsWith) {
   const double e1 = std::exp(-1.0);

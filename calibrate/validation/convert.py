@@ -610,6 +610,36 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
     return float(loaded) * relative_core_speed(cpu_curve, busy)
 
 
+# The loop beside a thread working on workers' mappings against beside the same bytes copied from private memory:
+# above this ratio the loop needs the memory map (scenario training.host_needs_memory_map). Twice the top of the
+# loop's own wander alone (5-12% within seconds, run 16 finding 3); run 17 read 1.44-1.56 for ResNet-50.
+MEMORY_MAP_EXPOSED_RATIO = 1.25
+
+
+def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
+    """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
+    component host_beside_pin_parts (since run 17; ResNet-50 steps): the loop's host time beside a thread that
+    first-touches each batch ("touch"; in run 17's first call, which lacked it, "copy") against beside a thread
+    copying a private, already-touched batch ("private_copy"; lacking it, the mean of alone and alone again).
+    None where the call did not measure it (the simulator's default: the loop never waits for the map)."""
+    c = comp.get("host_beside_pin_parts") or {}
+    if not c or "error" in c:
+        return None
+
+    def mean_of(key: str) -> Optional[float]:
+        v = c.get(key)
+        v = v.get("mean") if isinstance(v, dict) else v
+        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+    exposed = mean_of("touch_host_s") or mean_of("copy_host_s")
+    base = mean_of("private_copy_host_s")
+    if base is None:
+        alone = [v for v in (mean_of("alone_host_s"), mean_of("alone_again_host_s")) if v is not None]
+        base = sum(alone) / len(alone) if alone else None
+    if exposed is None or base is None:
+        return None
+    return exposed > MEMORY_MAP_EXPOSED_RATIO * base
+
+
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
     """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
     return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
@@ -731,6 +761,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "steps": int(steps),
         "warmup_steps": int(warmup),
     }
+    if loop_needs_memory_map(comp):
+        training["host_needs_memory_map"] = True
     iso, sus = _iso_sus(step)
     if duty_time_constant_s and duty_shape is not None and sus > iso > 0:
         # the simulator reads the curve at the busy share a step starts with; under a short time constant

@@ -384,6 +384,20 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.023)
         self.assertEqual(convert.loop_host_s({}, step, curve, "alone-median"), 0.024)
 
+    def test_the_loop_needs_the_memory_map_when_touching_slows_it_beyond_a_private_copy(self):
+        # run 17's GIL call: 32.38 ms beside touching workers' batches, 20.73 beside a private copy: 1.56 > 1.25
+        parts = {"touch_host_s": {"mean": 0.03238}, "private_copy_host_s": {"mean": 0.02073},
+                 "copy_host_s": {"mean": 0.03071}, "alone_host_s": {"mean": 0.01866}, "alone_again_host_s": {"mean": 0.02146}}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": parts}))
+        # 24 ms against 20.73: 1.16, inside twice the loop's own wander
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": dict(parts, touch_host_s={"mean": 0.024})}))
+        # run 17's first call had copy and alone only: 30.56 against the mean of 18.57 and 23.32 (20.945): 1.46
+        first = {"copy_host_s": {"mean": 0.03056}, "alone_host_s": {"mean": 0.01857}, "alone_again_host_s": {"mean": 0.02332}}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": first}))
+        # not measured or failed: no verdict (the simulator's default, the loop never waits for the map)
+        self.assertIsNone(convert.loop_needs_memory_map({}))
+        self.assertIsNone(convert.loop_needs_memory_map({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
+
     def test_per_call_summary_by_hand(self):
         def row(cid, err, step_err, ok):
             return {"id": cid, "pipeplan": {"err": err, "step_p90_err": step_err, "bottleneck_ok": ok}}
