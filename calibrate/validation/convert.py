@@ -621,15 +621,26 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     component host_beside_pin_parts (since run 17; ResNet-50 steps): the loop's host time beside a thread that
     first-touches each batch ("touch"; in run 17's first call, which lacked it, "copy") against beside a thread
     copying a private, already-touched batch ("private_copy"; lacking it, the mean of alone and alone again).
-    None where the call did not measure it (the simulator's default: the loop never waits for the map)."""
-    c = comp.get("host_beside_pin_parts") or {}
-    if not c or "error" in c:
-        return None
-
-    def mean_of(key: str) -> Optional[float]:
+    Without it (run 16), from host_beside_loader: the loop beside a pinning DataLoader against the mean of its
+    windows alone (run 17 found the bulk of that slowdown to be the work on the workers' mappings: finding 1).
+    None where the call measured neither (the simulator's default: the loop never waits for the map)."""
+    def mean_in(c: Dict[str, Any], key: str) -> Optional[float]:
         v = c.get(key)
         v = v.get("mean") if isinstance(v, dict) else v
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+    c = comp.get("host_beside_pin_parts") or {}
+    if not c or "error" in c:
+        c = comp.get("host_beside_loader") or {}
+        if not c or "error" in c:
+            return None
+        exposed = mean_in(c, "pinned_host_s")
+        alone = [v for v in (mean_in(c, "alone_host_s"), mean_in(c, "alone_again_host_s")) if v is not None]
+        if exposed is None or not alone:
+            return None
+        return exposed > MEMORY_MAP_EXPOSED_RATIO * sum(alone) / len(alone)
+
+    def mean_of(key: str) -> Optional[float]:
+        return mean_in(c, key)
     exposed = mean_of("touch_host_s") or mean_of("copy_host_s")
     base = mean_of("private_copy_host_s")
     if base is None:

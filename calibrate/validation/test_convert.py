@@ -394,6 +394,15 @@ class ScenarioTest(unittest.TestCase):
         # run 17's first call had copy and alone only: 30.56 against the mean of 18.57 and 23.32 (20.945): 1.46
         first = {"copy_host_s": {"mean": 0.03056}, "alone_host_s": {"mean": 0.01857}, "alone_again_host_s": {"mean": 0.02332}}
         self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": first}))
+        # run 16 had host_beside_loader only: B2's 30.41 ms beside a pinning loader against 17.34 and 25.56 alone
+        # (mean 21.45): 1.42 > 1.25; an unpinned figure does not count
+        hbl = {"alone_host_s": {"mean": 0.01734}, "pinned_host_s": {"mean": 0.03041}, "unpinned_host_s": {"mean": 0.02621},
+               "alone_again_host_s": {"mean": 0.02556}}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_loader": hbl}))
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_loader": dict(hbl, pinned_host_s={"mean": 0.025})}))
+        # the pin parts, where measured, decide over host_beside_loader
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_loader": hbl, "host_beside_pin_parts":
+                                                        dict(parts, touch_host_s={"mean": 0.024})}))
         # not measured or failed: no verdict (the simulator's default, the loop never waits for the map)
         self.assertIsNone(convert.loop_needs_memory_map({}))
         self.assertIsNone(convert.loop_needs_memory_map({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
