@@ -618,37 +618,38 @@ MEMORY_MAP_EXPOSED_RATIO = 1.25
 
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
-    component host_beside_pin_parts (since run 17; ResNet-50 steps): the loop's host time beside a thread that
+    component host_beside_pin_parts (since run 17): the loop's host time beside a thread that receives and
     first-touches each batch ("touch"; in run 17's first call, which lacked it, "copy") against beside a thread
     copying a private, already-touched batch ("private_copy"; lacking it, the mean of alone and alone again).
     Without it (run 16), from host_beside_loader: the loop beside a pinning DataLoader against the mean of its
     windows alone (run 17 found the bulk of that slowdown to be the work on the workers' mappings: finding 1).
+    Needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beyond its own
+    wander) and slowed by more than the receive's whole CPU per batch (the helper's "receive" CPU, or the
+    transport's receive per batch): an upper bound of the GIL-held unpickling, which the model already lands in
+    the loop's step, so that a light loop that only waits for the GIL is not taken for one that needs the map.
     None where the call measured neither (the simulator's default: the loop never waits for the map)."""
     def mean_in(c: Dict[str, Any], key: str) -> Optional[float]:
         v = c.get(key)
         v = v.get("mean") if isinstance(v, dict) else v
         return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+
+    def mean_of_alone(c: Dict[str, Any]) -> Optional[float]:
+        alone = [v for v in (mean_in(c, "alone_host_s"), mean_in(c, "alone_again_host_s")) if v is not None]
+        return sum(alone) / len(alone) if alone else None
     c = comp.get("host_beside_pin_parts") or {}
-    if not c or "error" in c:
+    if c and "error" not in c:
+        exposed = mean_in(c, "touch_host_s") or mean_in(c, "copy_host_s")
+        base = mean_in(c, "private_copy_host_s") or mean_of_alone(c)
+        gil_bound = mean_in(c, "receive_thread_cpu_s_per_batch") or 0.0
+    else:
         c = comp.get("host_beside_loader") or {}
         if not c or "error" in c:
             return None
-        exposed = mean_in(c, "pinned_host_s")
-        alone = [v for v in (mean_in(c, "alone_host_s"), mean_in(c, "alone_again_host_s")) if v is not None]
-        if exposed is None or not alone:
-            return None
-        return exposed > MEMORY_MAP_EXPOSED_RATIO * sum(alone) / len(alone)
-
-    def mean_of(key: str) -> Optional[float]:
-        return mean_in(c, key)
-    exposed = mean_of("touch_host_s") or mean_of("copy_host_s")
-    base = mean_of("private_copy_host_s")
-    if base is None:
-        alone = [v for v in (mean_of("alone_host_s"), mean_of("alone_again_host_s")) if v is not None]
-        base = sum(alone) / len(alone) if alone else None
+        exposed, base = mean_in(c, "pinned_host_s"), mean_of_alone(c)
+        gil_bound = mean_in(comp.get("transport") or {}, "receive_s_per_batch") or 0.0
     if exposed is None or base is None:
         return None
-    return exposed > MEMORY_MAP_EXPOSED_RATIO * base
+    return exposed > MEMORY_MAP_EXPOSED_RATIO * base and exposed - base > gil_bound
 
 
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:

@@ -30,6 +30,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -1292,8 +1293,12 @@ class Harness:
                         without its caching host allocator;
           private_copy  no DataLoader: copy a private, already-touched batch into the pinned buffer: the copy's
                         CPU and memory traffic alone, no receive, no faults, no release;
-          pin_memory    receive and x.pin_memory() as the pin loop does (caching host allocator), drop both.
-        The helper's CPU per batch (thread_time, median) with each. Run 17's first reading (B2): the loop took
+          pin_memory    receive and x.pin_memory() as the pin loop does (caching host allocator), drop both;
+          private_map   no DataLoader: allocate a fresh private tensor of the batch's bytes (an anonymous mapping
+                        above glibc's 32 MiB mmap threshold), touch every page, free it (munmap): the mapping work
+                        on the process's own memory, no shared memory (since run 18's plan).
+        The helper's CPU per batch (thread_time, median) with each, and the loop thread's minor page faults per
+        step in every window (how often the loop itself needs the memory map). Run 17's first reading (B2): the loop took
         18.6 ms alone, 22.1 beside receive, 30.6 beside copy, 33.5 beside a pinning DataLoader: the GIL-free copy
         slowed it by 8.5 ms. touch and private_copy tell the shared mapping's faults and release (the process's
         memory-map lock) from the copy's CPU and memory traffic."""
@@ -1303,11 +1308,21 @@ class Harness:
             return c[key]
         import itertools
         from torch.utils.data import DataLoader
-        from pace_thread import PaceThread
+        from pace_thread import PaceThread, thread_minor_faults
         t = self.t
         model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
         t0 = time.perf_counter()
-        res = {"workers": nw, "steps": n, "alone_host_s": synthetic_loop_host(model, gb, n)[0]}
+        tid = threading.get_native_id()
+        res = {"workers": nw, "steps": n}
+
+        def timed_loop(name, tokens=None):
+            f0 = thread_minor_faults(tid)
+            host, wall = synthetic_loop_host(model, gb, n, tokens)
+            f1 = thread_minor_faults(tid)
+            res[f"{name}_host_s"] = host
+            res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
+            return wall
+        timed_loop("alone")
         bufs = {}
 
         def copy_to_pinned(batch):
@@ -1330,8 +1345,15 @@ class Harness:
             t.set_num_threads(1)               # as torch.utils.data._utils.pin_memory._pin_memory_loop
 
         private = self.sample_batch(kind, bs)  # a collated batch in this process's own (touched) memory
+        private_bytes = sum(x.numel() * x.element_size() for x in tensors_in(t, private))
+
+        def map_touch_unmap(_batch):
+            x = t.empty(private_bytes, dtype=t.uint8)   # fresh anonymous mapping (above the mmap threshold)
+            x[::4096].fill_(1)                 # first touch of every page, GIL released inside
+            del x                              # munmap, GIL released (THPVariable_clear)
         parts = (("receive", None, True), ("touch", touch_pages, True), ("copy", copy_to_pinned, True),
-                 ("private_copy", copy_to_pinned, False), ("pin_memory", pin, True))
+                 ("private_copy", copy_to_pinned, False), ("pin_memory", pin, True),
+                 ("private_map", map_touch_unmap, False))
         for part, work, from_loader in parts:
             dl = it = None
             if from_loader:
@@ -1342,30 +1364,34 @@ class Harness:
                     next(it)
             src = it if from_loader else itertools.repeat(private)
             with PaceThread(src, work=work, ahead=2, on_start=one_thread) as pt:
-                host, wall = synthetic_loop_host(model, gb, n, pt.tokens())
+                wall = timed_loop(part, pt.tokens())
             cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)   # the first batch allocates the pinned buffers
-            res[f"{part}_host_s"] = host
             res[f"{part}_loop_s_per_step"] = wall
             res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
             del it, dl, src
         bufs.clear()
-        res["alone_again_host_s"] = synthetic_loop_host(model, gb, n)[0]
+        timed_loop("alone_again")
         del gb, private
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking a token from a helper thread "
                          "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "
                          "the case, pin_memory=False) and drops it (receive), reads a byte a page (touch), copies it "
-                         "into a pinned buffer (copy), copies a private touched batch instead (private_copy), or "
-                         "pin_memory()s it (pin_memory), at most 2 batches ahead; the helper's CPU per batch "
-                         "(thread_time, median); alone again")
+                         "into a pinned buffer (copy), copies a private touched batch instead (private_copy), "
+                         "pin_memory()s it (pin_memory), or maps, touches and frees a private region of the batch's "
+                         "bytes (private_map), at most 2 batches ahead; the helper's CPU per batch (thread_time, "
+                         "median); alone again; the loop thread's minor faults per step in each window (/proc)")
         c[key] = res
 
         def ms(x):
             return f"{x['mean'] * 1e3:.2f}" if isinstance(x, dict) else (f"{x * 1e3:.2f}" if x is not None else "n/a")
         beside = ", ".join(f"{part} {ms(res[part + '_host_s'])} (CPU {ms(res[part + '_thread_cpu_s_per_batch'])})"
                            for part, _w, _l in parts)
+        faults = ", ".join(f"{name} {res[name + '_loop_minor_faults_per_step']:.0f}"
+                           for name in ["alone"] + [p for p, _w, _l in parts] + ["alone_again"]
+                           if res.get(name + "_loop_minor_faults_per_step") is not None)
         log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone; beside a thread doing "
-            f"{beside}; {ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
+            f"{beside}; {ms(res['alone_again_host_s'])} alone again; the loop's minor faults a step: {faults or 'n/a'} "
+            f"({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
     def comp_transport(self, kind, bs):
@@ -1680,7 +1706,9 @@ class Harness:
                 comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
-            try:                                   # ... and which part of the pin thread's work (run 16, finding 2)
+        if nw > 0 and (k["pin_memory"] or comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]):
+            try:                                   # which part of the pin thread's work slows the loop (run 17,
+                # finding 1); light loops too since run 18's plan: convert's verdict for them from a measurement
                 comps["host_beside_pin_parts"] = self.comp_host_beside_pin_parts(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_pin_parts"] = {"error": f"{e.__class__.__name__}: {e}"}

@@ -70,3 +70,22 @@ class PaceThread:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join(timeout=10.0)
+
+
+def thread_minor_faults(tid: int, proc_root: str = "/proc/self/task") -> Optional[int]:
+    """Minor page faults so far of one thread of this process (its native id: threading.get_native_id()), from
+    /proc/self/task/<tid>/stat (field 10, minflt), or None where that file cannot be read (not Linux). A fault
+    on the loop's own heap needs the process's memory map; their count per step says how often the loop needs it
+    (run 17, finding 1: the loop stalls while the pin thread maps, touches and unmaps workers' batches)."""
+    try:
+        with open(f"{proc_root}/{tid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: count fields after its closing one
+    rest = stat[stat.rfind(")") + 2:].split()
+    try:
+        return int(rest[10 - 3])                # fields 3.. follow the name; minflt is field 10
+    except (IndexError, ValueError):
+        return None
+

@@ -9,7 +9,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pace_thread import PaceThread  # noqa: E402
+from pace_thread import PaceThread, thread_minor_faults  # noqa: E402
 
 
 class PaceThreadTest(unittest.TestCase):
@@ -53,6 +53,32 @@ class PaceThreadTest(unittest.TestCase):
             time.sleep(0.05)                   # the queue is full and the thread waits for a slot
         self.assertLess(time.perf_counter() - t0, 1.0)
         self.assertFalse(pt.thread.is_alive())
+
+
+class ThreadMinorFaultsTest(unittest.TestCase):
+    def test_field_ten_after_a_name_with_spaces_and_parentheses(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as root:
+            os.makedirs(os.path.join(root, "42"))
+            # pid (comm) state ppid pgrp session tty_nr tpgid flags minflt ...: minflt = 1234
+            with open(os.path.join(root, "42", "stat"), "w") as f:
+                f.write("42 (pt data (pin) x) S 1 42 42 0 -1 4194560 1234 0 5 0 10 3 0 0 20 0 9 0 100")
+            self.assertEqual(thread_minor_faults(42, root), 1234)
+            self.assertIsNone(thread_minor_faults(43, root))          # no such thread
+
+    def test_this_threads_faults_grow_when_it_touches_new_pages(self):
+        import threading
+        tid = threading.get_native_id()
+        before = thread_minor_faults(tid)
+        if before is None:
+            self.skipTest("no /proc/self/task on this system")
+        import mmap
+        m = mmap.mmap(-1, 256 * 4096)
+        for i in range(0, 256 * 4096, 4096):                 # first touch of 256 fresh pages
+            m[i] = 1
+        after = thread_minor_faults(tid)
+        m.close()
+        self.assertGreaterEqual(after - before, 200)
 
 
 if __name__ == "__main__":
