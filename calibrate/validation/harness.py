@@ -1267,17 +1267,48 @@ class Harness:
                 next(it)
             res["pinned_host_s" if pin else "unpinned_host_s"] = loop(it)
             del it, dl
+        # The unpinned case's own work on the loop's thread (run 17, finding 2: its loop 8-10 ms slower in situ
+        # than its host time plus calibrate's fresh-mapping copy and release): each step copies its batch to the
+        # GPU (pageable, from the worker's fresh mapping) and drops it after the step, each part timed.
+        dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                        prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
+        it = iter(dl)
+        for _ in range(2 * nw):
+            next(it)
+        copy_s, release_s, host_s = [], [], []
+        for _ in range(n):
+            batch = next(it)
+            a = time.perf_counter()
+            on_gpu = to_dev(self.t, batch, self.dev.device, False)
+            b = time.perf_counter()
+            loss = model(gb)
+            h = time.perf_counter()
+            float(loss.item())
+            del on_gpu
+            r0 = time.perf_counter()
+            del batch                              # the release of the touched mapping, on the loop's thread
+            release_s.append(time.perf_counter() - r0)
+            copy_s.append(b - a)
+            host_s.append(h - b)
+        del it, dl
+        res["unpinned_copied_host_s"] = summarize(host_s)
+        res["unpinned_copy_s"] = summarize(copy_s)
+        res["unpinned_release_s"] = summarize(release_s)
         res["alone_again_host_s"] = loop(None)
         del gb
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking (and dropping) a batch from a "
-                         "DataLoader(cached samples, num_workers as the case, pin_memory True, then False), alone again")
+                         "DataLoader(cached samples, num_workers as the case, pin_memory True, then False), then "
+                         "unpinned with each batch copied to the GPU before the step and dropped after it (copy, "
+                         "host and release timed apart), alone again")
         c[key] = res
 
         def ms(x):
             return f"{x['mean'] * 1e3:.2f}"
         log(f"component host_beside_loader[{key}]: host {ms(res['alone_host_s'])} ms alone, "
             f"{ms(res['pinned_host_s'])} beside a pinning loader, {ms(res['unpinned_host_s'])} beside an unpinned one, "
+            f"{ms(res['unpinned_copied_host_s'])} beside an unpinned one whose batch it copies (copy "
+            f"{ms(res['unpinned_copy_s'])}, release {ms(res['unpinned_release_s'])}), "
             f"{ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
