@@ -376,7 +376,9 @@ void pin_thread_actor(Rank& r) {
       r.memory_map->lock();
       run_cpu(r, bytes * world.profile->ipc.receive_s_per_byte * speed_factor);
       r.memory_map->unlock();
-      r.memory_map_held_pin_s += world.window.overlap(m0, sg4::Engine::get_clock());
+      const double m1 = sg4::Engine::get_clock();
+      r.memory_map_held_pin_s += world.window.overlap(m0, m1);
+      world.trace->span(r.id, kPinTrack, "map, touch, unmap (holds the memory map)", m0, m1, b.batch);
     }
     run_cpu(r, pin_copy_s(s, *world.profile, b.samples) * speed_factor);
     const double t1 = sg4::Engine::get_clock();
