@@ -13,6 +13,10 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
 
 namespace {
 
+// The loop's thread has no slack left when its receive, staged copy and Python together fill this share of the
+// window (the same line as a GPU busy 90% or more being compute-bound).
+constexpr double kMainThreadFullFraction = 0.9;
+
 std::string pct(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * fraction);
@@ -114,6 +118,9 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   d.suggestion = suggest(d.stage, s, p);
   // Validation run 11 measured in_order=False at +12.6% on a worker-bound image loader whose workers
   // idled behind slow batches (docs/validation.md); the simulator has the mechanism.
+  if (d.main_thread_full)
+    d.suggestion += "; or pin_memory=True, which moves the receive and the copy's staging to the pin thread "
+                    "(confirm with pipeplan sweep --vary loader.pin_memory=false,true)";
   if (d.head_of_line)
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
@@ -154,6 +161,29 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     return d;
   }
   const std::string waits = "; the GPU waits " + pct(top->fraction) + " of each step";
+  // With pin_memory=False the loop's own thread receives each batch, stages its pageable copy (blocking) and
+  // runs the step's Python: together they can fill the thread while no one stage does, and the GPU's idle time
+  // then splits between "data" (the receive) and "copy". Validation runs 11-17: all 31 unpinned cases with
+  // workers measured host-bound (the loop's thread the limit), ten of them named worker-bound before this rule.
+  if (!s.loader.pin_memory && s.loader.num_workers > 0) {
+    const StageReport* recv = find(result, "main_receive");
+    const StageReport* host = find(result, "host_loop");
+    const StageReport* copy = find(result, "h2d_copy");
+    const double recv_busy = recv ? recv->busy_fraction : 0.0, host_busy = host ? host->busy_fraction : 0.0,
+                 copy_busy = copy ? copy->busy_fraction : 0.0;
+    if (recv_busy + host_busy + copy_busy >= kMainThreadFullFraction) {
+      d.main_thread_full = true;
+      d.stage = host_busy >= recv_busy && host_busy >= copy_busy ? "host_loop"
+                : recv_busy >= copy_busy                         ? "main_receive"
+                                                                 : "h2d_copy";
+      d.explanation = "main-thread-bound: with pin_memory=False the training loop's thread receives each batch (" +
+                      pct(recv_busy) + " of the time), stages its pageable copy (" + pct(copy_busy) +
+                      ") and runs the step's Python (" + pct(host_busy) + "): busy " +
+                      pct(std::min(1.0, recv_busy + host_busy + copy_busy)) + " in all" + waits + " (" + pct(idle) +
+                      " idle in all)";
+      return d;
+    }
+  }
   if (std::string(top->name) == "data") {
     const StageReport* worst = nullptr;
     for (const auto& st : result.stages) {

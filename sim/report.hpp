@@ -17,6 +17,7 @@ struct Diagnosis {
   std::string explanation;
   std::string suggestion;  // a setting to try, from the analytic model; confirm it with `pipeplan sweep`
   bool head_of_line = false;  // worker-bound with idle workers behind a slow batch (in-order hand-off)
+  bool main_thread_full = false;  // pin_memory=False: receive + staged copy + Python fill the loop's thread
 };
 
 // Fills stage capacities from the analytic model (in place) and names the bottleneck.

@@ -501,6 +501,31 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0, 1e-9);
 }
 
+// pin_memory=False: the loop's own thread receives each batch (4 ms), stages its pageable copy (32 x 3 MB = 96 MB at
+// 10 GB/s: 9.6 ms, blocking) and runs 12 ms of Python: 25.6 ms a step on one thread, against a 5 ms GPU step and
+// fast workers. No one stage fills its time (47%, 38%, 16%); together they fill the thread, which the report names
+// (the largest share, the loop's Python) and explains; pinning would move the receive and the staging off it.
+TEST(Simulate, AnUnpinnedLoopsThreadFullOfReceiveCopyAndPythonIsNamed) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 4}, {"collate_s_per_batch", 0.0}, {"pin_memory", false}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["dataset"]["item_bytes"] = 3.0e6;
+  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.012}, {"steps", 300}};
+  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  prof["ipc"]["receive_s_per_batch"] = 0.004;
+  const std::string profile = pipeplan::test::write_temp(prof.dump());
+  json r = simulate(s, {}, profile);
+  EXPECT_NEAR(step_mean(r), 0.0256, 0.0256 * 0.01);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  const std::string explanation = r["bottleneck"]["explanation"];
+  EXPECT_EQ(explanation.rfind("main-thread-bound", 0), 0u) << explanation;
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("pin_memory=True"), std::string::npos);
+  // pinned, the same job leaves the loop's thread its Python alone: not main-thread-bound
+  s["loader"]["pin_memory"] = true;
+  r = simulate(s, {}, profile);
+  EXPECT_EQ(r["bottleneck"]["explanation"].get<std::string>().find("main-thread-bound"), std::string::npos);
+}
+
 // Host-bound loop: 30 ms of Python per 10 ms step: the kernels cannot outrun their launches.
 TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   json s = base_scenario();
