@@ -715,7 +715,7 @@ class MainLoop {
       const double t0 = sg4::Engine::get_clock();
       // The loop's Python drops the GIL at every op and, running bytecode, hands it to a waiting thread within
       // CPython's switch interval: beside a pin thread it holds the lock in slices, and the pin thread's receive
-      // and release land inside the loop's step (its Python stretched) rather than between steps.
+      // lands inside the loop's step (its Python stretched) rather than between steps.
       // A loop that needs the memory map also stalls whenever the pin thread works on a worker's mapping.
       const bool pin_thread = s_.loader.pin_memory && s_.loader.num_workers > 0;
       const int slices = gil_slices(s_.training.host_s_per_step, pin_thread);
