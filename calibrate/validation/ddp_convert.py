@@ -223,6 +223,8 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
             dataset["sample_bytes"] = C._dist(sb["mean"], sb.get("cv"))
         loader = {"batch_size": bs, "num_workers": nw, "pin_memory": True, "drop_last": True, "in_order": True,
                   "collate_s_per_batch": collate_s}
+        if loop_needs_memory_map(comps, case["model"]):
+            scen["training"]["host_needs_memory_map"] = True
         if nw > 0:
             loader["prefetch_factor"] = int(loader_doc.get("prefetch_factor") or 2)
             loader["persistent_workers"] = False
@@ -256,6 +258,19 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
         ddp.update(host or {})
     scen["ddp"] = ddp
     return scen
+
+
+def loop_needs_memory_map(comps: Dict[str, Any], model: str) -> Optional[bool]:
+    """Whether the model's loop stalls while the pin thread works on workers' mappings (scenario
+    training.host_needs_memory_map), from the DDP harness's loop_beside_pin_parts component (since the thirteenth
+    session; every rank at once): convert.loop_needs_memory_map's verdict on each rank's windows, true when every
+    rank that measured it says so (the scenario's ranks are alike). None where it was not measured."""
+    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
+    if not c or "error" in c:
+        return None
+    verdicts = [C.loop_needs_memory_map({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
+    verdicts = [v for v in verdicts if v is not None]
+    return all(verdicts) if verdicts else None
 
 
 def ddp_host_costs(comps: Dict[str, Any]) -> Optional[Dict[str, float]]:

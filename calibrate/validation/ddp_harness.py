@@ -407,6 +407,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--n-tensors", type=int, default=600, help=".npy uint8 tensors generated for the loader cases")
     ap.add_argument("--no-profiler", action="store_true", help="no torch.profiler pass per case")
     ap.add_argument("--no-ddp-host", action="store_true", help="skip the DDP host-cost component (small-layer stacks)")
+    ap.add_argument("--no-pin-parts", action="store_true",
+                    help="skip the loop-beside-the-pin-thread's-parts component (loader cases; validation run 17)")
     ap.add_argument("--bind-cpus", action="store_true",
                     help="bind each rank (and its DataLoader workers) to its own contiguous block of the CPUs")
     ap.add_argument("--profile-steps", type=int, default=3, help="steps under torch.profiler per case (rank 0)")
@@ -1066,6 +1068,99 @@ class Runner:
             f"(in worker {(iw.get('collate_wall_s') or 0)*1e3:.2f}), batch {bb['mean']/1e6:.2f} MB "
             f"({time.perf_counter()-t0:.1f}s)")
 
+    def comp_loop_beside_pin_parts(self, name):
+        """Each rank's training loop without DDP (a synthetic batch already on the GPU, SGD) timed alone, then
+        beside a helper thread (pace_thread.PaceThread at torch.set_num_threads(1), one batch a step) that takes
+        each batch from this rank's unpinned DataLoader (the cases' workers) and drops it ("receive"), or also
+        reads one byte of every page of it ("touch": first-touch faults on the worker's shared mapping and the
+        unmapping of touched pages), or copies a private, already-touched batch into pinned memory
+        ("private_copy": the copy without mappings), then alone again: the single-GPU harness's
+        host_beside_pin_parts (docs/validation.md, run 17 finding 1). Host time: step start to the optimizer's
+        step returned. ddp_convert sets the scenario's training.host_needs_memory_map from it. Every rank runs it
+        at once, as the cases do."""
+        import itertools
+        import harness as H
+        from pace_thread import PaceThread
+        from torch.utils.data import DataLoader
+        t, a = self.t, self.a
+        c0 = time.perf_counter()
+        kind = "image" if name == "resnet50" else "tensor_u8"
+        model = self.make_model(name)
+        opt = t.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
+        gb = self.synthetic_batch(name)
+        x0 = gb[0] if name == "linear" else None
+        n = 10 if a.quick else 30
+
+        def loop(tokens=None, steps=n):
+            host = []
+            for _ in range(steps):
+                if tokens is not None:
+                    next(tokens)
+                h0 = time.perf_counter()
+                loss = self.forward_loss(name, model, gb, x0)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                host.append(time.perf_counter() - h0)
+                float(loss.item())
+            return summarize(host)
+        loop(steps=3)                                   # warm-up (cudnn autotune, allocator)
+        ds = RepeatDataset(self.datasets[kind], 1 << 20)
+        private = next(iter(DataLoader(ds, batch_size=a.batch_size, num_workers=0)))   # in this process's memory
+        bufs = {}
+
+        def touch(batch):
+            for x in H.tensors_in(t, batch):
+                x.contiguous().view(-1).view(t.uint8)[::4096].max()
+
+        def copy_private(batch):
+            for i, x in enumerate(H.tensors_in(t, batch)):
+                if i not in bufs:
+                    bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
+                bufs[i].copy_(x)
+
+        def one_thread():
+            t.set_num_threads(1)                         # as PyTorch's pin loop
+        res = {"steps": n, "workers": self.nw, "alone_host_s": loop()}
+        parts = [("private_copy", copy_private, False)]
+        if self.nw > 0:
+            parts = [("receive", None, True), ("touch", touch, True)] + parts
+        for part, work, from_loader in parts:
+            dl = it = None
+            if from_loader:
+                dl = DataLoader(ds, batch_size=a.batch_size, shuffle=False, num_workers=self.nw, pin_memory=False,
+                                prefetch_factor=a.prefetch_factor)
+                it = iter(dl)
+                for _ in range(2 * self.nw):             # the workers up and the prefetch slots full
+                    next(it)
+            src = it if from_loader else itertools.repeat(private)
+            with PaceThread(src, work=work, ahead=2, on_start=one_thread) as pt:
+                res[f"{part}_host_s"] = loop(pt.tokens())
+            cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)
+            res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
+            del it, dl, src
+        res["alone_again_host_s"] = loop()
+        bufs.clear()
+        model = opt = gb = private = None
+        gc.collect()
+        ranks = self.gather(res)
+        if self.is0():
+            self.doc["components"].setdefault("loop_beside_pin_parts", {})[name] = {
+                "ranks": ranks,
+                "method": "no-DDP loop on a synthetic batch already on the GPU (SGD), host = step start to "
+                          "opt.step() returned, n steps a window: alone, beside a helper thread taking each batch "
+                          "from this rank's unpinned DataLoader and dropping it (receive) or reading a byte a page "
+                          "(touch), beside one copying a private batch into pinned memory (private_copy), alone "
+                          "again; every rank at once"}
+
+            def ms(x):
+                return f"{x['mean'] * 1e3:.2f}" if isinstance(x, dict) else "n/a"
+            for r, q in enumerate(ranks):
+                log(f"component loop_beside_pin_parts[{name}] rank {r}: alone {ms(q.get('alone_host_s'))} ms, "
+                    + ", ".join(f"{p} {ms(q.get(p + '_host_s'))}" for p, _w, _l in parts)
+                    + f", alone again {ms(q.get('alone_again_host_s'))} ({time.perf_counter() - c0:.1f}s)")
+        return ranks
+
     def make_loader(self, kind, n_batches, seed):
         from torch.utils.data import DataLoader
         from torch.utils.data.distributed import DistributedSampler
@@ -1352,6 +1447,20 @@ class Runner:
                 self.comp_loader("image" if m == "resnet50" else "tensor_u8")
             self.barrier()
             self.save()
+            if not self.a.no_pin_parts:
+                for m in models:
+                    if not any(c["model"] == m and c["data"] == "loader" for c in self.cases):
+                        continue
+                    self.watchdog(120, f"component loop_beside_pin_parts {m}")
+                    try:
+                        self.comp_loop_beside_pin_parts(m)
+                    except Exception as e:  # a diagnostic: never costs the cases
+                        if self.is0():
+                            self.doc["components"].setdefault("loop_beside_pin_parts", {})[m] = {
+                                "error": f"{e.__class__.__name__}: {e}", "traceback": traceback.format_exc()}
+                            log(f"component loop_beside_pin_parts[{m}]: ERROR {e.__class__.__name__}: {e}")
+                    self.barrier()
+                self.save()
         reserve = 3.0
         for ci, case in enumerate(self.cases):
             left = len(self.cases) - ci

@@ -357,6 +357,24 @@ class TestScenario(unittest.TestCase):
                 for p in leaf_paths(s):
                     self.assertIn(p, self.keys, f"{c['id']}: {p} is not in docs/scenario.md")
 
+    def test_the_loop_needs_the_memory_map_when_every_rank_measured_it_so(self):
+        lc = next(c for c in self.doc["cases"] if c["model"] == "resnet50" and c["data"] == "loader")
+        self.assertNotIn("host_needs_memory_map", DC.scenario_for(lc, self.doc)["training"])   # not measured
+        # both ranks 1.5x slower beside touching workers' batches than beside a private copy, well over the
+        # receive's CPU a batch (convert.loop_needs_memory_map's rule, single-GPU run 17's readings)
+        exposed = {"touch_host_s": {"mean": 0.036}, "private_copy_host_s": {"mean": 0.024},
+                   "receive_thread_cpu_s_per_batch": 0.004}
+        calm = dict(exposed, touch_host_s={"mean": 0.025})
+        self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [exposed, exposed]}}
+        s = DC.scenario_for(lc, self.doc)
+        self.assertIs(s["training"]["host_needs_memory_map"], True)
+        for p in leaf_paths(s):
+            self.assertIn(p, self.keys)
+        self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [exposed, calm]}}   # not every rank
+        self.assertNotIn("host_needs_memory_map", DC.scenario_for(lc, self.doc)["training"])
+        self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"error": "RuntimeError: x"}}
+        self.assertIsNone(DC.loop_needs_memory_map(self.doc["components"], "resnet50"))
+
     def test_values(self):
         by = {c["id"]: c for c in self.doc["cases"]}
         c = next(c for c in self.doc["cases"] if c["mode"] == "ddp" and c["model"] == "linear"
