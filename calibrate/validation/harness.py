@@ -782,6 +782,7 @@ class Harness:
         self.datasets = {}
         self.steps = {}
         self.samples_cache = {}
+        self._light_pin_parts = False    # host_beside_pin_parts run for a light (GEMM) loop in this call yet
 
     # ------------------------------------------------------------------ bookkeeping
     def elapsed(self):
@@ -1737,9 +1738,14 @@ class Harness:
                 comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
-        if nw > 0 and (k["pin_memory"] or comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]):
+        heavy = comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]
+        light_key = f"{k['step']}/{kind}/b{bs}/w{nw}"
+        light_done = self.doc["components"].get("host_beside_pin_parts", {})
+        if nw > 0 and (heavy or (k["pin_memory"] and (light_key in light_done or not self._light_pin_parts))):
+            if not heavy:
+                self._light_pin_parts = True       # one light loop a call: about 6 s of its budget
             try:                                   # which part of the pin thread's work slows the loop (run 17,
-                # finding 1); light loops too since run 18's plan: convert's verdict for them from a measurement
+                # finding 1); a light loop too since run 18's plan: convert's verdict for it from a measurement
                 comps["host_beside_pin_parts"] = self.comp_host_beside_pin_parts(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_pin_parts"] = {"error": f"{e.__class__.__name__}: {e}"}
