@@ -130,6 +130,11 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     d.suggestion += "; the GIL is busy " + pct(gil_busy) + " of the time (the pin thread's receive " +
                     pct(result.gil_held_pin_fraction) + "): fewer tensors a batch (one shared-memory handle each) "
                     "shorten it (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
+  // A loop that needs the memory map stalls while the pin thread touches and unmaps each batch: its bytes.
+  if (d.stage == "host_loop" && result.memory_map_wait_main_fraction >= 0.1)
+    d.suggestion += "; the loop stalls " + pct(result.memory_map_wait_main_fraction) +
+                    " of the time while the pin thread touches and unmaps workers' batches: fewer bytes a batch "
+                    "(uint8 images, normalize on the GPU) shorten that work";
   return d;
 }
 

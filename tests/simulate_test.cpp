@@ -489,6 +489,9 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_GT(r["gil"]["pin_thread_wait_fraction"].get<double>(), 0.0);
   EXPECT_LE(r["gil"]["pin_thread_wait_fraction"].get<double>(), 0.005 / 0.0578 + 0.01);
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0182 / 0.0578, 0.01);
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("of the time while the pin thread touches and unmaps"),
+            std::string::npos)
+      << r["bottleneck"]["suggestion"];
   EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("the GIL is busy"), std::string::npos)
       << r["bottleneck"]["suggestion"];
   // Without the loop's Python the pin thread alone sets the pace: 9.6 + 19.2 + 1.92 = 30.72 ms (1,000 steps: the
