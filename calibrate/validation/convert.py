@@ -573,21 +573,24 @@ def transport_on_cpu_clock(transport: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def positive_mean(x: Any) -> Optional[float]:
+    """A component's figure: its "mean" where it is a summary, else the number itself; None unless finite and > 0."""
+    v = x.get("mean") if isinstance(x, dict) else x
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+
+
 def loop_host_alone_figures(comp: Dict[str, Any], step: Dict[str, Any]) -> List[float]:
     """Every time the call measured the same loop's host time with nothing beside it: the step component's, and
     where the case has them (ResNet-50 cases) host_under_load's alone and alone-again windows (since run 9 / 16) and
     host_beside_loader's (since run 16). Run 16 (finding 3): the figure alone moves 5-12% within seconds (B2: 24.33,
     19.89, 21.02, 17.34, 25.56 ms in one call)."""
-    def mean_of(x: Any) -> Optional[float]:
-        v = x.get("mean") if isinstance(x, dict) else x
-        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
     out = [float(step["host_s"]["mean"])]
     for name, keys in (("host_under_load", ("alone_host_s", "alone_after_host_s")),
                        ("host_beside_loader", ("alone_host_s", "alone_again_host_s"))):
         c = comp.get(name) or {}
         if "error" in c:
             continue
-        out += [v for v in (mean_of(c.get(k)) for k in keys) if v is not None]
+        out += [v for v in (positive_mean(c.get(k)) for k in keys) if v is not None]
     return out
 
 
@@ -629,9 +632,7 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     the loop's step, so that a light loop that only waits for the GIL is not taken for one that needs the map.
     None where the call measured neither (the simulator's default: the loop never waits for the map)."""
     def mean_in(c: Dict[str, Any], key: str) -> Optional[float]:
-        v = c.get(key)
-        v = v.get("mean") if isinstance(v, dict) else v
-        return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
+        return positive_mean(c.get(key))
 
     def mean_of_alone(c: Dict[str, Any]) -> Optional[float]:
         alone = [v for v in (mean_in(c, "alone_host_s"), mean_in(c, "alone_again_host_s")) if v is not None]

@@ -576,6 +576,22 @@ def to_dev(t, batch, device, nb):
     return batch
 
 
+def touch_pages(t, batch):
+    """Reads one byte of every 4 KiB page of each tensor of `batch` (GIL released inside): every page faulted in."""
+    for x in tensors_in(t, batch):
+        x.contiguous().view(-1).view(t.uint8)[::4096].max()
+
+
+def copy_into_pinned(t, bufs, batch):
+    """Copies each tensor of `batch` into a pinned buffer of `bufs` (by position), allocated on first use or when
+    the shape or dtype changes (GIL released inside the copy)."""
+    for i, x in enumerate(tensors_in(t, batch)):
+        dst = bufs.get(i)
+        if dst is None or dst.shape != x.shape or dst.dtype != x.dtype:
+            dst = bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
+        dst.copy_(x)
+
+
 def tensors_in(t, batch):
     if isinstance(batch, t.Tensor):
         yield batch
@@ -1358,16 +1374,10 @@ class Harness:
         bufs = {}
 
         def copy_to_pinned(batch):
-            for i, x in enumerate(tensors_in(t, batch)):
-                dst = bufs.get(i)
-                if dst is None or dst.shape != x.shape or dst.dtype != x.dtype:
-                    dst = bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
-                dst.copy_(x)                   # GIL released inside; touches every page of the source
+            copy_into_pinned(t, bufs, batch)   # touches every page of the source
 
-        def touch_pages(batch):
-            for x in tensors_in(t, batch):
-                flat = x.contiguous().view(-1).view(t.uint8)
-                flat[::4096].max()             # one byte a page: every page faulted in, GIL released inside
+        def touch(batch):
+            touch_pages(t, batch)
 
         def pin(batch):
             for x in tensors_in(t, batch):
@@ -1383,7 +1393,7 @@ class Harness:
             x = t.empty(private_bytes, dtype=t.uint8)   # fresh anonymous mapping (above the mmap threshold)
             x[::4096].fill_(1)                 # first touch of every page, GIL released inside
             del x                              # munmap, GIL released (THPVariable_clear)
-        parts = (("receive", None, True), ("touch", touch_pages, True), ("copy", copy_to_pinned, True),
+        parts = (("receive", None, True), ("touch", touch, True), ("copy", copy_to_pinned, True),
                  ("private_copy", copy_to_pinned, False), ("pin_memory", pin, True),
                  ("private_map", map_touch_unmap, False))
         for part, work, from_loader in parts:
