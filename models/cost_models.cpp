@@ -25,9 +25,13 @@ int gil_slices(double host_s, bool shared) {
   return static_cast<int>(std::min(1000.0, std::ceil(host_s / kGilSwitchIntervalS - 1e-9)));  // 30 ms: 6, not 7
 }
 
-int memory_map_chunks(double slice_s, bool shared) {
-  if (!shared || slice_s <= kMemoryMapCheckIntervalS) return 1;
-  return static_cast<int>(std::min(1000.0, std::ceil(slice_s / kMemoryMapCheckIntervalS - 1e-9)));
+double memory_map_interval_s(double host_s_per_step, double needs_per_step) {
+  return needs_per_step > 0.0 && host_s_per_step > 0.0 ? host_s_per_step / needs_per_step : kMemoryMapCheckIntervalS;
+}
+
+int memory_map_chunks(double slice_s, bool shared, double interval_s) {
+  if (!shared || interval_s <= 0.0 || slice_s <= interval_s) return 1;
+  return static_cast<int>(std::min(1000.0, std::ceil(slice_s / interval_s - 1e-9)));
 }
 
 double h2d_batch_copy_s(const Profile& p, double bytes, bool pinned, bool from_workers) {

@@ -38,12 +38,19 @@ int gil_slices(double host_s, bool shared);
 // stalls at its next need. Validation run 17 (docs/validation.md): a ResNet-50 loop beside a thread doing that
 // work on each batch took 6-12 ms a step more than alone; beside the same copy from private, already-touched
 // memory, 0-2 ms more; the pin-bound GEMM loops' host time in situ stayed 1.2-2.0 ms (0.8 alone) beside a pin
-// thread busy all the time. The interval is an assumption (a Python-heavy loop's needs are frequent).
-constexpr double kMemoryMapCheckIntervalS = 0.001;
+// thread busy all the time. Run 18 counted the needs: the ResNet-50 loop's thread took 50-61 minor page faults a
+// step beside a thread doing the pin thread's work on workers' batches (1 alone, 1 beside the same work on private
+// memory), one every 0.43-0.60 ms of its host time; this default is that. A scenario gives its own count with
+// training.memory_map_needs_per_step.
+constexpr double kMemoryMapCheckIntervalS = 0.0005;
+
+// The loop's host time between two needs of the memory map: host_s_per_step over the scenario's needs per step
+// where it gives them (training.memory_map_needs_per_step > 0), else kMemoryMapCheckIntervalS.
+double memory_map_interval_s(double host_s_per_step, double needs_per_step);
 
 // How many pieces one GIL slice of `slice_s` runs in, each starting once the memory map is free: one when no
-// pin thread works on mappings beside the loop, else one per kMemoryMapCheckIntervalS begun (at most 1000).
-int memory_map_chunks(double slice_s, bool shared);
+// pin thread works on mappings beside the loop, else one per `interval_s` begun (at most 1000).
+int memory_map_chunks(double slice_s, bool shared, double interval_s = kMemoryMapCheckIntervalS);
 
 // The H2D copy of one batch of `bytes`: from pinned memory; unpinned, from a worker's fresh mapping
 // (unpinned_worker_batch_copy_s) or, loaded inline (num_workers=0), from the main process's resident memory.

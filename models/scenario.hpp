@@ -93,6 +93,9 @@ struct TrainingConfig {
   // faults), so it stalls while the pin thread maps, touches or unmaps a worker's batch (validation run 17:
   // ResNet-50's loop yes, a loop of a few GEMM launches no). False: the loop never waits for the map.
   bool host_needs_memory_map = false;
+  // How many times a step such a loop needs the map (validation run 18: its thread's minor page faults a step
+  // beside the pin thread's work); 0: one need per kMemoryMapCheckIntervalS of its host time.
+  double memory_map_needs_per_step = 0.0;
   int sync_every_steps = 0;
   int max_steps_ahead = 2;
   std::int64_t steps = 2000;

@@ -720,7 +720,9 @@ class MainLoop {
       const bool pin_thread = s_.loader.pin_memory && s_.loader.num_workers > 0;
       const int slices = gil_slices(s_.training.host_s_per_step, pin_thread);
       const bool map_shared = pin_thread && s_.training.host_needs_memory_map && !r_.synthetic;  // twin: no loader
-      const int chunks = memory_map_chunks(s_.training.host_s_per_step / slices, map_shared);
+      const int chunks = memory_map_chunks(
+          s_.training.host_s_per_step / slices, map_shared,
+          memory_map_interval_s(s_.training.host_s_per_step, s_.training.memory_map_needs_per_step));
       double host_s = 0.0;
       for (int i = 0; i < slices; ++i) {
         GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);

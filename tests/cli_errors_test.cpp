@@ -85,6 +85,8 @@ TEST(CliErrors, BadValues) {
        {"simulate", "{S}"}, {"training.step_s_vs_gpu_duty[1].duty", "1.5", "[0, 1]"}},
       {"duty step 0", R"({"training": {"step_s": 0.01, "step_s_vs_gpu_duty": [{"duty": 0, "step_s": 0}]}})",
        {"simulate", "{S}"}, {"training.step_s_vs_gpu_duty[0].step_s", "0"}},
+      {"negative map needs", R"({"training": {"step_s": 0.01, "memory_map_needs_per_step": -3}})", {"simulate", "{S}"},
+       {"training.memory_map_needs_per_step", "-3", "[0, 1000000]"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }

@@ -442,10 +442,12 @@ TEST(Simulate, AnUnpinnedWorkerBatchIsCopiedFromItsFreshMapping) {
 // 64 x 3 MB = 192 MB a batch: the pin thread touches and unmaps the worker's pages (0.1 ns/B: 19.2 ms) and copies
 // them at 100 GB/s (1.92 ms), both without the GIL, and unpickles the batch (ipc.receive_s_per_batch) with it
 // held. The receive shares the GIL with the loop; the touch and unmap hold the process's memory map, which the
-// loop's host work needs every millisecond (validation run 17: the loop slowed by that work, not by the copy of
-// the same bytes from private memory). So each batch's receive and mapping work land in the loop's step: 30 +
-// 19.2 = 49.2 ms without a receive (a loop that needs the map: training.host_needs_memory_map); with a 9.6 ms receive 30 + 9.6 + 19.2 - 1.0 = 57.8 ms (the receive hands the
-// GIL back at a slice start, where the loop begins a one-millisecond piece as the pin thread takes the map).
+// loop's host work needs every millisecond here (training.memory_map_needs_per_step 30 on its 30 ms; validation
+// run 17: the loop slowed by that work, not by the copy of the same bytes from private memory). So each batch's
+// receive and mapping work land in the loop's step: 30 + 19.2 = 49.2 ms without a receive (a loop that needs the
+// map: training.host_needs_memory_map); with a 9.6 ms receive 30 + 9.6 + 19.2 - 1.0 = 57.8 ms (the receive hands the
+// GIL back at a slice start, where the loop begins a one-millisecond piece as the pin thread takes the map); with
+// the default need every 0.5 ms, a half-millisecond piece: 58.3 ms.
 // The pin thread's own time is 30.7 ms: the loop is the bottleneck.
 TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   json s = base_scenario();
@@ -461,6 +463,7 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_NEAR(step_mean(r), 0.030, 0.030 * 0.002);
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0, 1e-9);
   s["training"]["host_needs_memory_map"] = true;
+  s["training"]["memory_map_needs_per_step"] = 30;
   r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(r), 0.0492, 0.0492 * 0.002);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
@@ -494,6 +497,11 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
       << r["bottleneck"]["suggestion"];
   EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("the GIL is busy"), std::string::npos)
       << r["bottleneck"]["suggestion"];
+  // the default need of the map (every 0.5 ms): the loop's first piece before it stalls is half a millisecond
+  json s_default = s;
+  s_default["training"].erase("memory_map_needs_per_step");
+  r = simulate(s_default, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.0583, 0.0583 * 0.005);
   // Without the loop's Python the pin thread alone sets the pace: 9.6 + 19.2 + 1.92 = 30.72 ms (1,000 steps: the
   // batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;

@@ -653,6 +653,22 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     return exposed > MEMORY_MAP_EXPOSED_RATIO * base and exposed - base > gil_bound
 
 
+def memory_map_needs_per_step(comp: Dict[str, Any]) -> Optional[float]:
+    """How many times a step the loop needs the memory map beside the pin thread's work (scenario
+    training.memory_map_needs_per_step), from host_beside_pin_parts (since run 18): the loop thread's minor page
+    faults a step beside a helper doing the pin thread's own work (receive and pin_memory(); lacking it, receive and
+    first touch). Run 18: a ResNet-50 loop 50-61 a step there, 1 alone and 1 beside the same work on private memory.
+    None where the call did not count them (the simulator's default interval then holds)."""
+    c = comp.get("host_beside_pin_parts") or {}
+    if not c or "error" in c:
+        return None
+    for part in ("pin_memory", "touch"):
+        n = c.get(f"{part}_loop_minor_faults_per_step")
+        if n is not None and float(n) > 0:
+            return float(n)
+    return None
+
+
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
     """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
     return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
@@ -776,6 +792,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     }
     if loop_needs_memory_map(comp):
         training["host_needs_memory_map"] = True
+        needs = memory_map_needs_per_step(comp)
+        if needs is not None:
+            training["memory_map_needs_per_step"] = round(needs, 2)
     iso, sus = _iso_sus(step)
     if duty_time_constant_s and duty_shape is not None and sus > iso > 0:
         # the simulator reads the curve at the busy share a step starts with; under a short time constant

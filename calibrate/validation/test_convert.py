@@ -384,6 +384,19 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.023)
         self.assertEqual(convert.loop_host_s({}, step, curve, "alone-median"), 0.024)
 
+    def test_the_loops_needs_of_the_memory_map_are_its_faults_beside_the_pin_threads_work(self):
+        # run 18's GIL call: 60.5 minor faults a step beside receive + pin_memory(), 56.5 beside receive + touch
+        parts = {"pin_memory_loop_minor_faults_per_step": 60.47, "touch_loop_minor_faults_per_step": 56.5,
+                 "alone_loop_minor_faults_per_step": 1.17}
+        self.assertEqual(convert.memory_map_needs_per_step({"host_beside_pin_parts": parts}), 60.47)
+        # lacking the pin_memory part's count, the touch part's
+        del parts["pin_memory_loop_minor_faults_per_step"]
+        self.assertEqual(convert.memory_map_needs_per_step({"host_beside_pin_parts": parts}), 56.5)
+        # not counted (run 17) or failed: none, the simulator's default interval holds
+        self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"touch_host_s": {"mean": 0.03}}}))
+        self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
+        self.assertIsNone(convert.memory_map_needs_per_step({}))
+
     def test_the_loop_needs_the_memory_map_when_touching_slows_it_beyond_a_private_copy(self):
         # run 17's GIL call: 32.38 ms beside touching workers' batches, 20.73 beside a private copy: 1.56 > 1.25,
         # and 11.65 ms more, above the receive's 3.57 ms of CPU a batch (the most its GIL-held part can be)
