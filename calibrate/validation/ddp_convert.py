@@ -225,6 +225,9 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
                   "collate_s_per_batch": collate_s}
         if loop_needs_memory_map(comps, case["model"]):
             scen["training"]["host_needs_memory_map"] = True
+            needs = memory_map_needs_per_step(comps, case["model"])
+            if needs is not None:
+                scen["training"]["memory_map_needs_per_step"] = round(needs, 2)
         if nw > 0:
             loader["prefetch_factor"] = int(loader_doc.get("prefetch_factor") or 2)
             loader["persistent_workers"] = False
@@ -271,6 +274,19 @@ def loop_needs_memory_map(comps: Dict[str, Any], model: str) -> Optional[bool]:
     verdicts = [C.loop_needs_memory_map({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
     verdicts = [v for v in verdicts if v is not None]
     return all(verdicts) if verdicts else None
+
+
+def memory_map_needs_per_step(comps: Dict[str, Any], model: str) -> Optional[float]:
+    """How often a step the model's loop needs the memory map (scenario training.memory_map_needs_per_step): the
+    mean over ranks of convert.memory_map_needs_per_step on each rank's loop_beside_pin_parts windows (the loop
+    thread's minor faults a step beside "touch": the DDP harness has no pin_memory part). None where no rank
+    counted them (calls before the fourteenth session): the simulator's default interval then holds."""
+    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
+    if not c or "error" in c:
+        return None
+    counts = [C.memory_map_needs_per_step({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
+    counts = [n for n in counts if n is not None]
+    return sum(counts) / len(counts) if counts else None
 
 
 def ddp_host_costs(comps: Dict[str, Any]) -> Optional[Dict[str, float]]:

@@ -40,6 +40,7 @@ import platform
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -1080,10 +1081,11 @@ class Runner:
         at once, as the cases do."""
         import itertools
         import harness as H
-        from pace_thread import PaceThread
+        from pace_thread import PaceThread, thread_minor_faults
         from torch.utils.data import DataLoader
         t, a = self.t, self.a
         c0 = time.perf_counter()
+        tid = threading.get_native_id()
         kind = "image" if name == "resnet50" else "tensor_u8"
         model = self.make_model(name)
         opt = t.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
@@ -1117,7 +1119,15 @@ class Runner:
 
         def one_thread():
             t.set_num_threads(1)                         # as PyTorch's pin loop
-        res = {"steps": n, "workers": self.nw, "alone_host_s": loop()}
+        def counted(name, tokens=None):
+            # the window's host time and the loop thread's minor faults a step (run 18, finding 1: how often the
+            # loop needs the memory map; ddp_convert's training.memory_map_needs_per_step)
+            f0 = thread_minor_faults(tid)
+            res[f"{name}_host_s"] = loop(tokens)
+            f1 = thread_minor_faults(tid)
+            res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
+        res = {"steps": n, "workers": self.nw}
+        counted("alone")
         parts = [("private_copy", copy_private, False)]
         if self.nw > 0:
             parts = [("receive", None, True), ("touch", touch, True)] + parts
@@ -1131,11 +1141,11 @@ class Runner:
                     next(it)
             src = it if from_loader else itertools.repeat(private)
             with PaceThread(src, work=work, ahead=2, on_start=one_thread) as pt:
-                res[f"{part}_host_s"] = loop(pt.tokens())
+                counted(part, pt.tokens())
             cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)
             res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
             del it, dl, src
-        res["alone_again_host_s"] = loop()
+        counted("alone_again")
         bufs.clear()
         model = opt = gb = private = None
         gc.collect()
@@ -1147,7 +1157,8 @@ class Runner:
                           "opt.step() returned, n steps a window: alone, beside a helper thread taking each batch "
                           "from this rank's unpinned DataLoader and dropping it (receive) or reading a byte a page "
                           "(touch), beside one copying a private batch into pinned memory (private_copy), alone "
-                          "again; every rank at once"}
+                          "again, each window with the loop thread's minor faults a step (since the fourteenth "
+                          "session); every rank at once"}
 
             def ms(x):
                 return f"{x['mean'] * 1e3:.2f}" if isinstance(x, dict) else "n/a"

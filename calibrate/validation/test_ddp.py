@@ -368,6 +368,14 @@ class TestScenario(unittest.TestCase):
         self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [exposed, exposed]}}
         s = DC.scenario_for(lc, self.doc)
         self.assertIs(s["training"]["host_needs_memory_map"], True)
+        self.assertNotIn("memory_map_needs_per_step", s["training"])    # faults not counted: the default interval
+        for p in leaf_paths(s):
+            self.assertIn(p, self.keys)
+        # faults counted beside touch on each rank (run 18's single-GPU readings: 56 and 50 a step): their mean
+        self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [
+            dict(exposed, touch_loop_minor_faults_per_step=56.0), dict(exposed, touch_loop_minor_faults_per_step=50.0)]}}
+        s = DC.scenario_for(lc, self.doc)
+        self.assertEqual(s["training"]["memory_map_needs_per_step"], 53.0)
         for p in leaf_paths(s):
             self.assertIn(p, self.keys)
         self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [exposed, calm]}}   # not every rank
