@@ -662,11 +662,8 @@ def memory_map_needs_per_step(comp: Dict[str, Any]) -> Optional[float]:
     c = comp.get("host_beside_pin_parts") or {}
     if not c or "error" in c:
         return None
-    for part in ("pin_memory", "touch"):
-        n = c.get(f"{part}_loop_minor_faults_per_step")
-        if n is not None and float(n) > 0:
-            return float(n)
-    return None
+    return positive_mean(c.get("pin_memory_loop_minor_faults_per_step")) or \
+        positive_mean(c.get("touch_loop_minor_faults_per_step"))
 
 
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:

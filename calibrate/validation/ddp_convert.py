@@ -263,16 +263,22 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
     return scen
 
 
+def per_rank_pin_parts(comps: Dict[str, Any], model: str, read) -> List[Any]:
+    """`read` (one of convert's host_beside_pin_parts readers) applied to each rank's loop_beside_pin_parts windows
+    of `model`, the ranks that gave nothing left out; [] where the component is absent or failed."""
+    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
+    if not c or "error" in c:
+        return []
+    out = [read({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
+    return [v for v in out if v is not None]
+
+
 def loop_needs_memory_map(comps: Dict[str, Any], model: str) -> Optional[bool]:
     """Whether the model's loop stalls while the pin thread works on workers' mappings (scenario
     training.host_needs_memory_map), from the DDP harness's loop_beside_pin_parts component (since the thirteenth
     session; every rank at once): convert.loop_needs_memory_map's verdict on each rank's windows, true when every
     rank that measured it says so (the scenario's ranks are alike). None where it was not measured."""
-    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
-    if not c or "error" in c:
-        return None
-    verdicts = [C.loop_needs_memory_map({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
-    verdicts = [v for v in verdicts if v is not None]
+    verdicts = per_rank_pin_parts(comps, model, C.loop_needs_memory_map)
     return all(verdicts) if verdicts else None
 
 
@@ -281,11 +287,7 @@ def memory_map_needs_per_step(comps: Dict[str, Any], model: str) -> Optional[flo
     mean over ranks of convert.memory_map_needs_per_step on each rank's loop_beside_pin_parts windows (the loop
     thread's minor faults a step beside "touch": the DDP harness has no pin_memory part). None where no rank
     counted them (calls before the fourteenth session): the simulator's default interval then holds."""
-    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
-    if not c or "error" in c:
-        return None
-    counts = [C.memory_map_needs_per_step({"host_beside_pin_parts": r}) for r in (c.get("ranks") or []) if r]
-    counts = [n for n in counts if n is not None]
+    counts = per_rank_pin_parts(comps, model, C.memory_map_needs_per_step)
     return sum(counts) / len(counts) if counts else None
 
 

@@ -1119,13 +1119,14 @@ class Runner:
 
         def one_thread():
             t.set_num_threads(1)                         # as PyTorch's pin loop
-        def counted(name, tokens=None):
+
+        def counted(window, tokens=None):
             # the window's host time and the loop thread's minor faults a step (run 18, finding 1: how often the
             # loop needs the memory map; ddp_convert's training.memory_map_needs_per_step)
             f0 = thread_minor_faults(tid)
-            res[f"{name}_host_s"] = loop(tokens)
+            res[f"{window}_host_s"] = loop(tokens)
             f1 = thread_minor_faults(tid)
-            res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
+            res[f"{window}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
         res = {"steps": n, "workers": self.nw}
         counted("alone")
         parts = [("private_copy", copy_private, False)]

@@ -1290,7 +1290,7 @@ class Harness:
         from pace_thread import thread_minor_faults
         tid = threading.get_native_id()
 
-        def copied_window(name, dataset, sampler, nb, step_on_copy):
+        def copied_window(name, copy_key, release_key, dataset, sampler, nb, step_on_copy):
             """Each step takes an unpinned batch, copies it to the GPU (non_blocking `nb`), runs the step (on the
             copied batch when `step_on_copy`, as the case does, else on the resident one) and drops the batch after
             the sync; copy, host and release timed apart, the loop thread's minor faults a step counted."""
@@ -1317,21 +1317,19 @@ class Harness:
                 host_s.append(h - b)
             f1 = thread_minor_faults(tid)
             del it, dl
-            # names: unpinned_copied_host_s with unpinned_copy_s / unpinned_release_s (run 18's keys), or
-            # unpinned_case_like_{host,copy,release}_s
-            host_key, copy_key, release_key = ((f"{name}_host_s", "unpinned_copy_s", "unpinned_release_s")
-                                               if name == "unpinned_copied" else
-                                               (f"{name}_host_s", f"{name}_copy_s", f"{name}_release_s"))
-            res[host_key], res[copy_key], res[release_key] = summarize(host_s), summarize(copy_s), summarize(release_s)
+            res[f"{name}_host_s"], res[copy_key], res[release_key] = \
+                summarize(host_s), summarize(copy_s), summarize(release_s)
             res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
-        copied_window("unpinned_copied", CachedDataset(self.samples_cache[kind]), None, False, False)
+        copied_window("unpinned_copied", "unpinned_copy_s", "unpinned_release_s",   # run 18's keys
+                      CachedDataset(self.samples_cache[kind]), None, False, False)
         # Run 18 (finding 2): that window's host + copy stayed 7-9 ms a step under the GIL call's unpinned cases. What
         # the case does differently, all at once: its dataset reads the files in the workers, its copy is
         # non_blocking=True and its step runs on the copied batch.
         ds = self.datasets[kind]
         sampler = IndexSampler(len(ds), (n + 4 * nw + 2) * bs, seed=7)
         try:                                       # new in run 19's plan: never costs the component's other windows
-            copied_window("unpinned_case_like", ds, sampler, True, True)
+            copied_window("unpinned_case_like", "unpinned_case_like_copy_s", "unpinned_case_like_release_s",
+                          ds, sampler, True, True)
         except Exception as e:
             res["unpinned_case_like_error"] = f"{e.__class__.__name__}: {e}"
         res["alone_again_host_s"] = loop(None)
