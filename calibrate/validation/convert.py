@@ -594,6 +594,15 @@ def loop_host_alone_figures(comp: Dict[str, Any], step: Dict[str, Any]) -> List[
     return out
 
 
+def host_probe_bracket_s(comp: Dict[str, Any]) -> Optional[float]:
+    """The loop's host time alone right around the case: the mean of the host probes before and after it (harness
+    components host_probe and host_probe_after, host-heavy cases, since run 20's plan), the one that worked if the
+    other failed, None without either."""
+    vals = [v for v in (positive_mean((comp.get(name) or {}).get("host_s")) for name in ("host_probe", "host_probe_after"))
+            if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
 def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[Dict[str, float]],
                 host_from: str = "step") -> float:
     """The training loop's host time per step at one idle core: the step component's (its launches timed
@@ -604,6 +613,11 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
     in-situ launch ran 0.79-1.57x the step component's host time and 1.06-1.28x host_under_load's loaded one."""
     alone = float(step["host_s"]["mean"])
     hul = comp.get("host_under_load") or {}
+    if host_from == "probe-bracket":
+        bracket = host_probe_bracket_s(comp)
+        if bracket is not None:
+            return bracket
+        host_from = "alone-median"
     if host_from == "alone-median":
         return median(loop_host_alone_figures(comp, step))
     loaded = (hul.get("loaded_host_s") or {}).get("mean")
@@ -856,6 +870,79 @@ def receive_loop_release_s(base: Dict[str, Any], batch_bytes: float) -> float:
     return float(ipc.get("release_untouched_s_per_byte") or 0.0) * batch_bytes
 
 
+def copy_curve_time_s(curve: Dict[str, Any], nbytes: float) -> float:
+    """A copy's time from a profile's copy curve, as models/cost_models.cpp copy_time_s: latency + bytes / rate
+    below the first point, the last point's rate beyond it, the rate linear in log(bytes) between points."""
+    if nbytes <= 0:
+        return 0.0
+    pts = sorted(curve.get("points") or [], key=lambda q: float(q["bytes"]))
+    if not pts or nbytes < float(pts[0]["bytes"]):
+        return float(curve.get("latency_s") or 0.0) + nbytes / float(curve["bytes_per_s"])
+    if nbytes >= float(pts[-1]["bytes"]):
+        return nbytes / float(pts[-1]["bytes_per_s"])
+    hi = next(i for i, q in enumerate(pts) if float(q["bytes"]) > nbytes)
+    lo, up = pts[hi - 1], pts[hi]
+    t = (math.log(nbytes) - math.log(float(lo["bytes"]))) / (math.log(float(up["bytes"])) - math.log(float(lo["bytes"])))
+    return nbytes / (float(lo["bytes_per_s"]) + t * (float(up["bytes_per_s"]) - float(lo["bytes_per_s"])))
+
+
+# host_beside_loader's windows that copy and drop an unpinned batch on the loop's thread, the nearest to the case
+# first: (copy key, release key, host key)
+UNPINNED_LOOP_WINDOWS = (("unpinned_case_like_copy_s", "unpinned_case_like_release_s", "unpinned_case_like_host_s"),
+                         ("unpinned_copy_s", "unpinned_release_s", "unpinned_copied_host_s"))
+
+
+def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batch_bytes: float,
+                                worker_collate_s: Optional[float]) -> Optional[Dict[str, Any]]:
+    """An unpinned case's copy and release as its loop's thread paid them beside a live DataLoader (harness
+    component host_beside_loader, ResNet-50 steps, since run 18; the case's own way of doing it since run 19), in
+    place of calibrate's, which copied from and released a fresh mapping with nothing else running. Run 19 found
+    the copy 1.11-1.42x calibrate's in five windows of four calls (the workers' collates share the memory and
+    the page-fault path with it) and the release 0.71-1.31x; fed the copy, the release and the case's own host
+    time, the simulator put the GIL call's unpinned case within 4% where it was 32% fast. The copy curve
+    (copy.h2d_pageable_fresh_mapping) is scaled to the window's copy at this batch's bytes; the release per byte
+    (ipc.release_s_per_byte) set from the window's, brought back to one idle core as transport_profile does (the
+    simulator slows CPU work by the busy cores itself). Returns {"profile", "copy_s", "release_s", "window"}, or
+    None where it does not apply: pinned or inline cases, a profile without the fresh-mapping copy, no window
+    with the case's worker count, or a window without positive figures."""
+    k = case.get("knobs") or {}
+    nw = int(k.get("num_workers") or 0)
+    fresh = (prof.get("copy") or {}).get("h2d_pageable_fresh_mapping")
+    if k.get("pin_memory") or nw <= 0 or not fresh or (prof.get("ipc") or {}).get("release_s_per_byte") is None \
+            or batch_bytes <= 0:
+        return None
+    win = (case.get("components") or {}).get("host_beside_loader") or {}
+    if int(win.get("workers") or -1) != nw:
+        return None
+    for copy_key, release_key, host_key in UNPINNED_LOOP_WINDOWS:
+        copy_s = float((win.get(copy_key) or {}).get("mean") or 0.0)
+        release_s = float((win.get(release_key) or {}).get("mean") or 0.0)
+        host_s = float((win.get(host_key) or {}).get("mean") or 0.0)
+        if copy_s > 0 and release_s > 0 and host_s > 0:
+            break
+    else:
+        return None
+    calibrated_copy_s = copy_curve_time_s(fresh, batch_bytes)
+    if calibrated_copy_s <= 0:
+        return None
+    factor = copy_s / calibrated_copy_s
+    out = json.loads(json.dumps(prof))
+    curve = out["copy"]["h2d_pageable_fresh_mapping"]
+    curve["bytes_per_s"] = float(curve["bytes_per_s"]) / factor
+    if curve.get("latency_s") is not None:
+        curve["latency_s"] = float(curve["latency_s"]) * factor
+    for q in curve.get("points") or []:
+        q["bytes_per_s"] = float(q["bytes_per_s"]) / factor
+        if q.get("time_s") is not None:
+            q["time_s"] = float(q["time_s"]) * factor
+    step_s = copy_s + host_s + release_s            # the window's loop: its workers collate at that pace
+    busy = 1.0 + min(float(nw), float(worker_collate_s or 0.0) / step_s)
+    speed = relative_core_speed((prof.get("cpu") or {}).get("speed_vs_busy_cores") or [], busy)
+    out["ipc"]["release_s_per_byte"] = release_s * speed / batch_bytes
+    return {"profile": out, "copy_s": copy_s, "release_s": release_s, "window": copy_key.rsplit("_copy_s", 1)[0],
+            "calibrated_copy_s": calibrated_copy_s, "busy_cores": busy}
+
+
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
                       worker_collate_s: Optional[float] = None) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
@@ -1078,6 +1165,11 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
+        loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c)) \
+            if getattr(a, "unpinned_loop", "beside-loader") == "beside-loader" else None
+        if loop is not None:
+            case_profile = loop.pop("profile")
+            c.setdefault("convert", {})["unpinned_loop"] = loop
     wander = probe_wander(c) if (a.wander in ("probe", "probe-cv") and run_profile is not None) else None
     if wander is not None and a.wander == "probe-cv":
         wander = dict(wander, correlation_s=None)  # the profile's correlation time stays
@@ -1475,6 +1567,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- Main side: {meta['transport_note']}")
         if meta.get("host_note"):
             L.append(f"- The training loop's host time per step: {meta['host_note']}")
+        if meta.get("unpinned_loop_note"):
+            L.append(f"- An unpinned batch's copy and release on the loop's thread: {meta['unpinned_loop_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
     if meta.get("gpu_duty_time_constant_s"):
@@ -1712,12 +1806,19 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
-    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median"], default="alone-median",
-                    help="the loop's host time per step: the median of every window the call timed the loop alone "
+    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median", "probe-bracket"], default="alone-median",
+                    help="the loop's host time per step: probe-bracket: the mean of the host probes right before and "
+                         "after the case (harness since run 20's plan; host-heavy cases), else alone-median; the median "
+                         "of every window the call timed the loop alone "
                          "(alone-median: the step component's, and for ResNet-50 steps host_under_load's and "
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
                          "or host_under_load's loop beside as many spinning processes as the case has workers, "
                          "brought back to one idle core (loaded) (default %(default)s)")
+    ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
+                    help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
+                         "host_beside_loader timed them beside a live DataLoader where the call has that window "
+                         "(ResNet-50 steps, harness since run 18), else calibrate's fresh-mapping figures; or always "
+                         "calibrate's (default %(default)s)")
     ap.add_argument("--transport-clock", choices=["wall", "cpu"], default="cpu",
                     help="with --transport measured: the transport loops' wall time per batch, or their CPU time "
                          "(the receive loop's main thread, the pin loop's pin thread; harness since run 11) "
@@ -1860,12 +1961,21 @@ def main(argv=None) -> int:
                             + ", scaled by the probes around each case")
                            if a.transport == "measured" else "the calibrated profile's IPC and pinning costs"),
         "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
+        "unpinned_loop_note": (
+            f"{sum(1 for c in cases if (c.get('convert') or {}).get('unpinned_loop'))} unpinned case(s) with the copy and "
+            "release that host_beside_loader timed beside a live DataLoader in the same call (ResNet-50 steps, harness "
+            "since run 18; `--unpinned-loop beside-loader`), the others calibrate's fresh-mapping figures"
+            if a.transport == "measured" and getattr(a, "unpinned_loop", "beside-loader") == "beside-loader"
+            else "calibrate's fresh-mapping copy and release (`--unpinned-loop calibrated`)"),
         "host_note": {"alone-median": "the median of every window the call timed the loop alone (the step component's; "
                                       "for ResNet-50 steps also host_under_load's and host_beside_loader's alone and "
                                       "alone-again windows; `--host-from alone-median`)",
                       "step": "the step component's, timed alone (`--host-from step`)",
                       "loaded": "host_under_load's loop beside busy processes, brought back to one idle core "
-                                "(`--host-from loaded`)"}[getattr(a, "host_from", "alone-median")],
+                                "(`--host-from loaded`)",
+                      "probe-bracket": "the mean of the loop's host probes right before and after each host-heavy case "
+                                       "where the harness took them, else the alone-median (`--host-from "
+                                       "probe-bracket`)"}[getattr(a, "host_from", "alone-median")],
         "gpu_duty_time_constant_s": duty_tau,
     }
     if len(runs) > 1:

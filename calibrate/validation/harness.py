@@ -550,6 +550,14 @@ def _stream_memory_until(stop, nbytes=64 << 20):
     return copied
 
 
+def host_probe_note(comps):
+    """The case log's note of its host probes (before, after), or "" without them."""
+    parts = [f"{name} {q['host_s']['mean'] * 1e3:.2f}" for name, q in
+             (("before", comps.get("host_probe") or {}), ("after", comps.get("host_probe_after") or {}))
+             if "host_s" in q]
+    return f"loop host alone {' / '.join(parts)} ms, " if parts else ""
+
+
 def synthetic_loop_host(model, gb, steps, batches=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
@@ -1256,6 +1264,30 @@ class Harness:
             float(model(gb).item())
         return model, gb, (8 if self.quick else 30)
 
+    def comp_host_probe(self, step_name, kind, bs):
+        """The training loop's host time alone, right before a host-heavy case (components.host_probe) and right
+        after it (host_probe_after), since run 20's plan: the plain synthetic loop on a batch already on the GPU,
+        20 steps (8 quick), about 0.6 s for ResNet-50. The loop alone drifts 17-25 ms within one call (run 19's GIL
+        call: 17.3 and 24.5 ms in one component, eight seconds apart) and the call-wide median the converter takes
+        missed the GIL call's cases, whose loop ran 24-32 ms in situ; the loader's probes bracket each case for the
+        same reason (run 9). Never cached: each case gets its own."""
+        model, gb, _ = self._loop_on_a_gpu_batch(step_name, kind, bs)
+        n = 8 if self.quick else 20
+        host, loop = synthetic_loop_host(model, gb, n)
+        del gb
+        return {"host_s": host, "loop_step_s": loop, "steps": n,
+                "method": "plain synthetic loop (loss.item() each step) alone on a batch already on the GPU, 3 "
+                          "warm-up steps; host = step start to last launch returned; right before or after the case"}
+
+    def _host_probe_after(self, case):
+        """The host probe again right after a case that had one before (components.host_probe_after); a failure is
+        recorded and never costs the case."""
+        k = case["knobs"]
+        try:
+            case["components"]["host_probe_after"] = self.comp_host_probe(k["step"], k["kind"], k["batch_size"])
+        except Exception as e:
+            case["components"]["host_probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def comp_host_beside_loader(self, step_name, kind, bs, nw):
         """The training loop's own host time per step beside a live DataLoader (since run 16): alone, then taking
         each step's batch from a DataLoader over already-loaded samples (`nw` workers collating, as the case)
@@ -1807,6 +1839,11 @@ class Harness:
                 comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0)
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
+            if heavy:                       # the loop's own host time alone, last before the case
+                try:
+                    comps["host_probe"] = self.comp_host_probe(k["step"], kind, bs)
+                except Exception as e:      # never costs the case
+                    comps["host_probe"] = {"error": f"{e.__class__.__name__}: {e}"}
         case["components"] = comps
         model = self.step_model(k["step"])
 
@@ -2053,6 +2090,8 @@ class Harness:
                     # the same probe right after the case: the machine drifts by up to 24% between a probe and
                     # its case (run 9); the converter takes the mean of the two, which brackets the case in time
                     self._probe_after(case)
+                if "host_s" in (case["components"].get("host_probe") or {}):
+                    self._host_probe_after(case)
                 ins = m["in_situ"]
                 pin_note = ""
                 if "pin_thread_cpu_s_per_batch" in ins:
@@ -2078,7 +2117,7 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
                     + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
-                    + pin_note + f"n={m['n_measured']} ({m['stopped']}, "
+                    + pin_note + host_probe_note(case["components"]) + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:
                 case["status"] = "error"

@@ -361,6 +361,79 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_batch"], 0.004)
         self.assertEqual(convert.receive_loop_release_s(base, 2e7), 0.0)
 
+    def test_copy_curve_time_interpolates_the_rate_in_log_bytes_as_the_simulator(self):
+        curve = {"latency_s": 1e-5, "bytes_per_s": 1e9,
+                 "points": [{"bytes": 1e6, "bytes_per_s": 1e9}, {"bytes": 1e8, "bytes_per_s": 2e9}]}
+        # 1e7 B is halfway between 1e6 and 1e8 in log bytes: 1.5 GB/s, 6.667 ms
+        self.assertAlmostEqual(convert.copy_curve_time_s(curve, 1e7), 1e7 / 1.5e9)
+        self.assertAlmostEqual(convert.copy_curve_time_s(curve, 1e5), 1e-5 + 1e5 / 1e9)   # below: latency + rate
+        self.assertAlmostEqual(convert.copy_curve_time_s(curve, 1e9), 1e9 / 2e9)          # beyond: the last rate
+        self.assertEqual(convert.copy_curve_time_s(curve, 0), 0.0)
+
+    def _unpinned_window_inputs(self):
+        prof = {"schema": "pipeplan-profile/1",
+                "cpu": {"speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
+                                                {"busy_cores": 3, "relative_speed": 1.2}]},
+                "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10, "release_s_per_byte": 4e-10},
+                "copy": {"h2d_pageable_fresh_mapping": {
+                    "latency_s": 1e-5, "bytes_per_s": 1e9,
+                    "points": [{"bytes": 1e6, "bytes_per_s": 1e9, "time_s": 1e-3},
+                               {"bytes": 1e8, "bytes_per_s": 2e9, "time_s": 0.05}]}}}
+        win = {"workers": 8, "unpinned_case_like_copy_s": {"mean": 0.010},
+               "unpinned_case_like_release_s": {"mean": 0.005}, "unpinned_case_like_host_s": {"mean": 0.020},
+               "unpinned_copy_s": {"mean": 0.008}, "unpinned_release_s": {"mean": 0.004},
+               "unpinned_copied_host_s": {"mean": 0.019}}
+        case = make_case("c", "pin_memory_gil", 1000, 0.05, 0.06, pin_memory=False)
+        case["components"]["host_beside_loader"] = win
+        return prof, case
+
+    def test_unpinned_loop_takes_the_copy_and_release_timed_beside_a_live_loader(self):
+        prof, case = self._unpinned_window_inputs()
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)
+        self.assertEqual(out["window"], "unpinned_case_like")
+        self.assertAlmostEqual(out["calibrated_copy_s"], 1e7 / 1.5e9)
+        # the curve scaled 1.5x slower: its copy of this batch is the window's 10 ms, at every size alike
+        curve = out["profile"]["copy"]["h2d_pageable_fresh_mapping"]
+        self.assertAlmostEqual(convert.copy_curve_time_s(curve, 1e7), 0.010)
+        self.assertAlmostEqual(convert.copy_curve_time_s(curve, 1e9), 1.5 * 0.5)
+        # the window's loop: 10 + 20 + 5 = 35 ms a step, 35 ms of collate a batch: 1 + 1 busy cores, speed 1.1;
+        # its 5 ms release back to one idle core is 5.5 ms, per byte of the 1e7 B batch
+        self.assertAlmostEqual(out["busy_cores"], 2.0)
+        self.assertAlmostEqual(out["profile"]["ipc"]["release_s_per_byte"] * 1e7, 0.0055)
+        self.assertEqual(prof["ipc"]["release_s_per_byte"], 4e-10)          # the input profile untouched
+        # run 18's window (cached samples, blocking copy) where the case-like one is missing
+        for key in ("unpinned_case_like_copy_s", "unpinned_case_like_release_s", "unpinned_case_like_host_s"):
+            del case["components"]["host_beside_loader"][key]
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)
+        self.assertEqual(out["window"], "unpinned")
+        self.assertAlmostEqual(convert.copy_curve_time_s(out["profile"]["copy"]["h2d_pageable_fresh_mapping"], 1e7),
+                               0.008)
+
+    def test_unpinned_loop_left_to_calibrate_where_the_window_does_not_apply(self):
+        prof, case = self._unpinned_window_inputs()
+        pinned = json.loads(json.dumps(case))
+        pinned["knobs"]["pin_memory"] = True
+        self.assertIsNone(convert.unpinned_loop_beside_loader(prof, pinned, 1e7, 0.035))
+        other_workers = json.loads(json.dumps(case))
+        other_workers["knobs"]["num_workers"] = 4
+        self.assertIsNone(convert.unpinned_loop_beside_loader(prof, other_workers, 1e7, 0.035))
+        no_release = json.loads(json.dumps(prof))
+        del no_release["ipc"]["release_s_per_byte"]                        # the simulator's older unpinned path
+        self.assertIsNone(convert.unpinned_loop_beside_loader(no_release, case, 1e7, 0.035))
+        failed = json.loads(json.dumps(case))
+        failed["components"]["host_beside_loader"] = {"error": "RuntimeError: x"}
+        self.assertIsNone(convert.unpinned_loop_beside_loader(prof, failed, 1e7, 0.035))
+
+    def test_loop_host_from_the_host_probes_around_the_case(self):
+        step = {"host_s": {"mean": 0.019}}
+        comp = {"host_probe": {"host_s": {"mean": 0.022}}, "host_probe_after": {"host_s": {"mean": 0.026}},
+                "host_under_load": {"alone_host_s": {"mean": 0.017}, "alone_after_host_s": {"mean": 0.018}}}
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, [], "probe-bracket"), 0.024)   # (22 + 26) / 2
+        comp["host_probe_after"] = {"error": "RuntimeError: x"}                              # the one that worked
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, [], "probe-bracket"), 0.022)
+        del comp["host_probe"]                         # neither: the median of the windows alone (17, 18, 19 ms)
+        self.assertAlmostEqual(convert.loop_host_s(comp, step, [], "probe-bracket"), 0.018)
+
     def test_loop_host_from_the_step_or_beside_busy_processes(self):
         step = {"host_s": {"mean": 0.019}}
         comp = {"host_under_load": {"busy_processes": 8, "loaded_host_s": {"mean": 0.0228}}}
