@@ -15,6 +15,14 @@ double unpinned_receive_s(const Profile& p, double bytes) {
   return p.ipc.receive_s_per_batch + bytes * per_byte_s;
 }
 
+double unpinned_map_s(const Profile& p, double bytes) {
+  return unpinned_copy_from_fresh_mapping(p) ? p.ipc.receive_s_per_batch : unpinned_receive_s(p, bytes);
+}
+
+double unpinned_release_s(const Profile& p, double bytes) {
+  return unpinned_copy_from_fresh_mapping(p) ? bytes * *p.ipc.release_s_per_byte : 0.0;
+}
+
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes) {
   return copy_time_s(unpinned_copy_from_fresh_mapping(p) ? *p.copy.h2d_pageable_fresh_mapping : p.copy.h2d_pageable,
                      bytes);

@@ -24,6 +24,12 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 bool unpinned_copy_from_fresh_mapping(const Profile& p);
 double unpinned_receive_s(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
+// unpinned_receive_s split by where the main thread pays it: inside next() (the mapping) and when the batch is
+// dropped after its step (the release, with the fresh-mapping path; 0 otherwise, the receive holding it all).
+// The two sum to unpinned_receive_s. Validation run 19: the release lands after the step, outside next(), so
+// the GPU's idle time there is the loop's, not the loader's.
+double unpinned_map_s(const Profile& p, double bytes);
+double unpinned_release_s(const Profile& p, double bytes);
 
 // CPython's default switch interval (sys.getswitchinterval()): a thread running bytecode drops the GIL for a
 // waiting one within this time (and the training loop drops it sooner, at every op it calls).

@@ -138,6 +138,7 @@ struct Rank {
   double gil_wait_main_s = 0.0, gil_wait_pin_s = 0.0;  // waiting for the other thread to drop the GIL
   double gil_held_main_s = 0.0, gil_held_pin_s = 0.0;
   double memory_map_wait_main_s = 0.0, memory_map_held_pin_s = 0.0;
+  double main_wait_for_batch_s = 0.0;  // the loop blocked in next() until a batch arrives
   double latency_sum_s = 0.0;
   std::int64_t latency_count = 0;
   std::int64_t epochs_started = 0;
@@ -195,9 +196,10 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
   return std::max(0.05 * mean, mean + sd * rng.standard_normal());
 }
 
-// the main thread's receive of an unpinned batch from a worker (a pinned one goes to the pin thread)
+// the main thread's receive of an unpinned batch from a worker, in next() (a pinned one goes to the pin thread);
+// its release comes after the step (MainLoop::release_batch)
 double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {
-  return unpinned_receive_s(p, batch_bytes(s, samples));
+  return unpinned_map_s(p, batch_bytes(s, samples));
 }
 
 double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
@@ -550,6 +552,7 @@ class MainLoop {
         copy_to_device(step, samples);
       }
       launch_step(step);
+      if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, samples);
     }
     r_.computed_steps.wait_at_least(w_.steps);
     ++w_.finished_mains;
@@ -617,6 +620,20 @@ class MainLoop {
     w_.trace->span(r_.id, kMainTrack, "receive batch", t0, t1, b.batch);
   }
 
+  // Dropping an unpinned batch after its step unmaps the worker's shared memory on the loop's thread, outside
+  // next(): the harness's `del batch` after the sync; a plain `for batch in loader` drops it when the next batch is
+  // bound, also outside next() and also serial with the loop. Counted with the receive (the same mapping's cost).
+  // Without the GIL: PyTorch frees a tensor under gil_scoped_release (docs/model.md, the pin thread's release).
+  void release_batch(std::int64_t step, int samples) {
+    const double release_s = unpinned_release_s(p_, batch_bytes(s_, samples));
+    if (release_s <= 0.0) return;
+    const double t0 = sg4::Engine::get_clock();
+    run_cpu(r_, release_s * wander_.time_factor(r_.rng));
+    const double t1 = sg4::Engine::get_clock();
+    r_.main_receive_busy_s += w_.window.overlap(t0, t1);
+    w_.trace->span(r_.id, kMainTrack, "release batch (unmap)", t0, t1, step);
+  }
+
   void get_batch(std::int64_t step, int samples) {
     if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
       const double t0 = sg4::Engine::get_clock();
@@ -646,7 +663,9 @@ class MainLoop {
         stash_.erase(stash_.begin());
         break;
       }
+      const double pop_start_s = sg4::Engine::get_clock();
       Batch b = source.pop();
+      r_.main_wait_for_batch_s += w_.window.overlap(pop_start_s, sg4::Engine::get_clock());
       if (!s_.loader.pin_memory) receive_on_main(b);
       stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s, b.worker});
     }
@@ -941,13 +960,14 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
   double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
   double out_of_order = 0, gil_main = 0, gil_pin = 0, gil_held_main = 0, gil_held_pin = 0;
-  double map_wait_main = 0, map_held_pin = 0;
+  double map_wait_main = 0, map_held_pin = 0, wait_for_batch = 0;
   for (int g = 0; g < gpus; ++g) {
     Rank& r = *world.ranks[g];
     note_outstanding(r, 0);  // close the time integral at the end
     worker += s.loader.num_workers > 0 ? r.worker_busy_s / s.loader.num_workers : 0.0;
     pin += r.pin_busy_s;
     recv += r.main_receive_busy_s;
+    wait_for_batch += r.main_wait_for_batch_s;
     host += r.host_busy_s;
     inline_load += r.inline_load_busy_s;
     copy += r.copy_busy_s;
@@ -982,7 +1002,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     if (s.loader.pin_memory)
       add_stage("pin_thread", "the pin_memory thread: receive each batch from a worker, copy it into pinned memory", frac(pin));
     else
-      add_stage("main_receive", "the main thread receiving each batch from a worker (shared memory map)", frac(recv));
+      add_stage("main_receive", "the main thread receiving each batch from a worker and releasing it after its step "
+                                "(shared memory map)", frac(recv));
   } else {
     add_stage("main_inline_load", "the main thread loading, collating (and pinning) each batch itself (num_workers=0)", frac(inline_load));
   }
@@ -1005,6 +1026,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.gil_held_pin_fraction = frac(gil_held_pin);
   res.memory_map_wait_main_fraction = frac(map_wait_main);
   res.memory_map_held_pin_fraction = frac(map_held_pin);
+  res.main_wait_for_batch_fraction = frac(wait_for_batch);
   res.mean_batches_in_flight = in_flight / gpus / window;
   res.mean_batch_latency_s = latency_n > 0 ? latency / latency_n : 0.0;
   res.batches_delivered_per_s = latency_n / gpus / window;

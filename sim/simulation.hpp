@@ -62,6 +62,7 @@ struct SimResult {
   double gil_held_pin_fraction = 0.0;    // held by the pin thread (a batch's receive)
   double memory_map_wait_main_fraction = 0.0;  // the loop stalled while the pin thread worked on a mapping
   double memory_map_held_pin_fraction = 0.0;   // the pin thread mapping, first-touching, unmapping batches
+  double main_wait_for_batch_fraction = 0.0;   // the loop in next() with no batch ready (from a worker or the pin thread)
   double gil_busy_fraction() const { return std::min(1.0, gil_held_main_fraction + gil_held_pin_fraction); }
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)

@@ -43,10 +43,14 @@ TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   p.copy.h2d_pageable_fresh_mapping = CopyCurve{0.0, 6.25e9, {}};
   EXPECT_FALSE(unpinned_copy_from_fresh_mapping(p));
   EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.008);
+  EXPECT_DOUBLE_EQ(unpinned_map_s(p, 4e7), 0.005 + 0.008);  // no release apart: all of it in next()
+  EXPECT_DOUBLE_EQ(unpinned_release_s(p, 4e7), 0.0);
   EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.004);
   p.ipc.release_s_per_byte = 1.5e-10;
   EXPECT_TRUE(unpinned_copy_from_fresh_mapping(p));
   EXPECT_DOUBLE_EQ(unpinned_receive_s(p, 4e7), 0.005 + 0.006);
+  EXPECT_DOUBLE_EQ(unpinned_map_s(p, 4e7), 0.005);       // in next()
+  EXPECT_DOUBLE_EQ(unpinned_release_s(p, 4e7), 0.006);   // when the batch is dropped after its step
   EXPECT_DOUBLE_EQ(unpinned_worker_batch_copy_s(p, 4e7), 0.0064);
   EXPECT_DOUBLE_EQ(h2d_batch_copy_s(p, 4e7, /*pinned=*/false, /*from_workers=*/false), 0.004);  // inline: resident
 }

@@ -537,6 +537,35 @@ TEST(Simulate, AnUnpinnedLoopsThreadFullOfReceiveCopyAndPythonIsNamed) {
   EXPECT_EQ(r["bottleneck"]["explanation"].get<std::string>().find("main-thread-bound"), std::string::npos);
 }
 
+// An unpinned batch from a worker with the fresh-mapping path (validation run 19): next() maps it (1 ms), the copy
+// stages 32 x 3 MB = 96 MB from the fresh mapping at 10 GB/s (9.6 ms, blocking), 0.5 ms of Python under the 5 ms GPU
+// step it launches, waited for at the sync, then dropping the batch releases it (96 MB at 62.5 ps/B: 6 ms): one
+// thread and the GPU in series, 1 + 9.6 + 5 + 6 = 21.6 ms a step. The release lands after the step, so the GPU's wait
+// for data is the mapping alone (1 / 21.6) and the release is the loop's time (6 / 21.6). The thread's own work fills
+// 79% of it and the sync the rest; it never waits for a worker's batch: main-thread-bound, not the loader.
+TEST(Simulate, AnUnpinnedBatchIsReleasedAfterItsStepOnTheLoopsThread) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 4}, {"collate_s_per_batch", 0.0}, {"pin_memory", false}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["dataset"]["item_bytes"] = 3.0e6;
+  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0005}, {"sync_every_steps", 1}, {"steps", 300}};
+  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  prof["ipc"]["receive_s_per_batch"] = 0.001;
+  prof["ipc"]["release_s_per_byte"] = 6.25e-11;
+  prof["copy"]["h2d_pageable_fresh_mapping"] = {{"latency_s", 0.0}, {"bytes_per_s", 1e10}};
+  json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.0216, 0.0216 * 0.01);
+  EXPECT_NEAR(r["gpu"]["idle_waiting_for_data_fraction"].get<double>(), 0.001 / 0.0216, 0.005);
+  EXPECT_NEAR(r["gpu"]["idle_host_fraction"].get<double>(), 0.006 / 0.0216, 0.01);
+  const std::string explanation = r["bottleneck"]["explanation"];
+  EXPECT_EQ(explanation.rfind("main-thread-bound", 0), 0u) << explanation;
+  EXPECT_NE(explanation.find("waiting for a worker's batch 0%"), std::string::npos) << explanation;
+  // slow workers (8 ms a sample: 256 ms a batch, 64 ms with four) starve the same thread: the loader is named
+  s["dataset"]["load_s_per_sample"] = 0.008;
+  r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers") << r["bottleneck"]["explanation"];
+}
+
 // Host-bound loop: 30 ms of Python per 10 ms step: the kernels cannot outrun their launches.
 TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   json s = base_scenario();
