@@ -558,6 +558,16 @@ def host_probe_note(comps):
     return f"loop host alone {' / '.join(parts)} ms, " if parts else ""
 
 
+def loop_parts_note(measured):
+    """The case log's note of its loop per step: the .to() calls, the rest of the launches, the drop after the sync
+    (ms), or "" without them (harness before run 20's plan)."""
+    if "copy_call_s" not in measured or "release_s" not in measured:
+        return ""
+    copy_s, release_s = measured["copy_call_s"]["mean"], measured["release_s"]["mean"]
+    launch_s = measured["loop_host_s"]["mean"] - copy_s
+    return f"loop .to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
+
+
 def synthetic_loop_host(model, gb, steps, batches=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
@@ -1888,6 +1898,7 @@ class Harness:
         se = k["sync_every"]
         events = [dev.event() for _ in range(max_steps)]
         T0, T1, T2, T3 = [], [], [], []
+        TC, T4 = [], []     # since run 20's plan: the copy call returned, the batch dropped (release timed apart)
         epoch_of = []
         iter_s = []
         dev.sync()
@@ -1931,6 +1942,7 @@ class Harness:
                             x.record_stream(t.cuda.current_stream())
                     else:
                         gb = to_dev(t, batch, dev.device, nb)
+                    tc = time.perf_counter()
                     loss = model(gb)
                     t2 = time.perf_counter()
                     events[i].record()
@@ -1938,8 +1950,10 @@ class Harness:
                         float(loss.item())
                     t3 = time.perf_counter()
                     T0.append(t0), T1.append(t1), T2.append(t2), T3.append(t3)
+                    TC.append(tc)
                     epoch_of.append(ep)
                     del batch, gb
+                    T4.append(time.perf_counter())
                     i += 1
                     if i == skip:
                         stat0 = cpu_stat()
@@ -2005,6 +2019,10 @@ class Harness:
             "data_wait_s": summarize(waits),
             "loop_host_s": summarize(loop),
             "sync_wait_s": summarize(syncs),
+            # loop_host_s split (since run 20's plan): the .to() calls, and dropping the batch after the sync (an
+            # unpinned batch's release of the worker's mapping: run 19 inferred it from the step's rest)
+            "copy_call_s": summarize([TC[j] - T1[j] for j in range(skip, n)]),
+            "release_s": summarize([T4[j] - T3[j] for j in range(skip, n)]),
             "data_wait_fraction": sum(waits) / host_window if host_window > 0 else None,
             "iter_create_s": iter_s,
             "first_batch_s": T1[0] - T0[0],
@@ -2033,10 +2051,12 @@ class Harness:
         if insitu.timeline is not None:
             r6 = lambda xs: [round(x - wall0, 6) for x in xs[:n]]  # noqa: E731
             res["timeline"] = {
-                "clock": "perf_counter seconds from the loop's start; main: per step, next() called, batch in "
-                         "hand, last launch returned, after the sync; workers: per worker id, each batch's first "
+                "clock": "perf_counter seconds from the loop's start; main: per step, next() called, batch in hand, .to() "
+                         "returned (copied), last launch returned, after the sync, batch dropped (released); workers: "
+                         "per worker id, each batch's first "
                          "__getitem__ start and collate end",
-                "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "launched": r6(T2), "synced": r6(T3)},
+                "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
+                                       "synced": r6(T3), "released": r6(T4)},
                 "workers": insitu.timeline.per_worker(wall0)}
         if epochs > 1:
             res["epochs"] = epochs
@@ -2117,7 +2137,8 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
                     + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
-                    + pin_note + host_probe_note(case["components"]) + f"n={m['n_measured']} ({m['stopped']}, "
+                    + pin_note + host_probe_note(case["components"]) + loop_parts_note(m)
+                    + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")
             except Exception as e:
                 case["status"] = "error"
@@ -2258,6 +2279,8 @@ METHODS = {
                  "window / steps; throughput = samples / window",
     "data_wait": "perf_counter around next(iterator) in the training loop",
     "loop_host": "perf_counter from batch in hand to the step's last launch returned (includes .to() calls)",
+    "copy_call": "perf_counter from batch in hand to the .to() calls returned (part of loop_host)",
+    "release": "perf_counter around `del batch, gb` after the step's sync (an unpinned batch's unmap)",
     "components": "single process, torch.set_num_threads(1) as in a worker; mean, cv, stderr reported",
 }
 
