@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 
-COMPONENTS = ("load", "collate", "worker_other", "pin_thread", "loop_host")
+COMPONENTS = ("load", "collate", "worker_other", "pin_thread", "loop_host", "copy", "release")
 
 
 def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: float) -> Dict[str, float]:
@@ -31,7 +31,8 @@ def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: flo
     at one idle core divided by the relative speed there (the dataset's own curve for the load where the
     scenario has one, else the machine's); the collate under calibrate's shared-memory floor unless it was
     timed in shared memory (loader.collate_in_shared_memory); the pin thread's receive, first touch and copy
-    into pinned memory (pin_memory only)."""
+    into pinned memory (pin_memory only); without pinning, the batch's copy from the fresh mapping (a stream's
+    time, not scaled) and its release after the step, where the profile splits them (both keys)."""
     ld, ds = scen["loader"], scen["dataset"]
     machine = (prof.get("cpu") or {}).get("speed_vs_busy_cores") or []
     at = convert.relative_core_speed(machine, busy_cores)
@@ -50,12 +51,17 @@ def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: flo
         out["pin_thread"] = (float(ipc.get("receive_s_per_batch") or 0.0)
                              + batch_bytes * float(ipc.get("receive_s_per_byte") or 0.0)
                              + (batch_bytes / pin_rate if pin_rate > 0 else 0.0)) / at
+    fresh = (prof.get("copy") or {}).get("h2d_pageable_fresh_mapping")
+    if not ld.get("pin_memory") and int(ld.get("num_workers", 0)) > 0 and fresh and ipc.get("release_s_per_byte") is not None:
+        out["copy"] = convert.copy_curve_time_s(fresh, batch_bytes)
+        out["release"] = batch_bytes * float(ipc["release_s_per_byte"]) / at
     return out
 
 
 def measured_components(case: Dict[str, Any]) -> Dict[str, float]:
-    """The same costs counted inside the case (harness in_situ counters; the loop's host time only where the
-    batch was pinned and copied non_blocking: otherwise the copy itself is in it)."""
+    """The same costs counted inside the case (harness in_situ counters; the loop's host time where the batch was
+    pinned and copied non_blocking, or, since run 20's plan, with its .to() calls timed apart (copy_call_s) and
+    taken out; an unpinned batch's copy and its drop after the sync (release_s) where timed)."""
     m = case.get("measured") or {}
     k = case.get("knobs") or {}
     ins = m.get("in_situ") or {}
@@ -65,8 +71,14 @@ def measured_components(case: Dict[str, Any]) -> Dict[str, float]:
         if ins.get(src):
             out[key] = float(ins[src])
     lh = (m.get("loop_host_s") or {}).get("mean")
+    copy_call = (m.get("copy_call_s") or {}).get("mean")
     if lh and k.get("pin_memory") and k.get("non_blocking"):
         out["loop_host"] = float(lh)
+    elif lh and copy_call is not None and not k.get("pin_memory"):
+        out["loop_host"] = float(lh) - float(copy_call)
+        out["copy"] = float(copy_call)
+        if (m.get("release_s") or {}).get("mean"):
+            out["release"] = float(m["release_s"]["mean"])
     return out
 
 

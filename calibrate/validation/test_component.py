@@ -52,6 +52,22 @@ class MeasuredSide(unittest.TestCase):
                                                         "pin_thread": 0.017, "loop_host": 0.0025})
         case["knobs"]["pin_memory"] = False                 # the pageable copy is in the loop's host time
         self.assertNotIn("loop_host", cd.measured_components(case))
+        # harness since run 20's plan: the .to() calls and the drop timed apart, the loop's host time less the copy
+        case["measured"].update(copy_call_s={"mean": 0.0007}, release_s={"mean": 0.0042})
+        got = cd.measured_components(case)
+        self.assertAlmostEqual(got["loop_host"], 0.0018)
+        self.assertEqual((got["copy"], got["release"]), (0.0007, 0.0042))
+
+    def test_an_unpinned_batchs_copy_and_release_on_the_model_side(self):
+        # 38.4 MB from the fresh mapping at 8 GB/s: 4.8 ms (a stream's time, unscaled); its release 0.1 ns/B at
+        # one idle core, 3.84 ms, at 5 busy cores (0.9) 4.27 ms; pinned or without the split: neither
+        prof = dict(PROFILE, ipc=dict(PROFILE["ipc"], release_s_per_byte=1e-10),
+                    copy={"h2d_pageable_fresh_mapping": {"latency_s": 0.0, "bytes_per_s": 8e9}})
+        m = cd.model_components(scenario(pin_memory=False), prof, 5.0)
+        self.assertAlmostEqual(m["copy"], 0.0048)
+        self.assertAlmostEqual(m["release"], 0.00384 / 0.9)
+        self.assertNotIn("copy", cd.model_components(scenario(), prof, 5.0))
+        self.assertNotIn("copy", cd.model_components(scenario(pin_memory=False), PROFILE, 5.0))
 
     def test_relative_errors_on_shared_components(self):
         e = cd.relative_errors({"load": 0.006, "collate": 0.03, "pin_thread": 0.02}, {"load": 0.005, "collate": 0.0})
