@@ -371,6 +371,11 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   std::snprintf(line, sizeof line, "  DataLoader: %.1f batches in flight on average, %s from index to hand-off",
                 r.mean_batches_in_flight, ms(r.mean_batch_latency_s).c_str());
   o << line;
+  if (s.loader.num_workers > 0) {
+    // The loop starved: in next() with no batch ready (a worker's, or the pin thread's).
+    std::snprintf(line, sizeof line, "; the loop waited for a batch %.0f%% of the time", 100 * r.main_wait_for_batch_fraction);
+    o << line;
+  }
   if (s.loader.num_workers > 1) {
     // With in_order=True a batch finished before its predecessor waits for it (long steps, then short ones).
     std::snprintf(line, sizeof line, "; %.0f%% finished before the batch ahead of them%s", 100 * r.out_of_order_fraction,
