@@ -1,0 +1,41 @@
+"""The harness's case-log notes, against hand-written expectations. harness.py needs numpy and torch at import,
+which CI lacks; these notes are pure functions, so they are read out of its source and run alone. A crash in one
+would mark a measured case as failed on the GPU machine, where the case's device time is already spent."""
+import ast
+import os
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def harness_functions(*names):
+    """The named top-level functions of harness.py, compiled on their own (they must use only builtins)."""
+    with open(os.path.join(HERE, "harness.py")) as f:
+        tree = ast.parse(f.read())
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert {n.name for n in found} == set(names), f"harness.py lacks {set(names) - {n.name for n in found}}"
+    ns = {}
+    exec(compile(ast.Module(body=found, type_ignores=[]), "harness.py", "exec"), ns)
+    return [ns[n] for n in names]
+
+
+host_probe_note, loop_parts_note = harness_functions("host_probe_note", "loop_parts_note")
+
+
+class CaseLogNotes(unittest.TestCase):
+    def test_host_probes_before_and_after(self):
+        comps = {"host_probe": {"host_s": {"mean": 0.0213}}, "host_probe_after": {"host_s": {"mean": 0.0245}}}
+        self.assertEqual(host_probe_note(comps), "loop host alone before 21.30 / after 24.50 ms, ")
+        comps["host_probe_after"] = {"error": "RuntimeError: x"}         # a failed probe is left out, not a crash
+        self.assertEqual(host_probe_note(comps), "loop host alone before 21.30 ms, ")
+        self.assertEqual(host_probe_note({}), "")
+
+    def test_the_loops_parts(self):
+        # 33 ms from batch in hand to last launch, of which 7.3 ms of .to(); 6 ms to drop the batch after the sync
+        m = {"loop_host_s": {"mean": 0.033}, "copy_call_s": {"mean": 0.0073}, "release_s": {"mean": 0.006}}
+        self.assertEqual(loop_parts_note(m), "loop .to() 7.30 / launches 25.70 / drop 6.00 ms, ")
+        self.assertEqual(loop_parts_note({"loop_host_s": {"mean": 0.033}}), "")   # results before run 20's plan
+
+
+if __name__ == "__main__":
+    unittest.main()
