@@ -179,8 +179,11 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     // Its own work need not fill it: with a sync the thread also waits for the GPU it launched, and the loader
     // limits it only while it waits in next() with no batch ready (validation run 19: B1's unpinned tensor cases,
     // the thread 72% busy and 31% at the sync, measured host-bound, were named worker-bound).
+    // Named so when its work covers the GPU's idle time (an exposed all-reduce, which the loop waits for at the
+    // sync while its own work is small, keeps its own name).
     const bool starved = result.main_wait_for_batch_fraction >= 1.0 - kMainThreadFullFraction;
-    if (recv_busy + host_busy + copy_busy >= kMainThreadFullFraction || !starved) {
+    const double thread_busy = recv_busy + host_busy + copy_busy;
+    if (thread_busy >= kMainThreadFullFraction || (!starved && thread_busy >= idle)) {
       d.main_thread_full = true;
       d.stage = host_busy >= recv_busy && host_busy >= copy_busy ? "host_loop"
                 : recv_busy >= copy_busy                         ? "main_receive"

@@ -629,6 +629,12 @@ TEST(Simulate, DdpExposesTheLastBucketsAllReduce) {
   EXPECT_NEAR(r["gpu"]["exposed_comm_fraction"].get<double>(), exposed / expected, 0.002);
   EXPECT_EQ(r["bottleneck"]["stage"], "comm");
   EXPECT_NEAR(samples_per_s(r), 2 * 32 / expected, 2 * 32 / expected * 1e-6);
+  // unpinned, the loop never waits for a batch either, and the exposed all-reduce keeps its name (it is what the
+  // loop waits for at the step's end), not main-thread-bound
+  s["loader"]["pin_memory"] = false;
+  s["transfer"] = {{"non_blocking", false}, {"copy_stream", "default"}};
+  r = simulate(s, {}, profile);
+  EXPECT_EQ(r["bottleneck"]["stage"], "comm") << r["bottleneck"]["explanation"];
 }
 
 TEST(Simulate, SameSeedGivesByteIdenticalOutput) {
