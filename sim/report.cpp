@@ -178,9 +178,9 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                  copy_busy = copy ? copy->busy_fraction : 0.0;
     // Its own work need not fill it: with a sync the thread also waits for the GPU it launched, and the loader
     // limits it only while it waits in next() with no batch ready (validation run 19: B1's unpinned tensor cases,
-    // the thread 72% busy and 31% at the sync, measured host-bound, were named worker-bound).
-    // Named so when its work covers the GPU's idle time (an exposed all-reduce, which the loop waits for at the
-    // sync while its own work is small, keeps its own name).
+    // the thread 72% busy and 31% at the sync, measured host-bound, were named worker-bound). Not starved, it is
+    // named when its work covers the GPU's idle time (an exposed all-reduce, which the loop waits for at the sync
+    // with little work of its own, keeps its name).
     const bool starved = result.main_wait_for_batch_fraction >= 1.0 - kMainThreadFullFraction;
     const double thread_busy = recv_busy + host_busy + copy_busy;
     if (thread_busy >= kMainThreadFullFraction || (!starved && thread_busy >= idle)) {
@@ -191,7 +191,7 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
       d.explanation = "main-thread-bound: with pin_memory=False the training loop's thread receives and releases each batch (" +
                       pct(recv_busy) + " of the time), stages its pageable copy (" + pct(copy_busy) +
                       ") and runs the step's Python (" + pct(host_busy) + "): busy " +
-                      pct(std::min(1.0, recv_busy + host_busy + copy_busy)) + " in all" +
+                      pct(std::min(1.0, thread_busy)) + " in all" +
                       (starved ? "" : ", waiting for a worker's batch " + pct(result.main_wait_for_batch_fraction) +
                                           " of the time") +
                       waits + " (" + pct(idle) + " idle in all)";

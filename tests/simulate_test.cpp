@@ -45,6 +45,19 @@ json one_cold_reader() {
   return s;
 }
 
+// Batches of `batch_size` 3 MB samples from `workers` fast workers (10 us a sample, no collate): the copy and
+// receive tests, where a batch's bytes are the point.
+json three_mb_batches(int batch_size, int workers, bool pin_memory) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", batch_size}, {"num_workers", workers}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", pin_memory}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["dataset"]["item_bytes"] = 3.0e6;
+  return s;
+}
+
+json flat_profile() { return json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json"))); }
+
 double samples_per_s(const json& r) { return r["throughput"]["samples_per_s"].get<double>(); }
 double step_mean(const json& r) { return r["step_time_s"]["mean"].get<double>(); }
 
@@ -127,7 +140,7 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
 TEST(Simulate, ReadersThatShareTheDeviceWaitAtTheirConcurrentRate) {
   json s = one_cold_reader();
   s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9}};
-  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  json prof = flat_profile();
   prof["storage"] = {{"read_bytes_per_s", 1e9}, {"read_iops", 1e9}, {"read_latency_s", 0.0},
                      {"stream_read_bytes_per_s", 1e8},
                      {"buffered_read", {{"concurrent", {{{"threads", 2}, {"bytes", 5e7}, {"wall_s", 1.0}, {"cpu_s", 0.0}}}}}}};
@@ -385,10 +398,7 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
 // Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
 // the GPU step is 10 ms.
 TEST(Simulate, PinningAndStreamsMoveTheStepAsTheCopyModelSays) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 64}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["dataset"]["item_bytes"] = 3.0e6;
+  json s = three_mb_batches(64, 8, false);
   s["training"] = {{"step_s", 0.010}, {"steps", 300}};
   struct Case {
     bool pin, non_blocking;
@@ -419,13 +429,10 @@ TEST(Simulate, PinningAndStreamsMoveTheStepAsTheCopyModelSays) {
 // next receive. num_workers=0 copies from the main process's own memory at the resident rate: 19.2 ms + the
 // step (its 0.64 ms load runs under it).
 TEST(Simulate, AnUnpinnedWorkerBatchIsCopiedFromItsFreshMapping) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 64}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}, {"pin_memory", false}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["dataset"]["item_bytes"] = 3.0e6;
+  json s = three_mb_batches(64, 8, false);
   s["training"] = {{"step_s", 0.010}, {"steps", 300}};
   s["transfer"] = {{"non_blocking", true}, {"copy_stream", "default"}};
-  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  json prof = flat_profile();
   prof["ipc"]["receive_s_per_byte"] = 1e-10;
   EXPECT_NEAR(step_mean(simulate(s, {}, pipeplan::test::write_temp(prof.dump()))), 0.0384, 0.0384 * 0.002);
   prof["copy"]["h2d_pageable_fresh_mapping"] = {{"latency_s", 0.0}, {"bytes_per_s", 1.6e10}};
@@ -450,13 +457,10 @@ TEST(Simulate, AnUnpinnedWorkerBatchIsCopiedFromItsFreshMapping) {
 // the default need every 0.5 ms, a half-millisecond piece: 58.3 ms.
 // The pin thread's own time is 30.7 ms: the loop is the bottleneck.
 TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 64}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}, {"pin_memory", true}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["dataset"]["item_bytes"] = 3.0e6;
+  json s = three_mb_batches(64, 8, true);
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"steps", 300}};
   s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
-  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  json prof = flat_profile();
   prof["ipc"]["receive_s_per_byte"] = 1e-10;
   // a loop that never needs the memory map (the default) runs at its own 30 ms
   json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
@@ -517,12 +521,9 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
 // fast workers. No one stage fills its time (47%, 38%, 16%); together they fill the thread, which the report names
 // (the largest share, the loop's Python) and explains; pinning would move the receive and the staging off it.
 TEST(Simulate, AnUnpinnedLoopsThreadFullOfReceiveCopyAndPythonIsNamed) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 32}, {"num_workers", 4}, {"collate_s_per_batch", 0.0}, {"pin_memory", false}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["dataset"]["item_bytes"] = 3.0e6;
+  json s = three_mb_batches(32, 4, false);
   s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.012}, {"steps", 300}};
-  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  json prof = flat_profile();
   prof["ipc"]["receive_s_per_batch"] = 0.004;
   const std::string profile = pipeplan::test::write_temp(prof.dump());
   json r = simulate(s, {}, profile);
@@ -544,12 +545,9 @@ TEST(Simulate, AnUnpinnedLoopsThreadFullOfReceiveCopyAndPythonIsNamed) {
 // for data is the mapping alone (1 / 21.6) and the release is the loop's time (6 / 21.6). The thread's own work fills
 // 79% of it and the sync the rest; it never waits for a worker's batch: main-thread-bound, not the loader.
 TEST(Simulate, AnUnpinnedBatchIsReleasedAfterItsStepOnTheLoopsThread) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 32}, {"num_workers", 4}, {"collate_s_per_batch", 0.0}, {"pin_memory", false}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["dataset"]["item_bytes"] = 3.0e6;
+  json s = three_mb_batches(32, 4, false);
   s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0005}, {"sync_every_steps", 1}, {"steps", 300}};
-  json prof = json::parse(std::ifstream(pipeplan::test::test_data("flat_profile.json")));
+  json prof = flat_profile();
   prof["ipc"]["receive_s_per_batch"] = 0.001;
   prof["ipc"]["release_s_per_byte"] = 6.25e-11;
   prof["copy"]["h2d_pageable_fresh_mapping"] = {{"latency_s", 0.0}, {"bytes_per_s", 1e10}};

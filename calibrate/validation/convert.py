@@ -915,10 +915,8 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     if int(win.get("workers") or -1) != nw:
         return None
     for copy_key, release_key, host_key in UNPINNED_LOOP_WINDOWS:
-        copy_s = float((win.get(copy_key) or {}).get("mean") or 0.0)
-        release_s = float((win.get(release_key) or {}).get("mean") or 0.0)
-        host_s = float((win.get(host_key) or {}).get("mean") or 0.0)
-        if copy_s > 0 and release_s > 0 and host_s > 0:
+        copy_s, release_s, host_s = (positive_mean(win.get(key)) for key in (copy_key, release_key, host_key))
+        if copy_s and release_s and host_s:
             break
     else:
         return None
