@@ -54,7 +54,7 @@ MIN_SIM_STEPS = 200
 # diagnostics that predict a case as the table does (table_case_inputs)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
-                                   transport_clock="cpu", host_from="alone-median")
+                                   transport_clock="cpu", host_from="probe-bracket")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -632,6 +632,13 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
 # loop's own wander alone (5-12% within seconds, run 16 finding 3); run 17 read 1.44-1.56 for ResNet-50.
 MEMORY_MAP_EXPOSED_RATIO = 1.25
 
+# The loop's minor page faults a step beside a thread doing the pin thread's work on workers' mappings, over those
+# beside the same bytes copied from private memory, from which the loop needs the memory map (where the harness
+# counted them, since run 18). Over runs 18-20 the ResNet-50 loop took 49-60 more a step in every call, the GEMM
+# loops (mm:5, mm:25) 4-5: a count separates them where the time ratio does not scale with the machine (run 20's
+# first lease, a 30 ms loop alone: 1.24 and 1.14 for the same 51-55 faults; finding 2).
+MEMORY_MAP_FAULTS_PER_STEP = 20.0
+
 
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
@@ -640,7 +647,9 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     copying a private, already-touched batch ("private_copy"; lacking it, the mean of alone and alone again).
     Without it (run 16), from host_beside_loader: the loop beside a pinning DataLoader against the mean of its
     windows alone (run 17 found the bulk of that slowdown to be the work on the workers' mappings: finding 1).
-    Needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beyond its own
+    Where the harness counted the loop's minor page faults there (since run 18), they decide: the map is needed when
+    the loop faults MEMORY_MAP_FAULTS_PER_STEP a step more beside the pin thread's work than beside the private copy.
+    Else it needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beyond its own
     wander) and slowed by more than the receive's whole CPU per batch (the helper's "receive" CPU, or the
     transport's receive per batch): an upper bound of the GIL-held unpickling, which the model already lands in
     the loop's step, so that a light loop that only waits for the GIL is not taken for one that needs the map.
@@ -653,6 +662,10 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
         return sum(alone) / len(alone) if alone else None
     c = comp.get("host_beside_pin_parts") or {}
     if c and "error" not in c:
+        faults = memory_map_needs_per_step(comp)
+        private_faults = c.get("private_copy_loop_minor_faults_per_step")     # 0 is a count here
+        if faults is not None and isinstance(private_faults, (int, float)) and math.isfinite(private_faults):
+            return faults - private_faults >= MEMORY_MAP_FAULTS_PER_STEP
         exposed = mean_in(c, "touch_host_s") or mean_in(c, "copy_host_s")
         base = mean_in(c, "private_copy_host_s") or mean_of_alone(c)
         gil_bound = mean_in(c, "receive_thread_cpu_s_per_batch") or 0.0
@@ -1149,7 +1162,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     transport, wander)."""
     scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
-                        host_from=getattr(a, "host_from", "alone-median"))
+                        host_from=getattr(a, "host_from", "probe-bracket"))
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -1804,9 +1817,10 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
-    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median", "probe-bracket"], default="alone-median",
+    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median", "probe-bracket"], default="probe-bracket",
                     help="the loop's host time per step: probe-bracket: the mean of the host probes right before and "
-                         "after the case (harness since run 20's plan; host-heavy cases), else alone-median; the median "
+                         "after the case (harness since run 20; host-heavy cases; run 20's ResNet-50 cases: median "
+                         "abs error 3.2%% against the alone-median's 7.5%%), else alone-median; the median "
                          "of every window the call timed the loop alone "
                          "(alone-median: the step component's, and for ResNet-50 steps host_under_load's and "
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
@@ -1973,7 +1987,7 @@ def main(argv=None) -> int:
                                 "(`--host-from loaded`)",
                       "probe-bracket": "the mean of the loop's host probes right before and after each host-heavy case "
                                        "where the harness took them, else the alone-median (`--host-from "
-                                       "probe-bracket`)"}[getattr(a, "host_from", "alone-median")],
+                                       "probe-bracket`)"}[getattr(a, "host_from", "probe-bracket")],
         "gpu_duty_time_constant_s": duty_tau,
     }
     if len(runs) > 1:

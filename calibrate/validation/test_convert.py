@@ -470,6 +470,26 @@ class ScenarioTest(unittest.TestCase):
         self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
         self.assertIsNone(convert.memory_map_needs_per_step({}))
 
+    def test_the_loops_faults_beside_the_pin_threads_work_decide_whether_it_needs_the_memory_map(self):
+        # run 20's first call: a ResNet-50 loop at 29.4 ms alone ran 37.91 beside touch and 30.58 beside a private
+        # copy (1.24, under the time rule's 1.25) while faulting 59.2 times a step beside pin_memory() against 0.8
+        slow = {"touch_host_s": {"mean": 0.03791}, "private_copy_host_s": {"mean": 0.03058},
+                "receive_thread_cpu_s_per_batch": 0.00582, "pin_memory_loop_minor_faults_per_step": 59.2,
+                "touch_loop_minor_faults_per_step": 54.9, "private_copy_loop_minor_faults_per_step": 0.8}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": slow}))
+        # the same windows without the counts: the time rule, which misses it
+        uncounted = {k: v for k, v in slow.items() if "faults" not in k}
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": uncounted}))
+        # run 20's mm:25 loop: 9.47 ms beside touch against 3.89 (2.4x) and 4.1 faults a step against 0 (a zero
+        # count is a count): 4.1 more is under 20, not a loop that keeps needing the map
+        gemm = {"touch_host_s": {"mean": 0.00947}, "private_copy_host_s": {"mean": 0.00389},
+                "receive_thread_cpu_s_per_batch": 0.00618, "pin_memory_loop_minor_faults_per_step": 4.1,
+                "touch_loop_minor_faults_per_step": 4.2, "private_copy_loop_minor_faults_per_step": 0.0}
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": gemm}))
+        # the threshold on the difference: as many faults beside a private copy is not the map's work
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": dict(
+            slow, private_copy_loop_minor_faults_per_step=50.0)}))
+
     def test_the_loop_needs_the_memory_map_when_touching_slows_it_beyond_a_private_copy(self):
         # run 17's GIL call: 32.38 ms beside touching workers' batches, 20.73 beside a private copy: 1.56 > 1.25,
         # and 11.65 ms more, above the receive's 3.57 ms of CPU a batch (the most its GIL-held part can be)
