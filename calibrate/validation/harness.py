@@ -341,6 +341,7 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s)
+MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
 
 class Timeline:
@@ -1876,7 +1877,10 @@ class Harness:
             length = (max_steps + ahead) * bs
         if max_steps - skip < 3:
             raise RuntimeError(f"too few steps ({max_steps}) for skip {skip}")
-        min_measured = 8 if self.quick else 12
+        # full mode: at least MIN_BATCHES_PER_WORKER batches from every worker in the window (run 20's B2 measured
+        # one image setting at 1245, 1692 and 1530 samples/s over 15, 12 and 91 steps: one or two batches a worker
+        # measure the workers' phase, not their rate)
+        min_measured = 8 if self.quick else max(12, MIN_BATCHES_PER_WORKER * nw)
         sampler = IndexSampler(len(ds), length, seed=case["index"] + 17 * case["repeat"])
         insitu = InSitu()
         if getattr(self.args, "timeline", False):
