@@ -4,7 +4,12 @@ measured IN SITU (inside that case's own workers, harness `measured.in_situ`) an
 curve (in-situ costs already include core sharing). What error remains is the model's structure; what
 goes away was the component measurements. Usage:
 
-    python3 calibrate/validation/insitu_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan]
+    python3 calibrate/validation/insitu_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan] [--base table]
+
+--base table (since the sixteenth session) starts from the case as the generated table builds it (the loop from
+the host probes, the memory map, an unpinned loop's copy and release, the machine's curve) and replaces only the
+workers' costs and the pin thread's with the case's own; the default starts from scenario_for's defaults (the
+loop's host time the step component's alone), as every run's figure in docs/validation.md until run 20.
 
 RESULTS_DIR holds cases.json and profile.json from one device call.
 """
@@ -19,6 +24,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 
 
+def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
+    """The case's scenario as the generated table builds it (convert.table_case_inputs), and its profile as the
+    table builds it but with the main side's drift the case's own: the pin thread's CPU per batch in situ over
+    the transport component's, in place of the probes' (convert.main_side_drift reads the probes; a copy of
+    the case whose probes carry the in-situ figure, all else theirs, gives it that ratio). The workers' wander
+    stays the table's (the probes'), unless --wander case replaces it below."""
+    scen, prof = convert.table_case_inputs(json.loads(json.dumps(case)), doc, profile, cpu_curve, duty_tau_s)
+    prof = prof or profile
+    ins = case["measured"]["in_situ"]
+    if case["knobs"].get("pin_memory") and ins.get("pin_thread_cpu_s_per_batch"):
+        mirror = json.loads(json.dumps(case))
+        comp = mirror["components"]
+        for name in ("probe", "probe_after"):
+            if (comp.get(name) or {}).get("pin_thread_cpu_s_per_batch"):
+                comp[name]["pin_thread_cpu_s_per_batch"] = ins["pin_thread_cpu_s_per_batch"]
+        _, own = convert.table_case_inputs(mirror, doc, profile, cpu_curve, duty_tau_s)
+        if own is not None:
+            cpu = dict((own.get("cpu") or {}), **{k: v for k, v in (prof.get("cpu") or {}).items()
+                                                   if k in ("core_speed_cv", "core_speed_correlation_s")})
+            prof = dict(own, cpu=cpu)
+    return scen, prof
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
@@ -27,37 +55,60 @@ def main() -> int:
     ap.add_argument("--wander", choices=["profile", "case"], default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
                          "(cv less the samples' spread, and its correlation time): in situ too")
+    ap.add_argument("--base", choices=["step", "table"], default="step",
+                    help="what the in-situ costs replace: scenario_for's defaults, whose loop is the step component's "
+                         "timed alone and whose transport is calibrate's (default, as every run's figure until run "
+                         "20), or the case as the generated table builds it (the loop from the host probes, the "
+                         "memory map, an unpinned loop's copy and release beside a live loader, the transport "
+                         "measured): then only the workers' costs and the pin thread's are the case's own")
     a = ap.parse_args()
     doc = json.load(open(os.path.join(a.results_dir, "cases.json")))
     base_profile = json.load(open(os.path.join(a.results_dir, "profile.json")))
+    cpu_curve = (base_profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
+    duty_tau_s = convert.calls_duty_time_constant([(doc.get("components") or {}, base_profile)])
     errs, step_errs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
             if c.get("status") != "ok":
                 continue
-            scen = convert.scenario_for(c, doc["machine"])
             ins = c["measured"]["in_situ"]
+            if a.base == "table":
+                scen, prof = table_inputs_in_situ(c, doc, base_profile, cpu_curve, duty_tau_s)
+            else:
+                scen = convert.scenario_for(c, doc["machine"])
             cold = c["knobs"].get("storage") == "cold"
             if c["knobs"]["num_workers"] > 0 and ins.get("getitem_wall_s") and ins.get("collate_wall_s"):
                 # a cold case's wall time includes the wait for the disk, which the simulator adds itself:
                 # its CPU time instead (which already holds the page-cache fill: not added again, below)
-                scen["dataset"]["load_s_per_sample"]["mean"] = (ins.get("getitem_cpu_s") or ins["getitem_wall_s"]) if cold \
-                    else ins["getitem_wall_s"]
-                scen["loader"]["collate_s_per_batch"] = ins["collate_wall_s"]
+                load_s = (ins.get("getitem_cpu_s") or ins["getitem_wall_s"]) if cold else ins["getitem_wall_s"]
+                collate_s = ins["collate_wall_s"]
+                if a.base == "table":
+                    # the table's profile keeps the machine's curve (its main side and loop were brought to one
+                    # idle core by it): the in-situ costs go to one idle core too, at the case's measured busy
+                    # cores, by the curves the simulator applies to them (the dataset's own for the load)
+                    busy = float(c["measured"].get("cpu_busy_cores") or 1.0)
+                    load_curve = scen["dataset"].get("load_speed_vs_busy_cores") or cpu_curve
+                    load_s *= convert.relative_core_speed(load_curve, busy)
+                    collate_s *= convert.relative_core_speed(cpu_curve, busy)
+                scen["dataset"]["load_s_per_sample"]["mean"] = load_s
+                scen["loader"]["collate_s_per_batch"] = collate_s
                 scen["loader"]["collate_in_shared_memory"] = True   # timed in the workers, into shared memory
-                # in-situ costs already include the slowdown of the busy cores: no speed curve,
-                # neither the machine's (below) nor the dataset's own
-                scen["dataset"].pop("load_speed_vs_busy_cores", None)
-            prof = base_profile
-            tr = c["components"].get("transport")
-            if tr and ins.get("pin_thread_cpu_s_per_batch") and tr.get("pin_thread_cpu_s_per_batch"):
-                # the pin thread's own CPU per batch in the case against the transport's (harness since the
-                # pin-thread check of 2026-11-30): the main side in situ, as the workers' costs above
-                tr = convert.transport_scaled(tr, ins["pin_thread_cpu_s_per_batch"] / tr["pin_thread_cpu_s_per_batch"])
-            if tr:
-                prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
+                if a.base == "step":
+                    # in-situ costs already include the slowdown of the busy cores: no speed curve,
+                    # neither the machine's (below) nor the dataset's own
+                    scen["dataset"].pop("load_speed_vs_busy_cores", None)
+            if a.base == "step":
+                prof = base_profile
+                tr = c["components"].get("transport")
+                if tr and ins.get("pin_thread_cpu_s_per_batch") and tr.get("pin_thread_cpu_s_per_batch"):
+                    # the pin thread's own CPU per batch in the case against the transport's (harness since the
+                    # pin-thread check of 2026-11-30): the main side in situ, as the workers' costs above
+                    tr = convert.transport_scaled(tr, ins["pin_thread_cpu_s_per_batch"] / tr["pin_thread_cpu_s_per_batch"])
+                if tr:
+                    prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
             prof = json.loads(json.dumps(prof))
-            prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
+            if a.base == "step":
+                prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
             if a.wander == "case":
                 # the workers' own wander as the case's timeline shows it (harness --timeline), less the
                 # samples' own spread, as convert's probe_wander: in situ like the costs above

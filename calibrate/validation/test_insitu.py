@@ -1,0 +1,54 @@
+"""insitu_diagnostic's table base against the generated table's own inputs (run 20's GIL call, kept in the repo)."""
+import json
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402
+import insitu_diagnostic as diag  # noqa: E402
+
+CALL = os.path.join(HERE, "results", "2026-11-30-h200-run20gil")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(CALL, "cases.json")), "run 20's results not in this checkout")
+class TableBase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.doc = json.load(open(os.path.join(CALL, "cases.json")))
+        cls.profile = json.load(open(os.path.join(CALL, "profile.json")))
+        cls.curve = cls.profile["cpu"]["speed_vs_busy_cores"]
+
+    def case(self, pinned: bool):
+        return next(c for c in self.doc["cases"] if c["status"] == "ok" and bool(c["knobs"]["pin_memory"]) == pinned)
+
+    def test_the_pinned_cases_main_side_is_its_own_and_the_rest_the_tables(self):
+        c = self.case(True)
+        table_scen, table_prof = convert.table_case_inputs(json.loads(json.dumps(c)), self.doc, self.profile, self.curve)
+        scen, prof = diag.table_inputs_in_situ(c, self.doc, self.profile, self.curve, None)
+        self.assertEqual(scen, table_scen)        # the loop from the host probes, the memory map: as the table
+        self.assertEqual(scen["training"]["host_s_per_step"], convert.host_probe_bracket_s(c["components"]))
+        self.assertTrue(scen["training"]["host_needs_memory_map"])
+        # the pin thread's work a batch (receive, touch, copy into pinned memory) scaled by the case's own pin
+        # thread CPU, not the probes' (convert.transport_profile: receive + rest = the pin loop's time x drift, brought
+        # to one idle core at busy cores that move a little with it: within 1%)
+        probes = [c["components"][k]["pin_thread_cpu_s_per_batch"] for k in ("probe", "probe_after")]
+        own = c["measured"]["in_situ"]["pin_thread_cpu_s_per_batch"]
+        bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
+
+        def pin_thread_s(p):
+            return (p["ipc"]["receive_s_per_batch"] + p["ipc"]["receive_s_per_byte"] * bb
+                    + bb / p["host"]["pin_copy_bytes_per_s"])
+        self.assertAlmostEqual(pin_thread_s(prof) / pin_thread_s(table_prof), own / (sum(probes) / 2), delta=0.01)
+        self.assertEqual(prof["cpu"]["core_speed_cv"], table_prof["cpu"]["core_speed_cv"])   # the probes' wander
+
+    def test_an_unpinned_case_is_the_table_as_it_is(self):
+        c = self.case(False)
+        table_scen, table_prof = convert.table_case_inputs(json.loads(json.dumps(c)), self.doc, self.profile, self.curve)
+        scen, prof = diag.table_inputs_in_situ(c, self.doc, self.profile, self.curve, None)
+        self.assertEqual((scen, prof), (table_scen, table_prof))
+
+
+if __name__ == "__main__":
+    unittest.main()
