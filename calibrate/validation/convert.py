@@ -1829,7 +1829,8 @@ def main(argv=None) -> int:
     ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
                     help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
                          "host_beside_loader timed them beside a live DataLoader where the call has that window "
-                         "(ResNet-50 steps, harness since run 18), else calibrate's fresh-mapping figures; or always "
+                         "(ResNet-50 steps, harness since run 18; every unpinned case with workers since run 21's plan), "
+                         "else calibrate's fresh-mapping figures; or always "
                          "calibrate's (default %(default)s)")
     ap.add_argument("--transport-clock", choices=["wall", "cpu"], default="cpu",
                     help="with --transport measured: the transport loops' wall time per batch, or their CPU time "
@@ -1976,7 +1977,8 @@ def main(argv=None) -> int:
         "unpinned_loop_note": (
             f"{sum(1 for c in cases if (c.get('convert') or {}).get('unpinned_loop'))} unpinned case(s) with the copy and "
             "release that host_beside_loader timed beside a live DataLoader in the same call (ResNet-50 steps, harness "
-            "since run 18; `--unpinned-loop beside-loader`), the others calibrate's fresh-mapping figures"
+            "since run 18; every unpinned case with workers since run 21's plan; `--unpinned-loop beside-loader`), the "
+            "others calibrate's fresh-mapping figures"
             if a.transport == "measured" and getattr(a, "unpinned_loop", "beside-loader") == "beside-loader"
             else "calibrate's fresh-mapping copy and release (`--unpinned-loop calibrated`)"),
         "host_note": {"alone-median": "the median of every window the call timed the loop alone (the step component's; "

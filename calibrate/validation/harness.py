@@ -1809,16 +1809,20 @@ class Harness:
         comps["load"] = self.comp_load(kind)
         comps["collate"] = self.comp_collate(kind, bs)
         comps["step"] = self.comp_step(k["step"], kind, bs)
-        if nw > 0 and comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]:
+        heavy = comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]
+        if nw > 0 and heavy:
             try:                                   # a host-heavy loop (ResNet-50): does the CPU slow it?
                 comps["host_under_load"] = self.comp_host_under_load(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_under_load"] = {"error": f"{e.__class__.__name__}: {e}"}
-            try:                                   # ... or the pin thread beside it (run 15, finding 5)?
+        if nw > 0 and (heavy or not k["pin_memory"]):
+            # the loop beside a live loader (run 15, finding 5), and since run 21's plan for every unpinned case: its
+            # copy and release there are convert's input (unpinned_loop_beside_loader); run 20's unpinned mm:5
+            # cases, which had no window, paid them about 20% dearer in situ than calibrate's (finding 7)
+            try:
                 comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
-        heavy = comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]
         light_key = f"{k['step']}/{kind}/b{bs}/w{nw}"
         light_done = self.doc["components"].get("host_beside_pin_parts", {})
         if nw > 0 and (heavy or (k["pin_memory"] and (light_key in light_done or not self._light_pin_parts))):
