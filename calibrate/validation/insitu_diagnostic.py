@@ -26,37 +26,29 @@ import convert  # noqa: E402
 
 def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
     """The case's scenario as the generated table builds it (convert.table_case_inputs), and its profile as the
-    table builds it but with an unpinned case's copy and drop its own, and the main side's drift the case's own: the pin thread's CPU per batch in situ over
-    the transport component's, in place of the probes' (convert.main_side_drift reads the probes; a copy of
-    the case whose probes carry the in-situ figure, all else theirs, gives it that ratio). The workers' wander
-    stays the table's (the probes'), unless --wander case replaces it below."""
+    table builds it from a copy of the case that carries the case's own figures where convert reads measurements
+    taken beside it: an unpinned case's `.to()` and drop (harness since run 20) as its beside-loader window, a
+    pinned case's pin thread CPU per batch in situ as its probes' (convert.main_side_drift). The rest, the workers'
+    wander from the probes included, stays the table's (--wander case replaces the wander below)."""
     scen, prof = convert.table_case_inputs(json.loads(json.dumps(case)), doc, profile, cpu_curve, duty_tau_s)
-    prof = prof or profile
-    ins, m = case["measured"]["in_situ"], case["measured"]
-    copy_s, release_s = (convert.positive_mean(m.get(k)) for k in ("copy_call_s", "release_s"))
-    if not case["knobs"].get("pin_memory") and int(case["knobs"]["num_workers"]) > 0 and copy_s and release_s:
-        # an unpinned case's copy and drop as its own loop timed them (harness since run 20), read as convert reads
-        # the beside-loader window: a copy of the case whose window holds the in-situ figures
-        mirror = json.loads(json.dumps(case))
-        mirror["components"]["host_beside_loader"] = {
-            "workers": int(case["knobs"]["num_workers"]), "unpinned_case_like_copy_s": copy_s,
+    k, m = case["knobs"], case["measured"]
+    mirror = json.loads(json.dumps(case))
+    comp = mirror["components"]
+    copy_s, release_s = (convert.positive_mean(m.get(key)) for key in ("copy_call_s", "release_s"))
+    pin_cpu_s = m["in_situ"].get("pin_thread_cpu_s_per_batch")
+    if not k.get("pin_memory") and int(k["num_workers"]) > 0 and copy_s and release_s:
+        comp["host_beside_loader"] = {
+            "workers": int(k["num_workers"]), "unpinned_case_like_copy_s": copy_s,
             "unpinned_case_like_release_s": release_s,
             "unpinned_case_like_host_s": max(1e-6, float(m["loop_host_s"]["mean"]) - copy_s)}
-        _, own = convert.table_case_inputs(mirror, doc, profile, cpu_curve, duty_tau_s)
-        if own is not None:
-            prof = own
-    if case["knobs"].get("pin_memory") and ins.get("pin_thread_cpu_s_per_batch"):
-        mirror = json.loads(json.dumps(case))
-        comp = mirror["components"]
+    elif k.get("pin_memory") and pin_cpu_s:
         for name in ("probe", "probe_after"):
             if (comp.get(name) or {}).get("pin_thread_cpu_s_per_batch"):
-                comp[name]["pin_thread_cpu_s_per_batch"] = ins["pin_thread_cpu_s_per_batch"]
-        _, own = convert.table_case_inputs(mirror, doc, profile, cpu_curve, duty_tau_s)
-        if own is not None:
-            cpu = dict((own.get("cpu") or {}), **{k: v for k, v in (prof.get("cpu") or {}).items()
-                                                   if k in ("core_speed_cv", "core_speed_correlation_s")})
-            prof = dict(own, cpu=cpu)
-    return scen, prof
+                comp[name]["pin_thread_cpu_s_per_batch"] = pin_cpu_s
+    else:
+        return scen, prof or profile
+    _, own = convert.table_case_inputs(mirror, doc, profile, cpu_curve, duty_tau_s)
+    return scen, own or prof or profile
 
 
 def main() -> int:
