@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <latch>
 #include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -226,6 +227,10 @@ struct BufferedRead {
   std::size_t bytes = 0, file_bytes = 0, files = 0;
   double cold_s = 0, cold_cpu_s = 0, warm_s = 0, warm_cpu_s = 0;
   std::vector<ConcurrentColdRead> concurrent;  // since validation run 16: 2, 4, 8 threads where files allow
+  // Until validation run 21 `concurrent` read the files in the order they were written, thread j taking files j,
+  // j+N, ...: the threads walk the disk side by side. A DataLoader's workers read a shuffled sampler's files; since
+  // the seventeenth session `concurrent` reads them in a shuffled order and this keeps the written order beside it.
+  std::vector<ConcurrentColdRead> concurrent_in_order;
 };
 
 // Reads every file whole (open, read() until EOF, close) through the page cache; adds to wall and
@@ -256,6 +261,20 @@ std::string drop_from_page_cache(const std::vector<std::filesystem::path>& files
     posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   }
   return "";
+}
+
+// One thread's wait rate in a concurrent cold read: its share of the bytes over the wall less its share of the CPU
+// (0 when the CPU covers the wall: nothing waited for).
+double per_thread_wait_bytes_per_s(const ConcurrentColdRead& c) {
+  const double wait_s = c.wall_s - c.cpu_s / c.threads;
+  return wait_s > 0.0 ? static_cast<double>(c.bytes) / c.threads / wait_s : 0.0;
+}
+
+// The files in a fixed pseudo-random order (the same on every run): how a shuffled sampler hands them to workers.
+std::vector<std::filesystem::path> shuffled_order(std::vector<std::filesystem::path> files) {
+  std::mt19937_64 rng(20261130);
+  std::shuffle(files.begin(), files.end(), rng);
+  return files;
 }
 
 // `threads` threads read `files` cold, thread j every threads-th file from j; out gets the wall from their
@@ -308,11 +327,15 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
   std::size_t warm_bytes = 0;
   if (std::string err = read_files_whole(files, buf, out.cold_s, out.cold_cpu_s, out.bytes); !err.empty()) return err;
   if (std::string err = read_files_whole(files, buf, out.warm_s, out.warm_cpu_s, warm_bytes); !err.empty()) return err;
+  const std::vector<std::filesystem::path> shuffled = shuffled_order(files);
   for (int threads : concurrent_threads) {
     if (static_cast<std::size_t>(threads) * 4 > count) break;  // at least 4 files a thread
     ConcurrentColdRead c;
-    if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, c); !err.empty()) return err;
+    if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, c); !err.empty()) return err;
     out.concurrent.push_back(c);
+    ConcurrentColdRead in_order;
+    if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, in_order); !err.empty()) return err;
+    out.concurrent_in_order.push_back(in_order);
   }
   return "";
 }
@@ -469,16 +492,19 @@ SectionOutcome run_storage(const RunContext& ctx) {
                    b.bytes / b.cold_s / 1e6, b.cold_cpu_s, b.warm_cpu_s, stream_read_bytes_per_s / 1e6,
                    buffered_read_cpu_s_per_byte * 1e9));
       // Each reader's wait rate by reader count: the simulator's storage.stream_read_vs_readers (docs/model.md).
-      nlohmann::json concurrent = nlohmann::json::array();
-      for (const auto& c : b.concurrent) {
-        const double per_thread_wait_s = c.wall_s - c.cpu_s / c.threads;
+      nlohmann::json concurrent = nlohmann::json::array(), in_order = nlohmann::json::array();
+      for (std::size_t i = 0; i < b.concurrent.size(); ++i) {
+        const ConcurrentColdRead& c = b.concurrent[i];
         concurrent.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s}});
-        ctx.log(strf("storage: the same files read cold by %d threads at once: %.1f MB/s in all (CPU %.3f s); each "
-                     "thread waits at %.1f MB/s (one alone: %.1f)", c.threads, c.bytes / c.wall_s / 1e6, c.cpu_s,
-                     per_thread_wait_s > 0 ? c.bytes / c.threads / per_thread_wait_s / 1e6 : 0.0,
-                     stream_read_bytes_per_s / 1e6));
+        const ConcurrentColdRead& o = b.concurrent_in_order.at(i);  // measured in pairs
+        in_order.push_back({{"threads", o.threads}, {"bytes", o.bytes}, {"wall_s", o.wall_s}, {"cpu_s", o.cpu_s}});
+        ctx.log(strf("storage: the same files read cold by %d threads at once, in a shuffled order: %.1f MB/s in all "
+                     "(CPU %.3f s); each thread waits at %.1f MB/s (one alone: %.1f; in the written order: %.1f)",
+                     c.threads, c.bytes / c.wall_s / 1e6, c.cpu_s, per_thread_wait_bytes_per_s(c) / 1e6,
+                     stream_read_bytes_per_s / 1e6, per_thread_wait_bytes_per_s(o) / 1e6));
       }
       buffered["concurrent"] = concurrent;
+      buffered["concurrent_in_order"] = in_order;
     } else {
       report.notes.push_back("buffered cold read not used: it took no longer than its CPU time (cached?)");
     }
