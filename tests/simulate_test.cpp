@@ -96,13 +96,16 @@ TEST(Simulate, StorageBoundPipelineRunsAtTheDeviceRate) {
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 800.0, 800.0 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "storage");
-  // Variable decode times break the lockstep: the device is kept busy, near 1,000 samples/s.
+  // Variable decode times break the lockstep: the device is kept busy, near 1,000 samples/s. The window can hold
+  // at most the device's rate plus what was read before it opened: the 16 batches in flight (8 workers x
+  // prefetch 2) over its ~1,980 batches, 0.8% (measured: 1,000.95 with a SimGrid disk, 1,001.43 with the
+  // storage host).
   s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 1.0}};
   s["loader"]["num_workers"] = 8;
   s["training"]["steps"] = 2000;
   r = simulate(s);
   EXPECT_GT(samples_per_s(r), 900.0);
-  EXPECT_LE(samples_per_s(r), 1000.0 * 1.001);
+  EXPECT_LE(samples_per_s(r), 1000.0 * (1.0 + 16.0 / 1980.0));
   EXPECT_EQ(r["bottleneck"]["stage"], "storage");
 }
 
