@@ -231,12 +231,17 @@ struct BufferedRead {
   // j+N, ...: the threads walk the disk side by side. A DataLoader's workers read a shuffled sampler's files; since
   // the seventeenth session `concurrent` reads them in a shuffled order and this keeps the written order beside it.
   std::vector<ConcurrentColdRead> concurrent_in_order;
+  // The shuffled reads again with each thread spending work_s_per_file of CPU after each file (the one-thread cold
+  // read's time per file: readers that wait about half their time, as run 21's cold tensor workers did): does the
+  // device serve interleaved readers at the rate the counts above give? A diagnostic, not a model input.
+  std::vector<ConcurrentColdRead> concurrent_with_work;
+  double work_s_per_file = 0;
 };
 
 // Reads every file whole (open, read() until EOF, close) through the page cache; adds to wall and
 // CPU seconds. Returns "" or what failed.
 std::string read_files_whole(const std::vector<std::filesystem::path>& files, std::vector<char>& buf, double& wall_s,
-                             double& cpu_s, std::size_t& bytes) {
+                             double& cpu_s, std::size_t& bytes, double work_s_per_file = 0.0) {
   const double t0 = now_s(), c0 = thread_cpu_s();
   for (const auto& f : files) {
     Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
@@ -246,6 +251,9 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
       if (n < 0) return "read " + f.string() + ": " + std::strerror(errno);
       if (n == 0) break;
       bytes += static_cast<std::size_t>(n);
+    }
+    // A DataLoader worker decodes between two reads: spin on this thread's CPU clock for that long.
+    for (const double until = thread_cpu_s() + work_s_per_file; work_s_per_file > 0.0 && thread_cpu_s() < until;) {
     }
   }
   cpu_s += thread_cpu_s() - c0;
@@ -280,7 +288,7 @@ std::vector<std::filesystem::path> shuffled_order(std::vector<std::filesystem::p
 // `threads` threads read `files` cold, thread j every threads-th file from j; out gets the wall from their
 // common start to the last one's end and their CPU summed.
 std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& files, std::size_t file_bytes,
-                                      int threads, ConcurrentColdRead& out) {
+                                      int threads, ConcurrentColdRead& out, double work_s_per_file = 0.0) {
   if (std::string err = drop_from_page_cache(files); !err.empty()) return err;
   std::vector<std::vector<std::filesystem::path>> shares(static_cast<std::size_t>(threads));
   for (std::size_t i = 0; i < files.size(); ++i) shares[i % shares.size()].push_back(files[i]);
@@ -295,7 +303,7 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
       pool.emplace_back([&, j] {
         std::vector<char> buf(file_bytes);
         start.arrive_and_wait();
-        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j]);
+        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file);
       });
     t0 = now_s();
     start.arrive_and_wait();
@@ -336,6 +344,14 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
     ConcurrentColdRead in_order;
     if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, in_order); !err.empty()) return err;
     out.concurrent_in_order.push_back(in_order);
+  }
+  out.work_s_per_file = out.cold_s / static_cast<double>(count);
+  for (const ConcurrentColdRead& c : out.concurrent) {
+    ConcurrentColdRead with_work;
+    if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, c.threads, with_work, out.work_s_per_file);
+        !err.empty())
+      return err;
+    out.concurrent_with_work.push_back(with_work);
   }
   return "";
 }
@@ -505,6 +521,15 @@ SectionOutcome run_storage(const RunContext& ctx) {
       }
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;
+      nlohmann::json with_work = nlohmann::json::array();
+      for (const ConcurrentColdRead& c : b.concurrent_with_work) {
+        with_work.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s},
+                             {"work_s_per_file", b.work_s_per_file}});
+        // the busy-loop's CPU is in cpu_s: the wait left is the device's
+        ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
+                     c.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(c) / 1e6));
+      }
+      buffered["concurrent_with_work"] = with_work;
     } else {
       report.notes.push_back("buffered cold read not used: it took no longer than its CPU time (cached?)");
     }

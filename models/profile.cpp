@@ -161,7 +161,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
               {threads, bytes / threads / wait_s / p.storage.stream_read_bytes_per_s});
       }
       if (p.storage.stream_read_vs_readers.size() < 2) p.storage.stream_read_vs_readers.clear();
-      b.raw("concurrent_in_order");  // the written order beside the shuffled one (seventeenth session): not an input
+      b.raw("concurrent_in_order");   // the written order beside the shuffled one (seventeenth session): not an input
+      b.raw("concurrent_with_work");  // readers with CPU work between files (seventeenth session): not an input
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {

@@ -190,13 +190,15 @@ TEST(Profile, ConcurrentColdReadsBecomeEachReadersShare) {
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
-// The written-order reads calibrate keeps beside the shuffled ones (since the seventeenth session) are read and
-// ignored: the curve comes from `concurrent` alone (here 0.5 at 2 threads, as above, whatever the other says).
+// The written-order reads and the reads with CPU work between files that calibrate keeps beside the shuffled ones
+// (since the seventeenth session) are read and ignored: the curve comes from `concurrent` alone (here 0.5 at 2
+// threads, as above, whatever the others say).
 TEST(Profile, TheWrittenOrderConcurrentReadsAreNotAnInput) {
   const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
       "storage": {"stream_read_bytes_per_s": 1.6e9, "buffered_read": {
         "concurrent": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.11, "cpu_s": 0.02}],
-        "concurrent_in_order": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.06, "cpu_s": 0.02}]}}})");
+        "concurrent_in_order": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.06, "cpu_s": 0.02}],
+        "concurrent_with_work": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.5, "cpu_s": 0.3, "work_s_per_file": 1e-3}]}}})");
   const Profile p = parse_profile(doc, "p.json", nullptr);
   ASSERT_EQ(p.storage.stream_read_vs_readers.size(), 2u);
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
