@@ -238,6 +238,14 @@ struct BufferedRead {
   double work_s_per_file = 0;
 };
 
+// Keeps this thread on its core for `s` seconds of its own CPU time (nothing for s <= 0).
+void spin_cpu_s(double s) {
+  if (s <= 0.0) return;
+  const double until = thread_cpu_s() + s;
+  while (thread_cpu_s() < until) {
+  }
+}
+
 // Reads every file whole (open, read() until EOF, close) through the page cache; adds to wall and
 // CPU seconds. Returns "" or what failed.
 std::string read_files_whole(const std::vector<std::filesystem::path>& files, std::vector<char>& buf, double& wall_s,
@@ -252,9 +260,7 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
       if (n == 0) break;
       bytes += static_cast<std::size_t>(n);
     }
-    // A DataLoader worker decodes between two reads: spin on this thread's CPU clock for that long.
-    for (const double until = thread_cpu_s() + work_s_per_file; work_s_per_file > 0.0 && thread_cpu_s() < until;) {
-    }
+    spin_cpu_s(work_s_per_file);  // a DataLoader worker decodes between two reads
   }
   cpu_s += thread_cpu_s() - c0;
   wall_s += now_s() - t0;
