@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gzip
 import json
 import math
 import os
@@ -278,13 +279,23 @@ def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str,
     return _step_curve(call_components, profile, rc.get("step") or "", rc)
 
 
+def read_json(path: str) -> Any:
+    """A JSON file, or where `path` is absent its gzip copy `path`.gz: older calls' cases.json are kept compressed
+    (the working tree that travels to the device is limited to 64 MiB; since the seventeenth session)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        with gzip.open(path + ".gz", "rt") as f:
+            return json.load(f)
+    with open(path) as f:
+        return json.load(f)
+
+
 def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any], List[Dict[str, float]]]]:
     """(folder, cases.json, profile.json, the profile's cpu curve) of each device call's result folder, for the
     diagnostics that rebuild its cases as convert does."""
     out = []
     for d in results_dirs:
-        doc = json.load(open(os.path.join(d, "cases.json")))
-        profile = json.load(open(os.path.join(d, "profile.json")))
+        doc = read_json(os.path.join(d, "cases.json"))
+        profile = read_json(os.path.join(d, "profile.json"))
         out.append((d, doc, profile, (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []))
     return out
 
@@ -1871,7 +1882,7 @@ def main(argv=None) -> int:
     runs = []
     for i, cp in enumerate(a.cases):
         try:
-            doc = json.load(open(cp))
+            doc = read_json(cp)
         except (OSError, json.JSONDecodeError) as e:
             print(f"convert: cannot read {cp}: {e}", file=sys.stderr)
             return 2
@@ -1891,7 +1902,7 @@ def main(argv=None) -> int:
         return 2
     # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored
     for r in runs:
-        r["profile_doc"] = json.load(open(r["profile"])) if r["profile"] else None
+        r["profile_doc"] = read_json(r["profile"]) if r["profile"] else None
     duty_tau = (calls_duty_time_constant([(r["doc"].get("components") or {}, r["profile_doc"]) for r in runs])
                 if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else None)
     if duty_tau:

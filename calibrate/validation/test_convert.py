@@ -1227,5 +1227,22 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
 
 
+class ReadJson(unittest.TestCase):
+    """convert.read_json: a call's cases.json, or where it is absent the cases.json.gz older calls are kept as."""
+
+    def test_reads_the_plain_file_and_else_its_gzip_copy(self):
+        import gzip
+        with tempfile.TemporaryDirectory() as d:
+            plain, packed = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+            with open(plain, "w") as f:
+                json.dump({"cases": [1]}, f)
+            with gzip.open(packed + ".gz", "wt") as f:
+                json.dump({"cases": [2]}, f)
+            self.assertEqual(convert.read_json(plain), {"cases": [1]})
+            self.assertEqual(convert.read_json(packed), {"cases": [2]})
+            with self.assertRaises(OSError):
+                convert.read_json(os.path.join(d, "missing.json"))
+
+
 if __name__ == "__main__":
     unittest.main()

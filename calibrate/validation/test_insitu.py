@@ -12,12 +12,13 @@ import insitu_diagnostic as diag  # noqa: E402
 CALL = os.path.join(HERE, "results", "2026-11-30-h200-run20gil")
 
 
-@unittest.skipUnless(os.path.exists(os.path.join(CALL, "cases.json")), "run 20's results not in this checkout")
+@unittest.skipUnless(any(os.path.exists(os.path.join(CALL, f)) for f in ("cases.json", "cases.json.gz")),
+                     "run 20's results not in this checkout")
 class TableBase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.doc = json.load(open(os.path.join(CALL, "cases.json")))
-        cls.profile = json.load(open(os.path.join(CALL, "profile.json")))
+        cls.doc = convert.read_json(os.path.join(CALL, "cases.json"))
+        cls.profile = convert.read_json(os.path.join(CALL, "profile.json"))
         cls.curve = cls.profile["cpu"]["speed_vs_busy_cores"]
 
     def case(self, pinned: bool):

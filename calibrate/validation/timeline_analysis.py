@@ -272,7 +272,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cases", help="harness output with --timeline")
     a = ap.parse_args(argv)
-    doc = json.load(open(a.cases))
+    import convert  # noqa: E402 (read_json: a call's cases.json or its .gz; not at the top: the harness imports this file)
+    doc = convert.read_json(a.cases)
     rows: List[str] = []
     for c in doc.get("cases") or []:
         tl = (c.get("measured") or {}).get("timeline")
