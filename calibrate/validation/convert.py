@@ -55,7 +55,7 @@ MIN_SIM_STEPS = 200
 # diagnostics that predict a case as the table does (table_case_inputs)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
-                                   transport_clock="cpu", host_from="probe-bracket")
+                                   transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -1162,6 +1162,25 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Optional[Dict[str, Any]]) -> Optional[float]:
+    """A cold case's wait per file beyond its bytes at the one-reader stream rate: the `load_cold` component (one
+    process loading the dataset's own files cold, as a user can time it) less its CPU, less the mean file's bytes at
+    calibrate's stream rate; at least the profile's per-request latency (fio's random 4 KiB reads). The scenario's
+    storage.read_latency_s, paid once a file. Run 21 (finding 7): calibrate reads 640 KiB files only, so a small
+    file's fixed cost (open, metadata, its first request) is not in its figures: the 93 KB JPEGs waited 0.08-0.34 ms
+    a file alone against 0.025-0.039 ms of fio latency. None for a warm case or without the component or the rate."""
+    if (case.get("knobs") or {}).get("storage") != "cold":
+        return None
+    lc = (case.get("components") or {}).get("load_cold") or {}
+    storage = (profile or {}).get("storage") or {}
+    stream = float(storage.get("stream_read_bytes_per_s") or 0.0)
+    wall, cpu = lc.get("mean"), lc.get("cpu_s_per_sample")
+    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)) or stream <= 0 or file_bytes <= 0:
+        return None
+    floor = float(storage.get("read_latency_s") or 0.0)
+    return max(floor, wall - cpu - file_bytes / stream)
+
+
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
                 duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
@@ -1174,6 +1193,13 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
                         host_from=getattr(a, "host_from", "probe-bracket"))
+    if getattr(a, "cold_latency", "load-cold") == "load-cold":
+        ds = scen["dataset"]
+        file_bytes = positive_mean(ds.get("sample_bytes")) or positive_mean(ds.get("item_bytes")) or 0.0
+        latency = cold_read_latency_s(c, file_bytes, run_profile)
+        if latency is not None:
+            scen["storage"]["read_latency_s"] = round(latency, 9)
+            c.setdefault("convert", {})["cold_read_latency_s"] = latency
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -1837,6 +1863,11 @@ def main(argv=None) -> int:
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
                          "or host_under_load's loop beside as many spinning processes as the case has workers, "
                          "brought back to one idle core (loaded) (default %(default)s)")
+    ap.add_argument("--cold-latency", choices=["load-cold", "profile"], default="load-cold",
+                    help="a cold case's wait per file beyond its bytes at the stream rate: from the load_cold "
+                         "component (one process loading the dataset's files cold, less its CPU and its bytes at "
+                         "calibrate's stream rate; default since run 21's finding 7), or the profile's per-request "
+                         "latency alone (until then)")
     ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
                     help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
                          "host_beside_loader timed them beside a live DataLoader where the call has that window "

@@ -1244,5 +1244,33 @@ class ReadJson(unittest.TestCase):
                 convert.read_json(os.path.join(d, "missing.json"))
 
 
+
+class ColdReadLatency(unittest.TestCase):
+    """A cold case's wait per file from load_cold: 0.50 ms a file cold alone, 0.30 ms of it CPU, and 100 kB at a
+    1e9 B/s stream rate (0.10 ms): 0.10 ms a file beyond its bytes, above fio's 0.025 ms."""
+
+    def case(self, storage="cold", wall=0.0005, cpu=0.0003):
+        c = make_case("c", "storage_image", 1000, 0.05, 0.06, storage=storage)
+        c["components"]["load_cold"] = {"mean": wall, "cpu_s_per_sample": cpu}
+        return c
+
+    PROFILE = {"storage": {"stream_read_bytes_per_s": 1e9, "read_latency_s": 2.5e-5}}
+
+    def test_the_wait_beyond_the_bytes_at_the_stream_rate(self):
+        self.assertAlmostEqual(convert.cold_read_latency_s(self.case(), 1e5, self.PROFILE), 1e-4, places=12)
+
+    def test_never_below_one_requests_latency(self):
+        # 0.15 ms of wall, 0.10 of CPU: 0.05 ms of wait is less than the bytes' 0.10 ms: fio's latency stays
+        self.assertAlmostEqual(convert.cold_read_latency_s(self.case(wall=0.00015, cpu=0.0001), 1e5, self.PROFILE),
+                               2.5e-5, places=12)
+
+    def test_none_when_warm_or_unmeasured(self):
+        self.assertIsNone(convert.cold_read_latency_s(self.case(storage="warm"), 1e5, self.PROFILE))
+        self.assertIsNone(convert.cold_read_latency_s(self.case(), 1e5, {"storage": {}}))
+        c = self.case()
+        del c["components"]["load_cold"]
+        self.assertIsNone(convert.cold_read_latency_s(c, 1e5, self.PROFILE))
+
+
 if __name__ == "__main__":
     unittest.main()
