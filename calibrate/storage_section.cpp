@@ -236,7 +236,14 @@ struct BufferedRead {
   // device serve interleaved readers at the rate the counts above give? A diagnostic, not a model input.
   std::vector<ConcurrentColdRead> concurrent_with_work;
   double work_s_per_file = 0;
+  // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
+  // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
+  // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
+  std::size_t small_files = 0, small_file_bytes = 0, small_bytes = 0;
+  double small_cold_s = 0, small_cold_cpu_s = 0;
 };
+
+constexpr std::size_t kSmallFileBytes = 64u << 10;
 
 // Keeps this thread on its core for `s` seconds of its own CPU time (nothing for s <= 0).
 void spin_cpu_s(double s) {
@@ -282,6 +289,15 @@ std::string drop_from_page_cache(const std::vector<std::filesystem::path>& files
 double per_thread_wait_bytes_per_s(const ConcurrentColdRead& c) {
   const double wait_s = c.wall_s - c.cpu_s / c.threads;
   return wait_s > 0.0 ? static_cast<double>(c.bytes) / c.threads / wait_s : 0.0;
+}
+
+// A small file's fixed cost read cold: its wait (wall less CPU, a file) beyond its bytes at the one-reader stream
+// rate, never below 0 (the simulator pays it once a file, as storage.read_latency_s).
+double cold_file_fixed_s(const BufferedRead& b, double stream_bytes_per_s) {
+  const double files = static_cast<double>(b.small_files);
+  const double wait_s = (b.small_cold_s - b.small_cold_cpu_s) / files;
+  const double bytes_s = stream_bytes_per_s > 0.0 ? static_cast<double>(b.small_bytes) / files / stream_bytes_per_s : 0.0;
+  return std::max(0.0, wait_s - bytes_s);
 }
 
 // The files in a fixed pseudo-random order (the same on every run): how a shuffled sampler hands them to workers.
@@ -351,6 +367,20 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
     if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, in_order); !err.empty()) return err;
     out.concurrent_in_order.push_back(in_order);
   }
+  std::vector<std::filesystem::path> small;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string name = std::to_string(i);
+    small.push_back(dir / name.insert(0, "small"));
+    if (std::string err = write_test_file(small.back(), kSmallFileBytes); !err.empty()) return err;
+  }
+  if (std::string err = drop_from_page_cache(small); !err.empty()) return err;
+  out.small_files = count;
+  out.small_file_bytes = kSmallFileBytes;
+  // in a shuffled order, as a shuffled sampler reads them (a file's metadata is then not its neighbour's)
+  if (std::string err =
+          read_files_whole(shuffled_order(small), buf, out.small_cold_s, out.small_cold_cpu_s, out.small_bytes);
+      !err.empty())
+    return err;
   out.work_s_per_file = out.cold_s / static_cast<double>(count);
   for (const ConcurrentColdRead& c : out.concurrent) {
     ConcurrentColdRead with_work;
@@ -484,7 +514,7 @@ SectionOutcome run_storage(const RunContext& ctx) {
   // One worker's view: many small files read whole through the page cache, cold then warm (only
   // where the page cache can be dropped, that is where O_DIRECT worked: not on tmpfs).
   nlohmann::json buffered = nullptr;
-  double stream_read_bytes_per_s = 0.0, buffered_read_cpu_s_per_byte = 0.0;
+  double stream_read_bytes_per_s = 0.0, buffered_read_cpu_s_per_byte = 0.0, cold_file_latency_s = 0.0;
   if (direct && !ctx.interrupted()) {
     const std::filesystem::path small_dir = dir / ("pipeplan-storage-files." + std::to_string(::getpid()));
     struct RemoveTree {  // the files and their folder go, whatever way the measurement ends
@@ -536,6 +566,15 @@ SectionOutcome run_storage(const RunContext& ctx) {
                      c.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(c) / 1e6));
       }
       buffered["concurrent_with_work"] = with_work;
+      if (b.small_files > 0 && b.small_bytes > 0) {
+        cold_file_latency_s = cold_file_fixed_s(b, stream_read_bytes_per_s);
+        buffered["small_files"] = {{"files", b.small_files}, {"file_bytes", b.small_file_bytes},
+                                   {"cold_s", b.small_cold_s}, {"cold_cpu_s", b.small_cold_cpu_s}};
+        ctx.log(strf("storage: %zu files of %zu KiB read whole cold, one thread: %.3f ms a file of which %.3f CPU; "
+                     "%.3f ms beyond its bytes at the stream rate -> cold_file_latency_s", b.small_files,
+                     b.small_file_bytes >> 10, b.small_cold_s / b.small_files * 1e3,
+                     b.small_cold_cpu_s / b.small_files * 1e3, cold_file_latency_s * 1e3));
+      }
     } else {
       report.notes.push_back("buffered cold read not used: it took no longer than its CPU time (cached?)");
     }
@@ -553,6 +592,7 @@ SectionOutcome run_storage(const RunContext& ctx) {
     report.profile_keys["storage"]["stream_read_bytes_per_s"] = stream_read_bytes_per_s;
     report.profile_keys["storage"]["buffered_read_cpu_s_per_byte"] = buffered_read_cpu_s_per_byte;
     report.profile_keys["storage"]["buffered_read"] = buffered;
+    if (buffered.contains("small_files")) report.profile_keys["storage"]["cold_file_latency_s"] = cold_file_latency_s;
   }
   return report;
 }

@@ -136,13 +136,16 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.storage.read_bytes_per_s = r.number("read_bytes_per_s", p.storage.read_bytes_per_s, Range::positive());
     p.storage.read_iops = r.number("read_iops", p.storage.read_iops, Range::positive());
     p.storage.read_latency_s = r.number("read_latency_s", p.storage.read_latency_s, Range::between(0, 10));
+    p.storage.cold_file_latency_s =
+        r.number("cold_file_latency_s", p.storage.cold_file_latency_s, Range::between(0, 10));
     p.storage.stream_read_bytes_per_s =
         r.number("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, Range::non_negative());
     p.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", p.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     if (r.has("buffered_read")) {
       ObjectReader b = r.object("buffered_read");
-      for (const char* k : {"bytes", "files", "file_bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s"})
+      for (const char* k : {"bytes", "files", "file_bytes", "read_size", "cold_s", "cold_cpu_s", "warm_s", "warm_cpu_s",
+                            "small_files"})
         b.raw(k);
       // Concurrent cold reads (since run 16): each thread's wait rate, bytes / threads over the wall less its
       // share of the CPU, relative to the one-thread stream rate.

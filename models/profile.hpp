@@ -59,6 +59,10 @@ struct StorageProfile {
   double read_bytes_per_s = 6.0e8;
   double read_iops = 3.0e4;
   double read_latency_s = 1.0e-4;
+  // A small file's fixed cost read cold (open, metadata, its first request) beyond its bytes at the stream rate,
+  // from calibrate's cold read of 64 KiB files (since the seventeenth session; 0: not measured). A scenario's
+  // per-request latency defaults to the larger of this and read_latency_s (validation run 21, finding 7).
+  double cold_file_latency_s = 0.0;
   // A worker reads each file with plain, synchronous reads through the page cache: one read in
   // flight, so it waits for the device at its own pace, and the kernel spends CPU filling the page
   // cache (validation run 9, cold tensor case: 0.81 ms of CPU per 602 KB file cold against 0.62

@@ -172,7 +172,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.page_cache_hit_ratio = r.number("page_cache_hit_ratio", 1.0, Range::unit_interval());
     s.storage.read_bytes_per_s = r.number("read_bytes_per_s", profile.storage.read_bytes_per_s, Range::positive());
     s.storage.read_iops = r.number("read_iops", profile.storage.read_iops, Range::positive());
-    s.storage.read_latency_s = r.number("read_latency_s", profile.storage.read_latency_s, Range::between(0, 10));
+    // a cold file's fixed cost where calibrate measured one (its small files), else fio's per-request latency
+    s.storage.read_latency_s = r.number(
+        "read_latency_s", std::max(profile.storage.read_latency_s, profile.storage.cold_file_latency_s),
+        Range::between(0, 10));
     s.storage.stream_read_bytes_per_s =
         r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::non_negative());
     s.storage.buffered_read_cpu_s_per_byte =

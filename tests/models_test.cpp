@@ -284,6 +284,21 @@ TEST(Overrides, SetCreatesNestedKeysAndParsesJsonValues) {
   EXPECT_THROW(apply_override(doc, "novalue"), InputError);
 }
 
+// A scenario's per-request latency defaults to the larger of fio's random-read latency and calibrate's cold small
+// file's fixed cost (profile storage.cold_file_latency_s, since the seventeenth session); the scenario's own wins.
+TEST(Scenario, ReadLatencyDefaultsToTheLargerOfFioAndAColdFilesFixedCost) {
+  Profile p;
+  p.storage.read_latency_s = 2.5e-5;
+  p.storage.cold_file_latency_s = 3.0e-4;
+  const json base = {{"training", {{"step_s", 0.1}}}};
+  EXPECT_DOUBLE_EQ(parse_scenario(base, "x.json", p).storage.read_latency_s, 3.0e-4);
+  p.storage.cold_file_latency_s = 0.0;  // not measured
+  EXPECT_DOUBLE_EQ(parse_scenario(base, "x.json", p).storage.read_latency_s, 2.5e-5);
+  json own = base;
+  own["storage"] = {{"read_latency_s", 1.0e-3}};
+  EXPECT_DOUBLE_EQ(parse_scenario(own, "x.json", p).storage.read_latency_s, 1.0e-3);
+}
+
 TEST(Scenario, DefaultsFollowPyTorch) {
   Profile p;
   const Scenario s = parse_scenario(json{{"training", {{"step_s", 0.1}}}}, "x.json", p);
