@@ -358,14 +358,18 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
   if (std::string err = read_files_whole(files, buf, out.cold_s, out.cold_cpu_s, out.bytes); !err.empty()) return err;
   if (std::string err = read_files_whole(files, buf, out.warm_s, out.warm_cpu_s, warm_bytes); !err.empty()) return err;
   const std::vector<std::filesystem::path> shuffled = shuffled_order(files);
+  out.work_s_per_file = out.cold_s / static_cast<double>(count);
   for (int threads : concurrent_threads) {
     if (static_cast<std::size_t>(threads) * 4 > count) break;  // at least 4 files a thread
-    ConcurrentColdRead c;
+    ConcurrentColdRead c, in_order, with_work;
     if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, c); !err.empty()) return err;
-    out.concurrent.push_back(c);
-    ConcurrentColdRead in_order;
     if (std::string err = time_concurrent_cold_read(files, file_bytes, threads, in_order); !err.empty()) return err;
+    if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, with_work, out.work_s_per_file);
+        !err.empty())
+      return err;
+    out.concurrent.push_back(c);
     out.concurrent_in_order.push_back(in_order);
+    out.concurrent_with_work.push_back(with_work);
   }
   std::vector<std::filesystem::path> small;
   for (std::size_t i = 0; i < count; ++i) {
@@ -381,14 +385,6 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
           read_files_whole(shuffled_order(small), buf, out.small_cold_s, out.small_cold_cpu_s, out.small_bytes);
       !err.empty())
     return err;
-  out.work_s_per_file = out.cold_s / static_cast<double>(count);
-  for (const ConcurrentColdRead& c : out.concurrent) {
-    ConcurrentColdRead with_work;
-    if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, c.threads, with_work, out.work_s_per_file);
-        !err.empty())
-      return err;
-    out.concurrent_with_work.push_back(with_work);
-  }
   return "";
 }
 
@@ -544,27 +540,24 @@ SectionOutcome run_storage(const RunContext& ctx) {
                    b.bytes / b.cold_s / 1e6, b.cold_cpu_s, b.warm_cpu_s, stream_read_bytes_per_s / 1e6,
                    buffered_read_cpu_s_per_byte * 1e9));
       // Each reader's wait rate by reader count: the simulator's storage.stream_read_vs_readers (docs/model.md).
-      nlohmann::json concurrent = nlohmann::json::array(), in_order = nlohmann::json::array();
-      for (std::size_t i = 0; i < b.concurrent.size(); ++i) {
-        const ConcurrentColdRead& c = b.concurrent[i];
+      nlohmann::json concurrent = nlohmann::json::array(), in_order = nlohmann::json::array(),
+                     with_work = nlohmann::json::array();
+      for (std::size_t i = 0; i < b.concurrent.size(); ++i) {  // the three are measured together per thread count
+        const ConcurrentColdRead &c = b.concurrent[i], &o = b.concurrent_in_order[i], &w = b.concurrent_with_work[i];
         concurrent.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s}});
-        const ConcurrentColdRead& o = b.concurrent_in_order.at(i);  // measured in pairs
         in_order.push_back({{"threads", o.threads}, {"bytes", o.bytes}, {"wall_s", o.wall_s}, {"cpu_s", o.cpu_s}});
+        with_work.push_back({{"threads", w.threads}, {"bytes", w.bytes}, {"wall_s", w.wall_s}, {"cpu_s", w.cpu_s},
+                             {"work_s_per_file", b.work_s_per_file}});
         ctx.log(strf("storage: the same files read cold by %d threads at once, in a shuffled order: %.1f MB/s in all "
                      "(CPU %.3f s); each thread waits at %.1f MB/s (one alone: %.1f; in the written order: %.1f)",
                      c.threads, c.bytes / c.wall_s / 1e6, c.cpu_s, per_thread_wait_bytes_per_s(c) / 1e6,
                      stream_read_bytes_per_s / 1e6, per_thread_wait_bytes_per_s(o) / 1e6));
+        // the spin's CPU is in cpu_s: the wait left is the device's
+        ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
+                     w.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(w) / 1e6));
       }
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;
-      nlohmann::json with_work = nlohmann::json::array();
-      for (const ConcurrentColdRead& c : b.concurrent_with_work) {
-        with_work.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s},
-                             {"work_s_per_file", b.work_s_per_file}});
-        // the busy-loop's CPU is in cpu_s: the wait left is the device's
-        ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
-                     c.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(c) / 1e6));
-      }
       buffered["concurrent_with_work"] = with_work;
       if (b.small_files > 0 && b.small_bytes > 0) {
         cold_file_latency_s = cold_file_fixed_s(b, stream_read_bytes_per_s);
