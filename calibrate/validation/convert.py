@@ -43,6 +43,9 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
+
 TARGETS = {
     "median_abs_throughput_err": 0.05,
     "p90_abs_throughput_err": 0.12,
@@ -1177,8 +1180,7 @@ def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Option
     wall, cpu = lc.get("mean"), lc.get("cpu_s_per_sample")
     if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)) or stream <= 0 or file_bytes <= 0:
         return None
-    floor = float(storage.get("read_latency_s") or 0.0)
-    return max(floor, wall - cpu - file_bytes / stream)
+    return _cold_wait_beyond_bytes_s(wall, cpu, file_bytes, stream, float(storage.get("read_latency_s") or 0.0))
 
 
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],

@@ -176,6 +176,62 @@ def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
     return summarize(times), kept, item_bytes
 
 
+def drop_page_cache(paths: Sequence[str] = (), system_wide: bool = True) -> Dict[str, Any]:
+    """Make files cold: sync, posix_fadvise(DONTNEED) on each of `paths`, and (system_wide) echo 3 > drop_caches,
+    root only, which also drops the cached directory entries and inodes a first open pays for. Returns {"method": what was done, "cold": whether every file the dataset reads is now out of the page
+    cache (drop_caches worked, or every path given was advised out), "files_advised": n}."""
+    os.sync()
+    n = 0
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                n += 1
+            finally:
+                os.close(fd)
+        except Exception:
+            pass
+    method = [f"posix_fadvise(DONTNEED) on {n} files"]
+    dropped = False
+    if system_wide:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+            method.append("echo 3 > /proc/sys/vm/drop_caches")
+            dropped = True
+        except Exception as e:
+            method.append(f"drop_caches not possible: {e.__class__.__name__}")
+    return {"method": "; ".join(method), "cold": dropped or (len(paths) > 0 and n == len(paths)),
+            "files_advised": n}
+
+
+def time_cold(dataset, paths: Sequence[str] = (), n_samples: int = 120, seed: int = 99,
+              max_seconds: Optional[float] = 6.0, system_wide: bool = True) -> Dict[str, Any]:
+    """Time dataset[i] with the page cache dropped first (drop_page_cache), no warm-up, one reader, as the
+    validation harness's `load_cold` component does. Adds cpu_s_per_sample (this thread's user + kernel time over
+    the same calls: a buffered cold read also costs kernel CPU) and how the cache was dropped. Only the first
+    reads of a file are cold: a dataset far smaller than n_samples files reads some warm."""
+    drop = drop_page_cache(paths, system_wide=system_wide)
+    cpu0 = time.thread_time()
+    summ, _, _ = time_getitem(dataset, n_samples=n_samples, warmup=0, seed=seed, max_seconds=max_seconds)
+    summ["cpu_s_per_sample"] = (time.thread_time() - cpu0) / max(summ["n"], 1)
+    summ["method"] = drop["method"]
+    summ["cold"] = drop["cold"]
+    return summ
+
+
+def cold_read_latency_s(wall_s: float, cpu_s: float, file_bytes: float, stream_bytes_per_s: float,
+                        floor_s: float = 0.0) -> Optional[float]:
+    """A file's wait when read cold, beyond its bytes at one reader's stream rate: the scenario's
+    storage.read_latency_s (paid once a file; docs/scenario.md). wall_s, cpu_s: one cold __getitem__'s wall and
+    CPU time; file_bytes: the bytes it reads; stream_bytes_per_s: calibrate's storage.stream_read_bytes_per_s.
+    Never below floor_s (the profile's per-request latency: fio's random 4 KiB reads). None without the inputs."""
+    if stream_bytes_per_s is None or stream_bytes_per_s <= 0 or file_bytes is None or file_bytes <= 0:
+        return None
+    return max(float(floor_s or 0.0), wall_s - cpu_s - file_bytes / stream_bytes_per_s)
+
+
 def default_collate_fn():
     from torch.utils.data import default_collate
     return default_collate
@@ -421,10 +477,14 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
           n_batches: int = 30, seed: int = 0, sample_bytes: Optional[float] = None,
           sample_bytes_fn: Optional[Callable[[int], float]] = None,
           max_seconds: Optional[float] = None, in_worker: bool = True,
-          num_workers: Optional[int] = None) -> Dict[str, Any]:
+          num_workers: Optional[int] = None, cold: bool = False,
+          cold_paths: Sequence[str] = ()) -> Dict[str, Any]:
     """Measure one dataset; return a dict of results (see scenario_fragment). num_workers: the
     job's DataLoader workers; with more than one, the costs are also timed with that many workers
-    loading at once (what the fragment then uses)."""
+    loading at once (what the fragment then uses). cold: also time __getitem__ with the page cache
+    dropped (time_cold; last, so the warm timings above read a warm cache), cold_paths: the files the
+    dataset reads (advised out of the cache without root; their mean size is the sample's bytes read when
+    neither sample_bytes nor sample_bytes_fn says otherwise: one file a sample)."""
     keep = min(n_samples, max(batch_size, 64))
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
                                           keep=keep, max_seconds=max_seconds)
@@ -455,6 +515,12 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
         res["sample_bytes"] = summarize([float(sample_bytes_fn(i)) for i in idx])
     elif sample_bytes is not None:
         res["sample_bytes"] = {"mean": float(sample_bytes), "cv": 0.0}
+    elif cold_paths:
+        sizes = [float(os.path.getsize(p)) for p in cold_paths]
+        res["sample_bytes"] = dict(summarize(sizes), source="mean size of the cold files (one file a sample)")
+    if cold:
+        res["load_cold"] = time_cold(dataset, paths=cold_paths, seed=seed + 99,
+                                   max_seconds=6.0 if max_seconds is None else min(max_seconds, 6.0))
     return res
 
 
@@ -463,8 +529,22 @@ def _dist(mean: float, cv: float) -> Dict[str, Any]:
     return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
 
 
-def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The pipeplan-scenario/1 keys that a probe result fills (merge into a scenario)."""
+def cold_latency_of(res: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> Optional[float]:
+    """storage.read_latency_s from a probe result's cold timing (cold_read_latency_s), with the stream rate and
+    the per-request floor from a pipeplan hardware profile; None without a cold timing, the sample's bytes
+    read or the profile's stream rate."""
+    lc = res.get("load_cold") or {}
+    if not lc.get("cold") or not isinstance(lc.get("mean"), (int, float)) or "sample_bytes" not in res:
+        return None
+    storage = (profile or {}).get("storage") or {}
+    return cold_read_latency_s(lc["mean"], lc["cpu_s_per_sample"], res["sample_bytes"]["mean"],
+                               float(storage.get("stream_read_bytes_per_s") or 0.0),
+                               float(storage.get("read_latency_s") or 0.0))
+
+
+def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The pipeplan-scenario/1 keys that a probe result fills (merge into a scenario). With a cold timing
+    and the machine's profile (pipeplan calibrate), also storage.read_latency_s (cold_latency_of)."""
     # Inside a worker is what a DataLoader worker pays; the spread comes from the single timings.
     w = res.get("in_worker") or {}
     load_mean = w.get("getitem_s") or res["load_s_per_sample"]["mean"]
@@ -484,7 +564,7 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
                                           {"busy_cores": k, "relative_speed": 1.0}]
     if "sample_bytes" in res:
         ds["sample_bytes"] = _dist(res["sample_bytes"]["mean"], res["sample_bytes"].get("cv", 0.0))
-    return {
+    frag: Dict[str, Any] = {
         "dataset": ds,
         "loader": dict({"batch_size": int(res["batch_size"]), "collate_s_per_batch": float(collate_mean)},
                        # timed inside a worker, into shared memory: pipeplan takes it as is (docs/scenario.md)
@@ -492,6 +572,10 @@ def scenario_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
                        **({"worker_s_per_batch": round(float(w["overhead_s_per_batch"]), 6)}
                           if w.get("overhead_s_per_batch") is not None else {})),
     }
+    latency = cold_latency_of(res, profile)
+    if latency is not None:
+        frag["storage"] = {"read_latency_s": round(latency, 9)}
+    return frag
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -551,9 +635,47 @@ def main(argv=None) -> int:
                     help="your DataLoader's num_workers: also time that many workers loading at once (needs torch)")
     ap.add_argument("--no-worker", action="store_true",
                     help="skip the timing inside one DataLoader worker (needs torch; used for the fragment when present)")
+    ap.add_argument("--cold", action="store_true",
+                    help="also time __getitem__ cold (page cache dropped: root, or --cold-files) and, with --profile, "
+                         "write storage.read_latency_s")
+    ap.add_argument("--cold-files", nargs="+", default=None, metavar="PATH_OR_GLOB",
+                    help="the files your dataset reads (paths, or quoted globs with ** allowed): advised out of the "
+                         "page cache without root; their mean size is the bytes a sample reads unless --sample-bytes "
+                         "says otherwise")
+    ap.add_argument("--profile", default=None,
+                    help="pipeplan calibrate's hardware profile (JSON): its storage stream rate turns the cold "
+                         "timing into storage.read_latency_s")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
     a = ap.parse_args(argv)
+    cold_paths: List[str] = []
+    profile = None
+    if a.cold_files:
+        import glob
+        for spec in a.cold_files:
+            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+            if not found:
+                print(f"pipeplan_probe: --cold-files {spec!r}: no files match; expected the dataset's files "
+                      f"(paths or globs)", file=sys.stderr)
+                return 2
+            cold_paths.extend(found)
+    if a.cold and not cold_paths and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        print("pipeplan_probe: --cold: cannot drop the page cache (/proc/sys/vm/drop_caches is not writable); "
+              "expected root, or --cold-files GLOB naming the dataset's files", file=sys.stderr)
+        return 2
+    if a.profile:
+        try:
+            with open(a.profile) as f:
+                profile = json.load(f)
+            rate = ((profile.get("storage") or {}).get("stream_read_bytes_per_s")
+                    if isinstance(profile, dict) else None)
+        except (OSError, ValueError) as e:
+            print(f"pipeplan_probe: {a.profile}: cannot read the profile: {e}", file=sys.stderr)
+            return 2
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
+            print(f"pipeplan_probe: {a.profile}: $.storage.stream_read_bytes_per_s = {json.dumps(rate)}; expected a "
+                  f"positive number (a profile from pipeplan calibrate)", file=sys.stderr)
+            return 2
     try:
         obj = load_callable(a.dataset)
         ds = obj(*json.loads(a.dataset_args)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
@@ -563,7 +685,8 @@ def main(argv=None) -> int:
         return 2
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
-                max_seconds=a.max_seconds, in_worker=not a.no_worker, num_workers=a.num_workers)
+                max_seconds=a.max_seconds, in_worker=not a.no_worker, num_workers=a.num_workers,
+                cold=a.cold, cold_paths=cold_paths)
     print(_human(res), file=sys.stderr)
     if "in_worker" in res:
         w = res["in_worker"]
@@ -573,11 +696,25 @@ def main(argv=None) -> int:
         w = res["in_workers"]
         print(f"inside {w['workers']} workers at once  __getitem__ {w['getitem_s']*1e3:.3f} ms ({w['samples']} samples): "
               f"the fragment's per-sample cost, with the speed curve relative to it", file=sys.stderr)
-    frag = scenario_fragment(res)
+    if "load_cold" in res:
+        lc = res["load_cold"]
+        print(f"cold __getitem__        {lc['mean']*1e3:.3f} ms (CPU {lc['cpu_s_per_sample']*1e3:.3f} ms, n={lc['n']}) "
+              f"after {lc['method']}", file=sys.stderr)
+        latency = cold_latency_of(res, profile)
+        if latency is not None:
+            print(f"cold wait per file     {latency*1e3:.3f} ms beyond its bytes at the stream rate: "
+                  f"storage.read_latency_s", file=sys.stderr)
+        else:
+            print("cold wait per file     not written: it needs --profile and the bytes a sample reads "
+                  "(--sample-bytes or --cold-files)", file=sys.stderr)
+    frag = scenario_fragment(res, profile)
     text = json.dumps(frag, indent=2)
     if a.out:
-        with open(a.out, "w") as f:
+        # whole or not at all: a killed probe leaves no half-written fragment
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
             f.write(text + "\n")
+        os.replace(tmp, a.out)
     else:
         print(text)
     if a.raw:

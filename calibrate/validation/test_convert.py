@@ -1272,5 +1272,83 @@ class ColdReadLatency(unittest.TestCase):
         self.assertIsNone(convert.cold_read_latency_s(c, 1e5, self.PROFILE))
 
 
+class ProbeCold(unittest.TestCase):
+    """pipeplan_probe --cold: a sample's cold load turned into storage.read_latency_s as convert does for the
+    validation cases (hand figures as in ColdReadLatency)."""
+
+    PROFILE = {"storage": {"stream_read_bytes_per_s": 1e9, "read_latency_s": 2.5e-5}}
+
+    def res(self, cold=True):
+        return {"num_samples": 1000, "batch_size": 64, "item_bytes_from_batch": 600.0,
+                "load_s_per_sample": {"mean": 0.0035, "cv": 0.2}, "collate_s_per_batch": {"mean": 0.02},
+                "sample_bytes": {"mean": 1e5, "cv": 0.0},
+                "load_cold": {"mean": 0.0005, "cpu_s_per_sample": 0.0003, "cold": cold, "n": 120}}
+
+    def test_fragment_takes_the_wait_beyond_the_bytes(self):
+        # 0.50 ms cold, 0.30 ms of it CPU, 100 kB at 1e9 B/s (0.10 ms): 0.10 ms a file
+        frag = probe.scenario_fragment(self.res(), self.PROFILE)
+        self.assertAlmostEqual(frag["storage"]["read_latency_s"], 1e-4, places=9)
+        self.assertEqual(convert.cold_read_latency_s(
+            {"knobs": {"storage": "cold"}, "components": {"load_cold": self.res()["load_cold"]}}, 1e5, self.PROFILE),
+            probe.cold_read_latency_s(0.0005, 0.0003, 1e5, 1e9, 2.5e-5))     # one formula for both
+
+    def test_no_latency_without_a_profile_a_cold_cache_or_the_bytes(self):
+        self.assertNotIn("storage", probe.scenario_fragment(self.res()))
+        self.assertNotIn("storage", probe.scenario_fragment(self.res(cold=False), self.PROFILE))
+        r = self.res()
+        del r["sample_bytes"]
+        self.assertNotIn("storage", probe.scenario_fragment(r, self.PROFILE))
+
+    def test_timing_files_advised_out_of_the_cache(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i in range(40):
+                paths.append(os.path.join(d, f"{i:03d}.bin"))
+                with open(paths[-1], "wb") as f:
+                    f.write(os.urandom(4096 + 512 * i))
+
+            class Files:
+                def __len__(self):
+                    return len(paths)
+
+                def __getitem__(self, i):
+                    with open(paths[i], "rb") as f:
+                        return f.read()
+            res = probe.probe(Files(), collate_fn=lambda b: b"".join(b), batch_size=4, n_samples=20, n_batches=3,
+                              in_worker=False, cold=False, cold_paths=paths)
+            # one file a sample: the bytes read are the files' mean size, 4096 + 512 * 19.5
+            self.assertAlmostEqual(res["sample_bytes"]["mean"], 4096 + 512 * 19.5)
+            lc = probe.time_cold(Files(), paths=paths, n_samples=30, system_wide=False)
+            self.assertTrue(lc["cold"])
+            self.assertEqual(lc["n"], 30)
+            self.assertIn("posix_fadvise(DONTNEED) on 40 files", lc["method"])
+            self.assertLessEqual(lc["cpu_s_per_sample"], lc["mean"] * 1.05 + 1e-4)   # CPU within the wall
+            lc = probe.time_cold(Files(), paths=[], n_samples=5, system_wide=False)
+            self.assertFalse(lc["cold"])                # nothing was made cold: no latency from it
+
+    def test_cli_refuses_what_it_cannot_use(self):
+        with tempfile.TemporaryDirectory() as d:
+            mod = os.path.join(d, "myds.py")
+            with open(mod, "w") as f:
+                f.write("class DS:\n    def __len__(self): return 50\n"
+                        "    def __getitem__(self, i): return bytes(10)\n"
+                        "def make(): return DS()\n")
+            bad = os.path.join(d, "profile.json")
+            with open(bad, "w") as f:
+                json.dump({"storage": {"stream_read_bytes_per_s": -1}}, f)
+            out = os.path.join(d, "frag.json")
+            cli = [sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset", f"{mod}:make",
+                   "--samples", "30", "--batches", "5", "--no-worker", "--out", out]
+            p = subprocess.run(cli + ["--cold", "--cold-files", os.path.join(d, "*.nomatch")],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no files match", p.stderr)
+            p = subprocess.run(cli + ["--profile", bad], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            self.assertIn("$.storage.stream_read_bytes_per_s = -1", p.stderr)
+            self.assertFalse(os.path.exists(out))       # refused before measuring: nothing written
+
+
 if __name__ == "__main__":
     unittest.main()
