@@ -1165,6 +1165,17 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+def leave_one_out_errors(values: Sequence[float]) -> List[Optional[float]]:
+    """Each measurement predicted by the mean of the others of its setting (same call): |others' mean - x| / x.
+    What a predictor that knew everything but this run's luck would score against single runs: the
+    repeatability ceiling of the ground truth. None where x is not positive or it has no others."""
+    out: List[Optional[float]] = []
+    for i, x in enumerate(values):
+        others = [v for j, v in enumerate(values) if j != i]
+        out.append(abs(sum(others) / len(others) - x) / x if others and x > 0 else None)
+    return out
+
+
 def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Optional[Dict[str, Any]]) -> Optional[float]:
     """A cold case's wait per file beyond its bytes at the one-reader stream rate: the `load_cold` component (one
     process loading the dataset's own files cold, as a user can time it) less its CPU, less the mean file's bytes at
@@ -1447,6 +1458,20 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                                                  if nz is not None and sw_complete else None)
         families[f] = ent
 
+    def _ceiling(loo_thr, loo_p90, own_thr, own_p90) -> Optional[Dict[str, Any]]:
+        lt = [e for e in loo_thr if e is not None]
+        l9 = [e for e in loo_p90 if e is not None]
+        if not lt:
+            return None
+        return {"n": len(lt),
+                "median_abs_throughput_err": median(lt), "p90_abs_throughput_err": percentile(lt, 0.9),
+                "median_abs_step_p90_err": median(l9) if l9 else None,
+                "p90_abs_step_p90_err": percentile(l9, 0.9) if l9 else None,
+                "pipeplan": {"median_abs_throughput_err": median(own_thr),
+                             "p90_abs_throughput_err": percentile(own_thr, 0.9),
+                             "median_abs_step_p90_err": median(own_p90) if own_p90 else None,
+                             "p90_abs_step_p90_err": percentile(own_p90, 0.9) if own_p90 else None}}
+
     def summ(kind: str) -> Dict[str, Any]:
         if kind == "by_hand":
             errs = [abs(r["by_hand"]["err"]) for r in rows if r["by_hand"]["err"] is not None]
@@ -1475,6 +1500,10 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
         # a setting measured more than once: its prediction (an expectation) against the mean of its
         # measurements, a draw each; the p90 step of one draw spreads by 27% median (run 11)
         rep_thr, rep_p90 = [], []
+        loo_thr: List[Optional[float]] = []
+        loo_p90: List[Optional[float]] = []
+        own_thr: List[float] = []
+        own_p90: List[float] = []
 
         def mean_of(xs: List[float]) -> float:
             return sum(xs) / len(xs)
@@ -1487,12 +1516,18 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             m9, p9 = mean_of([r["measured"]["step_p90_s"] for r in gp]), mean_of([r["pipeplan"]["step_p90_s"] for r in gp])
             rep_thr.append(abs(pt - mt) / mt)
             rep_p90.append(abs(p9 - m9) / m9)
+            # the same cases, each predicted by its setting's other repeats, and by pipeplan
+            loo_thr.extend(leave_one_out_errors([r["measured"]["samples_per_s"] for r in gp]))
+            loo_p90.extend(leave_one_out_errors([r["measured"]["step_p90_s"] for r in gp]))
+            own_thr.extend(abs(r["pipeplan"]["err"]) for r in gp)
+            own_p90.extend(abs(r["pipeplan"]["step_p90_err"]) for r in gp)
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
                                       "p90_abs_throughput_err": percentile(rep_thr, 0.9) if rep_thr else None,
                                       "median_abs_step_p90_err": median(rep_p90) if rep_p90 else None,
                                       "max_abs_step_p90_err": max(rep_p90) if rep_p90 else None},
+                "repeats_predicting_each_other": _ceiling(loo_thr, loo_p90, own_thr, own_p90),
                 "n_machine_wide_spells": len(errs) - len(calm),
                 "median_abs_throughput_err_without_spells": median(calm),
                 "p90_abs_throughput_err_without_spells": percentile(calm, 0.9),
@@ -1672,6 +1707,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"measurements: median abs throughput error {_pct(rs['median_abs_throughput_err'], False)} "
                  f"(p90 {_pct(rs.get('p90_abs_throughput_err'), False)}); p90 step "
                  f"time median {_pct(rs['median_abs_step_p90_err'], False)}, max {_pct(rs['max_abs_step_p90_err'], False)} | | | |")
+    ce = p.get("repeats_predicting_each_other") or {}
+    if ce.get("n"):
+        pp = ce["pipeplan"]
+        L.append(f"| (diagnostic) the ground truth's repeatability: the {ce['n']} cases of those settings, each predicted "
+                 f"by the mean of its setting's other repeats in the same call: throughput median "
+                 f"{_pct(ce['median_abs_throughput_err'], False)} / p90 {_pct(ce['p90_abs_throughput_err'], False)}, "
+                 f"p90 step median {_pct(ce['median_abs_step_p90_err'], False)} / p90 "
+                 f"{_pct(ce['p90_abs_step_p90_err'], False)}; pipeplan on the same cases "
+                 f"{_pct(pp['median_abs_throughput_err'], False)} / {_pct(pp['p90_abs_throughput_err'], False)}, "
+                 f"{_pct(pp['median_abs_step_p90_err'], False)} / {_pct(pp['p90_abs_step_p90_err'], False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     L.append(f"| (diagnostic) min tau as a sweep ranks settings (one set of inputs per call and component "

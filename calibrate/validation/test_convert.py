@@ -861,6 +861,14 @@ class EndToEndTest(unittest.TestCase):
             self.assertAlmostEqual(rs["median_abs_throughput_err"], 50 / 1750)
             self.assertAlmostEqual(rs["p90_abs_throughput_err"], 50 / 1750)   # one setting: its own error
             self.assertAlmostEqual(rs["median_abs_step_p90_err"], abs(1.1 * 64 / 1800 - 0.04) / 0.04)
+            # the repeats predicting each other: 1700 for w8 (|1700 - 1800| / 1800), 1800 for w8r (100 / 1700);
+            # pipeplan on those two cases: 0 and 100 / 1700
+            ce = rep["summary"]["pipeplan"]["repeats_predicting_each_other"]
+            self.assertEqual(ce["n"], 2)
+            self.assertAlmostEqual(ce["median_abs_throughput_err"], (100 / 1800 + 100 / 1700) / 2)
+            self.assertAlmostEqual(ce["p90_abs_step_p90_err"], 0.0)
+            self.assertAlmostEqual(ce["pipeplan"]["median_abs_throughput_err"], (0 + 100 / 1700) / 2)
+            self.assertIn("repeatability", open(md).read())
             gn = rep["summary"]["ground_truth_noise"]
             self.assertEqual(gn["settings"], 1)
             self.assertAlmostEqual(gn["max_throughput_spread"], 100 / 1750)
@@ -1243,6 +1251,15 @@ class ReadJson(unittest.TestCase):
             with self.assertRaises(OSError):
                 convert.read_json(os.path.join(d, "missing.json"))
 
+
+
+class LeaveOneOut(unittest.TestCase):
+    def test_each_value_against_the_mean_of_the_others(self):
+        # 100 against (110 + 120) / 2 = 115: 0.15; 110 against 110: 0; 120 against 105: 0.125
+        e = convert.leave_one_out_errors([100.0, 110.0, 120.0])
+        for got, want in zip(e, [0.15, 0.0, 0.125]):
+            self.assertAlmostEqual(got, want)
+        self.assertEqual(convert.leave_one_out_errors([5.0]), [None])
 
 
 class ColdReadLatency(unittest.TestCase):
