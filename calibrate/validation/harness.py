@@ -37,8 +37,8 @@ import warnings
 from typing import List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (cpu_model, insitu_diff, json_default, process_cpu_s, summarize, time_collate, worker_spread,  # noqa: E402
-                            time_getitem, workers_cpu_per_batch, workers_cpu_s)
+from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
+                            time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 
 import numpy as np  # noqa: E402
 
@@ -772,30 +772,6 @@ def warm_files(paths):
         list(ex.map(rd, paths))
 
 
-def drop_cache(paths):
-    """Make the dataset files cold: sync, posix_fadvise(DONTNEED) each, and drop_caches (root)."""
-    os.sync()
-    n = 0
-    for p in paths:
-        try:
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                n += 1
-            finally:
-                os.close(fd)
-        except Exception:
-            pass
-    method = [f"posix_fadvise(DONTNEED) on {n} files"]
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        method.append("echo 3 > /proc/sys/vm/drop_caches")
-    except Exception as e:
-        method.append(f"drop_caches not possible: {e.__class__.__name__}")
-    return "; ".join(method)
-
-
 class Harness:
     def __init__(self, args):
         import torch
@@ -915,15 +891,13 @@ class Harness:
     def comp_load_cold(self, kind):
         c = self.doc["components"]["load_cold"]
         if kind not in c:
-            method = drop_cache(self._paths[kind])
-            n = 60 if self.quick else 120
-            cpu0 = time.thread_time()
-            summ, _, _ = time_getitem(self.datasets[kind], n_samples=n, warmup=0, seed=99,
-                                      max_seconds=6.0)
-            # CPU time of the same calls (user + kernel): a buffered cold read costs CPU in the kernel
-            # beside its wait (run 9, cold tensor case in situ: 0.81 ms CPU against 0.62 warm)
-            summ["cpu_s_per_sample"] = (time.thread_time() - cpu0) / max(summ["n"], 1)
-            summ["method"] = "as load, after " + method + "; cpu_s_per_sample: thread_time over the same calls"
+            # the same timing a user's pipeplan_probe --cold takes; its CPU time (user + kernel) matters: a
+            # buffered cold read costs CPU in the kernel beside its wait (run 9, cold tensor case in situ: 0.81
+            # ms CPU against 0.62 warm)
+            summ = time_cold(self.datasets[kind], paths=self._paths[kind], n_samples=60 if self.quick else 120,
+                             seed=99, max_seconds=6.0)
+            summ["method"] = ("as load, after " + summ["method"]
+                              + "; cpu_s_per_sample: thread_time over the same calls")
             c[kind] = summ
             log(f"component load_cold[{kind}]: {summ['mean']*1e3:.3f} ms/sample (cpu {summ['cpu_s_per_sample']*1e3:.3f}) "
                 f"cv {summ['cv']:.2f} n={summ['n']}")
@@ -1900,7 +1874,7 @@ class Harness:
             if not k.get("in_order", True):
                 dl_kw["in_order"] = False     # TypeError on torch < 2.6: the case fails with it
         if k.get("storage") == "cold":
-            case["cold_method"] = drop_cache(self._paths[kind])
+            case["cold_method"] = drop_page_cache(self._paths[kind])["method"]
         dl = DataLoader(ds, **dl_kw)
 
         nb = k["non_blocking"]
