@@ -1159,6 +1159,17 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len([c for c in base if c["repeat"] == 0]), 3)   # pin, nopin, unordered
 
 
+def write_tiny_dataset_module(d: str) -> str:
+    """A module in d for pipeplan_probe.py's CLI: make() gives 50 samples of 10 bytes, coll joins them."""
+    mod = os.path.join(d, "myds.py")
+    with open(mod, "w") as f:
+        f.write("class DS:\n    def __len__(self): return 50\n"
+                "    def __getitem__(self, i): return bytes(10)\n"
+                "def make(): return DS()\n"
+                "def coll(b): return b''.join(b)\n")
+    return mod
+
+
 class ProbeTest(unittest.TestCase):
     def test_summarize_by_hand(self):
         s = probe.summarize([1.0, 2.0, 3.0, 4.0])
@@ -1216,12 +1227,7 @@ class ProbeTest(unittest.TestCase):
 
     def test_probe_cli(self):
         with tempfile.TemporaryDirectory() as d:
-            mod = os.path.join(d, "myds.py")
-            with open(mod, "w") as f:
-                f.write("class DS:\n    def __len__(self): return 50\n"
-                        "    def __getitem__(self, i): return bytes(10)\n"
-                        "def make(): return DS()\n"
-                        "def coll(b): return b''.join(b)\n")
+            mod = write_tiny_dataset_module(d)
             out = os.path.join(d, "frag.json")
             p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset",
                                 f"{mod}:make", "--collate", f"{mod}:coll", "--batch-size", "4",
@@ -1345,11 +1351,7 @@ class ProbeCold(unittest.TestCase):
 
     def test_cli_refuses_what_it_cannot_use(self):
         with tempfile.TemporaryDirectory() as d:
-            mod = os.path.join(d, "myds.py")
-            with open(mod, "w") as f:
-                f.write("class DS:\n    def __len__(self): return 50\n"
-                        "    def __getitem__(self, i): return bytes(10)\n"
-                        "def make(): return DS()\n")
+            mod = write_tiny_dataset_module(d)
             bad = os.path.join(d, "profile.json")
             with open(bad, "w") as f:
                 json.dump({"storage": {"stream_read_bytes_per_s": -1}}, f)
