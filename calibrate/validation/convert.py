@@ -58,7 +58,8 @@ MIN_SIM_STEPS = 200
 # diagnostics that predict a case as the table does (table_case_inputs)
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
-                                   transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold")
+                                   transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
+                                   cold_probe="after")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -1194,6 +1195,19 @@ def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Option
     return _cold_wait_beyond_bytes_s(wall, cpu, file_bytes, stream, float(storage.get("read_latency_s") or 0.0))
 
 
+def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
+    """The case as scenario_for should see it. how="after" (default): a cold case's loader probe is the one after
+    it, on the re-warmed cache (harness since run 17). how="warm-and-after": the probe the harness takes before a
+    cold case while its dataset is still warm (`probe_warm`, since run 23's plan) stands as its probe before, so
+    the two bracket it as for a warm case (probe_bracket); the probe after read 0.72x the warm sibling's probes over
+    runs 17-22 (validation.md run 22, finding 3). Other cases, or a cold case without a usable probe_warm: as is."""
+    comps = c.get("components") or {}
+    if how != "warm-and-after" or (c.get("knobs") or {}).get("storage") != "cold" \
+            or not (comps.get("probe_warm") or {}).get("getitem_wall_s"):
+        return c
+    return dict(c, components=dict(comps, probe=comps["probe_warm"]))
+
+
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
                 duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
@@ -1203,7 +1217,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     side's transport as the probes around it found it, the workers' wander from the probes). Notes what
     it took from the probes under c["convert"]. a: convert's options (min_steps, gpu_duty, load_curve,
     transport, wander)."""
-    scen = scenario_for(c, machine, a.min_steps, cpu_curve, gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
+    scen = scenario_for(cold_case_probes(c, getattr(a, "cold_probe", "after")), machine, a.min_steps, cpu_curve,
+                        gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
                         host_from=getattr(a, "host_from", "probe-bracket"))
     if getattr(a, "cold_latency", "load-cold") == "load-cold":
@@ -1910,6 +1925,9 @@ def main(argv=None) -> int:
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
                          "or host_under_load's loop beside as many spinning processes as the case has workers, "
                          "brought back to one idle core (loaded) (default %(default)s)")
+    ap.add_argument("--cold-probe", choices=["after", "warm-and-after"], default="after",
+                    help="a cold case's loader probe: the one after it on the re-warmed cache (default), or the mean "
+                         "of it and the harness's probe_warm taken before the case (since run 23's plan)")
     ap.add_argument("--cold-latency", choices=["load-cold", "profile"], default="load-cold",
                     help="a cold case's wait per file beyond its bytes at the stream rate: from the load_cold "
                          "component (one process loading the dataset's files cold, less its CPU and its bytes at "

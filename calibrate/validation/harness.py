@@ -1814,6 +1814,15 @@ class Harness:
             comps["load_scaling"] = self.comp_load_scaling(kind, bs)
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
         if k.get("storage") == "cold":
+            if nw > 0 and not self.quick:
+                # since run 23's plan: the loader probed once more BEFORE the cold case, while the dataset is still
+                # warm (the case drops the page cache right before its DataLoader, so this probe warms nothing it
+                # measures). Its warm decode against the probe after the case, on the re-warmed cache, which read
+                # 0.72x the warm sibling's probes (median, runs 17-22: validation.md run 22, finding 3).
+                try:
+                    comps["probe_warm"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"])
+                except Exception as e:      # never costs the case
+                    comps["probe_warm"] = {"error": f"{e.__class__.__name__}: {e}"}
             comps["load_cold"] = self.comp_load_cold(kind)
         else:
             if (not self.quick and k["pin_memory"] and nw > 0

@@ -1259,6 +1259,30 @@ class ReadJson(unittest.TestCase):
 
 
 
+class ColdCaseProbes(unittest.TestCase):
+    """--cold-probe: which loader probes a cold case's scenario brackets it with."""
+
+    def case(self, storage="cold", warm_probe=True):
+        c = {"knobs": {"storage": storage},
+             "components": {"probe_after": {"workers": 4, "getitem_wall_s": 0.3e-3, "collate_wall_s": 0.02}}}
+        if warm_probe:
+            c["components"]["probe_warm"] = {"workers": 4, "getitem_wall_s": 0.4e-3, "collate_wall_s": 0.024}
+        return c
+
+    def test_warm_and_after_brackets_the_cold_case_like_a_warm_one(self):
+        c = convert.cold_case_probes(self.case(), "warm-and-after")
+        comp = c["components"]
+        p = convert.probe_bracket(comp["probe"], comp["probe_after"])
+        self.assertAlmostEqual(p["getitem_wall_s"], 0.35e-3)        # (0.4 + 0.3) / 2
+        self.assertAlmostEqual(p["collate_wall_s"], 0.022)
+        self.assertNotIn("probe", self.case()["components"])        # the case itself is left as it was
+
+    def test_default_and_other_cases_unchanged(self):
+        for c, how in ((self.case(), "after"), (self.case(storage="warm"), "warm-and-after"),
+                       (self.case(warm_probe=False), "warm-and-after")):
+            self.assertIs(convert.cold_case_probes(c, how), c)
+
+
 class LeaveOneOut(unittest.TestCase):
     def test_each_value_against_the_mean_of_the_others(self):
         # 100 against (110 + 120) / 2 = 115: 0.15; 110 against 110: 0; 120 against 105: 0.125
