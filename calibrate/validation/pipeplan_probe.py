@@ -18,7 +18,10 @@ DataLoader's), they are also timed with K workers loading at once, and the fragm
 per-sample cost at K with dataset.load_speed_vs_busy_cores relative to it: one worker samples one
 core, whose speed on a VM can be 20% off the average of K (validation runs 6 and 7).
 
-and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario.
+and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario. With --cold (root, or
+--cold-files naming the dataset's files) it also times __getitem__ with the page cache dropped, one reader, and with
+--profile (pipeplan calibrate's) writes storage.read_latency_s: a cold file's wait beyond its bytes at the profile's
+one-reader stream rate (cold_read_latency_s; the validation's cold cases take theirs the same way).
 
 Method. Samples are drawn at random (seeded) without replacement; the first few calls are
 a warm-up and are not counted (imports, caches, lazy file handles). Each __getitem__ is
