@@ -651,6 +651,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
     a = ap.parse_args(argv)
+    for flag, path in (("--out", a.out), ("--raw", a.raw)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            print(f"pipeplan_probe: {flag} {path}: its folder does not exist; expected a path in an existing folder",
+                  file=sys.stderr)
+            return 2
     cold_paths: List[str] = []
     profile = None
     if a.cold_files:

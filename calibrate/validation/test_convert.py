@@ -1391,6 +1391,10 @@ class ProbeCold(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1)
             self.assertIn("$.storage.stream_read_bytes_per_s = -1", p.stderr)
             self.assertFalse(os.path.exists(out))       # refused before measuring: nothing written
+            p = subprocess.run(cli[:-1] + [os.path.join(d, "no", "such", "frag.json")], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("--out", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
 
 if __name__ == "__main__":
