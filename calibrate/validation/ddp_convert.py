@@ -174,11 +174,27 @@ def step_split(model_comp: Dict[str, Any]) -> Dict[str, float]:
             "source": "sustained" if model_comp.get("host_ahead") else "isolated"}
 
 
+def loop_alone_host_s(comps: Dict[str, Any], model: str) -> Optional[float]:
+    """The model's loop host time a step with every rank running it at once: on each rank the mean of
+    loop_beside_pin_parts' "alone" and "alone again" windows (the loop as the cases run it, forward to zero_grad,
+    since the thirteenth session), then the slowest rank's (the ranks' steps wait for each other; pipeplan's ranks
+    are alike). None where no rank has both windows."""
+    c = (comps.get("loop_beside_pin_parts") or {}).get(model) or {}
+    per_rank = []
+    for r in (c.get("ranks") or []) if "error" not in c else []:
+        vals = [((r or {}).get(k) or {}).get("mean") for k in ("alone_host_s", "alone_again_host_s")]
+        if all(isinstance(v, (int, float)) and v > 0 for v in vals):
+            per_rank.append(sum(vals) / len(vals))
+    return max(per_rank) if per_rank else None
+
+
 def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
-                 buckets: str = "knob") -> Dict[str, Any]:
+                 buckets: str = "knob", host_from: str = "isolated") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured DDP case (docs/scenario.md keys only).
     buckets: "knob" (bucket_cap_mb as given to DDP, first bucket 1 MiB) or "built" (first bucket and
-    cap from the buckets DDP built: the first one's size, the mean of the others)."""
+    cap from the buckets DDP built: the first one's size, the mean of the others). host_from: the loop's host time
+    a step, "isolated" (the model component's, launches queued behind a spin kernel) or "alone-windows"
+    (loop_alone_host_s, where the call has them; else isolated)."""
     comps = doc["components"]
     mc = comps["models"][case["model"]]
     ws = int(doc["world_size"])
@@ -201,7 +217,9 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
         "storage": {"page_cache_hit_ratio": 1.0},
         "transfer": {"non_blocking": True, "copy_stream": "default"},
         "training": {"forward_s": sp["forward_s"], "backward_s": sp["backward_s"],
-                     "step_cv": round(sp["step_cv"], 4), "host_s_per_step": sp["host_s"],
+                     "step_cv": round(sp["step_cv"], 4),
+                     "host_s_per_step": ((host_from == "alone-windows" and loop_alone_host_s(comps, case["model"]))
+                                         or sp["host_s"]),
                      "sync_every_steps": int(doc.get("sync_every") or 0),
                      "steps": int(steps), "warmup_steps": int(warm)},
     }
@@ -567,6 +585,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=None, help="scenarios/, profiles and report.json (default: beside --cases)")
     ap.add_argument("--md", default=None, help="markdown file whose generated section is replaced")
     ap.add_argument("--no-simulate", action="store_true", help="write scenarios and the measured side only")
+    ap.add_argument("--host-from", choices=["isolated", "alone-windows"], default="alone-windows",
+                    help="the loop's host time a step: the slowest rank's loop_beside_pin_parts alone windows, every "
+                         "rank running the loop as the cases do (default since validation run 22; calls without "
+                         "them fall back), or the model component's isolated one (launches behind a spin kernel)")
     ap.add_argument("--min-steps", type=int, default=MIN_SIM_STEPS)
     ap.add_argument("--jobs", type=int, default=max(1, min(8, os.cpu_count() or 1)))
     ap.add_argument("--timeout-s", type=float, default=300)
@@ -630,11 +652,11 @@ def main(argv=None) -> int:
     for c in cases:
         if c.get("status") != "ok":
             continue
-        variants = {"main": (scenario_for(c, doc, a.min_steps, "knob"), profiles[main_src])}
+        variants = {"main": (scenario_for(c, doc, a.min_steps, "knob", a.host_from), profiles[main_src])}
         if c["mode"] == "ddp":
             variants["nocomm"] = (no_comm_variant(variants["main"][0]), profiles[main_src])
             if (c["measured"].get("ddp") or {}).get("bucket_sizes"):
-                variants["built"] = (scenario_for(c, doc, a.min_steps, "built"), profiles[main_src])
+                variants["built"] = (scenario_for(c, doc, a.min_steps, "built", a.host_from), profiles[main_src])
             if alt_src:
                 variants["alt"] = (variants["main"][0], profiles[alt_src])
         for v, (scen, prof) in variants.items():

@@ -383,6 +383,22 @@ class TestScenario(unittest.TestCase):
         self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"error": "RuntimeError: x"}}
         self.assertIsNone(DC.loop_needs_memory_map(self.doc["components"], "resnet50"))
 
+    def test_the_loops_host_time_from_the_slowest_ranks_alone_windows(self):
+        c = next(c for c in self.doc["cases"] if c["model"] == "resnet50")
+        isolated = DC.scenario_for(c, self.doc)["training"]["host_s_per_step"]
+        # no windows: the component's isolated host time, whichever --host-from
+        self.assertEqual(DC.scenario_for(c, self.doc, host_from="alone-windows")["training"]["host_s_per_step"],
+                         isolated)
+        # run 22's readings: rank 0 alone 21.59 / again 23.55 ms, rank 1 19.76 / 18.83: rank 0's mean, 22.57 ms
+        self.doc["components"]["loop_beside_pin_parts"] = {"resnet50": {"ranks": [
+            {"alone_host_s": {"mean": 0.02159}, "alone_again_host_s": {"mean": 0.02355}},
+            {"alone_host_s": {"mean": 0.01976}, "alone_again_host_s": {"mean": 0.01883}}]}}
+        self.assertAlmostEqual(DC.loop_alone_host_s(self.doc["components"], "resnet50"), 0.02257)
+        self.assertAlmostEqual(
+            DC.scenario_for(c, self.doc, host_from="alone-windows")["training"]["host_s_per_step"], 0.02257)
+        self.assertEqual(DC.scenario_for(c, self.doc, host_from="isolated")["training"]["host_s_per_step"], isolated)
+        self.assertIsNone(DC.loop_alone_host_s(self.doc["components"], "linear"))   # not measured for it
+
     def test_values(self):
         by = {c["id"]: c for c in self.doc["cases"]}
         c = next(c for c in self.doc["cases"] if c["mode"] == "ddp" and c["model"] == "linear"
