@@ -59,7 +59,7 @@ MIN_SIM_STEPS = 200
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
-                                   cold_probe="after")
+                                   cold_probe="after", unpinned_window="case")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -920,8 +920,25 @@ UNPINNED_LOOP_WINDOWS = (("unpinned_case_like_copy_s", "unpinned_case_like_relea
                          ("unpinned_copy_s", "unpinned_release_s", "unpinned_copied_host_s"))
 
 
+def unpinned_window_bracket(components: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The unpinned case's own case-like windows right before and after it (harness components unpinned_window and
+    unpinned_window_after, since run 23's plan) as one host_beside_loader-shaped window: each of copy, release and
+    host the mean of the two (of the one that worked, where the other failed). None where neither has all three:
+    the call's host_beside_loader window stays (run 22, finding 4: it read cheaper than the cases' own)."""
+    keys = UNPINNED_LOOP_WINDOWS[0]
+    wins = [w for w in ((components or {}).get("unpinned_window") or {},
+                        (components or {}).get("unpinned_window_after") or {})
+            if all(positive_mean(w.get(k)) for k in keys)]
+    if not wins:
+        return None
+    out: Dict[str, Any] = {"workers": wins[0].get("workers"), "bracketed": len(wins) == 2}
+    for k in keys:
+        out[k] = {"mean": sum(positive_mean(w[k]) for w in wins) / len(wins)}
+    return out
+
+
 def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batch_bytes: float,
-                                worker_collate_s: Optional[float]) -> Optional[Dict[str, Any]]:
+                                worker_collate_s: Optional[float], per_case: bool = True) -> Optional[Dict[str, Any]]:
     """An unpinned case's copy and release as its loop's thread paid them beside a live DataLoader (harness
     component host_beside_loader, ResNet-50 steps, since run 18; the case's own way of doing it since run 19), in
     place of calibrate's, which copied from and released a fresh mapping with nothing else running. Run 19 found
@@ -930,7 +947,8 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     time, the simulator put the GIL call's unpinned case within 4% where it was 32% fast. The copy curve
     (copy.h2d_pageable_fresh_mapping) is scaled to the window's copy at this batch's bytes; the release per byte
     (ipc.release_s_per_byte) set from the window's, brought back to one idle core as transport_profile does (the
-    simulator slows CPU work by the busy cores itself). Returns {"profile", "copy_s", "release_s", "window"}, or
+    simulator slows CPU work by the busy cores itself). per_case: the case's own windows around it where it has
+    them (unpinned_window_bracket), else the call's. Returns {"profile", "copy_s", "release_s", "window"}, or
     None where it does not apply: pinned or inline cases, a profile without the fresh-mapping copy, no window
     with the case's worker count, or a window without positive figures."""
     k = case.get("knobs") or {}
@@ -939,7 +957,8 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     if k.get("pin_memory") or nw <= 0 or not fresh or (prof.get("ipc") or {}).get("release_s_per_byte") is None \
             or batch_bytes <= 0:
         return None
-    win = (case.get("components") or {}).get("host_beside_loader") or {}
+    own = unpinned_window_bracket(case.get("components") or {}) if per_case else None
+    win = own or (case.get("components") or {}).get("host_beside_loader") or {}
     if int(win.get("workers") or -1) != nw:
         return None
     for copy_key, release_key, host_key in UNPINNED_LOOP_WINDOWS:
@@ -965,7 +984,8 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     busy = 1.0 + min(float(nw), float(worker_collate_s or 0.0) / step_s)
     speed = relative_core_speed((prof.get("cpu") or {}).get("speed_vs_busy_cores") or [], busy)
     out["ipc"]["release_s_per_byte"] = release_s * speed / batch_bytes
-    return {"profile": out, "copy_s": copy_s, "release_s": release_s, "window": copy_key.rsplit("_copy_s", 1)[0],
+    return {"profile": out, "copy_s": copy_s, "release_s": release_s,
+            "window": ("case's own " if own else "") + copy_key.rsplit("_copy_s", 1)[0],
             "calibrated_copy_s": calibrated_copy_s, "busy_cores": busy}
 
 
@@ -1241,7 +1261,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
-        loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c)) \
+        loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c),
+                                           per_case=getattr(a, "unpinned_window", "case") == "case") \
             if getattr(a, "unpinned_loop", "beside-loader") == "beside-loader" else None
         if loop is not None:
             case_profile = loop.pop("profile")
@@ -1925,6 +1946,10 @@ def main(argv=None) -> int:
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
                          "or host_under_load's loop beside as many spinning processes as the case has workers, "
                          "brought back to one idle core (loaded) (default %(default)s)")
+    ap.add_argument("--unpinned-window", choices=["case", "call"], default="case",
+                    help="with --unpinned-loop beside-loader: an unpinned case's copy and release from its own windows "
+                         "right before and after it where the harness took them (since run 23's plan), or always "
+                         "from the call's one host_beside_loader window")
     ap.add_argument("--cold-probe", choices=["after", "warm-and-after"], default="after",
                     help="a cold case's loader probe: the one after it on the re-warmed cache (default), or the mean "
                          "of it and the harness's probe_warm taken before the case (since run 23's plan)")

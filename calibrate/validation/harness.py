@@ -1264,6 +1264,16 @@ class Harness:
                 "method": "plain synthetic loop (loss.item() each step) alone on a batch already on the GPU, 3 "
                           "warm-up steps; host = step start to last launch returned; right before or after the case"}
 
+    def _unpinned_window_after(self, case):
+        """The unpinned window again right after a case that had one before (components.unpinned_window_after); a
+        failure is recorded and never costs the case."""
+        k = case["knobs"]
+        try:
+            case["components"]["unpinned_window_after"] = self.comp_unpinned_window(
+                k["step"], k["kind"], k["batch_size"], k["num_workers"], seed=200 + int(case.get("index") or 0))
+        except Exception as e:
+            case["components"]["unpinned_window_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def _host_probe_after(self, case):
         """The host probe again right after a case that had one before (components.host_probe_after); a failure is
         recorded and never costs the case."""
@@ -1272,6 +1282,58 @@ class Harness:
             case["components"]["host_probe_after"] = self.comp_host_probe(k["step"], k["kind"], k["batch_size"])
         except Exception as e:
             case["components"]["host_probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
+
+    def _copied_window(self, model, gb, n, kind, bs, nw, dataset, sampler, nb, step_on_copy):
+        """`n` steps of a loop that takes an unpinned batch from a DataLoader (`nw` workers, as the case), copies it
+        to the GPU (non_blocking `nb`), runs the step (on the copied batch when `step_on_copy`, as the case does,
+        else on the resident `gb`) and drops the batch after the sync: copy, host and release timed apart, the loop
+        thread's minor faults a step counted."""
+        from torch.utils.data import DataLoader
+        from pace_thread import thread_minor_faults
+        tid = threading.get_native_id()
+        dl = DataLoader(dataset, batch_size=bs, sampler=sampler, num_workers=nw, prefetch_factor=2,
+                        pin_memory=False, drop_last=True, collate_fn=self.collate_fn(kind))
+        it = iter(dl)
+        for _ in range(2 * nw):                    # the workers up and the prefetch slots full
+            next(it)
+        copy_s, release_s, host_s = [], [], []
+        f0 = thread_minor_faults(tid)
+        for _ in range(n):
+            batch = next(it)
+            a = time.perf_counter()
+            on_gpu = to_dev(self.t, batch, self.dev.device, nb)
+            b = time.perf_counter()
+            loss = model(on_gpu if step_on_copy else gb)
+            h = time.perf_counter()
+            float(loss.item())
+            del on_gpu, loss
+            r0 = time.perf_counter()
+            del batch                              # the release of the touched mapping, on the loop's thread
+            release_s.append(time.perf_counter() - r0)
+            copy_s.append(b - a)
+            host_s.append(h - b)
+        f1 = thread_minor_faults(tid)
+        del it, dl
+        return {"host_s": summarize(host_s), "copy_s": summarize(copy_s), "release_s": summarize(release_s),
+                "loop_minor_faults_per_step": (f1 - f0) / n if f0 is not None and f1 is not None else None}
+
+    def comp_unpinned_window(self, step_name, kind, bs, nw, seed):
+        """An unpinned case's copy and release on the loop's thread, right before the case (components
+        unpinned_window) and right after it (unpinned_window_after), since run 23's plan: host_beside_loader's
+        case-like window (the case's file-reading dataset, non_blocking=True, the step on the copied batch) again,
+        about 1.5 s. host_beside_loader's one window at the call's start read 12% (copy) and 10-20% (release)
+        cheaper than the unpinned mm:5 cases' own in runs 21 and 22 (validation.md run 22, finding 4), and those
+        cases were all predicted fast; the loader's probes bracket each case for the same reason (run 9). Same keys
+        as host_beside_loader's, which convert reads. Never cached: each case gets its own."""
+        model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
+        ds = self.datasets[kind]
+        sampler = IndexSampler(len(ds), (n + 4 * nw + 2) * bs, seed=seed)
+        w = self._copied_window(model, gb, n, kind, bs, nw, ds, sampler, True, True)
+        del gb
+        return {"workers": nw, "steps": n, "unpinned_case_like_copy_s": w["copy_s"],
+                "unpinned_case_like_release_s": w["release_s"], "unpinned_case_like_host_s": w["host_s"],
+                "unpinned_case_like_loop_minor_faults_per_step": w["loop_minor_faults_per_step"],
+                "method": "host_beside_loader's case-like window alone (copy, host and release timed apart)"}
 
     def comp_host_beside_loader(self, step_name, kind, bs, nw):
         """The training loop's own host time per step beside a live DataLoader (since run 16): alone, then taking
@@ -1304,39 +1366,10 @@ class Harness:
         # The unpinned case's own work on the loop's thread (run 17, finding 2: its loop 8-10 ms slower in situ
         # than its host time plus calibrate's fresh-mapping copy and release): each step copies its batch to the
         # GPU (pageable, from the worker's fresh mapping) and drops it after the step, each part timed.
-        from pace_thread import thread_minor_faults
-        tid = threading.get_native_id()
-
         def copied_window(name, copy_key, release_key, dataset, sampler, nb, step_on_copy):
-            """Each step takes an unpinned batch, copies it to the GPU (non_blocking `nb`), runs the step (on the
-            copied batch when `step_on_copy`, as the case does, else on the resident one) and drops the batch after
-            the sync; copy, host and release timed apart, the loop thread's minor faults a step counted."""
-            dl = DataLoader(dataset, batch_size=bs, sampler=sampler, num_workers=nw, prefetch_factor=2,
-                            pin_memory=False, drop_last=True, collate_fn=self.collate_fn(kind))
-            it = iter(dl)
-            for _ in range(2 * nw):
-                next(it)
-            copy_s, release_s, host_s = [], [], []
-            f0 = thread_minor_faults(tid)
-            for _ in range(n):
-                batch = next(it)
-                a = time.perf_counter()
-                on_gpu = to_dev(self.t, batch, self.dev.device, nb)
-                b = time.perf_counter()
-                loss = model(on_gpu if step_on_copy else gb)
-                h = time.perf_counter()
-                float(loss.item())
-                del on_gpu, loss
-                r0 = time.perf_counter()
-                del batch                          # the release of the touched mapping, on the loop's thread
-                release_s.append(time.perf_counter() - r0)
-                copy_s.append(b - a)
-                host_s.append(h - b)
-            f1 = thread_minor_faults(tid)
-            del it, dl
-            res[f"{name}_host_s"], res[copy_key], res[release_key] = \
-                summarize(host_s), summarize(copy_s), summarize(release_s)
-            res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
+            w = self._copied_window(model, gb, n, kind, bs, nw, dataset, sampler, nb, step_on_copy)
+            res[f"{name}_host_s"], res[copy_key], res[release_key] = w["host_s"], w["copy_s"], w["release_s"]
+            res[f"{name}_loop_minor_faults_per_step"] = w["loop_minor_faults_per_step"]
         copied_window("unpinned_copied", "unpinned_copy_s", "unpinned_release_s",   # run 18's keys
                       CachedDataset(self.samples_cache[kind]), None, False, False)
         # Run 18 (finding 2): that window's host + copy stayed 7-9 ms a step under the GIL call's unpinned cases. What
@@ -1842,6 +1875,14 @@ class Harness:
                     comps["host_probe"] = self.comp_host_probe(k["step"], kind, bs)
                 except Exception as e:      # never costs the case
                     comps["host_probe"] = {"error": f"{e.__class__.__name__}: {e}"}
+            elif nw > 0 and not k["pin_memory"] and not self.quick:
+                # a light unpinned loop's copy and release, last before the case (since run 23's plan; run 22,
+                # finding 4): the call's one host_beside_loader window read cheaper than the cases
+                try:
+                    comps["unpinned_window"] = self.comp_unpinned_window(k["step"], kind, bs, nw,
+                                                                         seed=100 + int(case.get("index") or 0))
+                except Exception as e:      # never costs the case
+                    comps["unpinned_window"] = {"error": f"{e.__class__.__name__}: {e}"}
         case["components"] = comps
         model = self.step_model(k["step"])
 
@@ -2105,6 +2146,8 @@ class Harness:
                     self._probe_after(case)
                 if "host_s" in (case["components"].get("host_probe") or {}):
                     self._host_probe_after(case)
+                if "unpinned_case_like_copy_s" in (case["components"].get("unpinned_window") or {}):
+                    self._unpinned_window_after(case)
                 ins = m["in_situ"]
                 pin_note = ""
                 if "pin_thread_cpu_s_per_batch" in ins:

@@ -41,6 +41,8 @@ def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
             "workers": int(k["num_workers"]), "unpinned_case_like_copy_s": copy_s,
             "unpinned_case_like_release_s": release_s,
             "unpinned_case_like_host_s": max(1e-6, float(m["loop_host_s"]["mean"]) - copy_s)}
+        for name in ("unpinned_window", "unpinned_window_after"):   # the case's windows around it would win
+            comp.pop(name, None)
     elif k.get("pin_memory") and pin_cpu_s:
         for name in ("probe", "probe_after"):
             if (comp.get(name) or {}).get("pin_thread_cpu_s_per_batch"):

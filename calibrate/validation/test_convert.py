@@ -409,6 +409,29 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.copy_curve_time_s(out["profile"]["copy"]["h2d_pageable_fresh_mapping"], 1e7),
                                0.008)
 
+    def test_unpinned_loop_from_the_cases_own_windows_around_it(self):
+        prof, case = self._unpinned_window_inputs()
+        # before: copy 12 ms, release 6, host 20; after: 14, 8, 22: their means 13 / 7 / 21 ms
+        case["components"]["unpinned_window"] = {
+            "workers": 8, "unpinned_case_like_copy_s": {"mean": 0.012}, "unpinned_case_like_release_s": {"mean": 0.006},
+            "unpinned_case_like_host_s": {"mean": 0.020}}
+        case["components"]["unpinned_window_after"] = {
+            "workers": 8, "unpinned_case_like_copy_s": {"mean": 0.014}, "unpinned_case_like_release_s": {"mean": 0.008},
+            "unpinned_case_like_host_s": {"mean": 0.022}}
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)
+        self.assertEqual(out["window"], "case's own unpinned_case_like")
+        self.assertAlmostEqual(out["copy_s"], 0.013)
+        self.assertAlmostEqual(out["release_s"], 0.007)
+        self.assertAlmostEqual(convert.copy_curve_time_s(out["profile"]["copy"]["h2d_pageable_fresh_mapping"], 1e7),
+                               0.013)
+        # the call's window when asked, or when the case's own failed on both sides; one side alone where one failed
+        self.assertAlmostEqual(convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035, per_case=False)["copy_s"],
+                               0.010)
+        case["components"]["unpinned_window_after"] = {"error": "RuntimeError: x"}
+        self.assertAlmostEqual(convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)["copy_s"], 0.012)
+        case["components"]["unpinned_window"] = {"error": "RuntimeError: x"}
+        self.assertEqual(convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)["window"], "unpinned_case_like")
+
     def test_unpinned_loop_left_to_calibrate_where_the_window_does_not_apply(self):
         prof, case = self._unpinned_window_inputs()
         pinned = json.loads(json.dumps(case))
