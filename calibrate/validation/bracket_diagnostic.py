@@ -26,12 +26,15 @@ import convert  # noqa: E402
 
 def one_probe_case(case: Dict[str, Any], which: str) -> Dict[str, Any]:
     """The case as if only one of its probes had been taken: "before" keeps `probe`, "after" puts
-    `probe_after` in its place; either way no bracket is left for convert to average."""
+    `probe_after` in its place; either way no bracket is left for convert to average. An unpinned case's own
+    copy-and-release windows (unpinned_window and unpinned_window_after, harness since run 23's plan) go the same
+    way."""
     c = json.loads(json.dumps(case))
     comp = c["components"]
-    if which == "after":
-        comp["probe"] = comp["probe_after"]
-    comp.pop("probe_after", None)
+    for first, second in (("probe", "probe_after"), ("unpinned_window", "unpinned_window_after")):
+        if which == "after" and second in comp:
+            comp[first] = comp[second]
+        comp.pop(second, None)
     return c
 
 

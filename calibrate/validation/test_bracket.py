@@ -31,6 +31,17 @@ class OneProbe(unittest.TestCase):
         self.assertEqual(a["components"]["probe"]["getitem_wall_s"], 0.006)
         self.assertEqual(c["components"]["probe_after"]["getitem_wall_s"], 0.006)   # the case itself untouched
 
+    def test_an_unpinned_cases_own_windows_go_with_its_probes(self):
+        before = {"workers": 8, "getitem_wall_s": 0.004, "collate_wall_s": 0.020}
+        c = case(before, dict(before, getitem_wall_s=0.006))
+        c["components"]["unpinned_window"] = {"workers": 8, "unpinned_case_like_copy_s": {"mean": 0.006}}
+        c["components"]["unpinned_window_after"] = {"workers": 8, "unpinned_case_like_copy_s": {"mean": 0.007}}
+        b, a = bd.one_probe_case(c, "before"), bd.one_probe_case(c, "after")
+        self.assertEqual(b["components"]["unpinned_window"]["unpinned_case_like_copy_s"]["mean"], 0.006)
+        self.assertEqual(a["components"]["unpinned_window"]["unpinned_case_like_copy_s"]["mean"], 0.007)
+        self.assertNotIn("unpinned_window_after", a["components"])
+        self.assertNotIn("unpinned_window_after", b["components"])
+
     def test_not_bracketed_without_a_whole_second_probe_at_the_same_workers(self):
         before = {"workers": 8, "getitem_wall_s": 0.004, "collate_wall_s": 0.020}
         self.assertFalse(bd.bracketed(case(before, None)))
