@@ -1328,8 +1328,12 @@ class Harness:
         model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
         ds = self.datasets[kind]
         sampler = IndexSampler(len(ds), (n + 4 * nw + 2) * bs, seed=seed)
+        t0 = time.perf_counter()
         w = self._copied_window(model, gb, n, kind, bs, nw, ds, sampler, True, True)
         del gb
+        log(f"component unpinned_window[{step_name}/{kind}/b{bs}/w{nw}]: copy {w['copy_s']['mean'] * 1e3:.2f}, "
+            f"release {w['release_s']['mean'] * 1e3:.2f}, host {w['host_s']['mean'] * 1e3:.2f} ms a step "
+            f"({time.perf_counter() - t0:.1f}s)")
         return {"workers": nw, "steps": n, "unpinned_case_like_copy_s": w["copy_s"],
                 "unpinned_case_like_release_s": w["release_s"], "unpinned_case_like_host_s": w["host_s"],
                 "unpinned_case_like_loop_minor_faults_per_step": w["loop_minor_faults_per_step"],
