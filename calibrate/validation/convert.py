@@ -1208,11 +1208,12 @@ def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Option
         return None
     lc = (case.get("components") or {}).get("load_cold") or {}
     storage = (profile or {}).get("storage") or {}
-    stream = float(storage.get("stream_read_bytes_per_s") or 0.0)
     wall, cpu = lc.get("mean"), lc.get("cpu_s_per_sample")
-    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)) or stream <= 0 or file_bytes <= 0:
+    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
         return None
-    return _cold_wait_beyond_bytes_s(wall, cpu, file_bytes, stream, float(storage.get("read_latency_s") or 0.0))
+    # None without a stream rate or the file's bytes: the shared formula says so
+    return _cold_wait_beyond_bytes_s(wall, cpu, file_bytes, float(storage.get("stream_read_bytes_per_s") or 0.0),
+                                     float(storage.get("read_latency_s") or 0.0))
 
 
 def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
