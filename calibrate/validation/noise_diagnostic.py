@@ -13,7 +13,10 @@ wander were uncorrelated beyond one window (a lower bound where it correlates fo
 setting, the repeats' observed cv against that figure gives the drift between cases, sqrt(observed^2 -
 within^2). Usage:
 
-    python3 calibrate/validation/noise_diagnostic.py [RESULTS_DIR ...] [--window-s 1] [--calls FILE]
+    python3 calibrate/validation/noise_diagnostic.py [RESULTS_DIR ...] [--window-s 1] [--calls FILE] [--report R]
+
+With --report (convert's report.json of the same calls, e.g. results/table-report/report.json) it also says how
+far the predictions, each from its own case's bracketing probes, move with the drift between repeats.
 
 Without RESULTS_DIR it reads every call listed in calibrate/validation/table_calls.txt (the generated table's).
 """
@@ -116,6 +119,38 @@ def setting_rows(cases: Sequence[Dict[str, Any]], window_s: float) -> List[Dict[
     return rows
 
 
+def drift_tracking(report_rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, float]]:
+    """How far the predictions follow the drift between repeats: for each setting measured 2+ times in a call
+    (rows of convert's report.json, ids "rN:..."), every repeat's measured and predicted throughput as a share
+    above or below its setting's mean; their correlation, the root mean square of each and of their
+    difference (what is left after the prediction's own move). None with no repeated setting."""
+    groups: Dict[Tuple[str, str], List[Tuple[float, float]]] = collections.defaultdict(list)
+    for row in report_rows:
+        pred = (row.get("pipeplan") or {}).get("samples_per_s")
+        meas = (row.get("measured") or {}).get("samples_per_s")
+        if pred is None or meas is None:
+            continue
+        call = str(row.get("id", "")).split(":")[0]
+        groups[(call, json.dumps(row.get("knobs"), sort_keys=True))].append((float(meas), float(pred)))
+    dm: List[float] = []
+    dp: List[float] = []
+    for reps in groups.values():
+        if len(reps) < 2:
+            continue
+        mean_m = statistics.fmean(m for m, _ in reps)
+        mean_p = statistics.fmean(p for _, p in reps)
+        for m, p in reps:
+            dm.append(m / mean_m - 1.0)
+            dp.append(p / mean_p - 1.0)
+    if not dm:
+        return None
+    n = len(dm)
+    ss_m, ss_p = sum(a * a for a in dm), sum(b * b for b in dp)
+    corr = sum(a * b for a, b in zip(dm, dp)) / math.sqrt(ss_m * ss_p) if ss_m > 0 and ss_p > 0 else 0.0
+    return {"cases": n, "correlation": corr, "measured_rms": math.sqrt(ss_m / n), "predicted_rms": math.sqrt(ss_p / n),
+            "difference_rms": math.sqrt(sum((a - b) ** 2 for a, b in zip(dm, dp)) / n)}
+
+
 def quantile(values: Sequence[float], q: float) -> float:
     v = sorted(values)
     return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
@@ -125,12 +160,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="*", help="result folders holding cases.json (or cases.json.gz)")
     ap.add_argument("--window-s", type=float, default=1.0, help="window for the within-case wander (default 1 s)")
+    ap.add_argument("--report", help="convert's report.json of the same calls: how far the predictions follow "
+                    "the drift between repeats")
     ap.add_argument("--calls", default=os.path.join(HERE, "table_calls.txt"),
                     help="calls to read when no RESULTS_DIR is given (default: the generated table's)")
     args = ap.parse_args(argv)
     if args.window_s <= 0:
         print(f"noise_diagnostic: --window-s {args.window_s}: expected a positive number of seconds", file=sys.stderr)
         return 2
+    tracking = None
+    if args.report:
+        try:
+            tracking = drift_tracking(convert.read_json(args.report).get("rows") or [])
+        except (OSError, ValueError, AttributeError) as e:
+            print(f"noise_diagnostic: {args.report}: cannot read a report's rows ({e})", file=sys.stderr)
+            return 2
     dirs = list(args.results)
     if not dirs:
         try:
@@ -165,6 +209,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for k in (2.0, 4.0):
         proj = [projected_repeat_cv(b, w, k) for b, w in zip(between, within)]
         print(f"repeats' cv with cases {k:g}x as long: median {statistics.median(proj):.3f}, p90 {quantile(proj, 0.9):.3f}")
+    if args.report:
+        if tracking:
+            print(f"predictions against the drift ({tracking['cases']} repeats, each as a share off its setting's mean): "
+                  f"correlation {tracking['correlation']:.2f}; rms measured {tracking['measured_rms']:.3f}, "
+                  f"predicted {tracking['predicted_rms']:.3f}, their difference {tracking['difference_rms']:.3f}")
     return 0
 
 

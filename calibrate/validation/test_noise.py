@@ -69,5 +69,26 @@ class SettingRows(unittest.TestCase):
         self.assertEqual(nd.case_completions(_case(knobs, 1.0, [0.0, 1.0, 2.0], skip=1)), [1.0, 2.0])
 
 
+class DriftTracking(unittest.TestCase):
+    def test_hand_example(self):
+        knobs = {"batch_size": 64}
+        rows = [{"id": "r1:00", "knobs": knobs, "measured": {"samples_per_s": 90.0}, "pipeplan": {"samples_per_s": 95.0}},
+                {"id": "r1:01", "knobs": knobs, "measured": {"samples_per_s": 110.0}, "pipeplan": {"samples_per_s": 105.0}},
+                # same knobs in another call: its own setting, and alone there
+                {"id": "r2:00", "knobs": knobs, "measured": {"samples_per_s": 50.0}, "pipeplan": {"samples_per_s": 80.0}}]
+        t = nd.drift_tracking(rows)
+        # measured -0.10, +0.10 and predicted -0.05, +0.05 off their means: they move together (correlation 1),
+        # rms 0.10 and 0.05, and the prediction leaves 0.05 of each repeat's move unexplained
+        self.assertEqual(t["cases"], 2)
+        self.assertAlmostEqual(t["correlation"], 1.0)
+        self.assertAlmostEqual(t["measured_rms"], 0.10)
+        self.assertAlmostEqual(t["predicted_rms"], 0.05)
+        self.assertAlmostEqual(t["difference_rms"], 0.05)
+
+    def test_no_repeats(self):
+        self.assertIsNone(nd.drift_tracking([{"id": "r1:00", "knobs": {}, "measured": {"samples_per_s": 1.0},
+                                              "pipeplan": {"samples_per_s": 1.0}}]))
+
+
 if __name__ == "__main__":
     unittest.main()
