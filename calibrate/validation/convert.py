@@ -1432,6 +1432,12 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
     sweep_thr: Dict[str, Optional[float]] = {}
     for cid, sp in (sweep_preds or {}).items():
         sweep_thr[cid] = None if (not sp or "error" in sp) else _get(sp.get("result") or {}, "throughput.samples_per_s")
+    # each case as a sweep predicts it too (its call's pooled inputs): against the case's own brackets, how much of
+    # the brackets' move from case to case follows the machine and how much is their own noise (run 23, finding 1)
+    for r in rows:
+        if r["pipeplan"] and "error" not in r["pipeplan"] and sweep_thr.get(r["id"]):
+            r["pipeplan"]["sweep_samples_per_s"] = sweep_thr[r["id"]]
+            r["pipeplan"]["sweep_err"] = sweep_thr[r["id"]] / r["measured"]["samples_per_s"] - 1.0
     simulated = any(r["pipeplan"] is not None for r in rows)
     fam_rows = families_of(rows)
     # noise of the ground truth: settings measured more than once
@@ -1558,7 +1564,21 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             loo_p90.extend(leave_one_out_errors([r["measured"]["step_p90_s"] for r in gp]))
             own_thr.extend(abs(r["pipeplan"]["err"]) for r in gp)
             own_p90.extend(abs(r["pipeplan"]["step_p90_err"]) for r in gp)
+        # the cases whose sweep group pooled two or more cases' inputs: pipeplan from the case's own brackets and
+        # from the group's mean of them, on the same cases
+        pooled_rows = [r for r in pr if r["pipeplan"].get("sweep_err") is not None and r["pipeplan"]["err"] is not None
+                       and r["pipeplan"]["sweep_samples_per_s"] != r["pipeplan"]["samples_per_s"]]
+        pooled_cmp = ({"n": len(pooled_rows),
+                       "sweep": [abs(r["pipeplan"]["sweep_err"]) for r in pooled_rows],
+                       "own": [abs(r["pipeplan"]["err"]) for r in pooled_rows]} if pooled_rows else None)
+        if pooled_cmp:
+            pooled_cmp = {"n": pooled_cmp["n"],
+                          "median_abs_throughput_err": median(pooled_cmp["sweep"]),
+                          "p90_abs_throughput_err": percentile(pooled_cmp["sweep"], 0.9),
+                          "own_median_abs_throughput_err": median(pooled_cmp["own"]),
+                          "own_p90_abs_throughput_err": percentile(pooled_cmp["own"], 0.9)}
         return {"n": len(errs), "failed": len(rows) - len(pr),
+                "pooled_inputs": pooled_cmp,
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
                                       "p90_abs_throughput_err": percentile(rep_thr, 0.9) if rep_thr else None,
@@ -1754,6 +1774,13 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{_pct(ce['p90_abs_step_p90_err'], False)}; pipeplan on the same cases "
                  f"{_pct(pp['median_abs_throughput_err'], False)} / {_pct(pp['p90_abs_throughput_err'], False)}, "
                  f"{_pct(pp['median_abs_step_p90_err'], False)} / {_pct(pp['p90_abs_step_p90_err'], False)} | | | |")
+    pi = p.get("pooled_inputs") or {}
+    if pi.get("n"):
+        L.append(f"| (diagnostic) the {pi['n']} cases whose call measured the same components more than once, each "
+                 f"predicted from the mean of those inputs (as a sweep: no bracket of its own): median abs throughput "
+                 f"error {_pct(pi['median_abs_throughput_err'], False)} / p90 {_pct(pi['p90_abs_throughput_err'], False)}; "
+                 f"from its own brackets {_pct(pi['own_median_abs_throughput_err'], False)} / "
+                 f"{_pct(pi['own_p90_abs_throughput_err'], False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     L.append(f"| (diagnostic) min tau as a sweep ranks settings (one set of inputs per call and component "

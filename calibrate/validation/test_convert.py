@@ -1076,6 +1076,21 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(fam["tau_sweep"], 1.0)
         self.assertEqual(fam["sweep_predicted_means"], [1000.0, 1700.0])
         self.assertAlmostEqual(ev["summary"]["pipeplan"]["min_family_tau_sweep"], 1.0)
+        # each case's error from the pooled inputs, beside its own: w4 1000 against 1000 measured (0%), w8 1700
+        # against 1800 (-5.6%); own brackets +70% and -11.1%
+        self.assertAlmostEqual(ev["rows"][1]["pipeplan"]["sweep_err"], 1700.0 / 1800.0 - 1.0)
+        pooled = ev["summary"]["pipeplan"]["pooled_inputs"]
+        self.assertEqual(pooled["n"], 2)
+        self.assertAlmostEqual(pooled["median_abs_throughput_err"], (0.0 + 100.0 / 1800.0) / 2)
+        self.assertAlmostEqual(pooled["own_median_abs_throughput_err"], (0.7 + 200.0 / 1800.0) / 2)
+
+    def test_no_pooled_comparison_where_each_case_kept_its_own_inputs(self):
+        def pred(thr):
+            return {"result": {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 0.04, "p90": 0.05},
+                               "bottleneck": {"stage": "workers"}, "stages": []}}
+        w4 = make_case("w4", "num_workers", 1000.0, 0.04, 0.05, nw=4)
+        ev = convert.evaluate([w4], {"w4": pred(1100.0)}, {"w4": pred(1100.0)})   # a group of one: the same prediction
+        self.assertIsNone(ev["summary"]["pipeplan"]["pooled_inputs"])
 
     def test_replications_are_averaged_and_the_stage_voted(self):
         def res(thr, p90, stage, busy):
