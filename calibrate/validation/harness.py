@@ -340,7 +340,13 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
 
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
-PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s)
+PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
+
+
+def set_probe_window_s(seconds: float) -> None:
+    """--probe-window-s: every probe's window and the case head's that is compared with it."""
+    global PROBE_WINDOW_S
+    PROBE_WINDOW_S = float(seconds)
 MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
 
@@ -1656,7 +1662,7 @@ class Harness:
         res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else PROBE_WINDOW_S, seed=41, pin=pin)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
-                         "getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about 1.5 s "
+                         f"getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about {PROBE_WINDOW_S:g} s "
                          "(at least 3 batches; 1 s until run 8, 2.5 s in run 9; since run 10 once before and once after the "
                          "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)")
         return res
@@ -2342,7 +2348,14 @@ def main(argv=None):
     ap.add_argument("--timeline", action="store_true",
                     help="keep each case's per-step and per-worker-batch times (timeline_analysis.py reads them)")
     ap.add_argument("--cases", default=None, help="comma-separated case indices of the list to run (after --families)")
+    ap.add_argument("--probe-window-s", type=float, default=PROBE_WINDOW_S,
+                    help="each probe's timed window before and after a case, and the case's head measured the same "
+                         "way (default %(default)s s; quick mode 0.6 s). Longer probes average more of the wander "
+                         "(validation.md run 23, finding 1)")
     a = ap.parse_args(argv)
+    if not 0.2 <= a.probe_window_s <= 30.0:
+        ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
+    set_probe_window_s(a.probe_window_s)
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
     fams = a.families.split(",") if a.families else None
