@@ -34,7 +34,7 @@ import threading
 import time
 import traceback
 import warnings
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
@@ -269,6 +269,10 @@ class PinThreadMeter:
         self.wall_s = 0.0
         self._mod = None
         self._orig = None
+        # --timeline (since run 24's plan): each outermost pin_memory() call's (start, end), perf_counter; the
+        # copy touches the worker's shared pages first, so this is when the pin thread works on the map
+        self.intervals: Optional[List[Tuple[float, float]]] = None
+        self._depth = 0
 
     def __enter__(self):
         import torch.utils.data._utils.pin_memory as pm
@@ -277,11 +281,16 @@ class PinThreadMeter:
 
         def timed(data, *a, **kw):
             t0 = time.perf_counter()
+            self._depth += 1      # pin_memory recurses into a batch's tensors through the module's global
             try:
                 return orig(data, *a, **kw)
             finally:
-                self.wall_s += time.perf_counter() - t0
+                t1 = time.perf_counter()
+                self._depth -= 1
+                self.wall_s += t1 - t0
                 self.calls += 1
+                if self._depth == 0 and self.intervals is not None and len(self.intervals) < TL_PER_SLOT:
+                    self.intervals.append((t0, t1))
         pm.pin_memory = timed
         return self
 
@@ -1950,6 +1959,8 @@ class Harness:
         gc_was = gc.isenabled()
         gc.disable()      # as in most training loops' steady state: no GC pauses inside timing
         pin_meter = PinThreadMeter().__enter__() if k["pin_memory"] and nw > 0 else None
+        if pin_meter is not None and insitu.timeline is not None:
+            pin_meter.intervals = []
         pin0 = pin1 = pcpu0 = pcpu1 = None
         # the pin thread over the measured window's first PROBE_WINDOW_S, as a probe sees it, against the rest
         # (since run 14: run 13 found the probes' receive 17-39% dearer than the image cases' own, not from
@@ -2102,6 +2113,10 @@ class Harness:
                 "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
                                        "synced": r6(T3), "released": r6(T4)},
                 "workers": insitu.timeline.per_worker(wall0)}
+            if pin_meter is not None and pin_meter.intervals is not None:
+                # the pin thread's pin_memory() calls (touch and copy of each batch), for when it works on the
+                # workers' mappings against the loop's host work (validation run 23, finding 5)
+                res["timeline"]["pin"] = [[round(a - wall0, 6), round(b - wall0, 6)] for a, b in pin_meter.intervals]
         if epochs > 1:
             res["epochs"] = epochs
             res["steps_per_epoch"] = steps_per_epoch

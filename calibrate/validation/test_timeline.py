@@ -137,5 +137,30 @@ class TimelineTest(unittest.TestCase):
         self.assertIsNone(T.analyse(tl, num_workers=2, prefetch_factor=1))
 
 
+class PinOverlap(unittest.TestCase):
+    def test_hand_example(self):
+        # steps of 10 s: next() at 0, batch in hand at 4 (wait 4), launches until 8 (host 4), sync to 10
+        starts = [0.0, 10.0, 20.0, 30.0]
+        ends = [4.0, 14.0, 24.0, 34.0]
+        launched = [8.0, 18.0, 28.0, 38.0]
+        synced = [10.0, 20.0, 30.0, 40.0]
+        tl = {"skip": 1, "main": {"next_start": starts, "next_end": ends, "launched": launched, "synced": synced},
+              # window [10, 40]: a copy inside a wait (11-13), one across a wait and the host work (13-16: 1 s
+              # wait, 2 s host), one in the sync (38.5-39.5), one before the window (2-3: left out)
+              "pin": [[2.0, 3.0], [11.0, 13.0], [13.0, 16.0], [38.5, 39.5]]}
+        r = T.pin_overlap(tl)
+        self.assertAlmostEqual(r["pin_s"], 6.0)
+        self.assertAlmostEqual(r["pin_busy_share"], 6.0 / 30.0)
+        self.assertAlmostEqual(r["pin_during_wait_share"], 3.0 / 6.0)
+        self.assertAlmostEqual(r["pin_during_host_share"], 2.0 / 6.0)
+        self.assertAlmostEqual(r["host_share_of_window"], 12.0 / 30.0)
+        self.assertAlmostEqual(r["wait_share_of_window"], 12.0 / 30.0)
+
+    def test_without_pin_intervals(self):
+        tl = {"skip": 1, "main": {"next_start": [0.0, 1.0], "next_end": [0.5, 1.5], "launched": [0.8, 1.8],
+                                  "synced": [1.0, 2.0]}}
+        self.assertIsNone(T.pin_overlap(tl))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -196,6 +196,38 @@ def loop_s_between_batches(timeline: Dict[str, Any]) -> Optional[float]:
     return loop[m] if len(loop) % 2 else 0.5 * (loop[m - 1] + loop[m])
 
 
+def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """When the pin thread copies (its pin_memory() calls: the first touch of each worker batch's shared pages,
+    the memory map's busy part) against the loop's host work (batch in hand to last launch) and its waits for a
+    batch (next() called to batch in hand), over the measured window. A pin thread independent of the loop would
+    copy during the loop's host work for the host work's share of the window; one whose batch the loop waits for
+    copies in the waits (validation run 23, finding 5). None without pin intervals or a measured window."""
+    pin = timeline.get("pin")
+    main = timeline["main"]
+    skip = int(timeline["skip"])
+    ends, starts, launched, synced = main["next_end"], main["next_start"], main["launched"], main["synced"]
+    n = len(ends)
+    if not pin or n <= skip + 1 or skip < 1:
+        return None
+    lo, hi = synced[skip - 1], synced[n - 1]
+    span = hi - lo
+    if span <= 0:
+        return None
+    host = [(ends[j], launched[j]) for j in range(skip, n)]
+    wait = [(starts[j], ends[j]) for j in range(skip, n)]
+    pin_s = sum(overlap(a, b, lo, hi) for a, b in pin)
+    if pin_s <= 0:
+        return None
+
+    def during(spans):
+        # the spans of one kind never overlap each other (one loop), so the sums add
+        return sum(overlap(max(a, c), min(b, d), lo, hi) for a, b in pin for c, d in spans if min(b, d) > max(a, c))
+    return {"pin_s": pin_s, "pin_busy_share": pin_s / span,
+            "pin_during_host_share": during(host) / pin_s, "pin_during_wait_share": during(wait) / pin_s,
+            "host_share_of_window": sum(overlap(a, b, lo, hi) for a, b in host) / span,
+            "wait_share_of_window": sum(overlap(a, b, lo, hi) for a, b in wait) / span}
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
             in_order: bool = True) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies. What needs
@@ -265,6 +297,7 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
         "out_of_order_share": out_of_order_share(done_by_batch) if in_order else None,
         "delivery_s": summarize(deliver) if deliver else None,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
+        "pin_overlap": pin_overlap(timeline),
     }
 
 
@@ -301,7 +334,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     + (f"  common to all workers {r['common_share']['share']:+.2f}" if r["common_share"] else "")
                     + (f"  out of order {r['out_of_order_share']:.0%}" if r["out_of_order_share"] is not None else "")
                     + (f"  two speeds: delta BIC {r['two_speed_states']['delta_bic']:+.0f} (strong above 10), slow {r['two_speed_states']['slow_share']:.0%},"
-                       f" fast/slow {r['two_speed_states']['fast_over_slow']:.2f}" if r["two_speed_states"] else ""))
+                       f" fast/slow {r['two_speed_states']['fast_over_slow']:.2f}" if r["two_speed_states"] else "")
+                    + (f"  pin thread copying {r['pin_overlap']['pin_busy_share']:.0%} of the window: "
+                       f"{r['pin_overlap']['pin_during_host_share']:.0%} of it in the loop's host work (its share of the "
+                       f"window {r['pin_overlap']['host_share_of_window']:.0%}), {r['pin_overlap']['pin_during_wait_share']:.0%} "
+                       f"in its waits ({r['pin_overlap']['wait_share_of_window']:.0%})" if r.get("pin_overlap") else ""))
     print("\n".join(rows) if rows else "no case with a timeline (run harness.py with --timeline)")
     return 0
 
