@@ -35,14 +35,29 @@ std::vector<double> column(const std::vector<nlohmann::json>& reports, const nlo
 nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, const std::vector<std::uint64_t>& seeds) {
   using ptr = nlohmann::json::json_pointer;
   std::map<std::string, int> votes;
-  for (const auto& r : reports) ++votes[r.at(ptr("/bottleneck/stage")).get<std::string>()];
+  std::map<std::string, std::vector<nlohmann::json>> by_stage;
+  for (const auto& r : reports) {
+    const auto stage = r.at(ptr("/bottleneck/stage")).get<std::string>();
+    ++votes[stage];
+    by_stage[stage].push_back(r);
+  }
+  // Seeds that name different stages settled in different regimes: two stages close to each other's capacity
+  // (validation run 23, finding 5: a host-bound loop overlapping the pin thread, or a faster one that waits for a
+  // slow worker, with the same throughput and p90 steps twice apart). Each regime's own figures say what one
+  // measured run can look like; their mean describes none of them.
+  nlohmann::json regimes = nlohmann::json::object();
+  for (const auto& [stage, runs] : by_stage)
+    regimes[stage] = {{"n", runs.size()},
+                      {"samples_per_s", spread(column(runs, ptr("/throughput/samples_per_s")))},
+                      {"step_time_p90_s", spread(column(runs, ptr("/step_time_s/p90")))}};
   return {{"n", reports.size()},
           {"seeds", seeds},
           {"samples_per_s", spread(column(reports, ptr("/throughput/samples_per_s")))},
           {"step_time_s",
            {{"mean", spread(column(reports, ptr("/step_time_s/mean")))},
             {"p90", spread(column(reports, ptr("/step_time_s/p90")))}}},
-          {"bottleneck_votes", votes}};
+          {"bottleneck_votes", votes},
+          {"by_bottleneck", regimes}};
 }
 
 std::string replication_text(const nlohmann::json& s) {
@@ -69,6 +84,24 @@ std::string replication_text(const nlohmann::json& s) {
     votes += stage + " " + std::to_string(count.get<int>()) + " of " + std::to_string(seeds.size());
   }
   out += "    bottleneck      " + votes + "\n";
+  const auto& regimes = s["by_bottleneck"];
+  if (regimes.size() > 1) {
+    std::snprintf(line, sizeof line,
+                  "    the seeds name %zu bottlenecks (stages near each other's capacity: a run can be held by "
+                  "either, and its p90 step differs); by the stage each seed names:\n",
+                  regimes.size());
+    out += line;
+    for (const auto& [stage, g] : regimes.items()) {
+      const auto& t = g["samples_per_s"];
+      const auto& q = g["step_time_p90_s"];
+      std::snprintf(line, sizeof line,
+                    "      %-14s %d of %zu: %s samples/s (%s-%s), step time p90 %.1f ms (%.1f-%.1f)\n", stage.c_str(),
+                    g["n"].get<int>(), seeds.size(), with_thousands(t["mean"].get<double>()).c_str(),
+                    with_thousands(t["min"].get<double>()).c_str(), with_thousands(t["max"].get<double>()).c_str(),
+                    1e3 * q["mean"].get<double>(), 1e3 * q["min"].get<double>(), 1e3 * q["max"].get<double>());
+      out += line;
+    }
+  }
   return out;
 }
 

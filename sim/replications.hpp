@@ -15,7 +15,9 @@ namespace pipeplan::sim {
 
 // reports: sim::to_json of each run, in seed order; seeds: the seed of each. Returns
 // {"n", "seeds", "samples_per_s": {mean, min, max, cv}, "step_time_s": {"mean": {...}, "p90": {...}},
-//  "bottleneck_votes": {stage: count}}; cv is the sample standard deviation over the mean (0 for one run).
+//  "bottleneck_votes": {stage: count},
+//  "by_bottleneck": {stage: {"n", "samples_per_s": {...}, "step_time_p90_s": {...}}}} (the runs naming each stage:
+// where seeds split, each regime's own figures); cv is the sample standard deviation over the mean (0 for one run).
 nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, const std::vector<std::uint64_t>& seeds);
 
 // One paragraph for the text report.
