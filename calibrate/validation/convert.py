@@ -1410,6 +1410,9 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 "out_of_order_fraction": _get(r, "loader.out_of_order_fraction"),
                 "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
                 "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
+                # how many different stages the seeds named: more than one puts the case on an edge between two
+                # regimes whose p90 steps differ (validation run 23, finding 5)
+                "seeds_bottlenecks": len(_get(r, "replications.bottleneck_votes") or {}) or None,
             }
     return row
 
@@ -1577,8 +1580,19 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                           "p90_abs_throughput_err": percentile(pooled_cmp["sweep"], 0.9),
                           "own_median_abs_throughput_err": median(pooled_cmp["own"]),
                           "own_p90_abs_throughput_err": percentile(pooled_cmp["own"], 0.9)}
+        # the cases whose seeds named more than one bottleneck (an edge between regimes) against the rest
+        split = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if (r["pipeplan"].get("seeds_bottlenecks") or 0) > 1
+                 and r["pipeplan"]["step_p90_err"] is not None]
+        unanimous = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if r["pipeplan"].get("seeds_bottlenecks") == 1
+                     and r["pipeplan"]["step_p90_err"] is not None]
+        split_cmp = ({"n": len(split), "n_unanimous": len(unanimous),
+                      "median_abs_step_p90_err": median(split), "p90_abs_step_p90_err": percentile(split, 0.9),
+                      "unanimous_median_abs_step_p90_err": median(unanimous) if unanimous else None,
+                      "unanimous_p90_abs_step_p90_err": percentile(unanimous, 0.9) if unanimous else None}
+                     if split else None)
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "pooled_inputs": pooled_cmp,
+                "seeds_split": split_cmp,
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
                                       "p90_abs_throughput_err": percentile(rep_thr, 0.9) if rep_thr else None,
@@ -1774,6 +1788,12 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{_pct(ce['p90_abs_step_p90_err'], False)}; pipeplan on the same cases "
                  f"{_pct(pp['median_abs_throughput_err'], False)} / {_pct(pp['p90_abs_throughput_err'], False)}, "
                  f"{_pct(pp['median_abs_step_p90_err'], False)} / {_pct(pp['p90_abs_step_p90_err'], False)} | | | |")
+    ss = p.get("seeds_split") or {}
+    if ss.get("n"):
+        L.append(f"| (diagnostic) the {ss['n']} cases whose seeds named more than one bottleneck (two stages near each "
+                 f"other's capacity): abs error of the p90 step median {_pct(ss['median_abs_step_p90_err'], False)} / "
+                 f"p90 {_pct(ss['p90_abs_step_p90_err'], False)}; the {ss['n_unanimous']} whose seeds agreed "
+                 f"{_pct(ss['unanimous_median_abs_step_p90_err'], False)} / {_pct(ss['unanimous_p90_abs_step_p90_err'], False)} | | | |")
     pi = p.get("pooled_inputs") or {}
     if pi.get("n"):
         L.append(f"| (diagnostic) the {pi['n']} cases whose call measured the same components more than once, each "

@@ -1084,6 +1084,24 @@ class EndToEndTest(unittest.TestCase):
         self.assertAlmostEqual(pooled["median_abs_throughput_err"], (0.0 + 100.0 / 1800.0) / 2)
         self.assertAlmostEqual(pooled["own_median_abs_throughput_err"], (0.7 + 200.0 / 1800.0) / 2)
 
+    def test_cases_whose_seeds_split_are_scored_apart(self):
+        def pred(p90, votes):
+            return {"result": {"throughput": {"samples_per_s": 1000.0}, "step_time_s": {"mean": 0.04, "p90": p90},
+                               "bottleneck": {"stage": "workers"}, "stages": [],
+                               "replications": {"n": 4, "bottleneck_votes": votes}}}
+        a = make_case("a", "f", 1000.0, 0.04, 0.100)
+        b = make_case("b", "f", 1000.0, 0.04, 0.100, nw=4)
+        c = make_case("c", "f", 1000.0, 0.04, 0.100, nw=2)
+        ev = convert.evaluate([a, b, c], {"a": pred(0.070, {"host_loop": 3, "workers": 1}),   # split: -30%
+                                          "b": pred(0.110, {"workers": 4}),                  # +10%
+                                          "c": pred(0.095, {"workers": 4})})                 # -5%
+        self.assertEqual(ev["rows"][0]["pipeplan"]["seeds_bottlenecks"], 2)
+        self.assertEqual(ev["rows"][1]["pipeplan"]["seeds_bottlenecks"], 1)
+        split = ev["summary"]["pipeplan"]["seeds_split"]
+        self.assertEqual((split["n"], split["n_unanimous"]), (1, 2))
+        self.assertAlmostEqual(split["median_abs_step_p90_err"], 0.30)
+        self.assertAlmostEqual(split["unanimous_median_abs_step_p90_err"], (0.10 + 0.05) / 2)
+
     def test_no_pooled_comparison_where_each_case_kept_its_own_inputs(self):
         def pred(thr):
             return {"result": {"throughput": {"samples_per_s": thr}, "step_time_s": {"mean": 0.04, "p90": 0.05},
