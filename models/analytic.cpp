@@ -107,7 +107,12 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   // both leave it.
   const bool pin_thread = s.loader.pin_memory && s.loader.num_workers > 0;
   const double pin_gil_s = pin_thread ? p.ipc.receive_s_per_batch : 0.0;
-  const double pin_map_s = pin_thread && s.training.host_needs_memory_map ? bytes * p.ipc.receive_s_per_byte : 0.0;
+  const double pin_map_s =
+      pin_thread && s.training.host_needs_memory_map
+          ? memory_map_stall_s(bytes * p.ipc.receive_s_per_byte,
+                               memory_map_interval_s(s.training.host_s_per_step, s.training.memory_map_needs_per_step),
+                               s.training.memory_map_wait_s)
+          : 0.0;
   if (s.loop_host_s() > 0.0)
     out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s + pin_map_s) / share)});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,

@@ -37,6 +37,11 @@ double memory_map_interval_s(double host_s_per_step, double needs_per_step) {
   return needs_per_step > 0.0 && host_s_per_step > 0.0 ? host_s_per_step / needs_per_step : kMemoryMapCheckIntervalS;
 }
 
+double memory_map_stall_s(double hold_s, double interval_s, double wait_s) {
+  if (wait_s <= 0.0) return hold_s;
+  return hold_s * wait_s / (std::max(interval_s, 0.0) + wait_s);
+}
+
 int memory_map_chunks(double slice_s, bool shared, double interval_s) {
   if (!shared || interval_s <= 0.0 || slice_s <= interval_s) return 1;
   return static_cast<int>(std::min(1000.0, std::ceil(slice_s / interval_s - 1e-9)));

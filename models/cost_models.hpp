@@ -54,6 +54,12 @@ constexpr double kMemoryMapCheckIntervalS = 0.0005;
 // where it gives them (training.memory_map_needs_per_step > 0), else kMemoryMapCheckIntervalS.
 double memory_map_interval_s(double host_s_per_step, double needs_per_step);
 
+// What the loop loses to the pin thread's `hold_s` of work on one batch's mapping, all of it inside the loop's host
+// work: the whole of it when each need waits until that work ends (wait_s = 0); with training.memory_map_wait_s
+// the loop alternates a piece of interval_s with a wait of wait_s while the work lasts, so it loses
+// hold_s x wait_s / (interval_s + wait_s).
+double memory_map_stall_s(double hold_s, double interval_s, double wait_s);
+
 // How many pieces one GIL slice of `slice_s` runs in, each starting once the memory map is free: one when no
 // pin thread works on mappings beside the loop, else one per `interval_s` begun (at most 1000).
 int memory_map_chunks(double slice_s, bool shared, double interval_s = kMemoryMapCheckIntervalS);

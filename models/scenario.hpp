@@ -96,6 +96,11 @@ struct TrainingConfig {
   // How many times a step such a loop needs the map (validation run 18: its thread's minor page faults a step
   // beside the pin thread's work); 0: one need per kMemoryMapCheckIntervalS of its host time.
   double memory_map_needs_per_step = 0.0;
+  // How long one such need waits when it finds the pin thread working on a mapping; 0: until that work ends
+  // (the whole map, touch and unmap of the batch). Validation run 23 (finding 6): a real ResNet-50 loop loses
+  // 3.5-5.5 ms per batch the pin thread handles during its host work, 40-50% of that work's length: it slows
+  // beside it, each fault waiting a fraction of a millisecond, rather than stopping.
+  double memory_map_wait_s = 0.0;
   int sync_every_steps = 0;
   int max_steps_ahead = 2;
   std::int64_t steps = 2000;

@@ -114,6 +114,7 @@ struct Rank {
   // The main process's memory map, held by the pin thread while it maps, first-touches and unmaps a worker's
   // batch; the loop's host work waits for it at every memory_map_chunks piece (validation run 17).
   sg4::MutexPtr memory_map;
+  bool memory_map_busy = false;  // the pin thread is inside its map, touch and unmap of a batch
   Rng rng{1};
 
   // DataLoader
@@ -380,7 +381,9 @@ void pin_thread_actor(Rank& r) {
     {
       const double m0 = sg4::Engine::get_clock();
       r.memory_map->lock();
+      r.memory_map_busy = true;
       run_cpu(r, bytes * world.profile->ipc.receive_s_per_byte * speed_factor);
+      r.memory_map_busy = false;
       r.memory_map->unlock();
       const double m1 = sg4::Engine::get_clock();
       r.memory_map_held_pin_s += world.window.overlap(m0, m1);
@@ -713,11 +716,17 @@ class MainLoop {
     }
   }
 
-  // Stalls until the pin thread is done with a worker's mapping; the stall is drawn and counted.
+  // Stalls while the pin thread works on a worker's mapping: until it is done, or, with
+  // training.memory_map_wait_s, that long at each need that finds it working (a fault waiting behind the pin
+  // thread's, not the whole batch's work); the stall is drawn and counted.
   void wait_for_memory_map(std::int64_t step) {
     const double t0 = sg4::Engine::get_clock();
-    r_.memory_map->lock();
-    r_.memory_map->unlock();
+    if (s_.training.memory_map_wait_s > 0.0) {
+      if (r_.memory_map_busy) sg4::this_actor::sleep_for(s_.training.memory_map_wait_s);
+    } else {
+      r_.memory_map->lock();
+      r_.memory_map->unlock();
+    }
     const double t1 = sg4::Engine::get_clock();
     if (t1 > t0 && !r_.synthetic) {
       r_.memory_map_wait_main_s += w_.window.overlap(t0, t1);

@@ -75,6 +75,15 @@ TEST(MemoryMapModel, TheLoopChecksTheMapEveryIntervalWhenShared) {
   EXPECT_EQ(memory_map_chunks(100.0, true), 1000);  // capped
 }
 
+// What one batch's 19.2 ms of map work costs a loop that needs the map every millisecond: all of it when each need
+// waits for the work to end; with a 0.5 ms wait per need the loop runs 1 ms, waits 0.5 ms, ... while the work
+// lasts: a third of it, 6.4 ms.
+TEST(MemoryMapModel, AWaitPerNeedLosesItsShareOfTheWork) {
+  EXPECT_DOUBLE_EQ(memory_map_stall_s(0.0192, 0.001, 0.0), 0.0192);
+  EXPECT_NEAR(memory_map_stall_s(0.0192, 0.001, 0.0005), 0.0064, 1e-15);
+  EXPECT_DOUBLE_EQ(memory_map_stall_s(0.0192, 0.0, 0.0005), 0.0192);  // no work between needs: all of it
+}
+
 // A scenario's count of needs a step sets the interval: 30 ms of host work needing the map 60 times, every 0.5 ms.
 TEST(MemoryMapModel, NeedsPerStepSetTheInterval) {
   EXPECT_DOUBLE_EQ(memory_map_interval_s(0.030, 60.0), 0.0005);

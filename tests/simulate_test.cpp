@@ -509,6 +509,20 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   s_default["training"].erase("memory_map_needs_per_step");
   r = simulate(s_default, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(r), 0.0583, 0.0583 * 0.005);
+  // The loop slowed rather than stopped (training.memory_map_wait_s; validation run 23, finding 6): without the
+  // receive, each need during the 19.2 ms of map work waits 0.5 ms after its 1 ms piece, so the loop loses a third
+  // of it, 6.4 ms: 36.4 ms a step, the pin thread's 21.1 ms beside it.
+  json s_wait = s;
+  s_wait["training"]["memory_map_wait_s"] = 0.0005;
+  json prof_no_receive = prof;
+  prof_no_receive["ipc"]["receive_s_per_batch"] = 0.0;
+  r = simulate(s_wait, {}, pipeplan::test::write_temp(prof_no_receive.dump()));
+  EXPECT_NEAR(step_mean(r), 0.0364, 0.0364 * 0.01);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0064 / 0.0364, 0.01);
+  for (const auto& stage : r["stages"])
+    if (stage["name"] == "host_loop")
+      EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 64 / 0.0364, 64 / 0.0364 * 1e-9);
   // Without the loop's Python the pin thread alone sets the pace: 9.6 + 19.2 + 1.92 = 30.72 ms (1,000 steps: the
   // batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;

@@ -162,5 +162,32 @@ class PinOverlap(unittest.TestCase):
         self.assertIsNone(T.pin_overlap(tl))
 
 
+class LoopStall(unittest.TestCase):
+    def test_each_batch_finished_in_a_step_adds_its_cost(self):
+        # 12 steps of 10 s from t=0: batch in hand at 10j, host work 2 s plus 0.5 s for each worker batch finished
+        # from 0.02 s before it to its end; batches: none, one or two a step in turn
+        ends, launched, done = [], [], []
+        for j in range(12):
+            n = j % 3
+            t = 10.0 * j
+            done += [t + 0.1 + 0.1 * i for i in range(n)]
+            ends.append(t)
+            launched.append(t + 2.0 + 0.5 * n)
+        tl = {"skip": 1, "main": {"next_end": ends, "launched": launched},
+              "workers": {"0": [[d - 0.05, d] for d in done]}}
+        r = T.loop_stall_per_batch(tl)
+        self.assertEqual(r["steps"], 11)
+        self.assertAlmostEqual(r["alone_s"], 2.0)
+        self.assertAlmostEqual(r["stall_s_per_batch"], 0.5)
+        self.assertAlmostEqual(r["batches_per_step"], sum(j % 3 for j in range(1, 12)) / 11)
+
+    def test_too_few_steps_or_no_variation(self):
+        tl = {"skip": 0, "main": {"next_end": [0.0, 1.0], "launched": [0.5, 1.5]}, "workers": {}}
+        self.assertIsNone(T.loop_stall_per_batch(tl))
+        tl = {"skip": 0, "main": {"next_end": [float(j) for j in range(12)], "launched": [j + 0.5 for j in range(12)]},
+              "workers": {}}
+        self.assertIsNone(T.loop_stall_per_batch(tl))              # no batch finished in any step: no slope
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,7 @@ import argparse
 import bisect
 import json
 import math
+import statistics
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -228,6 +229,39 @@ def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
             "wait_share_of_window": sum(overlap(a, b, lo, hi) for a, b in wait) / span}
 
 
+def loop_stall_per_batch(timeline: Dict[str, Any], lead_s: float = 0.020) -> Optional[Dict[str, float]]:
+    """The loop's host time a step (batch in hand to last launch) against the worker batches finished during it
+    (from lead_s before it to its end: each one soon keeps the pin thread busy on the workers' mapping), fitted
+    as a line over the measured window's steps: host = alone_s + stall_s_per_batch x batches. With a pin thread
+    the slope is what each batch it handles costs the loop (validation run 23, finding 6); without one it is a
+    control (about 0). None with fewer than 10 steps or batches that never vary."""
+    main = timeline["main"]
+    skip = int(timeline["skip"])
+    ends, launched = main["next_end"], main["launched"]
+    done = sorted(iv[1] for ivs in (timeline.get("workers") or {}).values() for iv in ivs)
+    xs: List[float] = []
+    ys: List[float] = []
+    lo_i = 0
+    for j in range(skip, min(len(ends), len(launched))):
+        a, b = ends[j] - lead_s, launched[j]
+        while lo_i < len(done) and done[lo_i] < a:
+            lo_i += 1
+        k = lo_i
+        while k < len(done) and done[k] <= b:
+            k += 1
+        xs.append(float(k - lo_i))
+        ys.append(launched[j] - ends[j])
+    if len(xs) < 10:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return {"steps": len(xs), "alone_s": my - slope * mx, "stall_s_per_batch": slope, "batches_per_step": mx,
+            "host_s": my}
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
             in_order: bool = True) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies. What needs
@@ -298,6 +332,7 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
         "delivery_s": summarize(deliver) if deliver else None,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
         "pin_overlap": pin_overlap(timeline),
+        "loop_stall": loop_stall_per_batch(timeline) if "launched" in main else None,
     }
 
 
@@ -335,6 +370,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     + (f"  out of order {r['out_of_order_share']:.0%}" if r["out_of_order_share"] is not None else "")
                     + (f"  two speeds: delta BIC {r['two_speed_states']['delta_bic']:+.0f} (strong above 10), slow {r['two_speed_states']['slow_share']:.0%},"
                        f" fast/slow {r['two_speed_states']['fast_over_slow']:.2f}" if r["two_speed_states"] else "")
+                    + (f"  loop host {r['loop_stall']['host_s'] * 1e3:.1f} ms a step = {r['loop_stall']['alone_s'] * 1e3:.1f}"
+                       f" + {r['loop_stall']['stall_s_per_batch'] * 1e3:.2f} ms x {r['loop_stall']['batches_per_step']:.2f}"
+                       " batches finished in it" if r.get("loop_stall") else "")
                     + (f"  pin thread copying {r['pin_overlap']['pin_busy_share']:.0%} of the window: "
                        f"{r['pin_overlap']['pin_during_host_share']:.0%} of it in the loop's host work (its share of the "
                        f"window {r['pin_overlap']['host_share_of_window']:.0%}), {r['pin_overlap']['pin_during_wait_share']:.0%} "
