@@ -352,10 +352,15 @@ TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
 
 
-def set_probe_window_s(seconds: float) -> None:
-    """--probe-window-s: every probe's window and the case head's that is compared with it."""
-    global PROBE_WINDOW_S
+PROBE_SETTLE_S = 0.0  # --probe-settle-s: batches dropped for this long after a probe's warm-up, before its window
+
+
+def set_probe_window_s(seconds: float, settle_s: float = 0.0) -> None:
+    """--probe-window-s: every probe's window and the case head's that is compared with it; --probe-settle-s: how
+    long a probe keeps dropping batches after its warm-up before that window opens."""
+    global PROBE_WINDOW_S, PROBE_SETTLE_S
     PROBE_WINDOW_S = float(seconds)
+    PROBE_SETTLE_S = float(settle_s)
 MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
 
@@ -1668,15 +1673,18 @@ class Harness:
         # pin thread's, or the main thread's receive without pinning): the pin-thread check of 2026-11-30
         # found that cost drifting by up to 20% within a call, as the workers' does, while the transport
         # component measures it once per batch size.
-        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else PROBE_WINDOW_S, seed=41, pin=pin)
+        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else PROBE_WINDOW_S, seed=41, pin=pin,
+                                   settle_s=PROBE_SETTLE_S)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
                          f"getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about {PROBE_WINDOW_S:g} s "
                          "(at least 3 batches; 1 s until run 8, 2.5 s in run 9; since run 10 once before and once after the "
-                         "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)")
+                         "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)"
+                         + (f"; the window opened {PROBE_SETTLE_S:g} s after the warm-up (--probe-settle-s)"
+                            if PROBE_SETTLE_S > 0 else ""))
         return res
 
-    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None):
+    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None, settle_s=0.0):
         """getitem and collate per call inside k workers loading at once, the main loop dropping each
         batch: after 2k warm-up batches (every worker past its start-up: fork, copy-on-write
         faults), for window_s seconds and at least 3 batches. With pin, the DataLoader pins, and the
@@ -1698,6 +1706,15 @@ class Harness:
             it = iter(dl)
             for _ in range(max(1, 2 * k)):
                 next(it)
+            # --probe-settle-s (run 24's plan): keep dropping batches this long before the window opens, to test
+            # whether the image probes' dearer pin thread (run 13 finding 1; run 23 finding 6: 1.21x the cases')
+            # is a transient of a loader just started
+            settle_until = time.perf_counter() + settle_s
+            while time.perf_counter() < settle_until:
+                batch = next(it)
+                if consume is not None:
+                    consume(batch)
+                del batch
             s0 = insitu.snapshot()
             p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
             main0 = time.thread_time()
@@ -2367,10 +2384,15 @@ def main(argv=None):
                     help="each probe's timed window before and after a case, and the case's head measured the same "
                          "way (default %(default)s s; quick mode 0.6 s). Longer probes average more of the wander "
                          "(validation.md run 23, finding 1)")
+    ap.add_argument("--probe-settle-s", type=float, default=0.0,
+                    help="each probe keeps dropping batches this long after its warm-up before its window opens "
+                         "(default 0; validation run 23, finding 6: the image probes' pin thread reads 1.21x the cases')")
     a = ap.parse_args(argv)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
-    set_probe_window_s(a.probe_window_s)
+    if not 0.0 <= a.probe_settle_s <= 30.0:
+        ap.error(f"--probe-settle-s {a.probe_settle_s}: expected 0 to 30 seconds")
+    set_probe_window_s(a.probe_window_s, a.probe_settle_s)
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
     fams = a.families.split(",") if a.families else None
