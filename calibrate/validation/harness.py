@@ -355,11 +355,11 @@ PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quic
 PROBE_SETTLE_S = 0.0  # --probe-settle-s: batches dropped for this long after a probe's warm-up, before its window
 
 
-def set_probe_window_s(seconds: float, settle_s: float = 0.0) -> None:
+def set_probe_timing(window_s: float, settle_s: float = 0.0) -> None:
     """--probe-window-s: every probe's window and the case head's that is compared with it; --probe-settle-s: how
     long a probe keeps dropping batches after its warm-up before that window opens."""
     global PROBE_WINDOW_S, PROBE_SETTLE_S
-    PROBE_WINDOW_S = float(seconds)
+    PROBE_WINDOW_S = float(window_s)
     PROBE_SETTLE_S = float(settle_s)
 MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
@@ -2392,7 +2392,7 @@ def main(argv=None):
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
     if not 0.0 <= a.probe_settle_s <= 30.0:
         ap.error(f"--probe-settle-s {a.probe_settle_s}: expected 0 to 30 seconds")
-    set_probe_window_s(a.probe_window_s, a.probe_settle_s)
+    set_probe_timing(a.probe_window_s, a.probe_settle_s)
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
     fams = a.families.split(",") if a.families else None
