@@ -59,7 +59,7 @@ MIN_SIM_STEPS = 200
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
-                                   cold_probe="after", unpinned_window="case")
+                                   cold_probe="after", unpinned_window="case", probe_pin_window="whole")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -510,7 +510,21 @@ def probe_busy_cores(probe: Dict[str, Any]) -> float:
     return max(1.0, float(probe.get("busy_cores") or probe.get("workers") or 1))
 
 
-def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
+def probe_pin_thread_s(probe: Dict[str, Any], window: str = "whole") -> Optional[float]:
+    """A pinned probe's pin thread CPU per batch: over its whole window, or (late-half) over the window's second
+    half where the harness split it (since run 13), the first half being the end of a fresh loader's start-up. Run 24 (finding 1): an image probe that drops batches for a second more before its
+    window opens (--probe-settle-s 1) reads 1.016 of the case's own pin thread (13 cases, two leases) where the
+    same lease's unsettled probes read 1.150 (4); over runs 11-24 the unsettled image probes' first half reads
+    1.26-1.42 of the case and their second half 0.97-1.04 (tensor: 0.99-1.03 and 0.96-0.99). None without the
+    figure."""
+    whole = float(probe.get("pin_thread_cpu_s_per_batch") or 0.0)
+    halves = probe.get("pin_thread_cpu_s_per_batch_halves")
+    if window == "late-half" and isinstance(halves, list) and len(halves) == 2 and float(halves[1] or 0.0) > 0:
+        return float(halves[1])
+    return whole if whole > 0 else None
+
+
+def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional[float]:
     """How much dearer the main side's work per batch was around the case than when the transport
     component measured it: the mean of the probes' CPU per batch (before and after the case, harness
     since run 11) over the transport component's, like for like: the pin thread's CPU with pin_memory,
@@ -529,7 +543,8 @@ def main_side_drift(case: Dict[str, Any]) -> Optional[float]:
               and int(p.get("workers", 1)) > 0]    # an inline (w0) probe's main thread also loads
     if ref <= 0 or not probes:
         return None
-    return sum(float(p[key]) for p in probes) / len(probes) / ref
+    figures = [probe_pin_thread_s(p, pin_window) if pin else float(p[key]) for p in probes]
+    return sum(figures) / len(figures) / ref
 
 
 def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load_cv: float, batch_s: float) -> float:
@@ -1256,7 +1271,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
         if getattr(a, "transport_clock", "cpu") == "cpu":
             tr = transport_on_cpu_clock(tr)
-        drift = main_side_drift(c)
+        drift = main_side_drift(c, getattr(a, "probe_pin_window", "whole"))
         if drift is not None:
             # the main side's cost as the probes around the case found it (receive and pin alike)
             tr = transport_scaled(tr, drift)
@@ -1998,6 +2013,12 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned case's copy and release from its own windows "
                          "right before and after it where the harness took them (since run 23's plan), or always "
                          "from the call's one host_beside_loader window")
+    ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
+                    help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
+                         "CPU per batch over their whole windows (default), or over the second half of each window, "
+                         "past a fresh loader's start-up (run 24's finding 1: unbiased for the image probes of runs "
+                         "13-23, but half the batches: 5.0%% / 15.4%% against 4.7%% / 14.9%% over runs 11-24, the "
+                         "pin-bound tensor cases noisier). Since run 24 the harness's probes settle 1 s first")
     ap.add_argument("--cold-probe", choices=["after", "warm-and-after"], default="after",
                     help="a cold case's loader probe: the one after it on the re-warmed cache (default), or the mean "
                          "of it and the harness's probe_warm taken before the case (since run 23's plan)")
@@ -2151,7 +2172,10 @@ def main(argv=None) -> int:
                             + ("CPU clock (the pin thread's and the receiving thread's CPU per batch; "
                                "`--transport-clock cpu`)" if a.transport_clock == "cpu" else
                                "wall clock (`--transport-clock wall`)")
-                            + ", scaled by the probes around each case")
+                            + ", scaled by the probes around each case"
+                            + (" (a pinned probe's pin thread over the second half of its window, past the loader's "
+                               "start-up: `--probe-pin-window late-half`, run 24's finding 1)"
+                               if getattr(a, "probe_pin_window", "whole") == "late-half" else ""))
                            if a.transport == "measured" else "the calibrated profile's IPC and pinning costs"),
         "wander_note": wander_note(a.wander, sum(1 for c in cases if (c.get("convert") or {}).get("wander") is not None)),
         "unpinned_loop_note": (

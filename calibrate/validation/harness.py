@@ -352,10 +352,13 @@ TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
 
 
-PROBE_SETTLE_S = 0.0  # --probe-settle-s: batches dropped for this long after a probe's warm-up, before its window
+# --probe-settle-s: batches dropped for this long after a probe's warm-up, before its window (full mode; quick 0).
+# 1 s since run 24 (finding 1): a fresh pinning loader's pin thread is dearer for about its first second (image
+# probes' first half-window 1.26-1.42x the case's own, second half 0.97-1.04x); settled probes read 1.016x.
+PROBE_SETTLE_S = 1.0
 
 
-def set_probe_timing(window_s: float, settle_s: float = 0.0) -> None:
+def set_probe_timing(window_s: float, settle_s: float = 1.0) -> None:
     """--probe-window-s: every probe's window and the case head's that is compared with it; --probe-settle-s: how
     long a probe keeps dropping batches after its warm-up before that window opens."""
     global PROBE_WINDOW_S, PROBE_SETTLE_S
@@ -2384,12 +2387,16 @@ def main(argv=None):
                     help="each probe's timed window before and after a case, and the case's head measured the same "
                          "way (default %(default)s s; quick mode 0.6 s). Longer probes average more of the wander "
                          "(validation.md run 23, finding 1)")
-    ap.add_argument("--probe-settle-s", type=float, default=0.0,
+    ap.add_argument("--probe-settle-s", type=float, default=None,
                     help="each probe keeps dropping batches this long after its warm-up before its window opens "
-                         "(default 0; validation run 23, finding 6: the image probes' pin thread reads 1.21x the cases')")
+                         "(default 1 s, quick mode 0; 0 until run 24, whose finding 1 found a fresh pinning loader's "
+                         "pin thread dearer for about its first second: image probes read 1.15x the case unsettled, "
+                         "1.016x settled)")
     a = ap.parse_args(argv)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
+    if a.probe_settle_s is None:
+        a.probe_settle_s = 0.0 if a.quick else PROBE_SETTLE_S
     if not 0.0 <= a.probe_settle_s <= 30.0:
         ap.error(f"--probe-settle-s {a.probe_settle_s}: expected 0 to 30 seconds")
     set_probe_timing(a.probe_window_s, a.probe_settle_s)

@@ -706,6 +706,24 @@ class ScenarioTest(unittest.TestCase):
         n["knobs"]["pin_memory"] = True
         self.assertIsNone(convert.main_side_drift(n))
 
+    def test_main_side_drift_reads_the_late_half_of_a_pinned_probe(self):
+        # run 24's B2 pin r1 case: its probe's pin thread 24.6 ms a batch over the window, 38.0 over its first half
+        # (a fresh loader's start-up) and 16.25 over its second; the case itself 17.5. The whole window is the
+        # default, the late half on request; a probe without halves (runs before 13) gives its whole window either way
+        c = make_case("p", "pin_memory_image", 1548, 0.041, 0.045)
+        c["components"]["transport"] = {"num_workers": 8, "pin_thread_cpu_s_per_batch": 0.0160,
+                                        "receive_cpu_s_per_batch": 0.0050}
+        c["components"]["probe"] = {"pin_memory": True, "workers": 8, "pin_thread_cpu_s_per_batch": 0.0246,
+                                    "pin_thread_cpu_s_per_batch_halves": [0.0380, 0.01625]}
+        c["components"]["probe_after"] = {"pin_memory": True, "workers": 8, "pin_thread_cpu_s_per_batch": 0.0177}
+        self.assertAlmostEqual(convert.main_side_drift(c, "late-half"), (0.01625 + 0.0177) / 2 / 0.0160)
+        self.assertAlmostEqual(convert.main_side_drift(c), (0.0246 + 0.0177) / 2 / 0.0160)
+        self.assertAlmostEqual(convert.probe_pin_thread_s(c["components"]["probe"], "late-half"), 0.01625)
+        self.assertAlmostEqual(convert.probe_pin_thread_s(c["components"]["probe"]), 0.0246)
+        # a half with no batches in it (0) is no figure: the whole window stands
+        c["components"]["probe"]["pin_thread_cpu_s_per_batch_halves"] = [0.0246, 0.0]
+        self.assertAlmostEqual(convert.probe_pin_thread_s(c["components"]["probe"], "late-half"), 0.0246)
+
     def test_probe_with_the_cases_workers_is_reproduced_at_that_concurrency(self):
         # Probe at K = 8 workers: 4.1 ms per sample, 29 ms collate. The simulator runs a load at
         # base / dataset_curve(busy) and a collate at base / machine_curve(busy), so at 8 busy
