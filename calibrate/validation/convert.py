@@ -293,13 +293,29 @@ def read_json(path: str) -> Any:
         return json.load(f)
 
 
+def read_call_json(results_dir: str, name: str) -> Any:
+    """A device call's cases.json (or its .gz) or profile.json for the diagnostics; where it is missing or not JSON,
+    one line on stderr naming the file and what was expected, and exit code 2 (a call without calibration, like run
+    24's settle check, has no profile.json)."""
+    path = os.path.join(results_dir, name)
+    if not (os.path.exists(path) or os.path.exists(path + ".gz")):
+        print(f"{path}: not found (expected a device call's result folder holding cases.json and profile.json)",
+              file=sys.stderr)
+        sys.exit(2)
+    try:
+        return read_json(path)
+    except (OSError, ValueError) as e:
+        print(f"{path}: {e.__class__.__name__}: {e} (expected JSON)", file=sys.stderr)
+        sys.exit(2)
+
+
 def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any], List[Dict[str, float]]]]:
     """(folder, cases.json, profile.json, the profile's cpu curve) of each device call's result folder, for the
     diagnostics that rebuild its cases as convert does."""
     out = []
     for d in results_dirs:
-        doc = read_json(os.path.join(d, "cases.json"))
-        profile = read_json(os.path.join(d, "profile.json"))
+        doc = read_call_json(d, "cases.json")
+        profile = read_call_json(d, "profile.json")
         out.append((d, doc, profile, (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []))
     return out
 

@@ -1909,14 +1909,17 @@ class Harness:
                 comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0)
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
-            if heavy:                       # the loop's own host time alone, last before the case
+            if heavy:                       # the loop's own host time alone, right before the case
                 try:
                     comps["host_probe"] = self.comp_host_probe(k["step"], kind, bs)
                 except Exception as e:      # never costs the case
                     comps["host_probe"] = {"error": f"{e.__class__.__name__}: {e}"}
-            elif nw > 0 and not k["pin_memory"] and not self.quick:
-                # a light unpinned loop's copy and release, last before the case (since run 23's plan; run 22,
-                # finding 4): the call's one host_beside_loader window read cheaper than the cases
+            if nw > 0 and not k["pin_memory"] and not self.quick:
+                # an unpinned loop's copy and release, last before the case (light loops since run 23's plan; run
+                # 22, finding 4: the call's one host_beside_loader window read cheaper than the cases). ResNet-50
+                # loops too since run 25's plan (run 24, finding 4): the window's host time after the copy, beside
+                # the bare host probe, tests whether the copy is what makes the unpinned loop's launches 1.0-1.4x
+                # its probes
                 try:
                     comps["unpinned_window"] = self.comp_unpinned_window(k["step"], kind, bs, nw,
                                                                          seed=100 + int(case.get("index") or 0))

@@ -68,8 +68,8 @@ def main() -> int:
                          "memory map, an unpinned loop's copy and release beside a live loader, the transport "
                          "measured): then only the workers' costs and the pin thread's are the case's own")
     a = ap.parse_args()
-    doc = convert.read_json(os.path.join(a.results_dir, "cases.json"))
-    base_profile = convert.read_json(os.path.join(a.results_dir, "profile.json"))
+    doc = convert.read_call_json(a.results_dir, "cases.json")
+    base_profile = convert.read_call_json(a.results_dir, "profile.json")
     cpu_curve = (base_profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     duty_tau_s = convert.calls_duty_time_constant([(doc.get("components") or {}, base_profile)])
     errs, step_errs = [], []

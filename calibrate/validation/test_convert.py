@@ -82,6 +82,26 @@ class StatsTest(unittest.TestCase):
             convert.kendall_tau_b([1, 2], [1])
 
 
+class ReadCallJsonTest(unittest.TestCase):
+    def test_a_missing_or_broken_file_is_one_line_and_exit_code_2(self):
+        import contextlib
+        import io
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "cases.json"), "w") as f:
+                json.dump({"cases": []}, f)
+            self.assertEqual(convert.read_call_json(d, "cases.json"), {"cases": []})
+            for setup, expect in ((None, "profile.json: not found"), ('{"cpu":', "profile.json: JSONDecodeError")):
+                if setup is not None:
+                    with open(os.path.join(d, "profile.json"), "w") as f:
+                        f.write(setup)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+                    convert.load_calls([d])
+                self.assertEqual(cm.exception.code, 2)
+                self.assertIn(expect, err.getvalue())
+                self.assertEqual(err.getvalue().count("\n"), 1)
+
+
 class ProbeWanderTest(unittest.TestCase):
     def test_probe_wander_from_the_busy_spread_by_hand(self):
         c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
