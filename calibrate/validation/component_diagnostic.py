@@ -82,6 +82,30 @@ def measured_components(case: Dict[str, Any]) -> Dict[str, float]:
     return out
 
 
+def unpinned_loop_readings(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """An unpinned case's launches a step in situ (loop_host_s less its .to() calls) over each reading of the same
+    loop taken right around it: the bare host probes' mean (host_probe, host_probe_after: the loop on a resident
+    batch, nothing beside it) and the case-like unpinned windows' (unpinned_window, unpinned_window_after: a live
+    unpinned loader, the .to() copy, the step on the copied batch; ResNet-50 cases since run 25's plan). Run 24,
+    finding 4: the launches ran 1.00-1.41x the bare probes. {"launches_s", "over_host_probes",
+    "over_unpinned_windows"} (a ratio absent without its readings), or None for a pinned case or one without the
+    split loop times."""
+    m, k, comp = case.get("measured") or {}, case.get("knobs") or {}, case.get("components") or {}
+    lh, copy_call = (m.get("loop_host_s") or {}).get("mean"), (m.get("copy_call_s") or {}).get("mean")
+    if k.get("pin_memory") or case.get("status") != "ok" or not lh or copy_call is None:
+        return None
+    launches = float(lh) - float(copy_call)
+    out = {"launches_s": launches}
+    for name, keys, field in (("over_host_probes", ("host_probe", "host_probe_after"), "host_s"),
+                              ("over_unpinned_windows", ("unpinned_window", "unpinned_window_after"),
+                               "unpinned_case_like_host_s")):
+        got = [convert.positive_mean((comp.get(key) or {}).get(field)) for key in keys]
+        got = [g for g in got if g]
+        if got and launches > 0:
+            out[name] = launches / (sum(got) / len(got))
+    return out
+
+
 def relative_errors(model: Dict[str, float], measured: Dict[str, float]) -> Dict[str, float]:
     """(model - measured) / measured for each component both sides have (a measured zero is skipped)."""
     return {k: (model[k] - measured[k]) / measured[k] for k in COMPONENTS
@@ -101,12 +125,18 @@ def main() -> int:
     ap.add_argument("results_dirs", nargs="+")
     a = ap.parse_args()
     table: Dict[str, Dict[str, List[float]]] = {}
+    unpinned: List[str] = []
     for d, doc, profile, cpu_curve in convert.load_calls(a.results_dirs):
         machine = doc.get("machine") or {}
         cores = float(machine.get("cpu_cores") or machine.get("cpu_count") or 1)
         call = os.path.basename(os.path.normpath(d))
         errs: Dict[str, List[float]] = defaultdict(list)
         for c in doc.get("cases") or []:
+            u = unpinned_loop_readings(c) if int((c.get("knobs") or {}).get("num_workers", 0)) > 0 else None
+            if u and ("over_host_probes" in u or "over_unpinned_windows" in u):
+                ratio = lambda key: f"{u[key]:.3f}" if key in u else "  n/a"  # noqa: E731
+                unpinned.append(f"{call[-24:]:24s} {c['id'][:56]:56s} {u['launches_s'] * 1e3:8.2f} ms "
+                                f"{ratio('over_host_probes'):>12s} {ratio('over_unpinned_windows'):>14s}")
             if not comparable(c):
                 continue
             scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve)
@@ -127,6 +157,10 @@ def main() -> int:
         print(f"{call[-32:]:32s} " + " ".join(f"{x:>18s}" for x in cells))
     print(f"{'all':32s} " + " ".join(f"{(f'{100 * statistics.median(pooled[k]):+7.1f}% ({len(pooled[k]):3d})' if pooled[k] else ''):>18s}"
                                       for k in COMPONENTS))
+    if unpinned:
+        print("\nunpinned loops: the case's launches a step over the readings right around it (run 24, finding 4)")
+        print(f"{'call':24s} {'case':56s} {'launches':>11s} {'/host probes':>12s} {'/unpinned win':>14s}")
+        print("\n".join(unpinned))
     return 0
 
 

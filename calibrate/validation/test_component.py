@@ -69,6 +69,29 @@ class MeasuredSide(unittest.TestCase):
         self.assertNotIn("copy", cd.model_components(scenario(), prof, 5.0))
         self.assertNotIn("copy", cd.model_components(scenario(pin_memory=False), PROFILE, 5.0))
 
+    def test_unpinned_loop_readings(self):
+        # run 24's GIL r1 unpinned case: loop 32.81 ms a step of which .to() 7.92 -> launches 24.89; its host probes
+        # 16.61 and 25.90 (mean 21.255) -> 1.171; case-like windows 26.0 and 24.0 (mean 25.0) -> 0.9956
+        case = {"status": "ok", "knobs": {"pin_memory": False, "num_workers": 8},
+                "measured": {"loop_host_s": {"mean": 0.03281}, "copy_call_s": {"mean": 0.00792}},
+                "components": {"host_probe": {"host_s": {"mean": 0.01661}},
+                               "host_probe_after": {"host_s": {"mean": 0.02590}}}}
+        got = cd.unpinned_loop_readings(case)
+        self.assertAlmostEqual(got["launches_s"], 0.02489)
+        self.assertAlmostEqual(got["over_host_probes"], 0.02489 / 0.021255)
+        self.assertNotIn("over_unpinned_windows", got)
+        case["components"].update(unpinned_window={"unpinned_case_like_host_s": {"mean": 0.026}},
+                                  unpinned_window_after={"unpinned_case_like_host_s": {"mean": 0.024},
+                                                         "error": None})
+        self.assertAlmostEqual(cd.unpinned_loop_readings(case)["over_unpinned_windows"], 0.02489 / 0.025)
+        # a window that failed (no figure) leaves the other alone in the mean
+        case["components"]["unpinned_window_after"] = {"error": "RuntimeError: x"}
+        self.assertAlmostEqual(cd.unpinned_loop_readings(case)["over_unpinned_windows"], 0.02489 / 0.026)
+        # pinned, skipped, or without the split loop times: nothing to read
+        self.assertIsNone(cd.unpinned_loop_readings(dict(case, knobs={"pin_memory": True})))
+        self.assertIsNone(cd.unpinned_loop_readings(dict(case, status="skipped")))
+        self.assertIsNone(cd.unpinned_loop_readings(dict(case, measured={"loop_host_s": {"mean": 0.03}})))
+
     def test_relative_errors_on_shared_components(self):
         e = cd.relative_errors({"load": 0.006, "collate": 0.03, "pin_thread": 0.02}, {"load": 0.005, "collate": 0.0})
         self.assertEqual(set(e), {"load"})
