@@ -316,16 +316,16 @@ class PinThreadMeter:
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 30.0, 6.0
 
 
-def setup_overhead_s(cases_left, components) -> float:
+def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> float:
     """Pure: the time the cases still to run will spend outside their measured windows (CASE_SETUP_S
-    each, NEW_COMPONENTS_S per (kind, batch size) with workers not yet measured, NEW_STEP_S per step
-    model not yet measured), for the harness's time allowance per case."""
+    each, plus the settling of its two loader probes, NEW_COMPONENTS_S per (kind, batch size) with workers
+    not yet measured, NEW_STEP_S per step model not yet measured), for the harness's time allowance per case."""
     seen_tr = set((components or {}).get("transport") or {})
     seen_step = set((components or {}).get("step") or {})
     total = 0.0
     for case in cases_left:
         k = case["knobs"]
-        total += CASE_SETUP_S
+        total += CASE_SETUP_S + 2 * probe_settle_s
         tr_key, step_key = f"{k['kind']}/b{k['batch_size']}", f"{k['step']}/{k['kind']}/b{k['batch_size']}"
         if k["num_workers"] > 0 and tr_key not in seen_tr:
             total += NEW_COMPONENTS_S
@@ -2179,7 +2179,7 @@ class Harness:
             # the time the cases still to come will spend outside their measured windows, so that the
             # last family is not starved (run 12's A2: three new batch sizes' components took the budget,
             # the prefetch_factor cases got 12-28 steps)
-            overhead = setup_overhead_s(cases[ci:], self.doc["components"])
+            overhead = setup_overhead_s(cases[ci:], self.doc["components"], PROBE_SETTLE_S)
             allowance = min(max((rem - overhead) / left * 0.85, 1.0), 30.0)
             c0 = time.perf_counter()
             try:

@@ -1236,6 +1236,8 @@ class HarnessCasesTest(unittest.TestCase):
         done = {"transport": {k: {} for k in kinds}, "step": {k: {} for k in steps}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), len(cases) * h.CASE_SETUP_S)
         self.assertEqual(h.setup_overhead_s([], {}), 0.0)
+        # the probes before and after each case settle (harness default 1 s since run 24): 2 s more a case
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), len(cases) * (h.CASE_SETUP_S + 2.0))
 
     def test_in_order_families_add_only_the_unordered_knob(self):
         h = load_harness()
