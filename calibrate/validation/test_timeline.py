@@ -162,6 +162,25 @@ class PinOverlap(unittest.TestCase):
         self.assertIsNone(T.pin_overlap(tl))
 
 
+class WaitingSteps(unittest.TestCase):
+    def test_one_wait_a_round_of_eight(self):
+        # 8 workers in step: a 70 ms wait every 8th step, 30 ms of loop each step. Steps from the skip (2) on:
+        # 16 steps, 2 of them waiting -> 12.5%; the mean step (30 x 16 + 70 x 2) / 16 = 38.75 ms, a quarter of it
+        # 9.7 ms: the 2 ms waits of the others do not count
+        starts, ends, t = [], [], 0.0
+        for j in range(19):
+            wait = 0.070 if j % 8 == 7 else 0.002
+            starts.append(t)
+            ends.append(t + wait)
+            t += wait + 0.030 - (0.002 if wait == 0.002 else 0.0)
+        tl = {"skip": 2, "main": {"next_start": starts, "next_end": ends}}
+        self.assertAlmostEqual(T.waiting_step_share(tl), 2 / 16)
+        # a stricter threshold (over 3x the mean step) counts none
+        self.assertEqual(T.waiting_step_share(tl, fraction=3.0), 0.0)
+        # too few steady steps: no figure
+        self.assertIsNone(T.waiting_step_share({"skip": 17, "main": {"next_start": starts, "next_end": ends}}))
+
+
 class LoopStall(unittest.TestCase):
     def test_each_batch_finished_in_a_step_adds_its_cost(self):
         # 12 steps of 10 s from t=0: batch in hand at 10j, host work 2 s plus 0.5 s for each worker batch finished

@@ -197,6 +197,28 @@ def loop_s_between_batches(timeline: Dict[str, Any]) -> Optional[float]:
     return loop[m] if len(loop) % 2 else 0.5 * (loop[m - 1] + loop[m])
 
 
+WAITING_STEP_FRACTION = 0.25   # a step "waits" when its wait for a batch exceeds this share of the mean step
+
+
+def waiting_step_share(timeline: Dict[str, Any], fraction: float = WAITING_STEP_FRACTION) -> Optional[float]:
+    """The share of the steady steps whose wait for a batch (next() called to batch in hand) exceeds `fraction` of
+    the mean step (next() to next()). With in-order delivery and workers in step the loop waits once a round, on
+    the worker behind (run 24's image ResNet-50 case at 8 workers: one wait of 40-130 ms every 8th step, on the
+    same worker for seconds at a time), so this share sits near 1/num_workers; where it is near 10% the p90 step
+    falls on the edge between the short steps and the long ones (the twentieth session's note in validation.md).
+    None with fewer than 2 steady steps."""
+    main = timeline["main"]
+    skip = int(timeline["skip"])
+    starts, ends = main["next_start"], main["next_end"]
+    n = min(len(starts) - 1, len(ends))
+    if n - skip < 2:
+        return None
+    mean_step = (starts[n] - starts[skip]) / (n - skip)
+    if mean_step <= 0:
+        return None
+    return sum(1 for j in range(skip, n) if ends[j] - starts[j] > fraction * mean_step) / (n - skip)
+
+
 def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """When the pin thread copies (its pin_memory() calls: the first touch of each worker batch's shared pages,
     the memory map's busy part) against the loop's host work (batch in hand to last launch) and its waits for a
