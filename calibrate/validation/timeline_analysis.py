@@ -365,6 +365,7 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
         "pin_overlap": pin_overlap(timeline),
         "loop_stall": loop_stall_per_batch(timeline) if "launched" in main else None,
+        "waiting_step_share": waiting_step_share(timeline),
     }
 
 
@@ -391,7 +392,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     f"  idle {r['worker_idle']*100:5.1f}% (index-starved {pct(r['worker_index_starved'], 5)})"
                     + (f"  delivery p50 {(d.get('p50') or 0)*1e3:6.1f} ms p90 {(d.get('p90') or 0)*1e3:6.1f} ms" if d else "")
                     + f"  steps waiting on a worker {pct(r['steps_waiting_on_a_worker'], 4)}"
-                    f"  per worker {r['busy_by_worker']}"
+                    + (f" (over a quarter of the mean step: {r['waiting_step_share']:.1%})"
+                       if r.get("waiting_step_share") is not None else "")
+                    + f"  per worker {r['busy_by_worker']}"
                     + (f"  worker spread cv {r['spread']['worker_spread_cv']:.3f} (raw {r['spread']['worker_spread_cv_raw']:.3f})"
                        if r["spread"] else "")
                     + (f"  wander cv {r['core_wander']['cv']:.3f}, lag-one {r['core_wander']['lag_one_autocorrelation']:.2f}"
