@@ -134,9 +134,9 @@ def main() -> int:
         for c in doc.get("cases") or []:
             u = unpinned_loop_readings(c) if int((c.get("knobs") or {}).get("num_workers", 0)) > 0 else None
             if u and ("over_host_probes" in u or "over_unpinned_windows" in u):
-                ratio = lambda key: f"{u[key]:.3f}" if key in u else "  n/a"  # noqa: E731
+                cells = [f"{u[key]:.3f}" if key in u else "n/a" for key in ("over_host_probes", "over_unpinned_windows")]
                 unpinned.append(f"{call[-24:]:24s} {c['id'][:56]:56s} {u['launches_s'] * 1e3:8.2f} ms "
-                                f"{ratio('over_host_probes'):>12s} {ratio('over_unpinned_windows'):>14s}")
+                                f"{cells[0]:>12s} {cells[1]:>14s}")
             if not comparable(c):
                 continue
             scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve)

@@ -1641,12 +1641,10 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                      if split else None)
         # the cases whose p90 step sits on the edge between short and long steps (about one step in ten waits)
         lo, hi = P90_EDGE_WAITING_SHARE
-        edge = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if r["pipeplan"]["step_p90_err"] is not None
-                and r["measured"].get("waiting_step_share") is not None
-                and lo <= r["measured"]["waiting_step_share"] < hi]
-        off_edge = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if r["pipeplan"]["step_p90_err"] is not None
-                    and r["measured"].get("waiting_step_share") is not None
-                    and not lo <= r["measured"]["waiting_step_share"] < hi]
+        shares = [(r["measured"]["waiting_step_share"], abs(r["pipeplan"]["step_p90_err"])) for r in pr
+                  if r["pipeplan"]["step_p90_err"] is not None and r["measured"].get("waiting_step_share") is not None]
+        edge = [e for share, e in shares if lo <= share < hi]
+        off_edge = [e for share, e in shares if not lo <= share < hi]
         edge_cmp = ({"n": len(edge), "n_other": len(off_edge), "band": [lo, hi],
                      "median_abs_step_p90_err": median(edge), "p90_abs_step_p90_err": percentile(edge, 0.9),
                      "other_median_abs_step_p90_err": median(off_edge) if off_edge else None,
