@@ -133,7 +133,7 @@ struct Rank {
   Counter computed_steps;
 
   // Per step records
-  std::vector<double> step_end_s, data_wait_start_s, data_wait_end_s, copy_start_s, copy_end_s;
+  std::vector<double> step_end_s, data_wait_start_s, data_wait_end_s, copy_start_s, copy_end_s, launch_end_s;
   std::vector<int> step_samples;
 
   // Busy time inside the window
@@ -483,6 +483,13 @@ void compute_stream_actor(Rank& r) {
       busy_share_at_s = kernels_end_s;
     }
     r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches
+    // nor finish before the work launched last has run (training.launch_tail_s)
+    const double tail_end_s = r.launch_end_s[op.step] + s.training.launch_tail_s;
+    if (s.training.launch_tail_s > 0.0 && tail_end_s > sg4::Engine::get_clock()) {
+      const double t0 = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_until(tail_end_s);
+      if (!r.synthetic) world.trace->span(r.id, track, "kernels launched last", t0, tail_end_s, op.step);
+    }
     const double end_s = sg4::Engine::get_clock();
     r.activities += 2;
     if (!r.synthetic) {
@@ -781,6 +788,7 @@ class MainLoop {
         w_.trace->span(r_.id, kMainTrack, "DDP reducer (backward hooks, all-reduce calls)", t0, t1, step);
       }
     }
+    r_.launch_end_s[step] = sg4::Engine::get_clock();
     r_.launched_steps.add();
     const int k = s_.training.sync_every_steps;
     if (k > 0 && (step + 1) % k == 0) {
@@ -901,7 +909,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       r.gil = sg4::Mutex::create();
       r.memory_map = sg4::Mutex::create();
       r.rng = Rng(derive_seed(scenario.seed, static_cast<std::uint64_t>(g) + 1, synthetic ? 2 : 1));
-      for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s})
+      for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s, &r.launch_end_s})
         v->assign(world.steps, 0.0);
       r.step_samples.assign(world.steps, 0);
       const std::string prefix = (synthetic ? "baseline" : "rank") + std::to_string(g);

@@ -594,6 +594,38 @@ TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
 }
 
+// The GPU work launched last (training.launch_tail_s; validation run 25): a host-bound step's kernels end no earlier
+// than its last launch plus the tail. With a sync every step the loop waits for it: 30 + 2 = 32 ms a step, in the
+// synthetic twin too (its plain loop is the user's measure of it). A pinned, non_blocking batch and no sync: the
+// host never waits, 30 ms; a sync every 4 steps: (4 x 30 + 2) / 4 = 30.5 ms. An unpinned batch's copy syncs the
+// stream before it starts (CUDA: a pageable host-to-device copy), so it waits for the previous step's tail even
+// without a sync: 32 ms. A GPU-bound step (40 ms of kernels, 30 of launches) ends with its kernels, 10 ms after
+// the last launch: the tail adds nothing there.
+TEST(Simulate, AHostBoundStepsSyncWaitsForTheWorkLaunchedLast) {
+  json s = base_scenario();
+  s["loader"]["pin_memory"] = true;
+  s["transfer"] = {{"non_blocking", true}};
+  s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"launch_tail_s", 0.002}, {"sync_every_steps", 1},
+                   {"steps", 300}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.032, 0.032 * 0.002);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
+  for (const auto& stage : r["stages"])
+    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.032, 1e-6);
+  s["training"]["sync_every_steps"] = 0;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.030, 0.030 * 0.002);
+  s["training"]["sync_every_steps"] = 4;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.0305, 0.0305 * 0.002);
+  json unpinned = s;
+  unpinned["loader"]["pin_memory"] = false;
+  unpinned["training"]["sync_every_steps"] = 0;
+  EXPECT_NEAR(step_mean(simulate(unpinned)), 0.032, 0.032 * 0.005);
+  s["training"]["step_s"] = 0.040;
+  s["training"]["sync_every_steps"] = 1;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.040, 0.040 * 0.002);
+}
+
 // persistent_workers=false restarts workers every epoch (start-up paid again, prefetch refilled).
 TEST(Simulate, NonPersistentWorkersPayTheStartUpEveryEpoch) {
   json s = base_scenario();

@@ -59,7 +59,8 @@ MIN_SIM_STEPS = 200
 TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured", load_curve="scaling",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
-                                   cold_probe="after", unpinned_window="case", probe_pin_window="whole")
+                                   cold_probe="after", unpinned_window="case", probe_pin_window="whole",
+                                   launch_tail="loop")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -217,6 +218,31 @@ def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     if step.get("step_s") is not None:
         return float(step["step_s"]), float(step.get("step_cv") or 0.0)
     return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
+
+
+def launch_tail_s(comp: Dict[str, Any], step: Dict[str, Any]) -> float:
+    """The GPU time left when a host-bound step's last launch returns (training.launch_tail_s): in a plain synthetic
+    loop (loss.item() each step) timed alone, its wall a step less its launches in the same steps. From the host
+    probes right before and after the case where the harness took them (host-heavy cases, since run 20's plan),
+    else host_under_load's alone and alone-again windows (ResNet-50 steps). Only windows whose launches outlast the
+    isolated GPU step count: in a GPU-bound window the difference is the GPU's own remaining work, which the
+    model's GPU step already holds. 0 without such a window. The step component's loop and launches are timed in
+    different loops minutes apart, too far to take a millisecond's difference (run 25: -9 to +6 ms).
+    Run 25: the tail falls as the launches slow (the GPU drains what backward queued while the optimizer's Python
+    runs): 3-5 ms at 12-14 ms of launches, 1.5-2 at 16-18, 0.1-0.4 beyond 25; the cases' own sync waits
+    0.2-1.5 ms against their probes' 0.2-1.5."""
+    gpu = positive_mean(step.get("gpu_s"))
+    if gpu is None:
+        return 0.0
+    probes = [comp.get(n) or {} for n in ("host_probe", "host_probe_after")]
+    windows = [(positive_mean(p.get("host_s")), positive_mean(p.get("loop_step_s"))) for p in probes]
+    if not any(h is not None for h, _ in windows):
+        hul = comp.get("host_under_load") or {}
+        windows = [] if "error" in hul else [
+            (positive_mean(hul.get(h)), positive_mean(hul.get(w)))
+            for h, w in (("alone_host_s", "alone_loop_step_s"), ("alone_after_host_s", "alone_after_loop_step_s"))]
+    tails = [max(0.0, loop - host) for host, loop in windows if host is not None and loop is not None and host > gpu]
+    return sum(tails) / len(tails) if tails else 0.0
 
 
 def _iso_sus(step: Dict[str, Any]) -> Tuple[float, float]:
@@ -749,12 +775,14 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  cpu_curve: Optional[Sequence[Dict[str, float]]] = None, gpu_duty: bool = True,
                  duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
                  duty_time_constant_s: Optional[float] = None,
-                 load_curve_from: str = "scaling", host_from: str = "step") -> Dict[str, Any]:
+                 load_curve_from: str = "scaling", host_from: str = "step",
+                 launch_tail: str = "loop") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
     where a case with a K-worker probe takes the load's speed around K: load_scaling's shape
-    ("scaling") or the machine's curve alone ("machine", no dataset curve)."""
+    ("scaling") or the machine's curve alone ("machine", no dataset curve). launch_tail: "loop" gives the
+    step's launch tail from the loop's host probes (launch_tail_s), "off" none."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -860,6 +888,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "steps": int(steps),
         "warmup_steps": int(warmup),
     }
+    tail = launch_tail_s(comp, step) if launch_tail == "loop" else 0.0
+    if tail > 0.0:
+        training["launch_tail_s"] = round(tail, 6)
     if loop_needs_memory_map(comp):
         training["host_needs_memory_map"] = True
         needs = memory_map_needs_per_step(comp)
@@ -1272,7 +1303,10 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     scen = scenario_for(cold_case_probes(c, getattr(a, "cold_probe", "after")), machine, a.min_steps, cpu_curve,
                         gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
-                        host_from=getattr(a, "host_from", "probe-bracket"))
+                        host_from=getattr(a, "host_from", "probe-bracket"),
+                        launch_tail=getattr(a, "launch_tail", "loop"))
+    if scen["training"].get("launch_tail_s"):
+        c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if getattr(a, "cold_latency", "load-cold") == "load-cold":
         ds = scen["dataset"]
         file_bytes = positive_mean(ds.get("sample_bytes")) or positive_mean(ds.get("item_bytes")) or 0.0
@@ -1788,6 +1822,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
             L.append(f"- An unpinned batch's copy and release on the loop's thread: {meta['unpinned_loop_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
+    if meta.get("launch_tail_note"):
+        L.append(f"- The GPU work launched last (a host-bound step's tail after its last launch): {meta['launch_tail_note']}")
     if meta.get("gpu_duty_time_constant_s"):
         L.append(f"- GPU duty time constant: {meta['gpu_duty_time_constant_s'] * 1e3:.1f} ms, fitted to the gpu_rest_curve of "
                  "every call scored (`--gpu-duty-time-constant rest-curve`; the step's duty shape re-read at a step's "
@@ -2095,6 +2131,10 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--launch-tail", choices=["loop", "off"], default="loop",
+                    help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
+                         "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
+                         "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "
@@ -2249,6 +2289,11 @@ def main(argv=None) -> int:
                                        "where the harness took them, else the alone-median (`--host-from "
                                        "probe-bracket`)"}[getattr(a, "host_from", "probe-bracket")],
         "gpu_duty_time_constant_s": duty_tau,
+        "launch_tail_note": (
+            f"{sum(1 for c in cases if (c.get('convert') or {}).get('launch_tail_s'))} case(s) with a host-bound step, "
+            "each step's kernels ending no earlier than its last launch plus the plain synthetic loop's step less its "
+            "launches in the host probes around it, else host_under_load's alone windows (`--launch-tail loop`, run 25)"
+            if getattr(a, "launch_tail", "loop") == "loop" else "none (`--launch-tail off`)"),
     }
     if len(runs) > 1:
         meta["calls"] = [{"tag": r["tag"], "results": os.path.dirname(r["cases_path"]) or "."} for r in runs]

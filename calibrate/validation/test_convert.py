@@ -222,6 +222,27 @@ class RulesTest(unittest.TestCase):
         # inline: 64 / (64 * 0.004 + 0.025) = 64 / 0.281
         self.assertAlmostEqual(convert.by_hand(0, 64, 0.004, 0.025), 64 / 0.281)
 
+    def test_launch_tail_by_hand(self):
+        step = {"gpu_s": {"mean": 0.0165}, "host_s": {"mean": 0.0199}, "synthetic_loop_step_s": 0.0214}
+        # the host probes around the case: (20.0 - 19.0) and (23.0 - 22.6) ms, both host-bound: 0.7 ms
+        comp = {"host_probe": {"host_s": {"mean": 0.019}, "loop_step_s": 0.020},
+                "host_probe_after": {"host_s": {"mean": 0.0226}, "loop_step_s": 0.023}}
+        self.assertAlmostEqual(convert.launch_tail_s(comp, step), 0.0007)
+        # a GPU-bound probe (launches 12 ms under a 16.5 ms GPU step) says nothing of the tail: the other alone
+        comp["host_probe"] = {"host_s": {"mean": 0.012}, "loop_step_s": 0.0168}
+        self.assertAlmostEqual(convert.launch_tail_s(comp, step), 0.0004)
+        # no probes: host_under_load's alone windows, the same loop's wall and launches
+        hul = {"host_under_load": {"alone_host_s": {"mean": 0.018}, "alone_loop_step_s": 0.0195,
+                                   "alone_after_host_s": {"mean": 0.020}, "alone_after_loop_step_s": 0.0205}}
+        self.assertAlmostEqual(convert.launch_tail_s(hul, step), 0.001)
+        # neither: none (the step component's loop and launches come from different loops)
+        self.assertEqual(convert.launch_tail_s({}, step), 0.0)
+        c = make_case("h", "step", 2000, 0.032, 0.04)
+        c["components"]["step"] = dict(step, step_s=0.0165)
+        c["components"].update(hul)
+        self.assertAlmostEqual(convert.scenario_for(c, {"cpu_cores": 16})["training"]["launch_tail_s"], 0.001)
+        self.assertNotIn("launch_tail_s", convert.scenario_for(c, {"cpu_cores": 16}, launch_tail="off")["training"])
+
     def test_step_time_prefers_sustained(self):
         st = {"gpu_s": {"mean": 0.025, "cv": 0.01}, "step_s": 0.028, "step_cv": 0.02}
         self.assertEqual(convert.step_time(st), (0.028, 0.02))
@@ -238,7 +259,7 @@ class ScenarioTest(unittest.TestCase):
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch"},
         "transfer": {"non_blocking", "copy_stream"},
-        "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step",
+        "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step", "launch_tail_s",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
     }
 
