@@ -313,7 +313,9 @@ def read_json(path: str) -> Any:
     """A JSON file, or where `path` is absent its gzip copy `path`.gz: older calls' cases.json are kept compressed
     (the working tree that travels to the device is limited to 64 MiB; since the seventeenth session)."""
     if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        with gzip.open(path + ".gz", "rt") as f:
+        path += ".gz"
+    if path.endswith(".gz"):  # also named as such on the command line
+        with gzip.open(path, "rt") as f:
             return json.load(f)
     with open(path) as f:
         return json.load(f)

@@ -101,6 +101,14 @@ class ReadCallJsonTest(unittest.TestCase):
                 self.assertIn(expect, err.getvalue())
                 self.assertEqual(err.getvalue().count("\n"), 1)
 
+    def test_a_gzipped_file_reads_by_either_name(self):
+        import gzip
+        with tempfile.TemporaryDirectory() as d:
+            with gzip.open(os.path.join(d, "cases.json.gz"), "wt") as f:
+                json.dump({"cases": [1]}, f)
+            for name in ("cases.json", "cases.json.gz"):
+                self.assertEqual(convert.read_json(os.path.join(d, name)), {"cases": [1]})
+
 
 class ProbeWanderTest(unittest.TestCase):
     def test_probe_wander_from_the_busy_spread_by_hand(self):
