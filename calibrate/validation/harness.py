@@ -583,13 +583,18 @@ def host_probe_note(comps):
 
 
 def loop_parts_note(measured):
-    """The case log's note of its loop per step: the .to() calls, the rest of the launches, the drop after the sync
-    (ms), or "" without them (harness before run 20's plan)."""
+    """The case log's note of its loop per step: next() (wall, and the loop thread's CPU in it, since run 26's plan),
+    the .to() calls, the rest of the launches, the drop after the sync (ms), or "" without them (harness before run
+    20's plan)."""
     if "copy_call_s" not in measured or "release_s" not in measured:
         return ""
     copy_s, release_s = measured["copy_call_s"]["mean"], measured["release_s"]["mean"]
     launch_s = measured["loop_host_s"]["mean"] - copy_s
-    return f"loop .to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
+    nxt = ""
+    if "data_wait_cpu_s" in measured and "data_wait_s" in measured:   # since run 26's plan
+        nxt = (f"next() {measured['data_wait_s']['mean'] * 1e3:.2f} (cpu {measured['data_wait_cpu_s']['mean'] * 1e3:.2f})"
+               " / ")
+    return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
 
 
 def synthetic_loop_host(model, gb, steps, batches=None):
@@ -1975,6 +1980,7 @@ class Harness:
         events = [dev.event() for _ in range(max_steps)]
         T0, T1, T2, T3 = [], [], [], []
         TC, T4 = [], []     # since run 20's plan: the copy call returned, the batch dropped (release timed apart)
+        NEXT_CPU = []       # since run 26's plan: the loop thread's CPU inside each next()
         epoch_of = []
         iter_s = []
         dev.sync()
@@ -2006,12 +2012,14 @@ class Harness:
                 n_this = steps_per_epoch if epochs > 1 else max_steps
                 for j in range(n_this):
                     t0 = a if j == 0 else time.perf_counter()
+                    nc0 = time.thread_time()
                     try:
                         batch = next(it)
                     except StopIteration:
                         stopped = "sampler exhausted"
                         break
                     t1 = time.perf_counter()
+                    nc = time.thread_time() - nc0
                     if side is not None:
                         with t.cuda.stream(side):
                             gb = to_dev(t, batch, dev.device, nb)
@@ -2028,6 +2036,7 @@ class Harness:
                         float(loss.item())
                     t3 = time.perf_counter()
                     T0.append(t0), T1.append(t1), T2.append(t2), T3.append(t3)
+                    NEXT_CPU.append(nc)
                     TC.append(tc)
                     epoch_of.append(ep)
                     del batch, gb
@@ -2095,6 +2104,9 @@ class Harness:
                             "cv": g["cv"], "min": g["min"], "max": g["max"]},
             "host_step_interval_s": summarize(host_iv),
             "data_wait_s": summarize(waits),
+            # the loop thread's own CPU inside next() (since run 26's plan): an unpinned batch's receive (unpickling,
+            # mapping the worker's shared memory) against the wall's wait for a worker (run 25, finding 3)
+            "data_wait_cpu_s": summarize([NEXT_CPU[j] for j in range(skip, n)]),
             "loop_host_s": summarize(loop),
             "sync_wait_s": summarize(syncs),
             # loop_host_s split (since run 20's plan): the .to() calls, and dropping the batch after the sync (an
