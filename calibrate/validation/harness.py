@@ -1324,11 +1324,14 @@ class Harness:
         it = iter(dl)
         for _ in range(2 * nw):                    # the workers up and the prefetch slots full
             next(it)
-        copy_s, release_s, host_s = [], [], []
+        copy_s, release_s, host_s, next_s, next_cpu_s = [], [], [], [], []
         f0 = thread_minor_faults(tid)
         for _ in range(n):
-            batch = next(it)
+            w0, c0 = time.perf_counter(), time.thread_time()
+            batch = next(it)                       # the batch's receive: unpickling, mapping the worker's memory
+            next_cpu_s.append(time.thread_time() - c0)
             a = time.perf_counter()
+            next_s.append(a - w0)
             on_gpu = to_dev(self.t, batch, self.dev.device, nb)
             b = time.perf_counter()
             loss = model(on_gpu if step_on_copy else gb)
@@ -1343,6 +1346,7 @@ class Harness:
         f1 = thread_minor_faults(tid)
         del it, dl
         return {"host_s": summarize(host_s), "copy_s": summarize(copy_s), "release_s": summarize(release_s),
+                "next_s": summarize(next_s), "next_cpu_s": summarize(next_cpu_s),
                 "loop_minor_faults_per_step": (f1 - f0) / n if f0 is not None and f1 is not None else None}
 
     def comp_unpinned_window(self, step_name, kind, bs, nw, seed):
@@ -1359,13 +1363,16 @@ class Harness:
         t0 = time.perf_counter()
         w = self._copied_window(model, gb, n, kind, bs, nw, ds, sampler, True, True)
         del gb
-        log(f"component unpinned_window[{step_name}/{kind}/b{bs}/w{nw}]: copy {w['copy_s']['mean'] * 1e3:.2f}, "
+        log(f"component unpinned_window[{step_name}/{kind}/b{bs}/w{nw}]: next {w['next_s']['mean'] * 1e3:.2f} (cpu "
+            f"{w['next_cpu_s']['mean'] * 1e3:.2f}), copy {w['copy_s']['mean'] * 1e3:.2f}, "
             f"release {w['release_s']['mean'] * 1e3:.2f}, host {w['host_s']['mean'] * 1e3:.2f} ms a step "
             f"({time.perf_counter() - t0:.1f}s)")
         return {"workers": nw, "steps": n, "unpinned_case_like_copy_s": w["copy_s"],
                 "unpinned_case_like_release_s": w["release_s"], "unpinned_case_like_host_s": w["host_s"],
                 "unpinned_case_like_loop_minor_faults_per_step": w["loop_minor_faults_per_step"],
-                "method": "host_beside_loader's case-like window alone (copy, host and release timed apart)"}
+                # since run 26's plan: next()'s wall and the loop thread's CPU in it (the batch's receive)
+                "unpinned_case_like_next_s": w["next_s"], "unpinned_case_like_next_cpu_s": w["next_cpu_s"],
+                "method": "host_beside_loader's case-like window alone (next(), copy, host and release timed apart)"}
 
     def comp_host_beside_loader(self, step_name, kind, bs, nw):
         """The training loop's own host time per step beside a live DataLoader (since run 16): alone, then taking
@@ -1402,6 +1409,7 @@ class Harness:
             w = self._copied_window(model, gb, n, kind, bs, nw, dataset, sampler, nb, step_on_copy)
             res[f"{name}_host_s"], res[copy_key], res[release_key] = w["host_s"], w["copy_s"], w["release_s"]
             res[f"{name}_loop_minor_faults_per_step"] = w["loop_minor_faults_per_step"]
+            res[f"{name}_next_s"], res[f"{name}_next_cpu_s"] = w["next_s"], w["next_cpu_s"]   # since run 26's plan
         copied_window("unpinned_copied", "unpinned_copy_s", "unpinned_release_s",   # run 18's keys
                       CachedDataset(self.samples_cache[kind]), None, False, False)
         # Run 18 (finding 2): that window's host + copy stayed 7-9 ms a step under the GIL call's unpinned cases. What
