@@ -60,7 +60,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop")
+                                   launch_tail="loop", unpinned_next="window")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -982,6 +982,8 @@ def copy_curve_time_s(curve: Dict[str, Any], nbytes: float) -> float:
 # first: (copy key, release key, host key)
 UNPINNED_LOOP_WINDOWS = (("unpinned_case_like_copy_s", "unpinned_case_like_release_s", "unpinned_case_like_host_s"),
                          ("unpinned_copy_s", "unpinned_release_s", "unpinned_copied_host_s"))
+# The case-like window's next() a step (harness since run 26's plan): the unpinned batch's receive on the loop's thread
+UNPINNED_NEXT_KEY = "unpinned_case_like_next_s"
 
 
 def unpinned_window_bracket(components: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -998,11 +1000,15 @@ def unpinned_window_bracket(components: Dict[str, Any]) -> Optional[Dict[str, An
     out: Dict[str, Any] = {"workers": wins[0].get("workers"), "bracketed": len(wins) == 2}
     for k in keys:
         out[k] = {"mean": sum(positive_mean(w[k]) for w in wins) / len(wins)}
+    nexts = [v for v in (positive_mean(w.get(UNPINNED_NEXT_KEY)) for w in wins) if v is not None]
+    if nexts:                                      # since run 26's plan
+        out[UNPINNED_NEXT_KEY] = {"mean": sum(nexts) / len(nexts)}
     return out
 
 
 def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batch_bytes: float,
-                                worker_collate_s: Optional[float], per_case: bool = True) -> Optional[Dict[str, Any]]:
+                                worker_collate_s: Optional[float], per_case: bool = True,
+                                with_next: bool = True) -> Optional[Dict[str, Any]]:
     """An unpinned case's copy and release as its loop's thread paid them beside a live DataLoader (harness
     component host_beside_loader, ResNet-50 steps, since run 18; the case's own way of doing it since run 19), in
     place of calibrate's, which copied from and released a fresh mapping with nothing else running. Run 19 found
@@ -1012,7 +1018,11 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     (copy.h2d_pageable_fresh_mapping) is scaled to the window's copy at this batch's bytes; the release per byte
     (ipc.release_s_per_byte) set from the window's, brought back to one idle core as transport_profile does (the
     simulator slows CPU work by the busy cores itself). per_case: the case's own windows around it where it has
-    them (unpinned_window_bracket), else the call's. Returns {"profile", "copy_s", "release_s", "window"}, or
+    them (unpinned_window_bracket), else the call's. with_next: where the case-like window also timed next()
+    (harness since run 26's plan), the batch's receive inside next() (ipc.receive_s_per_batch, the fresh-mapping
+    path's map) set from it the same way. Until then the receive came from the transport loop less calibrate's
+    untouched release, which run 25's GIL call put below zero (4.72 ms receive CPU, 4.55 ms release): the model
+    charged nothing in next(), where the case's took 1.51 ms (0.92 ms of it CPU) and its windows 1.51 and 1.85. Returns {"profile", "copy_s", "release_s", "window"}, or
     None where it does not apply: pinned or inline cases, a profile without the fresh-mapping copy, no window
     with the case's worker count, or a window without positive figures."""
     k = case.get("knobs") or {}
@@ -1048,9 +1058,14 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     busy = 1.0 + min(float(nw), float(worker_collate_s or 0.0) / step_s)
     speed = relative_core_speed((prof.get("cpu") or {}).get("speed_vs_busy_cores") or [], busy)
     out["ipc"]["release_s_per_byte"] = release_s * speed / batch_bytes
-    return {"profile": out, "copy_s": copy_s, "release_s": release_s,
-            "window": ("case's own " if own else "") + copy_key.rsplit("_copy_s", 1)[0],
-            "calibrated_copy_s": calibrated_copy_s, "busy_cores": busy}
+    res = {"profile": out, "copy_s": copy_s, "release_s": release_s,
+           "window": ("case's own " if own else "") + copy_key.rsplit("_copy_s", 1)[0],
+           "calibrated_copy_s": calibrated_copy_s, "busy_cores": busy}
+    next_s = positive_mean(win.get(UNPINNED_NEXT_KEY)) if with_next and copy_key == UNPINNED_LOOP_WINDOWS[0][0] else None
+    if next_s is not None:
+        out["ipc"]["receive_s_per_batch"] = next_s * speed
+        res["next_s"] = next_s
+    return res
 
 
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
@@ -1330,7 +1345,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             c.setdefault("convert", {})["main_side_drift"] = drift
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
         loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c),
-                                           per_case=getattr(a, "unpinned_window", "case") == "case") \
+                                           per_case=getattr(a, "unpinned_window", "case") == "case",
+                                           with_next=getattr(a, "unpinned_next", "window") == "window") \
             if getattr(a, "unpinned_loop", "beside-loader") == "beside-loader" else None
         if loop is not None:
             case_profile = loop.pop("profile")
@@ -2105,6 +2121,10 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned case's copy and release from its own windows "
                          "right before and after it where the harness took them (since run 23's plan), or always "
                          "from the call's one host_beside_loader window")
+    ap.add_argument("--unpinned-next", choices=["window", "off"], default="window",
+                    help="with --unpinned-loop beside-loader: an unpinned batch's receive inside next() from the "
+                         "case-like window's next() where the harness timed it (since run 26's plan), or, off, from "
+                         "the transport loop less calibrate's untouched release (run 25: below zero in the GIL call)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "

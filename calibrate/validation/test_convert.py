@@ -481,6 +481,29 @@ class ScenarioTest(unittest.TestCase):
         case["components"]["unpinned_window"] = {"error": "RuntimeError: x"}
         self.assertEqual(convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)["window"], "unpinned_case_like")
 
+    def test_unpinned_loop_takes_the_receive_in_next_from_the_windows(self):
+        prof, case = self._unpinned_window_inputs()
+        # the windows around the case timed next() too (1.5 and 1.9 ms, mean 1.7); the window's loop (13 + 17 + 5 =
+        # 35 ms a step) runs at 1 + 1 busy cores (speed 1.1), so the receive at one idle core is 1.7 x 1.1 = 1.87 ms
+        for name, copy_s, next_s in (("unpinned_window", 0.012, 0.0015), ("unpinned_window_after", 0.014, 0.0019)):
+            case["components"][name] = {
+                "workers": 8, "unpinned_case_like_copy_s": {"mean": copy_s},
+                "unpinned_case_like_release_s": {"mean": 0.005}, "unpinned_case_like_host_s": {"mean": 0.017},
+                "unpinned_case_like_next_s": {"mean": next_s}}
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)
+        self.assertAlmostEqual(out["next_s"], 0.0017)
+        self.assertAlmostEqual(out["busy_cores"], 2.0)
+        self.assertAlmostEqual(out["profile"]["ipc"]["receive_s_per_batch"], 0.0017 * 1.1)
+        self.assertEqual(prof["ipc"]["receive_s_per_batch"], 1e-5)            # the input profile untouched
+        # asked not to, or a window from before run 26's plan: the receive stays the profile's
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035, with_next=False)
+        self.assertEqual(out["profile"]["ipc"]["receive_s_per_batch"], 1e-5)
+        for name in ("unpinned_window", "unpinned_window_after"):
+            del case["components"][name]["unpinned_case_like_next_s"]
+        out = convert.unpinned_loop_beside_loader(prof, case, 1e7, 0.035)
+        self.assertNotIn("next_s", out)
+        self.assertEqual(out["profile"]["ipc"]["receive_s_per_batch"], 1e-5)
+
     def test_unpinned_loop_left_to_calibrate_where_the_window_does_not_apply(self):
         prof, case = self._unpinned_window_inputs()
         pinned = json.loads(json.dumps(case))
