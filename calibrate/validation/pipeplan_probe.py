@@ -44,6 +44,13 @@ or as a script:
 
 where make_dataset is a callable returning the Dataset (or the Dataset object itself).
 Nothing here needs a GPU; torch is only needed for torch's default_collate.
+
+Your training step (--step mypkg.train:make_step, or time_step and training_fragment as a module): make_step()
+returns a function of no arguments that runs one step on a batch already on the device and returns the loss.
+Timed in a plain loop that syncs each step (loss.item()): each call's launches (training.host_s_per_step), the
+loop's wall a step, and with CUDA the step's GPU time alone (training.step_s), the stream held by a spin kernel
+while the launches queue. Where the launches outlast the GPU step, the loop's wall less the launches is the GPU
+work launched last that a sync waits for (training.launch_tail_s; docs/validation.md, run 25).
 """
 from __future__ import annotations
 
@@ -59,7 +66,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
-           "scenario_fragment", "load_callable"]
+           "scenario_fragment", "load_callable", "time_step", "gpu_step_time_s", "training_fragment",
+           "merge_fragments"]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -581,6 +589,106 @@ def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = N
     return frag
 
 
+# ----------------------------------------------------------------------------- the training step
+def _default_sync(out: Any) -> None:
+    """Wait for the device as a training loop's loss.item() does: the result's .item() where it has one, then
+    torch.cuda.synchronize() where CUDA is up (nothing on a CPU-only machine)."""
+    if hasattr(out, "item"):
+        out.item()
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except ImportError:
+        pass
+
+
+def gpu_step_time_s(step_fn: Callable[[], Any], n_steps: int = 10) -> Optional[Dict[str, float]]:
+    """One step's GPU time alone, launch overhead excluded: a spin kernel (torch.cuda._sleep) holds the stream
+    while the step's launches queue behind it, and CUDA events around the step read the kernels' time back to
+    back (the validation harness's method). The hold grows until the launches fit inside it. None without CUDA
+    (or without torch.cuda._sleep)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available() or not hasattr(torch.cuda, "_sleep"):
+        return None
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    cycles = 20_000_000
+    e0.record()
+    torch.cuda._sleep(cycles)
+    e1.record()
+    torch.cuda.synchronize()
+    cycles_per_s = cycles / (e0.elapsed_time(e1) / 1e3)
+    hold_s, gpu = 0.05, []
+    while len(gpu) < n_steps:
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(cycles_per_s * hold_s))
+        e0.record()
+        h0 = time.perf_counter()
+        step_fn()
+        h1 = time.perf_counter()
+        e1.record()
+        torch.cuda.synchronize()
+        if h1 - h0 > 0.8 * hold_s:                 # the launches outlasted the hold: again, longer
+            hold_s = 3 * (h1 - h0)
+            continue
+        gpu.append(e0.elapsed_time(e1) / 1e3)
+    return summarize(gpu)
+
+
+def time_step(step_fn: Callable[[], Any], n_steps: int = 20, warmup: int = 3,
+              sync: Optional[Callable[[Any], None]] = None, gpu: bool = True) -> Dict[str, Any]:
+    """Your training step, for the scenario's training section. step_fn() runs one step on a batch already on the
+    device (forward, backward, optimizer step) and returns what sync(result) waits on (default: its .item(), then
+    torch.cuda.synchronize()). In a plain loop that syncs every step, as a loss.item() does, it times each step's
+    call (host_s: its launches, the Python a step costs the loop's thread) and the loop's wall a step (loop_step_s:
+    the launches, then the wait at the sync), and, with CUDA and gpu=True, the step's GPU time alone
+    (gpu_step_time_s). training_fragment turns them into scenario keys."""
+    sync = sync or _default_sync
+    for _ in range(warmup):
+        sync(step_fn())
+    host = []
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        h0 = time.perf_counter()
+        out = step_fn()
+        host.append(time.perf_counter() - h0)
+        sync(out)
+    res: Dict[str, Any] = {"host_s": summarize(host), "loop_step_s": (time.perf_counter() - t0) / n_steps,
+                           "steps": n_steps}
+    g = gpu_step_time_s(step_fn) if gpu else None
+    if g is not None:
+        res["gpu_step_s"] = g
+    return res
+
+
+def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario keys a time_step result fills: training.host_s_per_step (the launches' mean), training.step_s
+    (the GPU time alone, where measured) and, where the launches outlast the GPU step, training.launch_tail_s: the
+    loop's wall a step less its launches, the GPU work still to run when the last launch returns, which a sync
+    waits for (docs/scenario.md; validation run 25: a ResNet-50 step on the H200, 1.4-1.5 ms at 18 ms of launches).
+    Where the GPU outlasts the launches that difference is the GPU's own time and step_s holds it: no tail."""
+    host = float(res["host_s"]["mean"])
+    tr: Dict[str, Any] = {"host_s_per_step": round(host, 6)}
+    g = (res.get("gpu_step_s") or {}).get("mean")
+    if g:
+        tr["step_s"] = round(float(g), 6)
+        if host > g:
+            tr["launch_tail_s"] = round(max(0.0, float(res["loop_step_s"]) - host), 6)
+    return {"training": tr}
+
+
+def merge_fragments(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
+    """Two fragments' sections side by side (a section both have: b's keys added to a's)."""
+    out = json.loads(json.dumps(a))
+    for sec, keys in b.items():
+        out.setdefault(sec, {}).update(keys)
+    return out
+
+
 # ----------------------------------------------------------------------------- CLI
 def load_callable(spec: str):
     """'package.module:attr' (attr may be dotted) -> object; a file path works as module."""
@@ -621,8 +729,14 @@ def _human(res: Dict[str, Any]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dataset", required=True,
-                    help="module:callable returning the Dataset (or module:object)")
+    ap.add_argument("--dataset", default=None,
+                    help="module:callable returning the Dataset (or module:object); this or --step")
+    ap.add_argument("--step", default=None,
+                    help="module:callable returning your training step as a function of no arguments: one step on a "
+                         "batch already on the device (forward, backward, optimizer step), returning the loss; fills "
+                         "training.host_s_per_step, step_s (with CUDA) and launch_tail_s")
+    ap.add_argument("--step-args", default="[]", help="JSON list of positional args for the --step callable")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps of the --step loop")
     ap.add_argument("--dataset-args", default="[]",
                     help="JSON list of positional args for the dataset callable")
     ap.add_argument("--collate", default=None, help="module:callable collate_fn "
@@ -651,6 +765,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
     a = ap.parse_args(argv)
+    if not a.dataset and not a.step:
+        print("pipeplan_probe: nothing to measure; expected --dataset module:callable and/or --step module:callable",
+              file=sys.stderr)
+        return 2
     for flag, path in (("--out", a.out), ("--raw", a.raw)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             print(f"pipeplan_probe: {flag} {path}: its folder does not exist; expected a path in an existing folder",
@@ -684,13 +802,67 @@ def main(argv=None) -> int:
             print(f"pipeplan_probe: {a.profile}: $.storage.stream_read_bytes_per_s = {json.dumps(rate)}; expected a "
                   f"positive number (a profile from pipeplan calibrate)", file=sys.stderr)
             return 2
-    try:
-        obj = load_callable(a.dataset)
-        ds = obj(*json.loads(a.dataset_args)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
-        coll = load_callable(a.collate) if a.collate else None
-    except Exception as e:  # bad input: exit 2 like pipeplan
-        print(f"pipeplan_probe: cannot load dataset/collate: {e}", file=sys.stderr)
-        return 2
+    step_fn = None
+    if a.step:
+        try:
+            make = load_callable(a.step)
+            step_fn = make(*json.loads(a.step_args))
+            if not callable(step_fn):
+                raise TypeError(f"{a.step}(...) returned {type(step_fn).__name__}, not a function")
+        except Exception as e:  # bad input: exit 2 like pipeplan
+            print(f"pipeplan_probe: --step {a.step}: cannot build the step: {e}; expected module:callable returning "
+                  f"a function of no arguments", file=sys.stderr)
+            return 2
+    frag: Dict[str, Any] = {}
+    res: Dict[str, Any] = {}
+    if a.dataset:
+        try:
+            obj = load_callable(a.dataset)
+            ds = obj(*json.loads(a.dataset_args)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
+            coll = load_callable(a.collate) if a.collate else None
+        except Exception as e:  # bad input: exit 2 like pipeplan
+            print(f"pipeplan_probe: cannot load dataset/collate: {e}", file=sys.stderr)
+            return 2
+        res = measure_dataset(a, ds, coll, cold_paths, profile)
+        frag = scenario_fragment(res, profile)
+    if step_fn is not None:
+        st = time_step(step_fn, n_steps=a.steps)
+        res["step"] = st
+        print(_human_step(st), file=sys.stderr)
+        frag = merge_fragments(frag, training_fragment(st))
+    text = json.dumps(frag, indent=2)
+    if a.out:
+        # whole or not at all: a killed probe leaves no half-written fragment
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text + "\n")
+        os.replace(tmp, a.out)
+    else:
+        print(text)
+    if a.raw:
+        with open(a.raw, "w") as f:
+            json.dump(res, f, indent=2)
+    return 0
+
+
+def _human_step(st: Dict[str, Any]) -> str:
+    h = st["host_s"]
+    lines = [f"training step          launches {h['mean']*1e3:.3f} ms  cv {h['cv']:.2f}  (n={h['n']}); loop with a sync "
+             f"each step {st['loop_step_s']*1e3:.3f} ms a step"]
+    g = st.get("gpu_step_s")
+    if g is None:
+        lines.append("GPU step               not measured (no CUDA): training.step_s and launch_tail_s left to you")
+    else:
+        tr = training_fragment(st)["training"]
+        lines.append(f"GPU step alone         {g['mean']*1e3:.3f} ms  cv {g['cv']:.3f}: "
+                     + (f"host-bound; the sync waits {tr['launch_tail_s']*1e3:.3f} ms for the work launched last "
+                        "(training.launch_tail_s)" if "launch_tail_s" in tr else "GPU-bound (no launch tail)"))
+    return "\n".join(lines)
+
+
+def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[str],
+                    profile: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The dataset's probe as the CLI asked for it, its human summary on stderr."""
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
                 max_seconds=a.max_seconds, in_worker=not a.no_worker, num_workers=a.num_workers,
@@ -715,20 +887,7 @@ def main(argv=None) -> int:
         else:
             print("cold wait per file     not written: it needs --profile and the bytes a sample reads "
                   "(--sample-bytes or --cold-files)", file=sys.stderr)
-    frag = scenario_fragment(res, profile)
-    text = json.dumps(frag, indent=2)
-    if a.out:
-        # whole or not at all: a killed probe leaves no half-written fragment
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text + "\n")
-        os.replace(tmp, a.out)
-    else:
-        print(text)
-    if a.raw:
-        with open(a.raw, "w") as f:
-            json.dump(res, f, indent=2)
-    return 0
+    return res
 
 
 if __name__ == "__main__":

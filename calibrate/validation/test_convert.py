@@ -101,14 +101,6 @@ class ReadCallJsonTest(unittest.TestCase):
                 self.assertIn(expect, err.getvalue())
                 self.assertEqual(err.getvalue().count("\n"), 1)
 
-    def test_a_gzipped_file_reads_by_either_name(self):
-        import gzip
-        with tempfile.TemporaryDirectory() as d:
-            with gzip.open(os.path.join(d, "cases.json.gz"), "wt") as f:
-                json.dump({"cases": [1]}, f)
-            for name in ("cases.json", "cases.json.gz"):
-                self.assertEqual(convert.read_json(os.path.join(d, name)), {"cases": [1]})
-
 
 class ProbeWanderTest(unittest.TestCase):
     def test_probe_wander_from_the_busy_spread_by_hand(self):
@@ -1389,6 +1381,70 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
 
 
+class ProbeStepTest(unittest.TestCase):
+    """pipeplan_probe's training step: time_step on a fake clock, training_fragment by hand, the CLI's --step."""
+
+    def test_training_fragment_by_hand(self):
+        # launches 20 ms over a 16.5 ms GPU step, 21.5 ms a step with a sync: the sync waits 1.5 ms (the tail)
+        res = {"host_s": {"mean": 0.020}, "loop_step_s": 0.0215, "gpu_step_s": {"mean": 0.0165}}
+        self.assertEqual(probe.training_fragment(res),
+                         {"training": {"host_s_per_step": 0.02, "step_s": 0.0165, "launch_tail_s": 0.0015}})
+        # GPU-bound: the loop's 25.3 ms is the GPU's; no tail
+        res = {"host_s": {"mean": 0.005}, "loop_step_s": 0.0253, "gpu_step_s": {"mean": 0.025}}
+        self.assertEqual(probe.training_fragment(res), {"training": {"host_s_per_step": 0.005, "step_s": 0.025}})
+        # no GPU time (no CUDA): the launches alone
+        self.assertEqual(probe.training_fragment({"host_s": {"mean": 0.02}, "loop_step_s": 0.03}),
+                         {"training": {"host_s_per_step": 0.02}})
+
+    def test_time_step_on_a_fake_clock(self):
+        from unittest import mock
+        clock = [0.0]
+        def step():                      # 4 ms of launches
+            clock[0] += 0.004
+            return "loss"
+        def sync(out):                   # then 1 ms of waiting at the sync
+            self.assertEqual(out, "loss")
+            clock[0] += 0.001
+        with mock.patch.object(probe.time, "perf_counter", lambda: clock[0]):
+            res = probe.time_step(step, n_steps=10, warmup=2, sync=sync, gpu=False)
+        self.assertAlmostEqual(res["host_s"]["mean"], 0.004)
+        self.assertEqual(res["host_s"]["n"], 10)
+        self.assertAlmostEqual(res["loop_step_s"], 0.005)
+        self.assertNotIn("gpu_step_s", res)
+
+    def test_merge_fragments(self):
+        a = {"dataset": {"num_samples": 5}, "training": {"steps": 10}}
+        b = {"training": {"host_s_per_step": 0.02}}
+        self.assertEqual(probe.merge_fragments(a, b),
+                         {"dataset": {"num_samples": 5}, "training": {"steps": 10, "host_s_per_step": 0.02}})
+        self.assertEqual(a["training"], {"steps": 10})                  # the inputs untouched
+
+    def test_step_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            mod = os.path.join(d, "mystep.py")
+            with open(mod, "w") as f:
+                f.write("import time\n"
+                        "def make():\n"
+                        "    def step():\n"
+                        "        time.sleep(0.002)\n"
+                        "        return 0.5\n"
+                        "    return step\n"
+                        "def not_a_step(): return 3\n")
+            out = os.path.join(d, "frag.json")
+            cmd = [sys.executable, os.path.join(HERE, "pipeplan_probe.py")]
+            p = subprocess.run(cmd + ["--step", f"{mod}:make", "--steps", "5", "--out", out],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            tr = json.load(open(out))["training"]
+            self.assertGreaterEqual(tr["host_s_per_step"], 0.002)       # at least the sleep
+            self.assertNotIn("launch_tail_s", tr)                       # no GPU time here: no tail claimed
+            # a step builder that does not return a function, and no subject at all: one line, exit code 2
+            for args in (["--step", f"{mod}:not_a_step"], []):
+                p = subprocess.run(cmd + args, capture_output=True, text=True)
+                self.assertEqual(p.returncode, 2)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+
+
 class ReadJson(unittest.TestCase):
     """convert.read_json: a call's cases.json, or where it is absent the cases.json.gz older calls are kept as."""
 
@@ -1402,6 +1458,7 @@ class ReadJson(unittest.TestCase):
                 json.dump({"cases": [2]}, f)
             self.assertEqual(convert.read_json(plain), {"cases": [1]})
             self.assertEqual(convert.read_json(packed), {"cases": [2]})
+            self.assertEqual(convert.read_json(packed + ".gz"), {"cases": [2]})   # named as such (a traceback before)
             with self.assertRaises(OSError):
                 convert.read_json(os.path.join(d, "missing.json"))
 
