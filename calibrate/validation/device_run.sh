@@ -11,6 +11,7 @@
 #   $OUT/env.txt         machine facts (nvidia-smi, lscpu, data directory and its file system)
 #   $OUT/probe_fragment.json, $OUT/probe.log  the user helper (pipeplan_probe.py --num-workers 8) on the
 #                        harness's images, when 20 s of the budget are left
+#   $OUT/step_fragment.json  the user helper's --step on example_step.py's ResNet-50 step, before that (20 s left)
 # Environment (all optional):
 #   PIPEPLAN_VALIDATION_MODE   full (default) | quick
 #   PIPEPLAN_TOTAL_S           seconds this script may take in all (default 570, for timeout_s=600)
@@ -82,13 +83,21 @@ PYTHONUNBUFFERED=1 timeout -k 10 $(( BUDGET + 45 )) python3 calibrate/validation
   2>&1 | tee "$OUT/harness.log"
 rc=${PIPESTATUS[0]}
 say "harness exit $rc$( [ "$rc" = 124 ] && echo ' (timed out; cases.json keeps the finished cases)')"
-# ---- 3. the user helper on the same images (its one- and K-worker timings need torch: only here)
+# ---- 3. the user helper's --step on the harness's ResNet-50 step (since run 26's plan): its launch tail against the
+#         host probes' in cases.json (validation.md run 25, finding 1); then the helper on the same images (its one- and
+#         K-worker timings need torch: only here)
+if [ $(( TOTAL - $(elapsed) )) -ge 20 ]; then
+  say "pipeplan_probe.py --step example_step.py:resnet50_step"
+  timeout -k 5 18 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+    --steps 30 --out "$OUT/step_fragment.json" > "$OUT/probe.log" 2>&1
+  say "pipeplan_probe --step exit $?"
+fi
 if [ $(( TOTAL - $(elapsed) )) -ge 20 ] && [ -d "$DATA/jpeg" ]; then
   say "pipeplan_probe.py on the harness's images, --num-workers 8"
   timeout -k 5 25 python3 calibrate/validation/pipeplan_probe.py \
     --dataset calibrate/validation/harness.py:image_dataset_from_dir --dataset-args "[\"$DATA\"]" \
     --batch-size 64 --num-workers 8 --samples 200 --max-seconds 10 --out "$OUT/probe_fragment.json" \
-    > "$OUT/probe.log" 2>&1
+    >> "$OUT/probe.log" 2>&1
   say "pipeplan_probe exit $?"
 fi
 rm -rf "$DATA"

@@ -1,0 +1,33 @@
+"""An example training step for `pipeplan_probe.py --step` (copy it and put your own model in).
+
+    python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+        --steps 30 --out step_fragment.json
+
+resnet50_step(batch_size) returns a function of no arguments that runs one training step of torchvision's
+ResNet-50 (bf16 autocast, channels_last, SGD with momentum: the validation harness's ResNet-50 step) on a
+batch of 224x224 images already on the GPU, and returns the loss. The batch stays on the GPU: the probe times
+the step alone, not the input pipeline.
+"""
+from __future__ import annotations
+
+
+def resnet50_step(batch_size: int = 64):
+    import torch
+    import torchvision
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: this example step needs a GPU")
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50(num_classes=1000).cuda().to(memory_format=torch.channels_last).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(batch_size, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (batch_size,), device="cuda")
+
+    def step():
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x).float(), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
