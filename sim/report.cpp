@@ -270,7 +270,13 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                                           " of the time while it touches and unmaps the workers' batches"
                                     : "")
                          : "") +
-                    (s.training.sync_every_steps > 0 ? ", and a sync every " + std::to_string(s.training.sync_every_steps) + " step(s) stops it running ahead" : "") +
+                    (s.training.sync_every_steps > 0
+                         ? ", and a sync every " + std::to_string(s.training.sync_every_steps) +
+                               " step(s) stops it running ahead" +
+                               (s.training.launch_tail_s > 0.0
+                                    ? " (each waits " + ms(s.training.launch_tail_s) + " for the kernels launched last)"
+                                    : "")
+                         : "") +
                     waits + " for launches";
   else
     d.explanation = "host-bound: the training loop blocks on " + std::string(s.loader.pin_memory ? "blocking copies" : "pageable copies") +

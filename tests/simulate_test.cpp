@@ -610,6 +610,9 @@ TEST(Simulate, AHostBoundStepsSyncWaitsForTheWorkLaunchedLast) {
   json r = simulate(s);
   EXPECT_NEAR(step_mean(r), 0.032, 0.032 * 0.002);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  EXPECT_NE(r["bottleneck"]["explanation"].get<std::string>().find("each waits 2.00 ms for the kernels launched last"),
+            std::string::npos)
+      << r["bottleneck"]["explanation"];
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
   for (const auto& stage : r["stages"])
     if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.032, 1e-6);
