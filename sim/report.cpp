@@ -102,10 +102,20 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
            "pin_memory=False and compare with pipeplan sweep --vary loader.pin_memory=true,false";
   if (stage == "main_receive")
     return "the main process receives every batch itself: smaller batches in bytes (uint8, normalize on the GPU) cost less to map";
-  if (stage == "host_loop")
-    return s.training.sync_every_steps > 0 ? "remove the per-step sync (.item(), print) so the host runs ahead, or cut Python per step "
-                                             "(CUDA graphs, torch.compile, fused optimizers)"
-                                           : "cut Python per step (CUDA graphs, torch.compile, fused optimizers)";
+  if (stage == "host_loop") {
+    if (s.training.sync_every_steps <= 0) return "cut Python per step (CUDA graphs, torch.compile, fused optimizers)";
+    std::string without_sync;
+    if (s.training.launch_tail_s > 0.0) {  // each sync waits for the kernels launched last: its cost, in samples/s
+      Scenario t = s;
+      t.training.sync_every_steps = 0;
+      without_sync = " (the loop alone would allow about " + with_thousands(capacity_of("host_loop", t, p)) +
+                     " samples/s instead of " + with_thousands(capacity_of("host_loop", s, p)) +
+                     "; confirm with pipeplan sweep --vary training.sync_every_steps=" +
+                     std::to_string(s.training.sync_every_steps) + ",0)";
+    }
+    return "remove the per-step sync (.item(), print) so the host runs ahead" + without_sync +
+           ", or cut Python per step (CUDA graphs, torch.compile, fused optimizers)";
+  }
   if (stage == "storage")
     return "storage is the limit: keep the dataset in the page cache or on faster local disk, or read fewer bytes per sample";
   if (stage == "comm")

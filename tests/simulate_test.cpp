@@ -613,6 +613,10 @@ TEST(Simulate, AHostBoundStepsSyncWaitsForTheWorkLaunchedLast) {
   EXPECT_NE(r["bottleneck"]["explanation"].get<std::string>().find("each waits 2.00 ms for the kernels launched last"),
             std::string::npos)
       << r["bottleneck"]["explanation"];
+  // the suggestion prices the sync: 32 samples per 30 ms without it, per 32 ms with it
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("about 1,067 samples/s instead of 1,000"),
+            std::string::npos)
+      << r["bottleneck"]["suggestion"];
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
   for (const auto& stage : r["stages"])
     if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.032, 1e-6);
