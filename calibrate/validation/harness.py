@@ -2303,6 +2303,10 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
         add("pin_memory_image", [{"pin_memory": True}, {"pin_memory": False}])
     # Does a busy pin thread slow a Python-heavy loop (the GIL)? ResNet-50's loop is host-bound.
     add("pin_memory_gil", [{"pin_memory": True}, {"pin_memory": False}], dict(tbase, step="resnet50"))
+    # A host-bound loop's sync waits for the kernels launched last (validation run 25, finding 1): without it the loop
+    # never waits. The sync_every=1 setting is pin_memory_gil's pinned case (measured once, listed in both).
+    if not quick:
+        add("sync_every_gil", [{"sync_every": 1}, {"sync_every": 0}], dict(tbase, step="resnet50"))
     add("non_blocking_stream", [{"non_blocking": False, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "side"}], tbase)
