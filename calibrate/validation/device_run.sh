@@ -11,7 +11,8 @@
 #   $OUT/env.txt         machine facts (nvidia-smi, lscpu, data directory and its file system)
 #   $OUT/probe_fragment.json, $OUT/probe.log  the user helper (pipeplan_probe.py --num-workers 8) on the
 #                        harness's images, when 20 s of the budget are left
-#   $OUT/step_fragment.json  the user helper's --step on example_step.py's ResNet-50 step, before that (20 s left)
+#   $OUT/step_fragment.json  with PIPEPLAN_STEP_PROBE=1, the user helper's --step on example_step.py's ResNet-50
+#                        step, before the harness (its log at the head of probe.log)
 # Environment (all optional):
 #   PIPEPLAN_VALIDATION_MODE   full (default) | quick
 #   PIPEPLAN_TOTAL_S           seconds this script may take in all (default 570, for timeout_s=600)
@@ -19,6 +20,7 @@
 #   PIPEPLAN_CALIBRATE_ARGS    extra arguments for the calibrate binary
 #   PIPEPLAN_HARNESS_BUDGET_S  cap on the harness budget (default 420 full, 120 quick)
 #   PIPEPLAN_HARNESS_ARGS      extra arguments for harness.py (e.g. --families num_workers,step)
+#   PIPEPLAN_STEP_PROBE        1: time example_step.py's ResNet-50 step with pipeplan_probe.py --step first
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/pipeplan-validation-out}
@@ -70,6 +72,16 @@ else
   echo "calibration skipped: $CAL not found or not executable" > "$OUT/calibrate.log"
 fi
 
+# ---- 1b. with PIPEPLAN_STEP_PROBE=1 (since run 26's plan): the user helper's --step on the harness's ResNet-50 step,
+#          about 12 s: its step_s and launch tail against the harness's step component and host probes (validation.md
+#          run 25, finding 1); its log starts probe.log
+if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ]; then
+  say "pipeplan_probe.py --step example_step.py:resnet50_step"
+  timeout -k 5 30 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+    --steps 30 --out "$OUT/step_fragment.json" >> "$OUT/probe.log" 2>&1
+  say "pipeplan_probe --step exit $?"
+fi
+
 # ---- 2. the harness, with what is left of the budget
 LEFT=$(( TOTAL - $(elapsed) - 30 ))
 BUDGET=$(( LEFT < H_CAP ? LEFT : H_CAP ))
@@ -83,15 +95,7 @@ PYTHONUNBUFFERED=1 timeout -k 10 $(( BUDGET + 45 )) python3 calibrate/validation
   2>&1 | tee "$OUT/harness.log"
 rc=${PIPESTATUS[0]}
 say "harness exit $rc$( [ "$rc" = 124 ] && echo ' (timed out; cases.json keeps the finished cases)')"
-# ---- 3. the user helper's --step on the harness's ResNet-50 step (since run 26's plan): its launch tail against the
-#         host probes' in cases.json (validation.md run 25, finding 1); then the helper on the same images (its one- and
-#         K-worker timings need torch: only here)
-if [ $(( TOTAL - $(elapsed) )) -ge 20 ]; then
-  say "pipeplan_probe.py --step example_step.py:resnet50_step"
-  timeout -k 5 18 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
-    --steps 30 --out "$OUT/step_fragment.json" > "$OUT/probe.log" 2>&1
-  say "pipeplan_probe --step exit $?"
-fi
+# ---- 3. the user helper on the same images (its one- and K-worker timings need torch: only here)
 if [ $(( TOTAL - $(elapsed) )) -ge 20 ] && [ -d "$DATA/jpeg" ]; then
   say "pipeplan_probe.py on the harness's images, --num-workers 8"
   timeout -k 5 25 python3 calibrate/validation/pipeplan_probe.py \
