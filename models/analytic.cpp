@@ -114,10 +114,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                                s.training.memory_map_wait_s)
           : 0.0;
   // A sync every k steps also waits, once in k, for the kernels launched last (training.launch_tail_s).
-  const double tail_s =
-      s.training.sync_every_steps > 0 ? s.training.launch_tail_s / s.training.sync_every_steps : 0.0;
   if (s.loop_host_s() > 0.0)
-    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s + pin_map_s) / share + tail_s)});
+    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + pin_gil_s + pin_map_s) / share +
+                                                            s.sync_tail_s_per_step())});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});

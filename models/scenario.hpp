@@ -168,6 +168,10 @@ struct Scenario {
   double batch_bytes() const { return loader.batch_size * dataset.item_bytes; }
   // The training loop's host time per step: its own (Python, launches) plus DDP's host work.
   double loop_host_s() const { return training.host_s_per_step + ddp_host_s(); }
+  // A host-bound loop's wait a step for the kernels launched last: the launch tail, once every sync.
+  double sync_tail_s_per_step() const {
+    return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;
+  }
   double ddp_host_s() const { return node.gpus > 1 ? ddp.host_s() : 0.0; }
   std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
   // Batches per epoch per rank, as len(DataLoader) with drop_last.

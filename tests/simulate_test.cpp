@@ -900,6 +900,15 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   EXPECT_NEAR(eight["read_iops"].get<double>(), 12800.0, 1e-6);
   EXPECT_NEAR(eight["epoch_s"].get<double>(), 10.0, 1e-9);  // 256,000 samples at 25,600/s
   EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--gpus", "8,x"}).exit_code, 2);
+  // A host-bound loop sets the rate: 15 ms of Python and, with a sync every 2 steps, half a 2 ms launch tail a step:
+  // 32 samples per 16 ms = 2,000 samples/s per GPU
+  s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.015}, {"launch_tail_s", 0.002}, {"sync_every_steps", 2}};
+  const std::string host_bound = pipeplan::test::write_temp(s.dump());
+  const auto h = pipeplan::test::run_pipeplan({"budget", host_bound, "--gpus", "1", "--format", "json", "--profile",
+                                               pipeplan::test::test_data("flat_profile.json")});
+  std::remove(host_bound.c_str());
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NEAR(json::parse(h.out)["per_gpu_samples_per_s"].get<double>(), 2000.0, 1e-6);
 }
 
 // A dataset whose loads run at half speed when 4 cores are busy (memory-bound), on a machine
