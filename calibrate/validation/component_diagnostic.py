@@ -106,6 +106,28 @@ def unpinned_loop_readings(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     return out
 
 
+def unpinned_next_readings(case: Dict[str, Any], prof: Optional[Dict[str, Any]]) -> Dict[str, float]:
+    """An unpinned case's next() a step, as the case took it (measured.data_wait_s, and the loop thread's CPU in it,
+    data_wait_cpu_s: harness since run 26's plan), as the case-like windows around it took it (their mean,
+    unpinned_case_like_next_s) and as the model charges it at one idle core (the case profile's
+    ipc.receive_s_per_batch: the map of the fresh-mapping path; run 25, finding 3). Each key only where it is known."""
+    m, comp = case.get("measured") or {}, case.get("components") or {}
+    out: Dict[str, float] = {}
+    for key, src in (("case_s", "data_wait_s"), ("case_cpu_s", "data_wait_cpu_s")):
+        v = (m.get(src) or {}).get("mean")
+        if isinstance(v, (int, float)):
+            out[key] = float(v)
+    wins = [convert.positive_mean((comp.get(k) or {}).get(convert.UNPINNED_NEXT_KEY))
+            for k in ("unpinned_window", "unpinned_window_after")]
+    wins = [w for w in wins if w]
+    if wins:
+        out["windows_s"] = sum(wins) / len(wins)
+    r = ((prof or {}).get("ipc") or {}).get("receive_s_per_batch")
+    if isinstance(r, (int, float)):
+        out["model_s"] = float(r)
+    return out
+
+
 def relative_errors(model: Dict[str, float], measured: Dict[str, float]) -> Dict[str, float]:
     """(model - measured) / measured for each component both sides have (a measured zero is skipped)."""
     return {k: (model[k] - measured[k]) / measured[k] for k in COMPONENTS
@@ -135,8 +157,12 @@ def main() -> int:
             u = unpinned_loop_readings(c) if int((c.get("knobs") or {}).get("num_workers", 0)) > 0 else None
             if u and ("over_host_probes" in u or "over_unpinned_windows" in u):
                 cells = [f"{u[key]:.3f}" if key in u else "n/a" for key in ("over_host_probes", "over_unpinned_windows")]
+                _, prof_u = convert.table_case_inputs(c, doc, profile, cpu_curve)
+                nx = unpinned_next_readings(c, prof_u or profile)
+                nxt = [f"{nx[key] * 1e3:.2f}" if key in nx else "n/a"
+                       for key in ("case_s", "case_cpu_s", "windows_s", "model_s")]
                 unpinned.append(f"{call[-24:]:24s} {c['id'][:56]:56s} {u['launches_s'] * 1e3:8.2f} ms "
-                                f"{cells[0]:>12s} {cells[1]:>14s}")
+                                f"{cells[0]:>12s} {cells[1]:>14s}   " + " / ".join(nxt))
             if not comparable(c):
                 continue
             scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve)
@@ -159,7 +185,8 @@ def main() -> int:
                                       for k in COMPONENTS))
     if unpinned:
         print("\nunpinned loops: the case's launches a step over the readings right around it (run 24, finding 4)")
-        print(f"{'call':24s} {'case':56s} {'launches':>11s} {'/host probes':>12s} {'/unpinned win':>14s}")
+        print(f"{'call':24s} {'case':56s} {'launches':>11s} {'/host probes':>12s} {'/unpinned win':>14s}   "
+              "next() ms: case / its CPU / windows / model (run 25, finding 3)")
         print("\n".join(unpinned))
     return 0
 

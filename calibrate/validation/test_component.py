@@ -92,6 +92,21 @@ class MeasuredSide(unittest.TestCase):
         self.assertIsNone(cd.unpinned_loop_readings(dict(case, status="skipped")))
         self.assertIsNone(cd.unpinned_loop_readings(dict(case, measured={"loop_host_s": {"mean": 0.03}})))
 
+    def test_unpinned_next_readings(self):
+        # run 25's one-off unpinned case: next() 1.51 ms (0.92 CPU), its windows 1.85 and 1.51 (mean 1.68); the
+        # model's receive as the case profile holds it
+        case = {"measured": {"data_wait_s": {"mean": 0.00151}, "data_wait_cpu_s": {"mean": 0.00092}},
+                "components": {"unpinned_window": {"unpinned_case_like_next_s": {"mean": 0.00185}},
+                               "unpinned_window_after": {"unpinned_case_like_next_s": {"mean": 0.00151}}}}
+        got = cd.unpinned_next_readings(case, {"ipc": {"receive_s_per_batch": 0.0}})
+        self.assertEqual(got["case_s"], 0.00151)
+        self.assertEqual(got["case_cpu_s"], 0.00092)
+        self.assertAlmostEqual(got["windows_s"], 0.00168)
+        self.assertEqual(got["model_s"], 0.0)                 # a zero the model charges is a reading, not a gap
+        # before run 26's plan: the case's wall alone
+        self.assertEqual(cd.unpinned_next_readings({"measured": {"data_wait_s": {"mean": 0.0017}}}, None),
+                         {"case_s": 0.0017})
+
     def test_relative_errors_on_shared_components(self):
         e = cd.relative_errors({"load": 0.006, "collate": 0.03, "pin_thread": 0.02}, {"load": 0.005, "collate": 0.0})
         self.assertEqual(set(e), {"load"})
