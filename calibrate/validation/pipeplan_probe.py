@@ -67,7 +67,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
            "scenario_fragment", "load_callable", "time_step", "gpu_step_time_s", "training_fragment",
-           "merge_fragments"]
+           "merge_fragments", "scenario_with"]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -763,6 +763,10 @@ def main(argv=None) -> int:
                     help="pipeplan calibrate's hardware profile (JSON): its storage stream rate turns the cold "
                          "timing into storage.read_latency_s")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
+    ap.add_argument("--base", default=None, metavar="SCENARIO.json",
+                    help="a whole scenario to merge the measured keys into (the measured ones replace its own, section "
+                         "by section; loader.batch_size and, with --num-workers, loader.num_workers follow this run): "
+                         "--out is then a scenario pipeplan simulate runs as is")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
     a = ap.parse_args(argv)
     if not a.dataset and not a.step:
@@ -802,6 +806,17 @@ def main(argv=None) -> int:
             print(f"pipeplan_probe: {a.profile}: $.storage.stream_read_bytes_per_s = {json.dumps(rate)}; expected a "
                   f"positive number (a profile from pipeplan calibrate)", file=sys.stderr)
             return 2
+    base = None
+    if a.base:
+        try:
+            with open(a.base) as f:
+                base = json.load(f)
+            if not isinstance(base, dict):
+                raise ValueError(f"$ is {type(base).__name__}")
+        except (OSError, ValueError) as e:
+            print(f"pipeplan_probe: --base {a.base}: cannot read the scenario: {e}; expected a pipeplan-scenario/1 JSON "
+                  f"object", file=sys.stderr)
+            return 2
     step_fn = None
     if a.step:
         try:
@@ -830,6 +845,8 @@ def main(argv=None) -> int:
         res["step"] = st
         print(_human_step(st), file=sys.stderr)
         frag = merge_fragments(frag, training_fragment(st))
+    if base is not None:
+        frag = scenario_with(base, frag, batch_size=a.batch_size if a.dataset else None, num_workers=a.num_workers)
     text = json.dumps(frag, indent=2)
     if a.out:
         # whole or not at all: a killed probe leaves no half-written fragment
@@ -843,6 +860,24 @@ def main(argv=None) -> int:
         with open(a.raw, "w") as f:
             json.dump(res, f, indent=2)
     return 0
+
+
+def scenario_with(base: Dict[str, Any], frag: Dict[str, Any], batch_size: Optional[int] = None,
+                  num_workers: Optional[int] = None) -> Dict[str, Any]:
+    """A whole scenario: `base` with the measured fragment's keys in place of its own, section by section, and the
+    batch size and worker count the measurement ran with (None: the base's). Its description says what was
+    measured."""
+    out = merge_fragments(base, frag)
+    ld = out.setdefault("loader", {})
+    if batch_size is not None:
+        ld["batch_size"] = int(batch_size)
+    if num_workers is not None:
+        ld["num_workers"] = int(num_workers)
+    measured = ", ".join(f"{sec}.{k}" for sec, keys in frag.items() for k in keys)
+    note = f"measured by pipeplan_probe.py on {time.strftime('%Y-%m-%d')}: {measured}"
+    out["description"] = (str(base.get("description") or "").rstrip() + " " if base.get("description") else "") + \
+        f"[{note}]"
+    return out
 
 
 def _human_step(st: Dict[str, Any]) -> str:

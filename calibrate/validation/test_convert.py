@@ -1419,6 +1419,18 @@ class ProbeStepTest(unittest.TestCase):
                          {"dataset": {"num_samples": 5}, "training": {"steps": 10, "host_s_per_step": 0.02}})
         self.assertEqual(a["training"], {"steps": 10})                  # the inputs untouched
 
+    def test_scenario_with_a_base(self):
+        base = {"schema": "pipeplan-scenario/1", "description": "mine.", "dataset": {"num_samples": 9, "sample_bytes": 5},
+                "loader": {"batch_size": 256, "num_workers": 8}, "training": {"step_s": 0.085}}
+        frag = {"dataset": {"num_samples": 50, "item_bytes": 10}, "training": {"host_s_per_step": 0.02}}
+        out = probe.scenario_with(base, frag, batch_size=4)
+        self.assertEqual(out["dataset"], {"num_samples": 50, "sample_bytes": 5, "item_bytes": 10})
+        self.assertEqual(out["loader"], {"batch_size": 4, "num_workers": 8})   # num_workers: the base's
+        self.assertEqual(out["training"], {"step_s": 0.085, "host_s_per_step": 0.02})
+        self.assertTrue(out["description"].startswith("mine. [measured by pipeplan_probe.py on "))
+        self.assertIn("dataset.item_bytes, training.host_s_per_step]", out["description"])
+        self.assertEqual(base["loader"]["batch_size"], 256)                      # the base untouched
+
     def test_step_cli(self):
         with tempfile.TemporaryDirectory() as d:
             mod = os.path.join(d, "mystep.py")
@@ -1438,8 +1450,22 @@ class ProbeStepTest(unittest.TestCase):
             tr = json.load(open(out))["training"]
             self.assertGreaterEqual(tr["host_s_per_step"], 0.002)       # at least the sleep
             self.assertNotIn("launch_tail_s", tr)                       # no GPU time here: no tail claimed
-            # a step builder that does not return a function, and no subject at all: one line, exit code 2
-            for args in (["--step", f"{mod}:not_a_step"], []):
+            # merged into a whole scenario (--base): the base's keys stay, the measured ones replace them
+            base = os.path.join(d, "base.json")
+            with open(base, "w") as f:
+                json.dump({"schema": "pipeplan-scenario/1", "training": {"step_s": 0.01, "host_s_per_step": 1.0},
+                           "loader": {"batch_size": 32}}, f)
+            p = subprocess.run(cmd + ["--step", f"{mod}:make", "--steps", "3", "--base", base, "--out", out],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            merged = json.load(open(out))
+            self.assertEqual(merged["training"]["step_s"], 0.01)
+            self.assertLess(merged["training"]["host_s_per_step"], 1.0)
+            self.assertEqual(merged["loader"], {"batch_size": 32})                # no --dataset: the base's batch
+            with open(base, "w") as f:
+                f.write("[1, 2")
+            # a step builder that does not return a function, no subject at all, a broken base: one line, exit code 2
+            for args in (["--step", f"{mod}:not_a_step"], [], ["--step", f"{mod}:make", "--base", base]):
                 p = subprocess.run(cmd + args, capture_output=True, text=True)
                 self.assertEqual(p.returncode, 2)
                 self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
