@@ -62,7 +62,7 @@ import os
 import random
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
@@ -794,28 +794,21 @@ def main(argv=None) -> int:
               "expected root, or --cold-files GLOB naming the dataset's files", file=sys.stderr)
         return 2
     if a.profile:
-        try:
-            with open(a.profile) as f:
-                profile = json.load(f)
-            rate = ((profile.get("storage") or {}).get("stream_read_bytes_per_s")
-                    if isinstance(profile, dict) else None)
-        except (OSError, ValueError) as e:
-            print(f"pipeplan_probe: {a.profile}: cannot read the profile: {e}", file=sys.stderr)
+        profile, why = _read_json_object(a.profile)
+        if why:
+            print(f"pipeplan_probe: {a.profile}: cannot read the profile: {why}", file=sys.stderr)
             return 2
+        rate = (profile.get("storage") or {}).get("stream_read_bytes_per_s")
         if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
             print(f"pipeplan_probe: {a.profile}: $.storage.stream_read_bytes_per_s = {json.dumps(rate)}; expected a "
                   f"positive number (a profile from pipeplan calibrate)", file=sys.stderr)
             return 2
     base = None
     if a.base:
-        try:
-            with open(a.base) as f:
-                base = json.load(f)
-            if not isinstance(base, dict):
-                raise ValueError(f"$ is {type(base).__name__}")
-        except (OSError, ValueError) as e:
-            print(f"pipeplan_probe: --base {a.base}: cannot read the scenario: {e}; expected a pipeplan-scenario/1 JSON "
-                  f"object", file=sys.stderr)
+        base, why = _read_json_object(a.base)
+        if why:
+            print(f"pipeplan_probe: --base {a.base}: cannot read the scenario: {why}; expected a pipeplan-scenario/1 "
+                  f"JSON object", file=sys.stderr)
             return 2
     step_fn = None
     if a.step:
@@ -860,6 +853,16 @@ def main(argv=None) -> int:
         with open(a.raw, "w") as f:
             json.dump(res, f, indent=2)
     return 0
+
+
+def _read_json_object(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """(the JSON object in `path`, None), or (None, why not) for a file that is missing, not JSON or not an object."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        return None, str(e)
+    return (doc, None) if isinstance(doc, dict) else (None, f"$ is a JSON {type(doc).__name__}, not an object")
 
 
 def scenario_with(base: Dict[str, Any], frag: Dict[str, Any], batch_size: Optional[int] = None,
