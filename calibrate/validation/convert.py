@@ -220,6 +220,16 @@ def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     return float(step["gpu_s"]["mean"]), float(step["gpu_s"].get("cv") or 0.0)
 
 
+def tau_family_counts(taus: Sequence[Optional[float]], taus_within_noise: Sequence[float],
+                      target: float = 0.9) -> Dict[str, int]:
+    """How the families fare against the tau target: all of them (n), those at or above it raw (raw_ok), those with
+    a pair ordered beyond the call's noise (rankable: a tau within noise exists) and of those the ones at or above
+    it with the closer pairs as ties (rankable_ok)."""
+    return {"n": len(taus), "raw_ok": sum(1 for t in taus if t is not None and t >= target - 1e-12),
+            "rankable": len(taus_within_noise),
+            "rankable_ok": sum(1 for t in taus_within_noise if t >= target - 1e-12)}
+
+
 def launch_tail_s(comp: Dict[str, Any], step: Dict[str, Any]) -> float:
     """The GPU time left when a host-bound step's last launch returns (training.launch_tail_s): in a plain synthetic
     loop (loss.item() each step) timed alone, its wall a step less its launches in the same steps. From the host
@@ -1722,6 +1732,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "share_step_p90_within_15pct": (sum(1 for e in serrs if e <= 0.15) / len(serrs)) if serrs else None,
                 "min_family_tau": min(taus) if taus else None,
                 "min_family_tau_within_noise": min(taus_nz) if taus_nz else None,
+                # how many families can be ranked beyond their call's noise at all, and how many of those meet 0.9
+                "families_tau": tau_family_counts([f.get("tau_pipeplan") for f in families.values()], taus_nz),
                 "min_family_tau_sweep": min(taus_sw) if taus_sw else None,
                 "min_family_tau_sweep_within_noise": min(taus_sw_nz) if taus_sw_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
@@ -1926,6 +1938,12 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{_pct(pi['own_p90_abs_throughput_err'], False)} | | | |")
     L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
+    ft = p.get("families_tau") or {}
+    if ft.get("n"):
+        L.append(f"| (diagnostic) the {ft['n']} families (one per call): tau >= 0.9 in {ft['raw_ok']}; "
+                 f"{ft['rankable']} have a measured pair farther apart than their call's repeat spread, and "
+                 f"{ft['rankable_ok']} of those meet 0.9 with the closer pairs as ties; in the other "
+                 f"{ft['n'] - ft['rankable']} the ground truth cannot order any pair | | | |")
     L.append(f"| (diagnostic) min tau as a sweep ranks settings (one set of inputs per call and component "
              f"configuration); with noise ties | {_tau(p.get('min_family_tau_sweep'))}; "
              f"{_tau(p.get('min_family_tau_sweep_within_noise'))} | | | |")

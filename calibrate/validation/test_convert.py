@@ -73,6 +73,11 @@ class StatsTest(unittest.TestCase):
         # tau_b = (2 - 0) / sqrt((2 + 0 + 1) * (2 + 0 + 0)) = 2 / sqrt(6)
         self.assertAlmostEqual(convert.kendall_tau_b([1, 2, 2], [1, 2, 3]), 2 / math.sqrt(6))
 
+    def test_tau_family_counts_by_hand(self):
+        # five families: raw taus 1, 0.93, 0.33, -1 and one with no tau; within noise only three are rankable
+        got = convert.tau_family_counts([1.0, 0.93, 0.33, -1.0, None], [1.0, 0.71, 0.9])
+        self.assertEqual(got, {"n": 5, "raw_ok": 2, "rankable": 3, "rankable_ok": 2})
+
     def test_kendall_degenerate(self):
         self.assertIsNone(convert.kendall_tau_b([1], [2]))
         self.assertIsNone(convert.kendall_tau_b([1, 1], [2, 2]))
