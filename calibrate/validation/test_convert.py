@@ -1390,13 +1390,37 @@ class ProbeStepTest(unittest.TestCase):
     """pipeplan_probe's training step: time_step on a fake clock, training_fragment by hand, the CLI's --step."""
 
     def test_training_fragment_by_hand(self):
-        # launches 20 ms over a 16.5 ms GPU step, 21.5 ms a step with a sync: the sync waits 1.5 ms (the tail)
-        res = {"host_s": {"mean": 0.020}, "loop_step_s": 0.0215, "gpu_step_s": {"mean": 0.0165}}
+        # launches 20 ms over a 16.5 ms GPU step (back to back the host's 20.2), 21.5 ms a step with a sync: host-bound,
+        # step_s the isolated time, and the sync waits 1.5 ms (the tail)
+        gpu = {"isolated_s": {"mean": 0.0165}, "sustained_s": {"mean": 0.0202}}
+        res = {"host_s": {"mean": 0.020}, "loop_step_s": 0.0215, "gpu_step_s": gpu}
         self.assertEqual(probe.training_fragment(res),
                          {"training": {"host_s_per_step": 0.02, "step_s": 0.0165, "launch_tail_s": 0.0015}})
-        # GPU-bound: the loop's 25.3 ms is the GPU's; no tail
-        res = {"host_s": {"mean": 0.005}, "loop_step_s": 0.0253, "gpu_step_s": {"mean": 0.025}}
-        self.assertEqual(probe.training_fragment(res), {"training": {"host_s_per_step": 0.005, "step_s": 0.025}})
+        # GPU-bound (5 ms of launches, 0.2 of the 29.9 ms back-to-back step): step_s the back-to-back time, no tail
+        gpu = {"isolated_s": {"mean": 0.025}, "sustained_s": {"mean": 0.0299}}
+        res = {"host_s": {"mean": 0.005}, "loop_step_s": 0.0253, "gpu_step_s": gpu}
+        self.assertEqual(probe.training_fragment(res), {"training": {"host_s_per_step": 0.005, "step_s": 0.0299}})
+        # launches 25 ms, over 0.8 of the 29.9 ms back-to-back step: the isolated time; no longer than it: no tail
+        res = {"host_s": {"mean": 0.025}, "loop_step_s": 0.0301, "gpu_step_s": gpu}
+        self.assertEqual(probe.training_fragment(res), {"training": {"host_s_per_step": 0.025, "step_s": 0.025}})
+        # no isolated time (the launches never fitted behind the hold) and not well ahead: step_s left to the user
+        res = {"host_s": {"mean": 0.025}, "loop_step_s": 0.0301,
+               "gpu_step_s": {"isolated_s": None, "sustained_s": {"mean": 0.0299}}}
+        self.assertEqual(probe.training_fragment(res), {"training": {"host_s_per_step": 0.025}})
+
+    def test_the_step_summary_names_the_verdict(self):
+        st = {"host_s": {"mean": 0.020, "cv": 0.05, "n": 20}, "loop_step_s": 0.0215,
+              "gpu_step_s": {"isolated_s": {"mean": 0.0165}, "sustained_s": {"mean": 0.0202}}}
+        self.assertIn("the sync waits 1.500 ms for the work launched last", probe._human_step(st))
+        st["gpu_step_s"] = {"isolated_s": {"mean": 0.025}, "sustained_s": {"mean": 0.0299}}
+        st["host_s"]["mean"] = 0.005
+        self.assertIn("step_s the back-to-back time", probe._human_step(st))
+        st["gpu_step_s"]["isolated_s"] = None
+        st["host_s"]["mean"] = 0.025
+        self.assertIn("isolated n/a", probe._human_step(st))
+        self.assertIn("training.step_s left to you", probe._human_step(st))
+        del st["gpu_step_s"]
+        self.assertIn("not measured (no CUDA)", probe._human_step(st))
         # no GPU time (no CUDA): the launches alone
         self.assertEqual(probe.training_fragment({"host_s": {"mean": 0.02}, "loop_step_s": 0.03}),
                          {"training": {"host_s_per_step": 0.02}})
