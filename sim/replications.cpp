@@ -35,12 +35,19 @@ std::vector<double> column(const std::vector<nlohmann::json>& reports, const nlo
 nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, const std::vector<std::uint64_t>& seeds) {
   using ptr = nlohmann::json::json_pointer;
   std::map<std::string, int> votes;
-  std::map<std::string, std::vector<nlohmann::json>> by_stage;
-  for (const auto& r : reports) {
-    const auto stage = r.at(ptr("/bottleneck/stage")).get<std::string>();
+  std::map<std::string, std::vector<std::size_t>> by_stage;  // the runs (indices) naming each stage
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const auto stage = reports[i].at(ptr("/bottleneck/stage")).get<std::string>();
     ++votes[stage];
-    by_stage[stage].push_back(r);
+    by_stage[stage].push_back(i);
   }
+  const auto samples_per_s = column(reports, ptr("/throughput/samples_per_s"));
+  const auto step_p90_s = column(reports, ptr("/step_time_s/p90"));
+  const auto pick = [](const std::vector<double>& all, const std::vector<std::size_t>& runs) {
+    std::vector<double> out;
+    for (std::size_t i : runs) out.push_back(all[i]);
+    return out;
+  };
   // Seeds that name different stages settled in different regimes: two stages close to each other's capacity
   // (validation run 23, finding 5: a host-bound loop overlapping the pin thread, or a faster one that waits for a
   // slow worker, with the same throughput and p90 steps twice apart). Each regime's own figures say what one
@@ -48,14 +55,12 @@ nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, c
   nlohmann::json regimes = nlohmann::json::object();
   for (const auto& [stage, runs] : by_stage)
     regimes[stage] = {{"n", runs.size()},
-                      {"samples_per_s", spread(column(runs, ptr("/throughput/samples_per_s")))},
-                      {"step_time_p90_s", spread(column(runs, ptr("/step_time_s/p90")))}};
+                      {"samples_per_s", spread(pick(samples_per_s, runs))},
+                      {"step_time_p90_s", spread(pick(step_p90_s, runs))}};
   return {{"n", reports.size()},
           {"seeds", seeds},
-          {"samples_per_s", spread(column(reports, ptr("/throughput/samples_per_s")))},
-          {"step_time_s",
-           {{"mean", spread(column(reports, ptr("/step_time_s/mean")))},
-            {"p90", spread(column(reports, ptr("/step_time_s/p90")))}}},
+          {"samples_per_s", spread(samples_per_s)},
+          {"step_time_s", {{"mean", spread(column(reports, ptr("/step_time_s/mean")))}, {"p90", spread(step_p90_s)}}},
           {"bottleneck_votes", votes},
           {"by_bottleneck", regimes}};
 }

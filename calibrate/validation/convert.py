@@ -566,8 +566,9 @@ def probe_busy_cores(probe: Dict[str, Any]) -> float:
 
 def probe_pin_thread_s(probe: Dict[str, Any], window: str = "whole") -> Optional[float]:
     """A pinned probe's pin thread CPU per batch: over its whole window, or (late-half) over the window's second
-    half where the harness split it (since run 13), the first half being the end of a fresh loader's start-up. Run 24 (finding 1): an image probe that drops batches for a second more before its
-    window opens (--probe-settle-s 1) reads 1.016 of the case's own pin thread (13 cases, two leases) where the
+    half where the harness split it (since run 13), the first half being the end of a fresh loader's start-up. Run
+    24 (finding 1): an image probe that drops batches for a second more before its window opens
+    (--probe-settle-s 1) reads 1.016 of the case's own pin thread (13 cases, two leases) where the
     same lease's unsettled probes read 1.150 (4); over runs 11-24 the unsettled image probes' first half reads
     1.26-1.42 of the case and their second half 0.97-1.04 (tensor: 0.99-1.03 and 0.96-0.99). None without the
     figure."""
@@ -1032,9 +1033,10 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     (harness since run 26's plan), the batch's receive inside next() (ipc.receive_s_per_batch, the fresh-mapping
     path's map) set from it the same way. Until then the receive came from the transport loop less calibrate's
     untouched release, which run 25's GIL call put below zero (4.72 ms receive CPU, 4.55 ms release): the model
-    charged nothing in next(), where the case's took 1.51 ms (0.92 ms of it CPU) and its windows 1.51 and 1.85. Returns {"profile", "copy_s", "release_s", "window"}, or
-    None where it does not apply: pinned or inline cases, a profile without the fresh-mapping copy, no window
-    with the case's worker count, or a window without positive figures."""
+    charged nothing in next(), where the case's took 1.51 ms (0.92 ms of it CPU) and its windows 1.51 and 1.85.
+    Returns {"profile", "copy_s", "release_s", "window"} (and "next_s" where taken), or None where it does not
+    apply: pinned or inline cases, a profile without the fresh-mapping copy, no window with the case's worker
+    count, or a window without positive figures."""
     k = case.get("knobs") or {}
     nw = int(k.get("num_workers") or 0)
     fresh = (prof.get("copy") or {}).get("h2d_pageable_fresh_mapping")
@@ -1682,15 +1684,13 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
         # from the group's mean of them, on the same cases
         pooled_rows = [r for r in pr if r["pipeplan"].get("sweep_err") is not None and r["pipeplan"]["err"] is not None
                        and r["pipeplan"]["sweep_samples_per_s"] != r["pipeplan"]["samples_per_s"]]
-        pooled_cmp = ({"n": len(pooled_rows),
-                       "sweep": [abs(r["pipeplan"]["sweep_err"]) for r in pooled_rows],
-                       "own": [abs(r["pipeplan"]["err"]) for r in pooled_rows]} if pooled_rows else None)
-        if pooled_cmp:
-            pooled_cmp = {"n": pooled_cmp["n"],
-                          "median_abs_throughput_err": median(pooled_cmp["sweep"]),
-                          "p90_abs_throughput_err": percentile(pooled_cmp["sweep"], 0.9),
-                          "own_median_abs_throughput_err": median(pooled_cmp["own"]),
-                          "own_p90_abs_throughput_err": percentile(pooled_cmp["own"], 0.9)}
+        pooled_cmp = None
+        if pooled_rows:
+            sweep = [abs(r["pipeplan"]["sweep_err"]) for r in pooled_rows]
+            own = [abs(r["pipeplan"]["err"]) for r in pooled_rows]
+            pooled_cmp = {"n": len(pooled_rows),
+                          "median_abs_throughput_err": median(sweep), "p90_abs_throughput_err": percentile(sweep, 0.9),
+                          "own_median_abs_throughput_err": median(own), "own_p90_abs_throughput_err": percentile(own, 0.9)}
         # the cases whose seeds named more than one bottleneck (an edge between regimes) against the rest
         split = [abs(r["pipeplan"]["step_p90_err"]) for r in pr if (r["pipeplan"].get("seeds_bottlenecks") or 0) > 1
                  and r["pipeplan"]["step_p90_err"] is not None]

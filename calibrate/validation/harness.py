@@ -364,6 +364,8 @@ def set_probe_timing(window_s: float, settle_s: float = 1.0) -> None:
     global PROBE_WINDOW_S, PROBE_SETTLE_S
     PROBE_WINDOW_S = float(window_s)
     PROBE_SETTLE_S = float(settle_s)
+
+
 MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
 

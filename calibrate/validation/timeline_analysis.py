@@ -241,12 +241,12 @@ def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
     pin_s = sum(overlap(a, b, lo, hi) for a, b in pin)
     if pin_s <= 0:
         return None
+    pins = sorted(pin)
 
     def during(spans):
         # both lists in time order, neither overlapping itself (one pin thread, one loop): one pass, advancing
         # whichever interval ends first (convert analyses every case of the table with this)
         total, i, j = 0.0, 0, 0
-        pins = sorted(pin)
         while i < len(pins) and j < len(spans):
             (a, b), (c, d) = pins[i], spans[j]
             total += overlap(max(a, c), min(b, d), lo, hi)
