@@ -105,7 +105,8 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
   if (stage == "host_loop") {
     // The launches, not the GPU, set the pace: only less Python per step helps. A sync costs this loop no more than
     // the wait for the kernels launched last (the GPU is idle behind the launches anyway), so it is priced, not
-    // blamed: validation run 26 measured a host-bound ResNet-50 loop 7% slower without its per-step sync, not faster.
+    // blamed: validation run 26 measured no gain from removing a host-bound ResNet-50 loop's per-step sync (the
+    // harness's pairs 7% slower without it; sync_check.py's alternating blocks within 2%, their drift 20-35 ms).
     const std::string cut = "cut Python per step (CUDA graphs, torch.compile, fused optimizers): the loop's launches, "
                             "not the GPU, set the pace";
     if (s.training.sync_every_steps <= 0 || s.training.launch_tail_s <= 0.0) return cut;
