@@ -1324,8 +1324,13 @@ class Harness:
         dl = DataLoader(dataset, batch_size=bs, sampler=sampler, num_workers=nw, prefetch_factor=2,
                         pin_memory=False, drop_last=True, collate_fn=self.collate_fn(kind))
         it = iter(dl)
-        for _ in range(2 * nw):                    # the workers up and the prefetch slots full
+        for _ in range(2 * nw):                    # the workers up (this empties the prefetch slots)
             next(it)
+        # Since run 26 (validation.md, finding 3): let the workers refill their 2 slots each before the timing, or
+        # the first steps' next() waits for them (run 26's mm:5 windows: a few next() of 11-53 ms, mean 2.2-3.2 ms
+        # against the case's 1.5-2.1 at the same CPU). Two batches per worker in parallel, a quarter more for margin.
+        busy = (self.doc["components"].get("in_worker", {}).get(f"{kind}/b{bs}") or {}).get("batch_busy_s")
+        time.sleep(min(3.0, 2.5 * busy) if busy else 1.0)
         copy_s, release_s, host_s, next_s, next_cpu_s = [], [], [], [], []
         f0 = thread_minor_faults(tid)
         for _ in range(n):
@@ -1349,6 +1354,9 @@ class Harness:
         del it, dl
         return {"host_s": summarize(host_s), "copy_s": summarize(copy_s), "release_s": summarize(release_s),
                 "next_s": summarize(next_s), "next_cpu_s": summarize(next_cpu_s),
+                # each step's next() wall and CPU (the mean hides whether a few waits for a worker carry it)
+                "next_s_per_step": [round(x, 6) for x in next_s],
+                "next_cpu_s_per_step": [round(x, 6) for x in next_cpu_s],
                 "loop_minor_faults_per_step": (f1 - f0) / n if f0 is not None and f1 is not None else None}
 
     def comp_unpinned_window(self, step_name, kind, bs, nw, seed):
@@ -1374,6 +1382,8 @@ class Harness:
                 "unpinned_case_like_loop_minor_faults_per_step": w["loop_minor_faults_per_step"],
                 # since run 26's plan: next()'s wall and the loop thread's CPU in it (the batch's receive)
                 "unpinned_case_like_next_s": w["next_s"], "unpinned_case_like_next_cpu_s": w["next_cpu_s"],
+                "unpinned_case_like_next_s_per_step": w["next_s_per_step"],
+                "unpinned_case_like_next_cpu_s_per_step": w["next_cpu_s_per_step"],
                 "method": "host_beside_loader's case-like window alone (next(), copy, host and release timed apart)"}
 
     def comp_host_beside_loader(self, step_name, kind, bs, nw):
