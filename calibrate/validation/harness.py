@@ -599,10 +599,11 @@ def loop_parts_note(measured):
     return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
 
 
-def synthetic_loop_host(model, gb, steps, batches=None):
+def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
-    takes (and drops) one batch from it, outside the host time."""
+    takes (and drops) one batch from it, outside the host time. With `spans` (a list), each step's host time
+    is appended to it as (start, end), perf_counter."""
     host, t0 = [], time.perf_counter()
     for _ in range(steps):
         if batches is not None:
@@ -610,7 +611,10 @@ def synthetic_loop_host(model, gb, steps, batches=None):
             del batch
         h0 = time.perf_counter()
         loss = model(gb)
-        host.append(time.perf_counter() - h0)
+        h1 = time.perf_counter()
+        host.append(h1 - h0)
+        if spans is not None:
+            spans.append((h0, h1))
         float(loss.item())
     return summarize(host), (time.perf_counter() - t0) / steps
 
@@ -1486,15 +1490,16 @@ class Harness:
         import itertools
         from torch.utils.data import DataLoader
         from pace_thread import PaceThread, thread_minor_faults
+        from timeline_analysis import stall_line
         t = self.t
         model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
         t0 = time.perf_counter()
         tid = threading.get_native_id()
         res = {"workers": nw, "steps": n}
 
-        def timed_loop(name, tokens=None):
+        def timed_loop(name, tokens=None, spans=None):
             f0 = thread_minor_faults(tid)
-            host, wall = synthetic_loop_host(model, gb, n, tokens)
+            host, wall = synthetic_loop_host(model, gb, n, tokens, spans)
             f1 = thread_minor_faults(tid)
             res[f"{name}_host_s"] = host
             res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
@@ -1525,6 +1530,7 @@ class Harness:
         parts = (("receive", None, True), ("touch", touch, True), ("copy", copy_to_pinned, True),
                  ("private_copy", copy_to_pinned, False), ("pin_memory", pin, True),
                  ("private_map", map_touch_unmap, False))
+        stall_lines = []
         for part, work, from_loader in parts:
             dl = it = None
             if from_loader:
@@ -1534,8 +1540,23 @@ class Harness:
                 for _ in range(2 * nw):        # the workers up and the prefetch slots full
                     next(it)
             src = it if from_loader else itertools.repeat(private)
-            with PaceThread(src, work=work, ahead=2, on_start=one_thread) as pt:
-                wall = timed_loop(part, pt.tokens())
+            # since run 26 (validation.md, finding 2): the helper's work spans and the loop's host spans, for the
+            # loop's loss per second of the work inside its steps (timeline_analysis.stall_line), as the pinned
+            # ResNet-50 cases' timelines give it against their pin_memory() calls (0.74-0.77 in runs 24-26)
+            work_spans, loop_spans = [], []
+
+            def spanned(batch, work=work):
+                a = time.perf_counter()
+                work(batch)
+                work_spans.append((a, time.perf_counter()))
+            with PaceThread(src, work=spanned if work else None, ahead=2, on_start=one_thread) as pt:
+                wall = timed_loop(part, pt.tokens(), loop_spans)
+            if work:
+                line = stall_line(loop_spans, list(work_spans), min_steps=8)
+                res[f"{part}_loop_stall_per_work_overlap"] = line
+                if line:
+                    stall_lines.append(f"{part} {line['base_s'] * 1e3:.2f} + {line['slope']:.2f} x "
+                                       f"{line['overlap_s_per_step'] * 1e3:.2f}")
             cpu = sorted(pt.cpu_s[1:]) or sorted(pt.cpu_s)   # the first batch allocates the pinned buffers
             res[f"{part}_loop_s_per_step"] = wall
             res[f"{part}_thread_cpu_s_per_batch"] = cpu[len(cpu) // 2] if cpu else None
@@ -1561,7 +1582,8 @@ class Harness:
                            for name in ["alone"] + [p for p, _w, _l in parts] + ["alone_again"]
                            if res.get(name + "_loop_minor_faults_per_step") is not None)
         log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone; beside a thread doing "
-            f"{beside}; {ms(res['alone_again_host_s'])} alone again; the loop's minor faults a step: {faults or 'n/a'} "
+            f"{beside}; {ms(res['alone_again_host_s'])} alone again; the loop's minor faults a step: {faults or 'n/a'}; "
+            f"host ms = base + slope x the helper's work inside the step: {'; '.join(stall_lines) or 'n/a'} "
             f"({time.perf_counter() - t0:.1f}s)")
         return c[key]
 

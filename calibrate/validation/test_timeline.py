@@ -208,5 +208,47 @@ class LoopStall(unittest.TestCase):
         self.assertIsNone(T.loop_stall_per_batch(tl))              # no batch finished in any step: no slope
 
 
+class StallLineTest(unittest.TestCase):
+    def test_a_loop_at_a_quarter_speed_beside_the_work(self):
+        # 12 loop steps, each 20 ms of its own work; the other thread works 0, 4 or 8 ms inside step j (j % 3), and
+        # the loop makes a quarter of its progress meanwhile, so the step lasts 20 + 0.75 x overlap ms
+        loop, work, t = [], [], 0.0
+        for j in range(12):
+            ov = 0.004 * (j % 3)
+            d = 0.020 + 0.75 * ov
+            if ov:
+                work.append((t + 0.001, t + 0.001 + ov))
+            loop.append((t, t + d))
+            t += d + 0.005                                   # a gap between steps: work there is not counted
+            work.append((t - 0.004, t - 0.001))
+        r = T.stall_line(loop, work)
+        self.assertEqual(r["steps"], 12)
+        self.assertAlmostEqual(r["base_s"], 0.020)
+        self.assertAlmostEqual(r["slope"], 0.75)
+        self.assertAlmostEqual(r["overlap_s_per_step"], 0.004)  # 0, 4, 8 ms in turn
+
+    def test_a_span_straddling_two_steps_counts_in_each(self):
+        loop = [(float(j), j + 0.5) for j in range(10)] + [(10.0, 11.0)]
+        r = T.stall_line(loop, [(0.25, 1.25)] + [(j + 0.1, j + 0.2) for j in range(2, 11)], min_steps=11)
+        # step 0 overlaps [0.25, 0.5], step 1 [1.0, 1.25]; steps 2-10 one 0.1 s span each
+        self.assertEqual(r["steps"], 11)
+        self.assertAlmostEqual(r["overlap_s_per_step"], (0.25 + 0.25 + 9 * 0.1) / 11)
+
+    def test_too_few_steps_or_no_variation(self):
+        self.assertIsNone(T.stall_line([(0.0, 1.0)] * 5, [(0.1, 0.2)]))
+        self.assertIsNone(T.stall_line([(float(j), j + 0.5) for j in range(12)], []))   # never any overlap
+
+    def test_from_a_timeline(self):
+        ends = [0.1 * j for j in range(12)]
+        launched = [e + 0.02 + (0.75 * 0.01 if j % 2 else 0.0) for j, e in enumerate(ends)]
+        pin = [(e + 0.005, e + 0.015) for j, e in enumerate(ends) if j % 2]
+        tl = {"skip": 3, "main": {"next_end": ends, "launched": launched}, "pin": pin}
+        self.assertIsNone(T.loop_stall_per_pin_overlap(tl))     # 9 steps after the skip: too few for a line
+        tl["skip"] = 0
+        r = T.loop_stall_per_pin_overlap(tl)
+        self.assertAlmostEqual(r["slope"], 0.75)
+        self.assertAlmostEqual(r["base_s"], 0.02)
+        self.assertIsNone(T.loop_stall_per_pin_overlap({"skip": 0, "main": tl["main"]}))
+
 if __name__ == "__main__":
     unittest.main()

@@ -294,6 +294,50 @@ def loop_stall_per_batch(timeline: Dict[str, Any], lead_s: float = 0.020) -> Opt
             "host_s": my}
 
 
+def stall_line(loop_spans: Sequence[Sequence[float]], work_spans: Sequence[Sequence[float]],
+               min_steps: int = 10) -> Optional[Dict[str, float]]:
+    """Each loop span's length against its overlap with another thread's work spans, fitted as a line over the
+    spans: length = base_s + slope x overlap. The slope is what each second of the other thread's work inside a
+    loop step costs the loop (1: the loop stops while it runs; 0: it never notices). Pure; spans are (start, end)
+    on one clock, work spans in time order and not overlapping each other. None with fewer than `min_steps` spans or
+    overlaps that never vary."""
+    work = sorted((float(a), float(b)) for a, b in work_spans)
+    xs: List[float] = []
+    ys: List[float] = []
+    i = 0
+    for a, b in loop_spans:
+        while i < len(work) and work[i][1] <= a:
+            i += 1
+        k, ov = i, 0.0
+        while k < len(work) and work[k][0] < b:
+            ov += overlap(work[k][0], work[k][1], a, b)
+            k += 1
+        xs.append(ov)
+        ys.append(b - a)
+    if len(xs) < min_steps:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return {"steps": len(xs), "base_s": my - slope * mx, "slope": slope, "overlap_s_per_step": mx, "loop_s": my}
+
+
+def loop_stall_per_pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """The loop's host time a step (batch in hand to last launch) against its overlap with the pin thread's
+    pin_memory() calls, over the measured window (stall_line). Validation run 26, finding 2: the pinned ResNet-50
+    loops of runs 24-26 lose 0.74-0.77 ms per ms of overlap, the copy out of the worker's mapping included. None
+    without pin spans."""
+    pin = timeline.get("pin")
+    if not pin:
+        return None
+    main = timeline["main"]
+    skip = int(timeline["skip"])
+    ends, launched = main["next_end"], main["launched"]
+    return stall_line([(ends[j], launched[j]) for j in range(skip, min(len(ends), len(launched)))], pin)
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
             in_order: bool = True) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies. What needs
@@ -365,6 +409,7 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
         "steps_waiting_on_a_worker": (sum(late) / nb) if nb else None,
         "pin_overlap": pin_overlap(timeline),
         "loop_stall": loop_stall_per_batch(timeline) if "launched" in main else None,
+        "loop_stall_per_pin_overlap": loop_stall_per_pin_overlap(timeline) if "launched" in main else None,
         "waiting_step_share": waiting_step_share(timeline),
     }
 
@@ -408,6 +453,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     + (f"  loop host {r['loop_stall']['host_s'] * 1e3:.1f} ms a step = {r['loop_stall']['alone_s'] * 1e3:.1f}"
                        f" + {r['loop_stall']['stall_s_per_batch'] * 1e3:.2f} ms x {r['loop_stall']['batches_per_step']:.2f}"
                        " batches finished in it" if r.get("loop_stall") else "")
+                    + (f"  loop host {r['loop_stall_per_pin_overlap']['base_s'] * 1e3:.1f} ms + "
+                       f"{r['loop_stall_per_pin_overlap']['slope']:.2f} x its overlap with pin_memory() "
+                       f"({r['loop_stall_per_pin_overlap']['overlap_s_per_step'] * 1e3:.1f} ms a step)"
+                       if r.get("loop_stall_per_pin_overlap") else "")
                     + (f"  pin thread copying {r['pin_overlap']['pin_busy_share']:.0%} of the window: "
                        f"{r['pin_overlap']['pin_during_host_share']:.0%} of it in the loop's host work (its share of the "
                        f"window {r['pin_overlap']['host_share_of_window']:.0%}), {r['pin_overlap']['pin_during_wait_share']:.0%} "
