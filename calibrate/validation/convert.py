@@ -1379,8 +1379,13 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
 
 def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str], timeout_s: float,
                         seeds: int) -> Dict[str, Any]:
-    """run_pipeplan with --seed 1..seeds, combined (combine_replications); the first error wins."""
-    runs = [run_pipeplan(binary, scenario_path, profile, timeout_s, ["--seed", str(k)]) for k in range(1, seeds + 1)]
+    """run_pipeplan with --seed 1..seeds, combined (combine_replications); the first error wins. The seeds run at
+    once, one process per core (each seed's result is the same however they are scheduled): run 26's B1 call
+    scored in 16.8 s instead of 21.7 on 2 cores, the same report."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, min(seeds, os.cpu_count() or 1))) as pool:
+        runs = list(pool.map(lambda k: run_pipeplan(binary, scenario_path, profile, timeout_s, ["--seed", str(k)]),
+                             range(1, seeds + 1)))
     bad = next((r for r in runs if "error" in r), None)
     if bad:
         return bad
