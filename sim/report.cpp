@@ -113,9 +113,9 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
     Scenario t = s;
     t.training.sync_every_steps = 0;
     return cut + "; the per-step sync (.item(), print) only adds the wait for the kernels launched last (" +
-           ms(s.sync_tail_s_per_step()) + " a step: the loop alone would allow about " +
+           ms(s.sync_tail_s_per_step()) + " a step: without it the loop alone would allow about " +
            with_thousands(capacity_of("host_loop", t, p)) + " samples/s instead of " +
-           with_thousands(capacity_of("host_loop", s, p)) + " without it; measure before removing it: pipeplan sweep "
+           with_thousands(capacity_of("host_loop", s, p)) + "; measure before removing it: pipeplan sweep "
            "--vary training.sync_every_steps=" + std::to_string(s.training.sync_every_steps) + ",0, then the real loop)";
   }
   if (stage == "storage")
