@@ -60,7 +60,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop", unpinned_next="window")
+                                   launch_tail="loop", unpinned_next="window", memory_map_wait="off")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -778,6 +778,34 @@ def memory_map_needs_per_step(comp: Dict[str, Any]) -> Optional[float]:
         positive_mean(c.get("touch_loop_minor_faults_per_step"))
 
 
+# The simulator's interval between a loop's needs of the memory map when the scenario gives no count
+# (models/cost_models.hpp: kMemoryMapCheckIntervalS; docs/model.md, the memory map).
+MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
+
+
+def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
+    """The loop's loss per second of the pin thread's pin_memory() inside its steps, measured outside the case:
+    host_beside_pin_parts' line for its pin_memory helper (pin_memory_loop_stall_per_work_overlap.slope, since run
+    26's plan; timeline_analysis.stall_line). The cases' own line read 0.74-0.78 for the pinned ResNet-50 loops of
+    runs 24-26 (validation.md run 26, finding 2). None where the call did not record it or the line is not a rate
+    (outside 0 to 1)."""
+    c = comp.get("host_beside_pin_parts") or {}
+    line = c.get("pin_memory_loop_stall_per_work_overlap") if "error" not in c else None
+    slope = (line or {}).get("slope")
+    if not isinstance(slope, (int, float)) or not 0.0 < slope < 1.0:
+        return None
+    return float(slope)
+
+
+def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
+    """training.memory_map_wait_s for a loop that runs at (1 - rate) of its speed while the pin thread works on a
+    worker's mapping: the loop needs the map every host_s_per_step / needs_per_step of its host work (the
+    simulator's default interval without a count), and each need waits interval x rate / (1 - rate), the time the
+    loop would have lost over that interval. rate 0.75 at a 0.45 ms interval: 1.35 ms."""
+    interval = host_s_per_step / needs_per_step if needs_per_step else MEMORY_MAP_DEFAULT_NEED_INTERVAL_S
+    return interval * rate / (1.0 - rate)
+
+
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
     """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
     return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
@@ -789,13 +817,15 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
-                 launch_tail: str = "loop") -> Dict[str, Any]:
+                 launch_tail: str = "loop", memory_map_wait: str = "off") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
     where a case with a K-worker probe takes the load's speed around K: load_scaling's shape
     ("scaling") or the machine's curve alone ("machine", no dataset curve). launch_tail: "loop" gives the
-    step's launch tail from the loop's host probes (launch_tail_s), "off" none."""
+    step's launch tail from the loop's host probes (launch_tail_s), "off" none. memory_map_wait: "pin-parts" lets a
+    loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
+    the simulator's full stop."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -909,6 +939,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         needs = memory_map_needs_per_step(comp)
         if needs is not None:
             training["memory_map_needs_per_step"] = round(needs, 2)
+        rate = memory_map_rate(comp) if memory_map_wait == "pin-parts" else None
+        if rate is not None:
+            training["memory_map_wait_s"] = round(memory_map_wait_from_rate(training["host_s_per_step"], needs, rate), 7)
     iso, sus = _iso_sus(step)
     if duty_time_constant_s and duty_shape is not None and sus > iso > 0:
         # the simulator reads the curve at the busy share a step starts with; under a short time constant
@@ -1333,7 +1366,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
                         host_from=getattr(a, "host_from", "probe-bracket"),
-                        launch_tail=getattr(a, "launch_tail", "loop"))
+                        launch_tail=getattr(a, "launch_tail", "loop"),
+                        memory_map_wait=getattr(a, "memory_map_wait", "off"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if getattr(a, "cold_latency", "load-cold") == "load-cold":
@@ -2180,6 +2214,11 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
+    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="off",
+                    help="a loop that needs the memory map: off: it stops while the pin thread maps a batch (the "
+                         "model since run 17); pin-parts: it slows at the rate the harness's pin-parts loop lost per "
+                         "second of a helper's pin_memory() (since run 26's plan; validation.md run 26, finding 2), "
+                         "as training.memory_map_wait_s (default %(default)s)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "

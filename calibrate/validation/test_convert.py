@@ -562,6 +562,39 @@ class ScenarioTest(unittest.TestCase):
         self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
         self.assertIsNone(convert.memory_map_needs_per_step({}))
 
+    def test_a_loop_slowed_at_the_pin_parts_rate_waits_that_share_of_each_need_interval(self):
+        # run 26's pinned GIL loop: 27.35 ms of launches, 60.23 needs a step (0.454 ms apart), the cases' rate 0.76:
+        # each need waits 0.454 x 0.76 / 0.24 = 1.438 ms, the time the loop loses over one interval at a quarter speed
+        self.assertAlmostEqual(convert.memory_map_wait_from_rate(0.02735, 60.23, 0.76),
+                               0.02735 / 60.23 * 0.76 / 0.24)
+        self.assertAlmostEqual(convert.memory_map_wait_from_rate(0.02735, 60.23, 0.76), 0.001438, places=6)
+        # no count: the simulator's default interval, 0.5 ms; a rate of one half waits one interval
+        self.assertAlmostEqual(convert.memory_map_wait_from_rate(0.030, None, 0.5), 0.0005)
+        line = {"steps": 30, "base_s": 0.027, "slope": 0.76, "overlap_s_per_step": 0.010, "loop_s": 0.0346}
+        parts = {"pin_memory_loop_stall_per_work_overlap": line, "pin_memory_loop_minor_faults_per_step": 60.23,
+                 "touch_loop_minor_faults_per_step": 56.0, "private_copy_loop_minor_faults_per_step": 1.0,
+                 "touch_host_s": {"mean": 0.037}, "private_copy_host_s": {"mean": 0.028}}
+        self.assertEqual(convert.memory_map_rate({"host_beside_pin_parts": parts}), 0.76)
+        # a line that is no rate (the loop sped up beside the work, or lost more than the work's time), a part that
+        # failed, or none recorded (calls before run 27): none
+        for bad in (-0.1, 0.0, 1.0, 1.4, None):
+            self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(
+                parts, pin_memory_loop_stall_per_work_overlap=dict(line, slope=bad))}))
+        self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(parts, error="RuntimeError: x")}))
+        self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": {"touch_host_s": {"mean": 0.03}}}))
+        # in a scenario: only with --memory-map-wait pin-parts, only for a loop that needs the map
+        c = make_case("g", "pin_memory_gil", 1800, 0.036, 0.045)
+        c["components"]["host_beside_pin_parts"] = parts
+        tr = convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="pin-parts")["training"]
+        self.assertTrue(tr["host_needs_memory_map"])
+        self.assertAlmostEqual(tr["memory_map_wait_s"],
+                               convert.memory_map_wait_from_rate(tr["host_s_per_step"], 60.23, 0.76), places=7)
+        self.assertNotIn("memory_map_wait_s", convert.scenario_for(c, {"cpu_cores": 16})["training"])
+        c["components"]["host_beside_pin_parts"] = dict(parts, pin_memory_loop_minor_faults_per_step=2.0,
+                                                        touch_loop_minor_faults_per_step=2.0)
+        self.assertNotIn("memory_map_wait_s",
+                         convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="pin-parts")["training"])
+
     def test_the_loops_faults_beside_the_pin_threads_work_decide_whether_it_needs_the_memory_map(self):
         # run 20's first call: a ResNet-50 loop at 29.4 ms alone ran 37.91 beside touch and 30.58 beside a private
         # copy (1.24, under the time rule's 1.25) while faulting 59.2 times a step beside pin_memory() against 0.8
