@@ -13,18 +13,28 @@ from __future__ import annotations
 
 def resnet50_step(batch_size: int = 64):
     import torch
-    import torchvision
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device: this example step needs a GPU")
+    step = train_step("resnet50", "cuda", batch_size)
+    x = torch.randn(batch_size, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
+    return lambda: step(x)
+
+
+def train_step(model_name: str, device: str, batch_size: int):
+    """One training step of a torchvision model as a function of its batch x (already on `device`): bf16 autocast,
+    channels_last, SGD with momentum; returns the loss. resnet50_step runs it on a fixed batch; sync_check.py on
+    batches from a DataLoader."""
+    import torch
+    import torchvision
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    model = torchvision.models.resnet50(num_classes=1000).cuda().to(memory_format=torch.channels_last).train()
+    model = getattr(torchvision.models, model_name)(num_classes=1000).to(device)
+    model = model.to(memory_format=torch.channels_last).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(batch_size, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, 1000, (batch_size,), device="cuda")
+    y = torch.randint(0, 1000, (batch_size,), device=device)
 
-    def step():
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+    def step(x):
+        with torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16):
             loss = torch.nn.functional.cross_entropy(model(x).float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -20,7 +20,7 @@ import json
 import math
 import statistics
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from pipeplan_probe import summarize, worker_spread
 
@@ -261,6 +261,18 @@ def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
             "wait_share_of_window": sum(overlap(a, b, lo, hi) for a, b in wait) / span}
 
 
+def least_squares_line(xs: Sequence[float], ys: Sequence[float], min_points: int) -> Optional[Tuple[float, float, float]]:
+    """(mean x, mean y, slope) of the least-squares line through the points; None with fewer than min_points or
+    an x that never varies."""
+    if len(xs) < min_points:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    return mx, my, sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+
+
 def loop_stall_per_batch(timeline: Dict[str, Any], lead_s: float = 0.020) -> Optional[Dict[str, float]]:
     """The loop's host time a step (batch in hand to last launch) against the worker batches finished during it
     (from lead_s before it to its end: each one soon keeps the pin thread busy on the workers' mapping), fitted
@@ -283,13 +295,10 @@ def loop_stall_per_batch(timeline: Dict[str, Any], lead_s: float = 0.020) -> Opt
             k += 1
         xs.append(float(k - lo_i))
         ys.append(launched[j] - ends[j])
-    if len(xs) < 10:
+    fit = least_squares_line(xs, ys, 10)
+    if fit is None:
         return None
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    mx, my, slope = fit
     return {"steps": len(xs), "alone_s": my - slope * mx, "stall_s_per_batch": slope, "batches_per_step": mx,
             "host_s": my}
 
@@ -314,13 +323,10 @@ def stall_line(loop_spans: Sequence[Sequence[float]], work_spans: Sequence[Seque
             k += 1
         xs.append(ov)
         ys.append(b - a)
-    if len(xs) < min_steps:
+    fit = least_squares_line(xs, ys, min_steps)
+    if fit is None:
         return None
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    mx, my, slope = fit
     return {"steps": len(xs), "base_s": my - slope * mx, "slope": slope, "overlap_s_per_step": mx, "loop_s": my}
 
 
