@@ -1530,12 +1530,17 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "machine_wide_share": machine_wide_share(case, tl),
                      "out_of_order_fraction": (tl or {}).get("out_of_order_share"),
                      "loop_in_situ_s": loop_in_situ_s(case),
-                     "waiting_step_share": waiting_step_share(case)},
+                     "waiting_step_share": waiting_step_share(case),
+                     # validation run 26, finding 2: the loop's loss per second of pin_memory() inside its steps,
+                     # for the loops the model stalls on the memory map (the pin-parts probe's rate beside it)
+                     "pin_stall_rate": ((tl or {}).get("loop_stall_per_pin_overlap") or {}).get("slope")
+                     if loop_needs_memory_map(comp) else None},
         "components": {"load_s": load_s, "load_cv": comp["load"].get("cv"),
                        "load_stderr_rel": comp["load"].get("stderr_rel"),
                        "step_s": step_s, "host_s_per_step": comp["step"]["host_s"]["mean"],
                        "collate_s": comp["collate"]["s_per_batch"]["mean"],
-                       "batch_bytes": comp["collate"]["batch_bytes"]["mean"]},
+                       "batch_bytes": comp["collate"]["batch_bytes"]["mean"],
+                       "pin_parts_stall_rate": memory_map_rate(comp)},
         "by_hand": {"samples_per_s": hand, "err": rel_err(hand, meas_thr)},
         "pipeplan": None,
     }
@@ -1776,6 +1781,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "min_family_tau_sweep": min(taus_sw) if taus_sw else None,
                 "min_family_tau_sweep_within_noise": min(taus_sw_nz) if taus_sw_nz else None,
                 "median_abs_workers_busy_err": median(wb), "n_workers_busy": len(wb),
+                "pin_stall_rates": [(r["measured"]["pin_stall_rate"], r["components"].get("pin_parts_stall_rate"))
+                                    for r in pr if r["measured"].get("pin_stall_rate") is not None],
                 "out_of_order_pairs": [(r["measured"]["out_of_order_fraction"], r["pipeplan"]["out_of_order_fraction"])
                                        for r in pr if r["measured"].get("out_of_order_fraction") is not None
                                        and r["pipeplan"].get("out_of_order_fraction") is not None],
@@ -1989,6 +1996,17 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
                  f"{p['median_abs_workers_busy_err'] * 100:.1f} | | | |")
+    if p.get("pin_stall_rates"):
+        rates = p["pin_stall_rates"]
+        cases_r = sorted(c for c, _ in rates)
+        probes = [q for _, q in rates if q is not None]
+        L.append(f"| (diagnostic) the loop's loss per second of the pin thread's pin_memory() inside its steps, in the "
+                 f"{len(rates)} pinned cases whose loop needs the memory map (timeline; run 26, finding 2; the model "
+                 f"stops such a loop for the mapping part), and the pin-parts probe's beside a helper's pin_memory(), "
+                 f"measured outside the case | median {median(cases_r):.2f} (range {cases_r[0]:.2f} to "
+                 f"{cases_r[-1]:.2f}); probe: "
+                 + (f"median {median(probes):.2f} over {len(probes)} case(s)" if probes else "not recorded in these calls")
+                 + " | | | |")
     if p.get("out_of_order_pairs"):
         oo = p["out_of_order_pairs"]
         L.append(f"| (diagnostic) batches finished before the one ahead of them, measured / simulated, median over "
