@@ -8,5 +8,6 @@ int simulate_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int sweep_command(int argc, char** argv);
 int budget_command(int argc, char** argv);
+int recommend_command(int argc, char** argv);
 
 }  // namespace pipeplan::cli

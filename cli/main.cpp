@@ -22,6 +22,7 @@ const char* kUsage =
     "commands:\n"
     "  simulate   simulate a training job's input pipeline and name its bottleneck\n"
     "  sweep      simulate every combination of some knobs' values and rank them\n"
+    "  recommend  which loader and copy knobs to change, one at a time while one clearly helps\n"
     "  budget     storage bandwidth and IOPS a cluster needs so input keeps up with the GPUs\n"
     "  calibrate  measure this machine (copies, host, IPC, storage, decode, compute, NCCL)\n"
     "\n"
@@ -48,8 +49,9 @@ int main(int argc, char** argv) {
     if (command == "simulate") return pipeplan::cli::simulate_command(argc - 1, argv + 1);
     if (command == "sweep") return pipeplan::cli::sweep_command(argc - 1, argv + 1);
     if (command == "budget") return pipeplan::cli::budget_command(argc - 1, argv + 1);
+    if (command == "recommend") return pipeplan::cli::recommend_command(argc - 1, argv + 1);
     if (command == "calibrate") return pipeplan::cli::calibrate_command(argc - 1, argv + 1);
-    std::fprintf(stderr, "pipeplan: unknown command \"%s\"; expected simulate, sweep, budget or calibrate (see pipeplan --help)\n", command.c_str());
+    std::fprintf(stderr, "pipeplan: unknown command \"%s\"; expected simulate, sweep, recommend, budget or calibrate (see pipeplan --help)\n", command.c_str());
     return 2;
   } catch (const pipeplan::InputError& e) {
     std::fprintf(stderr, "pipeplan %s: %s\n", command.c_str(), e.what());

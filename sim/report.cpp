@@ -102,22 +102,11 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
            "pin_memory=False and compare with pipeplan sweep --vary loader.pin_memory=true,false";
   if (stage == "main_receive")
     return "the main process receives every batch itself: smaller batches in bytes (uint8, normalize on the GPU) cost less to map";
-  if (stage == "host_loop") {
-    // The launches, not the GPU, set the pace: only less Python per step helps. A sync costs this loop no more than
-    // the wait for the kernels launched last (the GPU is idle behind the launches anyway), so it is priced, not
-    // blamed: validation run 26 measured no gain from removing a host-bound ResNet-50 loop's per-step sync (the
-    // harness's pairs 7% slower without it; sync_check.py's alternating blocks within 2%, their drift 20-35 ms).
-    const std::string cut = "cut Python per step (CUDA graphs, torch.compile, fused optimizers): the loop's launches, "
-                            "not the GPU, set the pace";
-    if (s.training.sync_every_steps <= 0 || s.training.launch_tail_s <= 0.0) return cut;
-    Scenario t = s;
-    t.training.sync_every_steps = 0;
-    return cut + "; the per-step sync (.item(), print) only adds the wait for the kernels launched last (" +
-           ms(s.sync_tail_s_per_step()) + " a step: without it the loop alone would allow about " +
-           with_thousands(capacity_of("host_loop", t, p)) + " samples/s instead of " +
-           with_thousands(capacity_of("host_loop", s, p)) + "; measure before removing it: pipeplan sweep "
-           "--vary training.sync_every_steps=" + std::to_string(s.training.sync_every_steps) + ",0, then the real loop)";
-  }
+  if (stage == "host_loop")
+    // The launches, not the GPU, set the pace: only less Python per step helps. The per-step sync is priced
+    // apart (diagnose: sync_note), against the simulated step.
+    return "cut Python per step (CUDA graphs, torch.compile, fused optimizers): the loop's launches, not the GPU, "
+           "set the pace";
   if (stage == "storage")
     return "storage is the limit: keep the dataset in the page cache or on faster local disk, or read fewer bytes per sample";
   if (stage == "comm")
@@ -125,9 +114,28 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
   return "the GPU sets the pace: the input pipeline has headroom";
 }
 
+namespace {
+
+// A host-bound loop's sync costs it no more than the wait for the kernels launched last (the GPU is idle behind
+// the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
+// ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
+// within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
+std::string sync_note(const SimResult& result, const Scenario& s) {
+  const double wait_s = s.sync_tail_s_per_step();
+  if (s.training.sync_every_steps <= 0 || wait_s <= 0.0 || result.step_mean_s <= 0.0) return "";
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * wait_s / result.step_mean_s);
+  return "; the per-step sync (.item(), print) only adds the wait for the kernels launched last (" + ms(wait_s) +
+         " a step, " + share + " of the step): measure before removing it (pipeplan sweep "
+         "--vary training.sync_every_steps=" + std::to_string(s.training.sync_every_steps) + ",0, then the real loop)";
+}
+
+}  // namespace
+
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   Diagnosis d = name_bottleneck(result, s, p);
   d.suggestion = suggest(d.stage, s, p);
+  if (d.stage == "host_loop") d.suggestion += sync_note(result, s);
   // Validation run 11 measured in_order=False at +12.6% on a worker-bound image loader whose workers
   // idled behind slow batches (docs/validation.md); the simulator has the mechanism.
   if (d.main_thread_full)

@@ -1,0 +1,295 @@
+// pipeplan recommend [SCENARIO.json] [--profile P] [--steps N] [--seed S] [--set K=V]... [--replications R]
+//                    [--max-changes N] [--jobs J] [--format text|json] [-o OUT]
+//
+// Which of PyTorch's input-pipeline knobs to change, and by how much it would help: a greedy search over
+// one-knob changes (num_workers, prefetch_factor, pin_memory, non_blocking, the copy stream,
+// persistent_workers, in_order, DDP's bucket_cap_mb), each point simulated with R seeds. Each round
+// takes the change that raises the mean throughput most, when it does so by more than kMinGain and by
+// more than twice the seeds' standard error; it stops when none does, when the job runs within kMinGain of
+// its synthetic-data rate (the GPU sets the pace), or after --max-changes. A worker count it raised is
+// then trimmed to the fewest workers within kMinGain of the same rate: more workers only add CPU
+// contention and memory. Knobs that change what the job computes (batch_size, the model, a sync the loop
+// reads) are never moved: the report's suggestion names those.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/forked.hpp"
+#include "cli/inputs.hpp"
+#include "models/input_error.hpp"
+#include "sim/report.hpp"
+
+namespace po = boost::program_options;
+
+namespace pipeplan::cli {
+
+namespace {
+
+// A change smaller than this is not worth a user's edit (and sits inside a real job's run-to-run noise:
+// docs/validation.md measures the same setting 10% apart, median over repeats).
+constexpr double kMinGain = 0.02;
+
+struct Point {
+  std::vector<std::string> sets;  // KEY=VALUE on top of the scenario (and its --set)
+  double samples_per_s = 0.0;     // mean over the seeds
+  double se_rel = 0.0;            // standard error of that mean, relative
+  nlohmann::json first;           // the first seed's report
+};
+
+std::string key_of(const std::string& assignment) { return assignment.substr(0, assignment.find('=')); }
+std::string value_of(const std::string& assignment) { return assignment.substr(assignment.find('=') + 1); }
+
+// `sets` with KEY=VALUE replacing any earlier value of KEY.
+std::vector<std::string> with(std::vector<std::string> sets, const std::string& assignment) {
+  const std::string key = key_of(assignment);
+  sets.erase(std::remove_if(sets.begin(), sets.end(), [&](const std::string& a) { return key_of(a) == key; }),
+             sets.end());
+  sets.push_back(assignment);
+  return sets;
+}
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+// The one-knob changes worth simulating from scenario `s`, as KEY=VALUE.
+std::vector<std::string> moves(const Scenario& s) {
+  std::vector<std::string> out;
+  const int n = s.loader.num_workers;
+  const int limit = std::max(4 * s.node.cpu_cores / std::max(1, s.node.gpus), n + 1);
+  std::set<int> workers{n - 2, n / 2, n + 2, n + 4, 2 * n, 3 * n};
+  if (n == 0) workers.insert({1, 2, 4, 8});
+  for (int w : workers)
+    if (w >= 0 && w <= limit && w != n) out.push_back("loader.num_workers=" + std::to_string(w));
+  if (n > 0) {
+    for (int pf : {2, 4, 8})
+      if (pf != s.loader.prefetch_factor) out.push_back("loader.prefetch_factor=" + std::to_string(pf));
+    if (!s.loader.persistent_workers) out.push_back("loader.persistent_workers=true");
+    if (s.loader.in_order && n > 1) out.push_back("loader.in_order=false");
+  }
+  out.push_back("loader.pin_memory=" + bool_text(!s.loader.pin_memory));
+  if (!s.transfer.non_blocking) out.push_back("transfer.non_blocking=true");
+  if (s.transfer.copy_stream == CopyStream::kDefault && s.loader.pin_memory && s.transfer.non_blocking)
+    out.push_back("transfer.copy_stream=side");
+  if (s.node.gpus > 1)
+    for (int cap : {10, 25, 50, 100})
+      if (std::abs(cap - s.ddp.bucket_cap_mb) > 1e-9) out.push_back("ddp.bucket_cap_mb=" + std::to_string(cap));
+  return out;
+}
+
+double rate_of(const nlohmann::json& report) { return report["throughput"]["samples_per_s"].get<double>(); }
+
+// Simulates each point's scenario with `replications` seeds (validated first: bad input before any run).
+void evaluate(std::vector<Point>& points, const CommonOptions& common, const Profile& profile, int replications,
+              int jobs) {
+  std::vector<ForkedRun> runs;
+  for (const auto& p : points)
+    for (auto& run : seed_runs(load_scenario(common, profile, p.sets), replications)) runs.push_back(std::move(run));
+  const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::vector<double> rates;
+    for (int k = 0; k < replications; ++k) rates.push_back(rate_of(reports[i * replications + k].report));
+    double mean = 0.0;
+    for (double r : rates) mean += r / rates.size();
+    double var = 0.0;
+    for (double r : rates) var += (r - mean) * (r - mean) / std::max<std::size_t>(1, rates.size() - 1);
+    points[i].samples_per_s = mean;
+    points[i].se_rel = rates.size() > 1 && mean > 0 ? std::sqrt(var / rates.size()) / mean : 0.0;
+    points[i].first = reports[i * replications].report;
+  }
+}
+
+// Whether `b` beats `a` by more than kMinGain and by more than twice their means' combined standard error.
+bool clearly_better(const Point& a, const Point& b) {
+  const double gain = b.samples_per_s / a.samples_per_s - 1.0;
+  return gain > std::max(kMinGain, 2.0 * std::hypot(a.se_rel, b.se_rel));
+}
+
+// The value of one of moves()' keys in `s`, as --set writes it.
+std::string knob_value(const Scenario& s, const std::string& key) {
+  if (key == "loader.num_workers") return std::to_string(s.loader.num_workers);
+  if (key == "loader.prefetch_factor") return std::to_string(s.loader.prefetch_factor);
+  if (key == "loader.persistent_workers") return bool_text(s.loader.persistent_workers);
+  if (key == "loader.in_order") return bool_text(s.loader.in_order);
+  if (key == "loader.pin_memory") return bool_text(s.loader.pin_memory);
+  if (key == "transfer.non_blocking") return bool_text(s.transfer.non_blocking);
+  if (key == "transfer.copy_stream") return s.transfer.copy_stream == CopyStream::kSide ? "side" : "default";
+  if (key == "ddp.bucket_cap_mb") {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", s.ddp.bucket_cap_mb);
+    return buf;
+  }
+  return "?";
+}
+
+}  // namespace
+
+int recommend_command(int argc, char** argv) {
+  po::options_description options(
+      "pipeplan recommend [SCENARIO.json] [options]\n\n"
+      "Which input-pipeline knobs to change (num_workers, prefetch_factor, pin_memory, non_blocking, the copy\n"
+      "stream, persistent_workers, in_order, DDP's bucket_cap_mb), one change at a time while one helps by more\n"
+      "than 2% and more than the seeds' noise; each point simulated with R seeds. Without SCENARIO, the bundled\n"
+      "default scenario.\n\noptions");
+  CommonOptions common;
+  int jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  int replications = 3;
+  int max_changes = 4;
+  add_common_options(options, common);
+  options.add_options()
+      ("replications", po::value(&replications), "seeds per point, their mean compared (default 3)")
+      ("max-changes", po::value(&max_changes), "at most this many knobs changed (default 4)")
+      ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)");
+  if (!parse_command_line(argc, argv, options, common)) return 0;
+  if (jobs < 1 || jobs > 1024) throw InputError("", "--jobs", std::to_string(jobs), "an integer in [1, 1024]");
+  if (replications < 1 || replications > 100)
+    throw InputError("", "--replications", std::to_string(replications), "an integer in [1, 100]");
+  if (max_changes < 1 || max_changes > 10)
+    throw InputError("", "--max-changes", std::to_string(max_changes), "an integer in [1, 10]");
+
+  const Profile profile = load_profile(common.profile_path);
+  const std::string scenario_path = scenario_path_or_default(common.positional.empty() ? "" : common.positional[0]);
+  std::vector<Point> now{Point{}};
+  evaluate(now, common, profile, replications, jobs);
+  Point current = now.front();
+  const Point start = current;
+  const Scenario base = load_scenario(common, profile);
+  const int start_workers = base.loader.num_workers;
+  std::size_t evaluated = 1;
+
+  struct Change {
+    std::string assignment;
+    Point after;
+  };
+  std::vector<Change> changes;
+  std::string stopped = "no single change helps by more than 2% and the seeds' noise";
+  for (int round = 0; round < max_changes; ++round) {
+    const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();
+    if (current.samples_per_s >= (1.0 - kMinGain) * synthetic) {
+      stopped = "the job runs within 2% of its synthetic-data rate: the GPU sets the pace";
+      break;
+    }
+    std::vector<Point> candidates;
+    for (const auto& move : moves(load_scenario(common, profile, current.sets)))
+      candidates.push_back(Point{with(current.sets, move), 0.0, 0.0, {}});
+    evaluate(candidates, common, profile, replications, jobs);
+    evaluated += candidates.size();
+    const Point* best = nullptr;
+    for (const auto& c : candidates)
+      if (clearly_better(current, c) && (!best || c.samples_per_s > best->samples_per_s)) best = &c;
+    if (!best) break;
+    // a knob moved again (num_workers 8 -> 16 -> 48) is one change, from its first value to its last
+    const auto same = std::find_if(changes.begin(), changes.end(),
+                                   [&](const Change& c) { return key_of(c.assignment) == key_of(best->sets.back()); });
+    if (same != changes.end()) changes.erase(same);
+    changes.push_back({best->sets.back(), *best});
+    current = *best;
+    if (round + 1 == max_changes) stopped = "--max-changes reached";
+  }
+
+  // Fewer workers for the same rate: the smallest count above the start within kMinGain of it.
+  const Scenario chosen = load_scenario(common, profile, current.sets);
+  std::string trimmed;
+  if (chosen.loader.num_workers > start_workers + 1) {
+    std::vector<int> counts;
+    const int lo = start_workers + 1, hi = chosen.loader.num_workers - 1;
+    const int step = std::max(1, (hi - lo + 1 + 11) / 12);  // at most 12 counts
+    for (int w = lo; w <= hi; w += step) counts.push_back(w);
+    std::vector<Point> fewer;
+    for (int w : counts) fewer.push_back(Point{with(current.sets, "loader.num_workers=" + std::to_string(w)), 0.0, 0.0, {}});
+    evaluate(fewer, common, profile, replications, jobs);
+    evaluated += fewer.size();
+    for (const auto& f : fewer)
+      if (f.samples_per_s >= (1.0 - kMinGain) * current.samples_per_s) {
+        trimmed = "loader.num_workers " + std::to_string(chosen.loader.num_workers) + " -> " +
+                  value_of(f.sets.back()) + ": the same rate within 2% with fewer workers";
+        current = f;
+        for (auto& c : changes)
+          if (key_of(c.assignment) == "loader.num_workers") {
+            c.assignment = f.sets.back();
+            if (&c == &changes.back()) c.after = f;  // an earlier change's rate stays the one its round measured
+          }
+        break;
+      }
+  }
+
+  const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();
+  std::vector<std::string> final_sets;
+  for (const auto& c : changes) final_sets = with(final_sets, c.assignment);
+  std::string report;
+  if (common.format == "json") {
+    nlohmann::json jchanges = nlohmann::json::array();
+    double before = start.samples_per_s;
+    for (const auto& c : changes) {
+      jchanges.push_back({{"key", key_of(c.assignment)}, {"from", knob_value(base, key_of(c.assignment))},
+                          {"to", value_of(c.assignment)}, {"samples_per_s", c.after.samples_per_s},
+                          {"gain", c.after.samples_per_s / before - 1.0},
+                          {"bottleneck", c.after.first["bottleneck"]["stage"]}});
+      before = c.after.samples_per_s;
+    }
+    nlohmann::json set = nlohmann::json::object();
+    for (const auto& a : final_sets) set[key_of(a)] = value_of(a);
+    nlohmann::json out = {
+        {"scenario", scenario_path}, {"profile", profile.file}, {"replications", replications},
+        {"now", {{"samples_per_s", start.samples_per_s}, {"bottleneck", start.first["bottleneck"]["stage"]}}},
+        {"changes", jchanges},
+        {"recommended", {{"set", set}, {"samples_per_s", current.samples_per_s},
+                         {"gain", current.samples_per_s / start.samples_per_s - 1.0},
+                         {"synthetic_baseline_samples_per_s", synthetic},
+                         {"bottleneck", current.first["bottleneck"]["stage"]},
+                         {"suggestion", current.first["bottleneck"]["suggestion"]}}},
+        {"stopped", stopped}, {"trimmed", trimmed}, {"points_simulated", evaluated}};
+    report = out.dump(2) + "\n";
+  } else {
+    std::ostringstream o;
+    char line[512];
+    o << "pipeplan recommend: " << chosen.name << " (profile " << profile.file << "), each point the mean of "
+      << replications << " seed(s), " << evaluated << " points simulated\n\n";
+    std::snprintf(line, sizeof line, "  now%36s %10s samples/s  bottleneck %s\n", "", sim::with_thousands(start.samples_per_s).c_str(),
+                  start.first["bottleneck"]["stage"].get<std::string>().c_str());
+    o << line;
+    double before = start.samples_per_s;
+    int i = 0;
+    for (const auto& c : changes) {
+      const std::string what = key_of(c.assignment) + " " + knob_value(base, key_of(c.assignment)) + " -> " +
+                               value_of(c.assignment);
+      std::snprintf(line, sizeof line, "  %d. %-34s %10s samples/s  %+6.1f%%  bottleneck %s\n", ++i, what.c_str(),
+                    sim::with_thousands(c.after.samples_per_s).c_str(), 100.0 * (c.after.samples_per_s / before - 1.0),
+                    c.after.first["bottleneck"]["stage"].get<std::string>().c_str());
+      o << line;
+      before = c.after.samples_per_s;
+    }
+    o << "\n";
+    if (changes.empty()) {
+      o << "  no change: " << stopped << "\n";
+    } else {
+      std::string sets;
+      for (const auto& a : final_sets) sets += " --set " + a;
+      std::snprintf(line, sizeof line, "  recommended:%s\n    %s samples/s (%+.1f%%), %.0f%% of the synthetic-data rate (%s)\n",
+                    sets.c_str(), sim::with_thousands(current.samples_per_s).c_str(),
+                    100.0 * (current.samples_per_s / start.samples_per_s - 1.0), 100.0 * current.samples_per_s / synthetic,
+                    sim::with_thousands(synthetic).c_str());
+      o << line << "  stopped: " << stopped << "\n";
+      if (!trimmed.empty()) o << "  trimmed: " << trimmed << "\n";
+      std::string vary;
+      for (const auto& a : final_sets)
+        vary += " --vary " + key_of(a) + "=" + knob_value(base, key_of(a)) + "," + value_of(a);
+      o << "  confirm: pipeplan sweep " << (common.positional.empty() ? "" : common.positional[0] + " ") << "--replications "
+        << replications << vary << "\n";
+    }
+    o << "  then: " << current.first["bottleneck"]["suggestion"].get<std::string>() << "\n";
+    report = o.str();
+  }
+  emit_report(common, report);
+  return 0;
+}
+
+}  // namespace pipeplan::cli
