@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,6 +27,7 @@
 #include "cli/forked.hpp"
 #include "cli/inputs.hpp"
 #include "models/input_error.hpp"
+#include "sim/replications.hpp"
 #include "sim/report.hpp"
 
 namespace po = boost::program_options;
@@ -85,8 +86,6 @@ std::vector<std::string> moves(const Scenario& s) {
   return out;
 }
 
-double rate_of(const nlohmann::json& report) { return report["throughput"]["samples_per_s"].get<double>(); }
-
 // Simulates each point's scenario with `replications` seeds (validated first: bad input before any run).
 void evaluate(std::vector<Point>& points, const CommonOptions& common, const Profile& profile, int replications,
               int jobs) {
@@ -95,15 +94,16 @@ void evaluate(std::vector<Point>& points, const CommonOptions& common, const Pro
     for (auto& run : seed_runs(load_scenario(common, profile, p.sets), replications)) runs.push_back(std::move(run));
   const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
   for (std::size_t i = 0; i < points.size(); ++i) {
-    std::vector<double> rates;
-    for (int k = 0; k < replications; ++k) rates.push_back(rate_of(reports[i * replications + k].report));
-    double mean = 0.0;
-    for (double r : rates) mean += r / rates.size();
-    double var = 0.0;
-    for (double r : rates) var += (r - mean) * (r - mean) / std::max<std::size_t>(1, rates.size() - 1);
-    points[i].samples_per_s = mean;
-    points[i].se_rel = rates.size() > 1 && mean > 0 ? std::sqrt(var / rates.size()) / mean : 0.0;
-    points[i].first = reports[i * replications].report;
+    std::vector<nlohmann::json> seeds_reports;
+    std::vector<std::uint64_t> seeds;
+    for (int k = 0; k < replications; ++k) {
+      seeds_reports.push_back(reports[i * replications + k].report);
+      seeds.push_back(runs[i * replications + k].scenario.seed);
+    }
+    const auto rate = sim::replication_summary(seeds_reports, seeds)["samples_per_s"];  // as sweep ranks its points
+    points[i].samples_per_s = rate["mean"].get<double>();
+    points[i].se_rel = rate["cv"].get<double>() / std::sqrt(static_cast<double>(replications));
+    points[i].first = seeds_reports.front();
   }
 }
 

@@ -122,7 +122,7 @@ namespace {
 // within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
 std::string sync_note(const SimResult& result, const Scenario& s) {
   const double wait_s = s.sync_tail_s_per_step();
-  if (s.training.sync_every_steps <= 0 || wait_s <= 0.0 || result.step_mean_s <= 0.0) return "";
+  if (wait_s <= 0.0 || result.step_mean_s <= 0.0) return "";  // no sync, or no tail measured
   char share[32];
   std::snprintf(share, sizeof share, "%.1f%%", 100.0 * wait_s / result.step_mean_s);
   return "; the per-step sync (.item(), print) only adds the wait for the kernels launched last (" + ms(wait_s) +

@@ -1537,7 +1537,7 @@ class Harness:
                 dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
                                 prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
                 it = iter(dl)
-                for _ in range(2 * nw):        # the workers up and the prefetch slots full
+                for _ in range(2 * nw):        # the workers up (the helper paces one batch a loop step)
                     next(it)
             src = it if from_loader else itertools.repeat(private)
             # since run 26 (validation.md, finding 2): the helper's work spans and the loop's host spans, for the
