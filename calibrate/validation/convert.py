@@ -1449,6 +1449,16 @@ def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:
     return timeline_analysis.loop_s_between_batches(tl)
 
 
+def p90_step_halves_diff(case: Dict[str, Any]) -> Optional[float]:
+    """How far the p90 step of the first half of the case's steady steps is from the second half's, over their mean
+    (timeline_analysis.p90_step_halves): the ground truth's own precision, case by case. None without a timeline."""
+    tl = (case.get("measured") or {}).get("timeline")
+    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+        return None
+    import timeline_analysis   # noqa: E402
+    return (timeline_analysis.p90_step_halves(tl) or {}).get("rel_diff")
+
+
 def waiting_step_share(case: Dict[str, Any]) -> Optional[float]:
     """The share of the case's steady steps that waited for a batch more than a quarter of the mean step
     (timeline_analysis.waiting_step_share), or None without a timeline."""
@@ -1464,6 +1474,30 @@ def waiting_step_share(case: Dict[str, Any]) -> Optional[float]:
 # session: the image ResNet-50 cases at 8 workers wait on one step in eight). The band is 10% within a factor of
 # about 1.4 either way, set before scoring it.
 P90_EDGE_WAITING_SHARE = (0.07, 0.15)
+
+# A case's p90 step counts as pinned down by its own window when the p90 steps of the window's two halves agree
+# within this (a third of the p90 step target): the whole window's is then within about half of it.
+P90_HALVES_PRECISE = 0.05
+
+
+def p90_halves_summary(rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The ground truth's own precision of the p90 step (the two halves of each case's window) and pipeplan's p90
+    step error where that precision is good against where it is not. None without timelines."""
+    pairs = [(r["measured"]["p90_step_halves_diff"], abs(r["pipeplan"]["step_p90_err"])) for r in rows
+             if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
+             and r["measured"].get("p90_step_halves_diff") is not None]
+    if not pairs:
+        return None
+    diffs = [d for d, _ in pairs]
+    precise = [e for d, e in pairs if d < P90_HALVES_PRECISE]
+    loose = [e for d, e in pairs if d >= P90_HALVES_PRECISE]
+    return {"n": len(pairs), "median_rel_diff": median(diffs), "p90_rel_diff": percentile(diffs, 0.9),
+            "p90_window_uncertainty": percentile([d / 2 for d in diffs], 0.9),
+            "precise_within": P90_HALVES_PRECISE, "n_precise": len(precise), "n_loose": len(loose),
+            "precise_median_abs_step_p90_err": median(precise) if precise else None,
+            "precise_p90_abs_step_p90_err": percentile(precise, 0.9) if precise else None,
+            "loose_median_abs_step_p90_err": median(loose) if loose else None,
+            "loose_p90_abs_step_p90_err": percentile(loose, 0.9) if loose else None}
 
 
 def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu_busy_hi: float) -> Dict[str, Any]:
@@ -1531,6 +1565,7 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "out_of_order_fraction": (tl or {}).get("out_of_order_share"),
                      "loop_in_situ_s": loop_in_situ_s(case),
                      "waiting_step_share": waiting_step_share(case),
+                     "p90_step_halves_diff": p90_step_halves_diff(case),
                      # validation run 26, finding 2: the loop's loss per second of pin_memory() inside its steps,
                      # for the loops the model stalls on the memory map (the pin-parts probe's rate beside it)
                      "pin_stall_rate": ((tl or {}).get("loop_stall_per_pin_overlap") or {}).get("slope")
@@ -1759,6 +1794,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "pooled_inputs": pooled_cmp,
                 "p90_edge": edge_cmp,
+                "p90_halves": p90_halves_summary(pr),
                 "seeds_split": split_cmp,
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
@@ -1975,6 +2011,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{_pct(pe['median_abs_step_p90_err'], False)} / p90 {_pct(pe['p90_abs_step_p90_err'], False)}; the "
                  f"{pe['n_other']} others with a timeline {_pct(pe['other_median_abs_step_p90_err'], False)} / "
                  f"{_pct(pe['other_p90_abs_step_p90_err'], False)} | | | |")
+    ph = p.get("p90_halves") or {}
+    if ph.get("n"):
+        L.append(f"| (diagnostic) the ground truth's own precision of the p90 step: over {ph['n']} cases with a "
+                 f"timeline the p90 steps of the first and second half of the window differ by median "
+                 f"{_pct(ph['median_rel_diff'], False)} / p90 {_pct(ph['p90_rel_diff'], False)} of their mean (the "
+                 f"window's own p90 uncertain by about half that: p90 {_pct(ph['p90_window_uncertainty'], False)}); "
+                 f"pipeplan's abs error of the p90 step in the {ph['n_precise']} whose halves agree within "
+                 f"{100 * ph['precise_within']:.0f}%: median {_pct(ph['precise_median_abs_step_p90_err'], False)} / "
+                 f"p90 {_pct(ph['precise_p90_abs_step_p90_err'], False)}; the {ph['n_loose']} others "
+                 f"{_pct(ph['loose_median_abs_step_p90_err'], False)} / {_pct(ph['loose_p90_abs_step_p90_err'], False)} | | | |")
     pi = p.get("pooled_inputs") or {}
     if pi.get("n"):
         L.append(f"| (diagnostic) the {pi['n']} cases whose call measured the same components more than once, each "

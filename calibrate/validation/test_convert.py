@@ -201,6 +201,19 @@ class StepAloneTest(unittest.TestCase):
         self.assertAlmostEqual(busy["median"], 1.0)
 
 
+    def test_p90_halves_summary_splits_on_the_ground_truths_precision(self):
+        def row(diff, err):
+            return {"measured": {"p90_step_halves_diff": diff}, "pipeplan": {"step_p90_err": err}}
+        rows = [row(0.02, 0.05), row(0.04, -0.10), row(0.20, 0.40), row(0.60, -0.30),
+                row(None, 0.9),                               # no timeline: left out
+                {"measured": {"p90_step_halves_diff": 0.01}, "pipeplan": None}]   # failed prediction: left out
+        s = convert.p90_halves_summary(rows)
+        self.assertEqual((s["n"], s["n_precise"], s["n_loose"]), (4, 2, 2))
+        self.assertAlmostEqual(s["median_rel_diff"], 0.12)                 # (0.04 + 0.20) / 2
+        self.assertAlmostEqual(s["precise_median_abs_step_p90_err"], 0.075)
+        self.assertAlmostEqual(s["loose_median_abs_step_p90_err"], 0.35)
+        self.assertIsNone(convert.p90_halves_summary([row(None, 0.1)]))
+
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
         self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy

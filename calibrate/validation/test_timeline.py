@@ -181,6 +181,29 @@ class WaitingSteps(unittest.TestCase):
         self.assertIsNone(T.waiting_step_share({"skip": 17, "main": {"next_start": starts, "next_end": ends}}))
 
 
+
+class P90Halves(unittest.TestCase):
+    def test_a_window_whose_long_steps_all_fall_in_one_half(self):
+        # 40 steady steps of 10 ms, then 40 whose every 5th is 30 ms (the rest 10 ms), after a skip of 3 steps.
+        # First half: all 10 ms -> p90 10 ms. Second half: 8 of 40 at 30 ms (20%), so its p90 (numpy 'linear',
+        # rank 0.9 x 39 = 35.1 of the sorted 32 x 10 ms then 8 x 30 ms) is 30 ms. Difference 20 over a mean of 20.
+        steps = [0.010] * 3 + [0.010] * 40 + [0.030 if j % 5 == 4 else 0.010 for j in range(40)]
+        starts = [0.0]
+        for s in steps:
+            starts.append(starts[-1] + s)
+        r = T.p90_step_halves({"skip": 3, "main": {"next_start": starts}})
+        self.assertAlmostEqual(r["first_p90_s"], 0.010)
+        self.assertAlmostEqual(r["second_p90_s"], 0.030)
+        self.assertAlmostEqual(r["rel_diff"], 1.0)
+        self.assertEqual(r["steps_per_half"], 40)
+        # steady steps spread evenly: the halves agree
+        even = [0.0]
+        for j in range(83):
+            even.append(even[-1] + (0.030 if j % 5 == 4 else 0.010))
+        self.assertAlmostEqual(T.p90_step_halves({"skip": 3, "main": {"next_start": even}})["rel_diff"], 0.0)
+        # fewer than 20 steps a half: no figure
+        self.assertIsNone(T.p90_step_halves({"skip": 3, "main": {"next_start": starts[:42]}}))
+
 class LoopStall(unittest.TestCase):
     def test_each_batch_finished_in_a_step_adds_its_cost(self):
         # 12 steps of 10 s from t=0: batch in hand at 10j, host work 2 s plus 0.5 s for each worker batch finished
