@@ -60,7 +60,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop", unpinned_next="window", memory_map_wait="off")
+                                   launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -784,17 +784,24 @@ MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
 
 
 def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
-    """The loop's loss per second of the pin thread's pin_memory() inside its steps, measured outside the case:
-    host_beside_pin_parts' line for its pin_memory helper (pin_memory_loop_stall_per_work_overlap.slope, since run
-    26's plan; timeline_analysis.stall_line). The cases' own line read 0.74-0.78 for the pinned ResNet-50 loops of
-    runs 24-26 (validation.md run 26, finding 2). None where the call did not record it or the line is not a rate
-    (outside 0 to 1)."""
+    """The loop's loss per second of the pin thread's pin_memory() inside its steps, measured outside the case by
+    host_beside_pin_parts (since run 26's plan): the loop's mean host time beside its pin_memory helper less its
+    mean alone (the windows before and after all the parts), over the helper's work inside a step
+    (pin_memory_loop_stall_per_work_overlap.overlap_s_per_step). The cases' own line read 0.74-0.78 for the pinned
+    ResNet-50 loops of runs 24-26 (validation.md run 26, finding 2) and 0.78 / 0.80 in run 27, whose probe read 0.77
+    this way. The probe's per-step line (its slope) is no such rate: the helper is paced by the loop, its work inside
+    a step barely varies, and run 27 read 1.69 for pin_memory and 5.76 for touch (run 27, finding 2). None where the
+    call did not record it or the figure is not a rate (outside 0 to 1)."""
     c = comp.get("host_beside_pin_parts") or {}
-    line = c.get("pin_memory_loop_stall_per_work_overlap") if "error" not in c else None
-    slope = (line or {}).get("slope")
-    if not isinstance(slope, (int, float)) or not 0.0 < slope < 1.0:
+    if "error" in c:
         return None
-    return float(slope)
+    beside = positive_mean(c.get("pin_memory_host_s"))
+    alone = [x for x in (positive_mean(c.get("alone_host_s")), positive_mean(c.get("alone_again_host_s"))) if x]
+    overlap_s = ((c.get("pin_memory_loop_stall_per_work_overlap") or {}).get("overlap_s_per_step"))
+    if not beside or not alone or not isinstance(overlap_s, (int, float)) or overlap_s <= 0:
+        return None
+    rate = (beside - sum(alone) / len(alone)) / overlap_s
+    return rate if 0.0 < rate < 1.0 else None
 
 
 def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
@@ -1370,6 +1377,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         memory_map_wait=getattr(a, "memory_map_wait", "off"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
+    if scen["training"].get("memory_map_wait_s"):
+        c.setdefault("convert", {})["memory_map_wait_s"] = scen["training"]["memory_map_wait_s"]
     if getattr(a, "cold_latency", "load-cold") == "load-cold":
         ds = scen["dataset"]
         file_bytes = positive_mean(ds.get("sample_bytes")) or positive_mean(ds.get("item_bytes")) or 0.0
@@ -1934,6 +1943,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
             L.append(f"- An unpinned batch's copy and release on the loop's thread: {meta['unpinned_loop_note']}")
     if meta.get("runs_note"):
         L.append(f"- Runs: {meta['runs_note']}")
+    if meta.get("memory_map_note"):
+        L.append(f"- The memory map: {meta['memory_map_note']}")
     if meta.get("launch_tail_note"):
         L.append(f"- The GPU work launched last (a host-bound step's tail after its last launch): {meta['launch_tail_note']}")
     if meta.get("gpu_duty_time_constant_s"):
@@ -2278,11 +2289,12 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
-    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="off",
-                    help="a loop that needs the memory map: off: it stops while the pin thread maps a batch (the "
-                         "model since run 17); pin-parts: it slows at the rate the harness's pin-parts loop lost per "
-                         "second of a helper's pin_memory() (since run 26's plan; validation.md run 26, finding 2), "
-                         "as training.memory_map_wait_s (default %(default)s)")
+    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="pin-parts",
+                    help="a loop that needs the memory map: pin-parts: it slows at the rate the harness's pin-parts "
+                         "loop lost per second of a helper's pin_memory() (memory_map_rate; calls since run 27; "
+                         "validation.md run 26, finding 2, run 27, finding 2), as training.memory_map_wait_s, and "
+                         "where the call has no such rate it stops while the pin thread maps a batch; off: always "
+                         "that stop (the model since run 17) (default %(default)s)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "
@@ -2442,6 +2454,12 @@ def main(argv=None) -> int:
             "each step's kernels ending no earlier than its last launch plus the plain synthetic loop's step less its "
             "launches in the host probes around it, else host_under_load's alone windows (`--launch-tail loop`, run 25)"
             if getattr(a, "launch_tail", "loop") == "loop" else "none (`--launch-tail off`)"),
+        "memory_map_note": (
+            f"of the pinned loops that need the memory map, {sum(1 for c in cases if (c.get('convert') or {}).get('memory_map_wait_s'))} "
+            "case(s) slowed at the rate their call's pin-parts probe lost per second of a helper's pin_memory() "
+            "(calls since run 27), the others stopped while the pin thread maps a batch (`--memory-map-wait pin-parts`)"
+            if getattr(a, "memory_map_wait", "pin-parts") == "pin-parts"
+            else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
     }
     if len(runs) > 1:
         meta["calls"] = [{"tag": r["tag"], "results": os.path.dirname(r["cases_path"]) or "."} for r in runs]

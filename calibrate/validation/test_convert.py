@@ -583,16 +583,28 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.memory_map_wait_from_rate(0.02735, 60.23, 0.76), 0.001438, places=6)
         # no count: the simulator's default interval, 0.5 ms; a rate of one half waits one interval
         self.assertAlmostEqual(convert.memory_map_wait_from_rate(0.030, None, 0.5), 0.0005)
-        line = {"steps": 30, "base_s": 0.027, "slope": 0.76, "overlap_s_per_step": 0.010, "loop_s": 0.0346}
+        # run 27's probe: the loop 22.75 ms alone and 25.00 alone again, 31.38 beside pin_memory(), whose work
+        # overlapped 9.79 ms of each step: (31.38 - 23.875) / 9.79 = 0.767 (its per-step slope, 1.69, is ignored)
+        line = {"steps": 30, "base_s": 0.01486, "slope": 1.69, "overlap_s_per_step": 0.00979, "loop_s": 0.03138}
         parts = {"pin_memory_loop_stall_per_work_overlap": line, "pin_memory_loop_minor_faults_per_step": 60.23,
                  "touch_loop_minor_faults_per_step": 56.0, "private_copy_loop_minor_faults_per_step": 1.0,
-                 "touch_host_s": {"mean": 0.037}, "private_copy_host_s": {"mean": 0.028}}
-        self.assertEqual(convert.memory_map_rate({"host_beside_pin_parts": parts}), 0.76)
-        # a line that is no rate (the loop sped up beside the work, or lost more than the work's time), a part that
-        # failed, or none recorded (calls before run 27): none
-        for bad in (-0.1, 0.0, 1.0, 1.4, None):
+                 "touch_host_s": {"mean": 0.037}, "private_copy_host_s": {"mean": 0.028},
+                 "alone_host_s": {"mean": 0.02275}, "alone_again_host_s": {"mean": 0.02500},
+                 "pin_memory_host_s": {"mean": 0.03138}}
+        rate = (0.03138 - (0.02275 + 0.02500) / 2) / 0.00979
+        self.assertAlmostEqual(convert.memory_map_rate({"host_beside_pin_parts": parts}), rate)
+        self.assertAlmostEqual(rate, 0.767, places=3)
+        # only one alone window: that one
+        one = {k: v for k, v in parts.items() if k != "alone_again_host_s"}
+        self.assertAlmostEqual(convert.memory_map_rate({"host_beside_pin_parts": one}), (0.03138 - 0.02275) / 0.00979)
+        # no rate: the loop faster beside the work than alone, or slower by more than the work's time; no overlap;
+        # a part that failed, or none recorded (calls before run 27)
+        for beside in (0.0230, 0.0238, 0.0400):
             self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(
-                parts, pin_memory_loop_stall_per_work_overlap=dict(line, slope=bad))}))
+                parts, pin_memory_host_s={"mean": beside})}))
+        for ov in (0.0, None):
+            self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(
+                parts, pin_memory_loop_stall_per_work_overlap=dict(line, overlap_s_per_step=ov))}))
         self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(parts, error="RuntimeError: x")}))
         self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": {"touch_host_s": {"mean": 0.03}}}))
         # in a scenario: only with --memory-map-wait pin-parts, only for a loop that needs the map
@@ -601,7 +613,7 @@ class ScenarioTest(unittest.TestCase):
         tr = convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="pin-parts")["training"]
         self.assertTrue(tr["host_needs_memory_map"])
         self.assertAlmostEqual(tr["memory_map_wait_s"],
-                               convert.memory_map_wait_from_rate(tr["host_s_per_step"], 60.23, 0.76), places=7)
+                               convert.memory_map_wait_from_rate(tr["host_s_per_step"], 60.23, rate), places=7)
         self.assertNotIn("memory_map_wait_s", convert.scenario_for(c, {"cpu_cores": 16})["training"])
         c["components"]["host_beside_pin_parts"] = dict(parts, pin_memory_loop_minor_faults_per_step=2.0,
                                                         touch_loop_minor_faults_per_step=2.0)
