@@ -60,7 +60,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts")
+                                   launch_tail="loop", unpinned_next="window", memory_map_wait="off")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -2289,12 +2289,13 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
-    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="pin-parts",
-                    help="a loop that needs the memory map: pin-parts: it slows at the rate the harness's pin-parts "
-                         "loop lost per second of a helper's pin_memory() (memory_map_rate; calls since run 27; "
-                         "validation.md run 26, finding 2, run 27, finding 2), as training.memory_map_wait_s, and "
-                         "where the call has no such rate it stops while the pin thread maps a batch; off: always "
-                         "that stop (the model since run 17) (default %(default)s)")
+    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="off",
+                    help="a loop that needs the memory map: off: it stops while the pin thread maps a batch (the model "
+                         "since run 17); pin-parts: it slows at the rate the harness's pin-parts loop lost per second "
+                         "of a helper's pin_memory() (memory_map_rate; calls since run 27), as "
+                         "training.memory_map_wait_s, and where the call has no such rate it stops as with off. Not "
+                         "the default: the probe read 0.77, 1.15 and 1.04 in run 27's three readings where the cases' "
+                         "own lines read 0.79, 0.52 and 0.66 (validation.md run 27, finding 1) (default %(default)s)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "
