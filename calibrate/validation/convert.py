@@ -785,16 +785,21 @@ MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
 
 def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
     """The loop's loss per second of the pin thread's pin_memory() inside its steps, measured outside the case by
-    host_beside_pin_parts (since run 26's plan): the loop's mean host time beside its pin_memory helper less its
-    mean alone (the windows before and after all the parts), over the helper's work inside a step
-    (pin_memory_loop_stall_per_work_overlap.overlap_s_per_step). The cases' own line read 0.74-0.78 for the pinned
-    ResNet-50 loops of runs 24-26 (validation.md run 26, finding 2) and 0.78 / 0.80 in run 27, whose probe read 0.77
-    this way. The probe's per-step line (its slope) is no such rate: the helper is paced by the loop, its work inside
-    a step barely varies, and run 27 read 1.69 for pin_memory and 5.76 for touch (run 27, finding 2). None where the
-    call did not record it or the figure is not a rate (outside 0 to 1)."""
+    host_beside_pin_parts. Preferred: its interleaved blocks (pin_memory_interleaved.rate, since run 28's plan: the
+    loop alone and beside the helper in turn, each beside block against its neighbours, so the loop's drift
+    cancels). Else (run 27's calls) the difference of means: the loop's mean host time beside its pin_memory helper
+    less its mean alone (the windows before and after all the parts), over the helper's work inside a step
+    (pin_memory_loop_stall_per_work_overlap.overlap_s_per_step). The cases' own lines read 0.74-0.80 in the GIL calls
+    of runs 24-27, 0.52 and 0.66 in run 27's others (validation.md run 26, finding 2; run 27, finding 1); the
+    difference of means read 0.77 / 1.15 / 1.04 in run 27. The per-step line fitted within one part (its slope) is
+    no such rate: the helper is paced by the loop, its work inside a step barely varies (run 27 read 1.43-1.69 for
+    pin_memory). None where the call did not record it or the figure is not a rate (outside 0 to 1)."""
     c = comp.get("host_beside_pin_parts") or {}
     if "error" in c:
         return None
+    interleaved = (c.get("pin_memory_interleaved") or {}).get("rate")
+    if isinstance(interleaved, (int, float)):
+        return float(interleaved) if 0.0 < interleaved < 1.0 else None
     beside = positive_mean(c.get("pin_memory_host_s"))
     alone = [x for x in (positive_mean(c.get("alone_host_s")), positive_mean(c.get("alone_again_host_s"))) if x]
     overlap_s = ((c.get("pin_memory_loop_stall_per_work_overlap") or {}).get("overlap_s_per_step"))

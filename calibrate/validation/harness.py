@@ -599,6 +599,12 @@ def loop_parts_note(measured):
     return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
 
 
+# host_beside_pin_parts' interleaved blocks (since run 27's plan): 5 beside blocks between 6 alone ones, 8 steps each,
+# about 2.6 s for a 30 ms loop; short enough that the loop's drift is near linear across three neighbours
+INTERLEAVED_BLOCK_STEPS = 8
+INTERLEAVED_ROUNDS = 5
+
+
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
@@ -1462,6 +1468,38 @@ class Harness:
             f"{res_get('unpinned_case_like_loop_minor_faults_per_step', res_get('unpinned_case_like_error'))}/step), {ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
+    def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin, one_thread):
+        """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
+        samples, `nw` workers) and pin_memory()s it, in blocks of INTERLEAVED_BLOCK_STEPS steps: alone, beside,
+        alone, ..., alone (INTERLEAVED_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
+        once it is two batches ahead. timeline_analysis.interleaved_stall_rate of the blocks' host spans and the
+        helper's work spans."""
+        from torch.utils.data import DataLoader
+        from pace_thread import PaceThread
+        from timeline_analysis import interleaved_stall_rate
+        dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                        prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
+        it = iter(dl)
+        for _ in range(2 * nw):                # the workers up
+            next(it)
+        work_spans, blocks = [], []
+
+        def spanned(batch):
+            a = time.perf_counter()
+            pin(batch)
+            work_spans.append((a, time.perf_counter()))
+        with PaceThread(it, work=spanned, ahead=2, on_start=one_thread) as pt:
+            tokens = pt.tokens()
+            for i in range(2 * INTERLEAVED_ROUNDS + 1):
+                beside = i % 2 == 1
+                spans = []
+                synthetic_loop_host(model, gb, INTERLEAVED_BLOCK_STEPS, tokens if beside else None, spans)
+                blocks.append({"beside": beside, "spans": spans})
+        del it, dl
+        out = interleaved_stall_rate(blocks, list(work_spans)) or {"error": "no beside block between clear alone ones"}
+        out.update({"block_steps": INTERLEAVED_BLOCK_STEPS, "rounds": INTERLEAVED_ROUNDS})
+        return out
+
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
         pace_thread.PaceThread, one batch per loop step, at most two ahead, torch.set_num_threads(1) on the thread
@@ -1563,7 +1601,22 @@ class Harness:
             del it, dl, src
         bufs.clear()
         timed_loop("alone_again")
+        # since run 27 (validation.md, finding 1): the parts above run one after another over about 8 s while the
+        # loop alone drifts (16 -> 23 ms in B2's), and the line fitted within one part is no rate (its helper's
+        # work inside a step barely varies). Here the loop runs alone and beside the pin_memory helper in short
+        # blocks in turn, alone first and last, and each beside block is read against its two neighbours
+        # (timeline_analysis.interleaved_stall_rate): convert's memory_map_rate prefers this reading.
+        try:
+            res["pin_memory_interleaved"] = self._pin_memory_interleaved(model, gb, kind, bs, nw, pin, one_thread)
+        except Exception as e:                 # a diagnostic: the parts above stand without it
+            res["pin_memory_interleaved"] = {"error": f"{e.__class__.__name__}: {e}"}
         del gb, private
+        iv = res.get("pin_memory_interleaved") or {}
+        if iv.get("rate") is not None:
+            log(f"component host_beside_pin_parts[{key}]: interleaved, {iv['blocks']} blocks of "
+                f"{INTERLEAVED_BLOCK_STEPS} steps beside pin_memory(): alone {iv['alone_s'] * 1e3:.2f} ms, beside "
+                f"{iv['beside_s'] * 1e3:.2f} ms, the helper's work {iv['overlap_s_per_step'] * 1e3:.2f} ms a step: "
+                f"rate {iv['rate']:.2f} (blocks {', '.join('n/a' if r is None else f'{r:.2f}' for r in iv['block_rates'])})")
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking a token from a helper thread "
                          "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "
@@ -1571,7 +1624,8 @@ class Harness:
                          "into a pinned buffer (copy), copies a private touched batch instead (private_copy), "
                          "pin_memory()s it (pin_memory), or maps, touches and frees a private region of the batch's "
                          "bytes (private_map), at most 2 batches ahead; the helper's CPU per batch (thread_time, "
-                         "median); alone again; the loop thread's minor faults per step in each window (/proc)")
+                         "median); alone again; the loop thread's minor faults per step in each window (/proc); then "
+                         "pin_memory_interleaved: blocks of steps alone and beside the pin_memory helper in turn")
         c[key] = res
 
         def ms(x):

@@ -607,6 +607,14 @@ class ScenarioTest(unittest.TestCase):
                 parts, pin_memory_loop_stall_per_work_overlap=dict(line, overlap_s_per_step=ov))}))
         self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(parts, error="RuntimeError: x")}))
         self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": {"touch_host_s": {"mean": 0.03}}}))
+        # the interleaved blocks win where they gave a rate; one that is no rate gives none (not the means);
+        # an interleaved reading that failed leaves the means
+        self.assertEqual(convert.memory_map_rate({"host_beside_pin_parts": dict(
+            parts, pin_memory_interleaved={"rate": 0.62, "blocks": 5})}), 0.62)
+        self.assertIsNone(convert.memory_map_rate({"host_beside_pin_parts": dict(
+            parts, pin_memory_interleaved={"rate": 1.3, "blocks": 5})}))
+        self.assertAlmostEqual(convert.memory_map_rate({"host_beside_pin_parts": dict(
+            parts, pin_memory_interleaved={"error": "RuntimeError: x"})}), rate)
         # in a scenario: only with --memory-map-wait pin-parts, only for a loop that needs the map
         c = make_case("g", "pin_memory_gil", 1800, 0.036, 0.045)
         c["components"]["host_beside_pin_parts"] = parts

@@ -275,3 +275,43 @@ class StallLineTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class InterleavedStallRate(unittest.TestCase):
+    def test_drift_cancels_between_neighbours(self):
+        # The loop drifts: its step alone is 20 ms + 1 ms per block. Beside the helper it also loses 0.75 ms per ms
+        # of the helper's work inside the step, and the helper works 8 ms of each step. Blocks of 4 steps,
+        # A B A B A: the beside blocks (index 1 and 3) take 21 + 6 and 23 + 6 ms a step; their neighbours' means are
+        # (20 + 22) / 2 = 21 and (22 + 24) / 2 = 23, so each excess is 6 ms over 8 ms of overlap: 0.75.
+        # Without the interleaving (all beside against the first alone block) the drift would read 7 ms: 0.875.
+        blocks, work, t = [], [], 0.0
+        for i in range(5):
+            beside = i % 2 == 1
+            step = 0.020 + 0.001 * i + (0.75 * 0.008 if beside else 0.0)
+            spans = []
+            for j in range(4):
+                spans.append((t, t + step))
+                if beside:
+                    work.append((t + 0.001, t + 0.009))    # 8 ms inside the step
+                t += step + 0.002                          # a gap between steps (the loss.item() wait)
+            if beside:
+                # the helper finishes the batch it took last as the next (alone) block begins: that block's first
+                # step overlaps it and is left out of the alone mean
+                work.append((t + 0.001, t + 0.004))
+            blocks.append({"beside": beside, "spans": spans})
+        r = T.interleaved_stall_rate(blocks, work)
+        self.assertAlmostEqual(r["rate"], 0.75)
+        self.assertEqual(r["blocks"], 2)
+        for rate in r["block_rates"]:
+            self.assertAlmostEqual(rate, 0.75)
+        self.assertAlmostEqual(r["overlap_s_per_step"], 0.008)
+        self.assertAlmostEqual(r["alone_s"], 0.022)
+        # a beside block without an alone block after it counts nothing; no alone blocks at all: no figure
+        self.assertEqual(T.interleaved_stall_rate(blocks[:4], work)["blocks"], 1)
+        self.assertIsNone(T.interleaved_stall_rate([b for b in blocks if b["beside"]], work))
+        # no work inside the beside steps: no rate
+        self.assertIsNone(T.interleaved_stall_rate(blocks, []))
+
+    def test_span_overlaps_by_hand(self):
+        # work [1, 3] and [5, 6]; loop spans [0, 2] -> 1, [2, 5.5] -> 1 + 0.5, [7, 8] -> 0
+        self.assertEqual(T.span_overlaps([(0, 2), (2, 5.5), (7, 8)], [(5, 6), (1, 3)]), [1.0, 1.5, 0.0])
