@@ -68,8 +68,11 @@ std::vector<std::string> moves(const Scenario& s) {
   const int limit = std::max(4 * s.node.cpu_cores / std::max(1, s.node.gpus), n + 1);
   std::set<int> workers{n - 2, n / 2, n + 2, n + 4, 2 * n, 3 * n};
   if (n == 0) workers.insert({1, 2, 4, 8});
+  // From workers to none (loading in the loop's own thread) is not one knob: PyTorch then rejects prefetch_factor
+  // and persistent_workers, which the scenario may set, and it rarely helps; a sweep can still try it.
+  const int fewest = n > 0 ? 1 : 0;
   for (int w : workers)
-    if (w >= 0 && w <= limit && w != n) out.push_back("loader.num_workers=" + std::to_string(w));
+    if (w >= fewest && w <= limit && w != n) out.push_back("loader.num_workers=" + std::to_string(w));
   if (n > 0) {
     for (int pf : {2, 4, 8})
       if (pf != s.loader.prefetch_factor) out.push_back("loader.prefetch_factor=" + std::to_string(pf));

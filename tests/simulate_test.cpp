@@ -887,6 +887,13 @@ TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
                                                  "--set", "loader.num_workers=16"});
   ASSERT_EQ(fed.exit_code, 0) << fed.err;
   EXPECT_TRUE(json::parse(fed.out)["changes"].empty());
+  // from 2 workers with prefetch_factor and persistent_workers set: no move to 0 workers (PyTorch rejects those
+  // keys without workers, and the reader with it); the same answer, 7 workers
+  const auto two = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--format", "json", "--jobs",
+                                                 "2", "--set", "loader.num_workers=2", "--set", "loader.prefetch_factor=2",
+                                                 "--set", "loader.persistent_workers=true"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(json::parse(two.out)["recommended"]["set"]["loader.num_workers"], "7") << two.out;
   // bad input: one line, exit 2
   const auto bad = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--max-changes", "0"});
   EXPECT_EQ(bad.exit_code, 2);
