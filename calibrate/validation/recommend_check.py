@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""`pipeplan recommend` against the worker sweeps measured on the GPU (no GPU needed here).
+
+    python3 calibrate/validation/recommend_check.py [--report calibrate/validation/results/table-report]
+        [--pipeplan build/cli/pipeplan] [--starts 2,4] [--md FILE]
+
+For every call's num_workers family in the generated table's report (`bash calibrate/validation/table.sh` writes it,
+with each case's scenario and profile under scenarios/), it starts `pipeplan recommend` from the cases below the
+knee (num_workers in --starts), as a user whose job runs there would, and reads the worker count it recommends
+against what the same call measured at each count:
+  - measured at the recommendation over the best measured in the family (the measured rates interpolated linearly
+    between the counts measured: a lower bound where the count falls between a worker-bound point and the GPU's
+    plateau, since the rate against workers is concave there, min(workers x a worker's rate, the GPU's); beyond the
+    largest count, the largest count's rate: flagged);
+  - the measured knee: the fewest measured workers within KNEE_WITHIN of the best (the repeats spread a few
+    percent, so a closer knee would be noise).
+A recommendation is honest when it reaches the plateau (near 1.0) without asking for many more workers than the knee.
+Changes other than num_workers are listed; the sweeps measured nothing to check them against.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+KNEE_WITHIN = 0.03   # the measured knee: the fewest workers within 3% of the family's best measured rate
+
+
+def measured_by_workers(rows: Sequence[Dict]) -> Dict[int, float]:
+    """The family's measured throughput per worker count, the mean of its repeats."""
+    by: Dict[int, List[float]] = {}
+    for r in rows:
+        by.setdefault(int(r["knobs"]["num_workers"]), []).append(float(r["measured"]["samples_per_s"]))
+    return {w: statistics.fmean(v) for w, v in sorted(by.items())}
+
+
+def rate_at(curve: Dict[int, float], workers: int) -> Tuple[float, bool]:
+    """The measured rate at `workers`, linear between the measured counts; beyond the largest, the largest's
+    (True: extrapolated). Below the smallest, the smallest's (True)."""
+    ws = sorted(curve)
+    if workers in curve:
+        return curve[workers], False
+    if workers > ws[-1]:
+        return curve[ws[-1]], True
+    if workers < ws[0]:
+        return curve[ws[0]], True
+    hi = next(w for w in ws if w > workers)
+    lo = max(w for w in ws if w < workers)
+    f = (workers - lo) / (hi - lo)
+    return curve[lo] + f * (curve[hi] - curve[lo]), False
+
+
+def knee(curve: Dict[int, float], within: float = KNEE_WITHIN) -> int:
+    """The fewest measured workers whose rate is within `within` of the best."""
+    best = max(curve.values())
+    return min(w for w, v in curve.items() if v >= (1.0 - within) * best)
+
+
+def recommend(binary: str, scenario: str, profile: Optional[str]) -> Dict:
+    cmd = [binary, "recommend", scenario, "--format", "json"]
+    if profile:
+        cmd += ["--profile", profile]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
+    return json.loads(p.stdout)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--report", default="calibrate/validation/results/table-report")
+    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--starts", default="2,4", help="the worker counts recommend starts from (default %(default)s)")
+    ap.add_argument("--md", help="also write the table as markdown to this file")
+    a = ap.parse_args(argv)
+    starts = {int(x) for x in a.starts.split(",")}
+    report = json.load(open(os.path.join(a.report, "report.json")))
+    rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}
+    scen_dir = os.path.join(a.report, "scenarios")
+    lines = ["| call | start | recommended | measured there / best (linear between counts: a lower bound) | measured knee (within 3%) | workers over the knee |",
+             "|---|---|---|---|---|---|"]
+    fractions, over = [], []
+    for name, fam in report["families"].items():
+        if not name.endswith(":num_workers"):
+            continue
+        members = [rows[c] for c in fam["cases"] if c in rows]
+        curve = measured_by_workers(members)
+        if len(curve) < 4:
+            continue
+        best, k = max(curve.values()), knee(curve)
+        for r in members:
+            w0 = int(r["knobs"]["num_workers"])
+            if w0 not in starts or int(r.get("repeat") or 0) != 0:
+                continue
+            stem = os.path.join(scen_dir, r["id"].replace(":", "_"))
+            prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+            out = recommend(a.pipeplan, stem + ".json", prof)
+            tag = name.split(":")[0]
+            if "error" in out:
+                lines.append(f"| {tag} | w{w0} | failed: {out['error']} | | | |")
+                continue
+            rec = out["recommended"]["set"]
+            w = int(rec.get("loader.num_workers", w0))
+            at, extrapolated = rate_at(curve, w)
+            others = ", ".join(f"{key.split('.')[-1]}={v}" for key, v in rec.items() if key != "loader.num_workers")
+            fractions.append(at / best)
+            over.append(w - k)
+            lines.append(f"| {tag} | w{w0} ({curve.get(w0, 0):,.0f}/s) | w{w}" + (f", {others}" if others else "")
+                         + f" | {at / best:.3f}" + (" (beyond the sweep)" if extrapolated else "")
+                         + f" | w{k} ({best:,.0f}/s best) | {w - k:+d} |")
+    if fractions:
+        lines.append("")
+        lines.append(f"{len(fractions)} starts: measured at the recommendation / best measured: median "
+                     f"{statistics.median(fractions):.3f}, min {min(fractions):.3f}; workers over the measured knee: "
+                     f"median {statistics.median(over):+.0f}, range {min(over):+d} to {max(over):+d}")
+    text = "\n".join(lines)
+    print(text)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
