@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -58,6 +60,17 @@ ForkedReport simulate_once(const ForkedRun& run, const Profile& profile, long lo
     if (trace.truncated()) std::fprintf(stderr, "pipeplan simulate: trace truncated at its event limit; simulate fewer steps\n");
   }
   return out;
+}
+
+Scenario with_steady_window(Scenario scenario, long long steps_override) {
+  auto& t = scenario.training;
+  if (steps_override > 0) t.steps = steps_override;
+  if (scenario.loader.num_workers == 0) return scenario;
+  const std::int64_t fill = static_cast<std::int64_t>(scenario.loader.prefetch_factor) * scenario.loader.num_workers + 2;
+  if (t.warmup_steps >= fill) return scenario;
+  t.steps = std::max(t.steps + (fill - t.warmup_steps), 2 * fill);
+  t.warmup_steps = fill;
+  return scenario;
 }
 
 std::vector<ForkedRun> seed_runs(const Scenario& scenario, int replications) {

@@ -29,6 +29,14 @@ struct ForkedReport {
 // written when the run names a path. Throws std::runtime_error when the trace cannot be written.
 ForkedReport simulate_once(const ForkedRun& run, const Profile& profile, long long steps, bool want_text);
 
+// A sweep's or recommend's point measured in steady state: where its workers and prefetch hold more batches than
+// the scenario's warmup leaves out (prefetch_factor x num_workers + 2, the scenario reader's default warmup), the
+// warmup grows to that fill and the steps by as much (at least twice the fill: the simulator caps the warmup at
+// half the steps), so the point is not measured while its first fill drains. `steps_override` > 0 (--steps)
+// replaces the scenario's steps first. Validation run 27's pin-bound tensor case, 218 steps with a warmup of 18: 8
+// -> 48 workers read +21% that way and -5% over 3,000 steps.
+Scenario with_steady_window(Scenario scenario, long long steps_override);
+
 // The scenario with seeds S..S+replications-1 (S its own seed), no traces.
 std::vector<ForkedRun> seed_runs(const Scenario& scenario, int replications);
 

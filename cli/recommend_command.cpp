@@ -94,8 +94,9 @@ void evaluate(std::vector<Point>& points, const CommonOptions& common, const Pro
               int jobs) {
   std::vector<ForkedRun> runs;
   for (const auto& p : points)
-    for (auto& run : seed_runs(load_scenario(common, profile, p.sets), replications)) runs.push_back(std::move(run));
-  const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
+    for (auto& run : seed_runs(with_steady_window(load_scenario(common, profile, p.sets), common.steps), replications))
+      runs.push_back(std::move(run));
+  const auto reports = simulate_forked(runs, profile, 0, jobs, false);  // each point's steps: with_steady_window
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::vector<nlohmann::json> seeds_reports;
     std::vector<std::uint64_t> seeds;

@@ -107,13 +107,14 @@ int sweep_command(int argc, char** argv) {
   const Profile profile = load_profile(common.profile_path);
   const std::string scenario_path = scenario_path_or_default(common.positional.empty() ? "" : common.positional[0]);
   std::vector<Scenario> scenarios;
-  for (const auto& point : points) scenarios.push_back(load_scenario(common, profile, point));
+  for (const auto& point : points)
+    scenarios.push_back(with_steady_window(load_scenario(common, profile, point), common.steps));
 
   // Run every point (and each of its seeds) in forked children, at most `jobs` at once.
   std::vector<ForkedRun> runs;
   for (const auto& scenario : scenarios)
     for (auto& run : seed_runs(scenario, replications)) runs.push_back(std::move(run));
-  const auto reports = simulate_forked(runs, profile, common.steps, jobs, false);
+  const auto reports = simulate_forked(runs, profile, 0, jobs, false);  // each point's steps: with_steady_window
 
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < points.size(); ++i) {

@@ -858,6 +858,36 @@ TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
 // samples per 5 ms (6,400 samples/s). By hand: 7 workers (7,000 >= 6,400; 6 give 6,000) are the fewest that keep the
 // GPU fed, and nothing else on the flat test profile moves the rate. The greedy round raises num_workers (to 8 or
 // 12: 6,400 either way), stops at the synthetic-data rate, and the trim brings it back to 7.
+// A sweep's points are measured after their own first fill: a scenario's warmup of 10 steps is below the fill of
+// 8 workers x prefetch 2 (+2: 18) and of 32 workers (66), so each point's warmup grows to its fill and its steps by
+// as much (the window stays 290 steps); 200 workers (fill 402) get twice their fill in steps, the simulator's
+// floor; a warmup of 100 already covers 8 workers and is kept.
+TEST(Sweep, EachPointSkipsItsOwnFirstFill) {
+  json s = base_scenario();
+  s["loader"]["prefetch_factor"] = 2;
+  s["training"]["steps"] = 300;
+  s["training"]["warmup_steps"] = 10;
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const std::string profile = pipeplan::test::test_data("flat_profile.json");
+  const auto r = pipeplan::test::run_pipeplan({"sweep", path, "--profile", profile, "--format", "json", "--jobs", "2",
+                                               "--vary", "loader.num_workers=8,32,200"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<int, std::pair<long long, long long>> steps_warmup;
+  const json out = json::parse(r.out);
+  for (const auto& p : out["points"])
+    steps_warmup[p["set"]["loader.num_workers"].get<int>()] = {
+        p["result"]["steps"].get<long long>(), p["result"]["warmup_steps"].get<long long>()};
+  EXPECT_EQ(steps_warmup[8], std::make_pair(308LL, 18LL));
+  EXPECT_EQ(steps_warmup[32], std::make_pair(356LL, 66LL));
+  EXPECT_EQ(steps_warmup[200], std::make_pair(804LL, 402LL));
+  const auto kept = pipeplan::test::run_pipeplan({"sweep", path, "--profile", profile, "--format", "json", "--jobs", "2",
+                                                  "--set", "training.warmup_steps=100", "--vary", "loader.num_workers=8"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_EQ(json::parse(kept.out)["points"][0]["result"]["warmup_steps"].get<long long>(), 100);
+  EXPECT_EQ(json::parse(kept.out)["points"][0]["result"]["steps"].get<long long>(), 300);
+  std::remove(path.c_str());
+}
+
 TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
   json s = base_scenario();
   s["training"]["steps"] = 300;

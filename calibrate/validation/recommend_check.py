@@ -16,6 +16,10 @@ against what the same call measured at each count:
     percent, so a closer knee would be noise).
 A recommendation is honest when it reaches the plateau (near 1.0) without asking for many more workers than the knee.
 Changes other than num_workers are listed; the sweeps measured nothing to check them against.
+
+Then the pin_memory families (a pinned and an unpinned case, same call, each maybe repeated): from each unpinned
+first case, does recommend turn pin_memory on, and did the call measure the pinned setting faster (the means of
+the repeats; within PIN_TIE of each other counts as a tie, where either answer is right)?
 """
 import argparse
 import json
@@ -26,6 +30,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 KNEE_WITHIN = 0.03   # the measured knee: the fewest workers within 3% of the family's best measured rate
+PIN_TIE = 0.05       # pinned and unpinned closer than this (a setting's repeats spread 5.5% cv): a tie
 
 
 def measured_by_workers(rows: Sequence[Dict]) -> Dict[int, float]:
@@ -56,6 +61,14 @@ def knee(curve: Dict[int, float], within: float = KNEE_WITHIN) -> int:
     """The fewest measured workers whose rate is within `within` of the best."""
     best = max(curve.values())
     return min(w for w, v in curve.items() if v >= (1.0 - within) * best)
+
+
+def pin_verdict(measured_gain: float, recommends_pin: bool, tie: float = PIN_TIE) -> str:
+    """"right", "wrong" or "tie" (either answer right) for recommend's pin_memory answer against the measured gain
+    of pinning (pinned mean over unpinned mean, less 1)."""
+    if abs(measured_gain) < tie:
+        return "tie"
+    return "right" if recommends_pin == (measured_gain > 0) else "wrong"
 
 
 def recommend(binary: str, scenario: str, profile: Optional[str]) -> Dict:
@@ -115,6 +128,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lines.append(f"{len(fractions)} starts: measured at the recommendation / best measured: median "
                      f"{statistics.median(fractions):.3f}, min {min(fractions):.3f}; workers over the measured knee: "
                      f"median {statistics.median(over):+.0f}, range {min(over):+d} to {max(over):+d}")
+    lines += ["", "| call | family | unpinned start | recommended | pinned measured over unpinned | verdict |",
+              "|---|---|---|---|---|---|"]
+    verdicts: Dict[str, int] = {}
+    for name, fam in report["families"].items():
+        if ":pin_memory_" not in name:
+            continue
+        members = [rows[c] for c in fam["cases"] if c in rows]
+        pinned = [r["measured"]["samples_per_s"] for r in members if r["knobs"]["pin_memory"]]
+        unpinned = [r for r in members if not r["knobs"]["pin_memory"]]
+        if not pinned or not unpinned:
+            continue
+        gain = statistics.fmean(pinned) / statistics.fmean(r["measured"]["samples_per_s"] for r in unpinned) - 1.0
+        start = min(unpinned, key=lambda r: int(r.get("repeat") or 0))
+        stem = os.path.join(scen_dir, start["id"].replace(":", "_"))
+        prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+        out = recommend(a.pipeplan, stem + ".json", prof)
+        tag, family = name.split(":", 1)
+        if "error" in out:
+            lines.append(f"| {tag} | {family} | | failed: {out['error']} | {gain:+.1%} | |")
+            continue
+        rec = out["recommended"]["set"]
+        pins = str(rec.get("loader.pin_memory", "false")).lower() == "true"
+        v = pin_verdict(gain, pins)
+        verdicts[v] = verdicts.get(v, 0) + 1
+        shown = ", ".join(f"{key.split('.')[-1]}={val}" for key, val in rec.items()) or "no change"
+        lines.append(f"| {tag} | {family} | {start['measured']['samples_per_s']:,.0f}/s | {shown} | {gain:+.1%} | {v} |")
+    if verdicts:
+        lines.append("")
+        lines.append(f"pin_memory: {sum(verdicts.values())} unpinned starts: " + ", ".join(
+            f"{verdicts.get(v, 0)} {v}" for v in ("right", "tie", "wrong")) + f" (a tie: within {PIN_TIE:.0%})")
     text = "\n".join(lines)
     print(text)
     if a.md:

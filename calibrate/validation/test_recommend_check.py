@@ -34,5 +34,16 @@ class RecommendCheckTest(unittest.TestCase):
         self.assertEqual(R.knee(self.curve, within=0.30), 8)   # 1,456 and up
 
 
+
+class PinVerdictTest(unittest.TestCase):
+    def test_verdicts(self):
+        self.assertEqual(R.pin_verdict(0.30, True), "right")      # pinning measured 30% faster, recommended
+        self.assertEqual(R.pin_verdict(0.30, False), "wrong")
+        self.assertEqual(R.pin_verdict(-0.12, False), "right")    # pinning measured slower, not recommended
+        self.assertEqual(R.pin_verdict(-0.12, True), "wrong")
+        self.assertEqual(R.pin_verdict(0.02, False), "tie")       # within 5%: either answer
+        self.assertEqual(R.pin_verdict(-0.049, True), "tie")
+
+
 if __name__ == "__main__":
     unittest.main()
