@@ -2,7 +2,7 @@
 """`pipeplan recommend` against the worker sweeps measured on the GPU (no GPU needed here).
 
     python3 calibrate/validation/recommend_check.py [--report calibrate/validation/results/table-report]
-        [--pipeplan build/cli/pipeplan] [--starts 2,4] [--md FILE]
+        [--pipeplan build/cli/pipeplan] [--starts 2,4] [--profile-from case|call] [--md FILE]
 
 For every call's num_workers family in the generated table's report (`bash calibrate/validation/table.sh` writes it,
 with each case's scenario and profile under scenarios/), it starts `pipeplan recommend` from the cases below the
@@ -87,11 +87,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--starts", default="2,4", help="the worker counts recommend starts from (default %(default)s)")
     ap.add_argument("--md", help="also write the table as markdown to this file")
+    ap.add_argument("--profile-from", choices=["case", "call"], default="case",
+                    help="case: each case's profile as the table built it (the transport scaled by the probes around "
+                         "that case); call: the call's calibrated profile.json as it is, what a user's own "
+                         "`pipeplan calibrate` gives (default %(default)s)")
     a = ap.parse_args(argv)
     starts = {int(x) for x in a.starts.split(",")}
     report = json.load(open(os.path.join(a.report, "report.json")))
     rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}
     scen_dir = os.path.join(a.report, "scenarios")
+    call_dirs = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}
+
+    def profile_for(row_id: str, stem: str) -> Optional[str]:
+        if a.profile_from == "call":
+            return os.path.join(call_dirs[row_id.split(":")[0]], "profile.json")
+        return stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
     lines = ["| call | start | recommended | measured there / best (linear between counts: a lower bound) | measured knee (within 3%) | workers over the knee |",
              "|---|---|---|---|---|---|"]
     fractions, over = [], []
@@ -108,7 +118,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if w0 not in starts or int(r.get("repeat") or 0) != 0:
                 continue
             stem = os.path.join(scen_dir, r["id"].replace(":", "_"))
-            prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+            prof = profile_for(r["id"], stem)
             out = recommend(a.pipeplan, stem + ".json", prof)
             tag = name.split(":")[0]
             if "error" in out:
@@ -142,7 +152,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         gain = statistics.fmean(pinned) / statistics.fmean(r["measured"]["samples_per_s"] for r in unpinned) - 1.0
         start = min(unpinned, key=lambda r: int(r.get("repeat") or 0))
         stem = os.path.join(scen_dir, start["id"].replace(":", "_"))
-        prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+        prof = profile_for(start["id"], stem)
         out = recommend(a.pipeplan, stem + ".json", prof)
         tag, family = name.split(":", 1)
         if "error" in out:
