@@ -134,6 +134,24 @@ std::string knob_value(const Scenario& s, const std::string& key) {
   return "?";
 }
 
+// What a recommended change does beyond speed, for the knobs whose change a user should weigh (PyTorch's
+// documented semantics); empty where there is nothing to weigh.
+std::string caveat(const std::string& assignment) {
+  const std::string key = key_of(assignment), value = value_of(assignment);
+  if (key == "loader.in_order" && value == "false")
+    return "in_order=False hands batches over as they finish, not in the sampler's order: runs are no longer "
+           "reproducible batch for batch";
+  if (key == "loader.persistent_workers" && value == "true")
+    return "persistent_workers=True keeps the worker processes (and what each holds in memory) alive between epochs";
+  if (key == "loader.pin_memory" && value == "true")
+    return "pin_memory=True page-locks each batch in host memory until it is copied (prefetch_factor x num_workers "
+           "batches at most)";
+  if (key == "transfer.copy_stream" && value == "side")
+    return "copy_stream=side: the step must wait for the copy stream (wait_stream) and each copied tensor "
+           "record_stream on the compute stream, or a batch is read before it lands or freed too early";
+  return "";
+}
+
 }  // namespace
 
 int recommend_command(int argc, char** argv) {
@@ -240,12 +258,16 @@ int recommend_command(int argc, char** argv) {
       before = c.after.samples_per_s;
     }
     nlohmann::json set = nlohmann::json::object();
-    for (const auto& a : final_sets) set[key_of(a)] = value_of(a);
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& a : final_sets) {
+      set[key_of(a)] = value_of(a);
+      if (!caveat(a).empty()) notes.push_back(caveat(a));
+    }
     nlohmann::json out = {
         {"scenario", scenario_path}, {"profile", profile.file}, {"replications", replications},
         {"now", {{"samples_per_s", start.samples_per_s}, {"bottleneck", start.first["bottleneck"]["stage"]}}},
         {"changes", jchanges},
-        {"recommended", {{"set", set}, {"samples_per_s", current.samples_per_s},
+        {"recommended", {{"set", set}, {"notes", notes}, {"samples_per_s", current.samples_per_s},
                          {"gain", current.samples_per_s / start.samples_per_s - 1.0},
                          {"synthetic_baseline_samples_per_s", synthetic},
                          {"bottleneck", current.first["bottleneck"]["stage"]},
@@ -281,7 +303,10 @@ int recommend_command(int argc, char** argv) {
                     sets.c_str(), sim::with_thousands(current.samples_per_s).c_str(),
                     100.0 * (current.samples_per_s / start.samples_per_s - 1.0), 100.0 * current.samples_per_s / synthetic,
                     sim::with_thousands(synthetic).c_str());
-      o << line << "  stopped: " << stopped << "\n";
+      o << line;
+      for (const auto& a : final_sets)
+        if (!caveat(a).empty()) o << "    note: " << caveat(a) << "\n";
+      o << "  stopped: " << stopped << "\n";
       if (!trimmed.empty()) o << "  trimmed: " << trimmed << "\n";
       std::string vary;
       for (const auto& a : final_sets)

@@ -903,6 +903,7 @@ TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
   EXPECT_EQ(out["changes"][0]["from"], "4");
   EXPECT_EQ(out["changes"][0]["to"], "7");
   EXPECT_EQ(out["recommended"]["set"], json({{"loader.num_workers", "7"}}));
+  EXPECT_TRUE(out["recommended"]["notes"].empty()) << out["recommended"]["notes"];  // more workers: nothing to weigh
   EXPECT_NEAR(out["recommended"]["samples_per_s"].get<double>(), 6400.0, 64.0);
   EXPECT_NEAR(out["recommended"]["gain"].get<double>(), 0.6, 0.02);
   EXPECT_NE(out["stopped"].get<std::string>().find("synthetic-data rate"), std::string::npos) << out["stopped"];
