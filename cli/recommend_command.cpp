@@ -234,11 +234,24 @@ int recommend_command(int argc, char** argv) {
         trimmed = "loader.num_workers " + std::to_string(chosen.loader.num_workers) + " -> " +
                   value_of(f.sets.back()) + ": the same rate within 2% with fewer workers";
         current = f;
-        for (auto& c : changes)
-          if (key_of(c.assignment) == "loader.num_workers") {
-            c.assignment = f.sets.back();
-            if (&c == &changes.back()) c.after = f;  // an earlier change's rate stays the one its round measured
-          }
+        // every row from the worker change on shows its rate at the trimmed count: the changes up to that row
+        // simulated again (the last row is the trimmed point itself)
+        const auto first = std::find_if(changes.begin(), changes.end(), [](const Change& c) {
+          return key_of(c.assignment) == "loader.num_workers";
+        });
+        if (first != changes.end()) first->assignment = f.sets.back();
+        std::vector<Point> prefixes;
+        for (auto it = first; it != changes.end() && it + 1 != changes.end(); ++it) {
+          Point p;
+          for (auto jt = changes.begin(); jt <= it; ++jt) p.sets = with(p.sets, jt->assignment);
+          prefixes.push_back(p);
+        }
+        if (!prefixes.empty()) {
+          evaluate(prefixes, common, profile, replications, jobs);
+          evaluated += prefixes.size();
+          for (std::size_t k = 0; k < prefixes.size(); ++k) (first + static_cast<std::ptrdiff_t>(k))->after = prefixes[k];
+        }
+        if (!changes.empty()) changes.back().after = f;
         break;
       }
   }

@@ -906,6 +906,8 @@ TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
   EXPECT_TRUE(out["recommended"]["notes"].empty()) << out["recommended"]["notes"];  // more workers: nothing to weigh
   EXPECT_NEAR(out["recommended"]["samples_per_s"].get<double>(), 6400.0, 64.0);
   EXPECT_NEAR(out["recommended"]["gain"].get<double>(), 0.6, 0.02);
+  // the last row's rate is the recommended point's (after the trim, not the round's 8-worker-plus measurement)
+  EXPECT_DOUBLE_EQ(out["changes"].back()["samples_per_s"].get<double>(), out["recommended"]["samples_per_s"].get<double>());
   EXPECT_NE(out["stopped"].get<std::string>().find("synthetic-data rate"), std::string::npos) << out["stopped"];
   EXPECT_NE(out["trimmed"].get<std::string>().find("-> 7"), std::string::npos) << out["trimmed"];
   // the text report names the change and the sweep that confirms it
