@@ -612,10 +612,12 @@ def loop_parts_note(measured):
     return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
 
 
-# host_beside_pin_parts' interleaved blocks (since run 27's plan): 5 beside blocks between 6 alone ones, 8 steps each,
-# about 2.6 s for a 30 ms loop; short enough that the loop's drift is near linear across three neighbours
+# host_beside_pin_parts' interleaved blocks (since run 28's plan): 8 beside blocks between 9 alone ones, 8 steps each,
+# about 4 s for a 30 ms loop; a block short enough that the loop's drift is near linear across three neighbours.
+# A ResNet-50 loop's step spreads 10-15% (cv): each block's excess is uncertain by about 1.6 ms against about 7 ms
+# of stall, the rate over 8 blocks by about 0.06.
 INTERLEAVED_BLOCK_STEPS = 8
-INTERLEAVED_ROUNDS = 5
+INTERLEAVED_ROUNDS = 8
 
 
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
