@@ -885,6 +885,11 @@ TEST(Sweep, EachPointSkipsItsOwnFirstFill) {
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   EXPECT_EQ(json::parse(kept.out)["points"][0]["result"]["warmup_steps"].get<long long>(), 100);
   EXPECT_EQ(json::parse(kept.out)["points"][0]["result"]["steps"].get<long long>(), 300);
+  // --steps replaces the scenario's steps first: 500 + (66 - 10) for 32 workers
+  const auto longer = pipeplan::test::run_pipeplan({"sweep", path, "--profile", profile, "--format", "json", "--jobs",
+                                                    "2", "--steps", "500", "--vary", "loader.num_workers=32"});
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_EQ(json::parse(longer.out)["points"][0]["result"]["steps"].get<long long>(), 556);
   std::remove(path.c_str());
 }
 
