@@ -1539,7 +1539,10 @@ def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
     """The share of the measured window the workers spent in __getitem__ and collate_fn (in-situ
     counters: samples x mean getitem + batches x mean collate, over num_workers x the window), the
     measured side of the simulator's stages[workers].busy_fraction (which also counts
-    loader.worker_s_per_batch, about 1% here). None without workers or in-situ counters."""
+    loader.worker_s_per_batch, about 1% here). A cold case's __getitem__ wall includes its wait for the disk, which
+    the simulator counts as the storage stage's, not the workers' busy time: its CPU time instead (runs 11-27: the
+    cold tensor cases' wall read 29-46 points above the model's busy share, their warm twins 4-11 below). None
+    without workers or in-situ counters."""
     k, m = case["knobs"], case["measured"]
     nw = int(k["num_workers"])
     ins = m.get("in_situ") or {}
@@ -1547,7 +1550,10 @@ def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
     if nw <= 0 or not ins.get("getitem_wall_s") or not thr or not m.get("samples_measured"):
         return None
     window_s = m["samples_measured"] / thr
-    busy_s = ins["samples"] * ins["getitem_wall_s"] + ins["batches"] * (ins.get("collate_wall_s") or 0.0)
+    getitem_s = ins["getitem_wall_s"]
+    if k.get("storage") == "cold" and ins.get("getitem_cpu_s"):
+        getitem_s = ins["getitem_cpu_s"]
+    busy_s = ins["samples"] * getitem_s + ins["batches"] * (ins.get("collate_wall_s") or 0.0)
     return busy_s / (nw * window_s)
 
 

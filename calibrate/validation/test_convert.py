@@ -934,6 +934,12 @@ class ScenarioTest(unittest.TestCase):
             "throughput_samples_per_s": 100.0, "samples_measured": 640,
             "in_situ": {"samples": 640, "getitem_wall_s": 0.03, "batches": 10, "collate_wall_s": 0.1}}}
         self.assertAlmostEqual(convert.measured_workers_busy(c), 20.2 / 25.6)
+        # cold: its getitem's CPU (12 ms), not its wall (30 ms, most of it the disk's wait, the storage stage's):
+        # 640 x 12 ms + 10 x 100 ms = 8.68 s over 25.6; warm keeps the wall even where the CPU time is given
+        c["measured"]["in_situ"]["getitem_cpu_s"] = 0.012
+        self.assertAlmostEqual(convert.measured_workers_busy(c), 20.2 / 25.6)
+        c["knobs"]["storage"] = "cold"
+        self.assertAlmostEqual(convert.measured_workers_busy(c), 8.68 / 25.6)
         c["knobs"]["num_workers"] = 0
         self.assertIsNone(convert.measured_workers_busy(c))
 
