@@ -229,31 +229,32 @@ int recommend_command(int argc, char** argv) {
     for (int w : counts) fewer.push_back(Point{with(current.sets, "loader.num_workers=" + std::to_string(w)), 0.0, 0.0, {}});
     evaluate(fewer, common, profile, replications, jobs);
     evaluated += fewer.size();
-    for (const auto& f : fewer)
-      if (f.samples_per_s >= (1.0 - kMinGain) * current.samples_per_s) {
-        trimmed = "loader.num_workers " + std::to_string(chosen.loader.num_workers) + " -> " +
-                  value_of(f.sets.back()) + ": the same rate within 2% with fewer workers";
-        current = f;
-        // every row from the worker change on shows its rate at the trimmed count: the changes up to that row
-        // simulated again (the last row is the trimmed point itself)
-        const auto first = std::find_if(changes.begin(), changes.end(), [](const Change& c) {
-          return key_of(c.assignment) == "loader.num_workers";
-        });
-        if (first != changes.end()) first->assignment = f.sets.back();
-        std::vector<Point> prefixes;
-        for (auto it = first; it != changes.end() && it + 1 != changes.end(); ++it) {
-          Point p;
-          for (auto jt = changes.begin(); jt <= it; ++jt) p.sets = with(p.sets, jt->assignment);
-          prefixes.push_back(p);
-        }
-        if (!prefixes.empty()) {
-          evaluate(prefixes, common, profile, replications, jobs);
-          evaluated += prefixes.size();
-          for (std::size_t k = 0; k < prefixes.size(); ++k) (first + static_cast<std::ptrdiff_t>(k))->after = prefixes[k];
-        }
-        if (!changes.empty()) changes.back().after = f;
-        break;
+    const auto f = std::find_if(fewer.begin(), fewer.end(), [&](const Point& p) {
+      return p.samples_per_s >= (1.0 - kMinGain) * current.samples_per_s;
+    });
+    if (f != fewer.end()) {
+      trimmed = "loader.num_workers " + std::to_string(chosen.loader.num_workers) + " -> " + value_of(f->sets.back()) +
+                ": the same rate within 2% with fewer workers";
+      current = *f;
+      // Every row from the worker change on shows its rate at the trimmed count: the changes up to each row
+      // simulated again (the last row is the trimmed point itself).
+      const auto first = std::find_if(changes.begin(), changes.end(), [](const Change& c) {
+        return key_of(c.assignment) == "loader.num_workers";
+      });
+      if (first != changes.end()) first->assignment = f->sets.back();
+      std::vector<Point> prefixes;
+      std::vector<std::string> sets;
+      for (auto it = changes.begin(); it + 1 < changes.end(); ++it) {
+        sets = with(sets, it->assignment);
+        if (it >= first) prefixes.push_back(Point{sets, 0.0, 0.0, {}});
       }
+      if (!prefixes.empty()) {
+        evaluate(prefixes, common, profile, replications, jobs);
+        evaluated += prefixes.size();
+        for (std::size_t k = 0; k < prefixes.size(); ++k) first[static_cast<std::ptrdiff_t>(k)].after = prefixes[k];
+      }
+      if (!changes.empty()) changes.back().after = *f;
+    }
   }
 
   const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();

@@ -1453,11 +1453,20 @@ def _timeline(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                                      bool(k.get("in_order", True)))
 
 
+def _one_epoch_timeline(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The case's main-loop timeline (harness --timeline) where it has one epoch, else None: the per-step readings
+    below assume one pass of the loader."""
+    tl = (case.get("measured") or {}).get("timeline")
+    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+        return None
+    return tl
+
+
 def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:
     """The training loop's median time between receiving a batch and asking for the next inside the
     case (timeline_analysis.loop_s_between_batches), or None without a timeline."""
-    tl = (case.get("measured") or {}).get("timeline")
-    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+    tl = _one_epoch_timeline(case)
+    if tl is None:
         return None
     import timeline_analysis   # noqa: E402
     return timeline_analysis.loop_s_between_batches(tl)
@@ -1466,8 +1475,8 @@ def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:
 def p90_step_halves_diff(case: Dict[str, Any]) -> Optional[float]:
     """How far the p90 step of the first half of the case's steady steps is from the second half's, over their mean
     (timeline_analysis.p90_step_halves): the ground truth's own precision, case by case. None without a timeline."""
-    tl = (case.get("measured") or {}).get("timeline")
-    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+    tl = _one_epoch_timeline(case)
+    if tl is None:
         return None
     import timeline_analysis   # noqa: E402
     return (timeline_analysis.p90_step_halves(tl) or {}).get("rel_diff")
@@ -1476,8 +1485,8 @@ def p90_step_halves_diff(case: Dict[str, Any]) -> Optional[float]:
 def waiting_step_share(case: Dict[str, Any]) -> Optional[float]:
     """The share of the case's steady steps that waited for a batch more than a quarter of the mean step
     (timeline_analysis.waiting_step_share), or None without a timeline."""
-    tl = (case.get("measured") or {}).get("timeline")
-    if not tl or int((case.get("knobs") or {}).get("epochs", 1) or 1) > 1:
+    tl = _one_epoch_timeline(case)
+    if tl is None:
         return None
     import timeline_analysis   # noqa: E402
     return timeline_analysis.waiting_step_share(tl)
@@ -2470,7 +2479,7 @@ def main(argv=None) -> int:
             f"of the pinned loops that need the memory map, {sum(1 for c in cases if (c.get('convert') or {}).get('memory_map_wait_s'))} "
             "case(s) slowed at the rate their call's pin-parts probe lost per second of a helper's pin_memory() "
             "(calls since run 27), the others stopped while the pin thread maps a batch (`--memory-map-wait pin-parts`)"
-            if getattr(a, "memory_map_wait", "pin-parts") == "pin-parts"
+            if getattr(a, "memory_map_wait", "off") == "pin-parts"
             else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
     }
     if len(runs) > 1:

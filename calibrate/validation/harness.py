@@ -620,6 +620,15 @@ INTERLEAVED_BLOCK_STEPS = 8
 INTERLEAVED_ROUNDS = 8
 
 
+def spanned(work, spans):
+    """`work` wrapped so that each call appends its (start, end), perf_counter, to `spans`."""
+    def timed(batch):
+        a = time.perf_counter()
+        work(batch)
+        spans.append((a, time.perf_counter()))
+    return timed
+
+
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
@@ -1483,27 +1492,28 @@ class Harness:
             f"{res_get('unpinned_case_like_loop_minor_faults_per_step', res_get('unpinned_case_like_error'))}/step), {ms(res['alone_again_host_s'])} alone again ({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
+    def _warm_unpinned_loader(self, kind, bs, nw):
+        """DataLoader(cached samples, `nw` workers, the case's collate, pin_memory=False) and its iterator, the
+        workers up (2 x nw batches taken): the source of host_beside_pin_parts' helper thread."""
+        from torch.utils.data import DataLoader
+        dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
+                        prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
+        it = iter(dl)
+        for _ in range(2 * nw):
+            next(it)
+        return dl, it
+
     def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin, one_thread):
         """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
         samples, `nw` workers) and pin_memory()s it, in blocks of INTERLEAVED_BLOCK_STEPS steps: alone, beside,
         alone, ..., alone (INTERLEAVED_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
         once it is two batches ahead. timeline_analysis.interleaved_stall_rate of the blocks' host spans and the
         helper's work spans."""
-        from torch.utils.data import DataLoader
         from pace_thread import PaceThread
         from timeline_analysis import interleaved_stall_rate
-        dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
-                        prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
-        it = iter(dl)
-        for _ in range(2 * nw):                # the workers up
-            next(it)
+        dl, it = self._warm_unpinned_loader(kind, bs, nw)
         work_spans, blocks = [], []
-
-        def spanned(batch):
-            a = time.perf_counter()
-            pin(batch)
-            work_spans.append((a, time.perf_counter()))
-        with PaceThread(it, work=spanned, ahead=2, on_start=one_thread) as pt:
+        with PaceThread(it, work=spanned(pin, work_spans), ahead=2, on_start=one_thread) as pt:
             tokens = pt.tokens()
             for i in range(2 * INTERLEAVED_ROUNDS + 1):
                 beside = i % 2 == 1
@@ -1541,7 +1551,6 @@ class Harness:
         if key in c:
             return c[key]
         import itertools
-        from torch.utils.data import DataLoader
         from pace_thread import PaceThread, thread_minor_faults
         from timeline_analysis import stall_line
         t = self.t
@@ -1586,23 +1595,15 @@ class Harness:
         stall_lines = []
         for part, work, from_loader in parts:
             dl = it = None
-            if from_loader:
-                dl = DataLoader(CachedDataset(self.samples_cache[kind]), batch_size=bs, num_workers=nw,
-                                prefetch_factor=2, pin_memory=False, collate_fn=self.collate_fn(kind))
-                it = iter(dl)
-                for _ in range(2 * nw):        # the workers up (the helper paces one batch a loop step)
-                    next(it)
+            if from_loader:                    # the helper then paces one batch a loop step
+                dl, it = self._warm_unpinned_loader(kind, bs, nw)
             src = it if from_loader else itertools.repeat(private)
             # since run 26 (validation.md, finding 2): the helper's work spans and the loop's host spans, for the
             # loop's loss per second of the work inside its steps (timeline_analysis.stall_line), as the pinned
             # ResNet-50 cases' timelines give it against their pin_memory() calls (0.74-0.77 in runs 24-26)
             work_spans, loop_spans = [], []
-
-            def spanned(batch, work=work):
-                a = time.perf_counter()
-                work(batch)
-                work_spans.append((a, time.perf_counter()))
-            with PaceThread(src, work=spanned if work else None, ahead=2, on_start=one_thread) as pt:
+            with PaceThread(src, work=spanned(work, work_spans) if work else None, ahead=2,
+                            on_start=one_thread) as pt:
                 wall = timed_loop(part, pt.tokens(), loop_spans)
             if work:
                 line = stall_line(loop_spans, list(work_spans), min_steps=8)

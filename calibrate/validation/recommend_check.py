@@ -98,10 +98,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scen_dir = os.path.join(a.report, "scenarios")
     call_dirs = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}
 
-    def profile_for(row_id: str, stem: str) -> Optional[str]:
+    def recommend_from(row_id: str) -> Dict:
+        """recommend on the case's scenario as the table wrote it, with the profile --profile-from names."""
+        stem = os.path.join(scen_dir, row_id.replace(":", "_"))
         if a.profile_from == "call":
-            return os.path.join(call_dirs[row_id.split(":")[0]], "profile.json")
-        return stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+            prof = os.path.join(call_dirs[row_id.split(":")[0]], "profile.json")
+        else:
+            prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
+        return recommend(a.pipeplan, stem + ".json", prof)
     lines = ["| call | start | recommended | measured there / best (linear between counts: a lower bound) | measured knee (within 3%) | workers over the knee |",
              "|---|---|---|---|---|---|"]
     fractions, over = [], []
@@ -117,9 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             w0 = int(r["knobs"]["num_workers"])
             if w0 not in starts or int(r.get("repeat") or 0) != 0:
                 continue
-            stem = os.path.join(scen_dir, r["id"].replace(":", "_"))
-            prof = profile_for(r["id"], stem)
-            out = recommend(a.pipeplan, stem + ".json", prof)
+            out = recommend_from(r["id"])
             tag = name.split(":")[0]
             if "error" in out:
                 lines.append(f"| {tag} | w{w0} | failed: {out['error']} | | | |")
@@ -151,9 +153,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             continue
         gain = statistics.fmean(pinned) / statistics.fmean(r["measured"]["samples_per_s"] for r in unpinned) - 1.0
         start = min(unpinned, key=lambda r: int(r.get("repeat") or 0))
-        stem = os.path.join(scen_dir, start["id"].replace(":", "_"))
-        prof = profile_for(start["id"], stem)
-        out = recommend(a.pipeplan, stem + ".json", prof)
+        out = recommend_from(start["id"])
         tag, family = name.split(":", 1)
         if "error" in out:
             lines.append(f"| {tag} | {family} | | failed: {out['error']} | {gain:+.1%} | |")
