@@ -66,7 +66,7 @@ Scenario with_steady_window(Scenario scenario, long long steps_override) {
   auto& t = scenario.training;
   if (steps_override > 0) t.steps = steps_override;
   if (scenario.loader.num_workers == 0) return scenario;
-  const std::int64_t fill = static_cast<std::int64_t>(scenario.loader.prefetch_factor) * scenario.loader.num_workers + 2;
+  const std::int64_t fill = scenario.prefetch_fill_steps();
   if (t.warmup_steps >= fill) return scenario;
   t.steps = std::max(t.steps + (fill - t.warmup_steps), 2 * fill);
   t.warmup_steps = fill;

@@ -272,9 +272,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));
     s.training.max_steps_ahead = static_cast<int>(r.integer("max_steps_ahead", 2, Range::between(1, 1 << 20)));
     s.training.steps = r.integer("steps", 2000, Range::between(1, kMaxSteps));
-    const std::int64_t default_warmup =
-        (s.loader.num_workers > 0 ? static_cast<std::int64_t>(s.loader.prefetch_factor) * s.loader.num_workers : 0) + 2;
-    s.training.warmup_steps = r.integer("warmup_steps", default_warmup, Range::between(0, 1e9));
+    s.training.warmup_steps = r.integer("warmup_steps", s.prefetch_fill_steps(), Range::between(0, 1e9));
     r.finish();
   }
   {

@@ -173,6 +173,11 @@ struct Scenario {
     return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;
   }
   double ddp_host_s() const { return node.gpus > 1 ? ddp.host_s() : 0.0; }
+  // Steps until the loader's first fill has drained: prefetch_factor x num_workers batches in flight, plus two
+  // (the default training.warmup_steps; sweep and recommend raise a point's warmup to it).
+  std::int64_t prefetch_fill_steps() const {
+    return (loader.num_workers > 0 ? static_cast<std::int64_t>(loader.prefetch_factor) * loader.num_workers : 0) + 2;
+  }
   std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
   // Batches per epoch per rank, as len(DataLoader) with drop_last.
   std::int64_t batches_per_epoch() const;
