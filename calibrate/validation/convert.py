@@ -60,7 +60,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop", unpinned_next="window", memory_map_wait="off")
+                                   launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -829,7 +829,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
-                 launch_tail: str = "loop", memory_map_wait: str = "off") -> Dict[str, Any]:
+                 launch_tail: str = "loop", memory_map_wait: str = "pin-parts") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
@@ -1379,7 +1379,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
                         host_from=getattr(a, "host_from", "probe-bracket"),
                         launch_tail=getattr(a, "launch_tail", "loop"),
-                        memory_map_wait=getattr(a, "memory_map_wait", "off"))
+                        memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -2077,12 +2077,14 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         rates = p["pin_stall_rates"]
         cases_r = sorted(c for c, _ in rates)
         probes = [q for _, q in rates if q is not None]
+        pairs = [abs(c - q) for c, q in rates if q is not None]
         L.append(f"| (diagnostic) the loop's loss per second of the pin thread's pin_memory() inside its steps, in the "
-                 f"{len(rates)} pinned cases whose loop needs the memory map (timeline; run 26, finding 2; the model "
-                 f"stops such a loop for the mapping part), and the pin-parts probe's beside a helper's pin_memory(), "
-                 f"measured outside the case | median {median(cases_r):.2f} (range {cases_r[0]:.2f} to "
-                 f"{cases_r[-1]:.2f}); probe: "
-                 + (f"median {median(probes):.2f} over {len(probes)} case(s)" if probes else "not recorded in these calls")
+                 f"{len(rates)} pinned cases whose loop needs the memory map (timeline; run 26, finding 2), and the "
+                 f"pin-parts probe's beside a helper's pin_memory(), measured outside the case (the model slows such "
+                 f"a loop at the probe's rate where its call has one, else stops it for the mapping part; run 28) | "
+                 f"median {median(cases_r):.2f} (range {cases_r[0]:.2f} to {cases_r[-1]:.2f}); probe: "
+                 + (f"median {median(probes):.2f} over {len(probes)} case(s), each within {median(pairs):.2f} of its "
+                    f"case's (median abs difference)" if probes else "not recorded in these calls")
                  + " | | | |")
     if p.get("out_of_order_pairs"):
         oo = p["out_of_order_pairs"]
@@ -2309,13 +2311,14 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
-    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="off",
-                    help="a loop that needs the memory map: off: it stops while the pin thread maps a batch (the model "
-                         "since run 17); pin-parts: it slows at the rate the harness's pin-parts loop lost per second "
-                         "of a helper's pin_memory() (memory_map_rate; calls since run 27), as "
-                         "training.memory_map_wait_s, and where the call has no such rate it stops as with off. Not "
-                         "the default: the probe read 0.77, 1.15 and 1.04 in run 27's three readings where the cases' "
-                         "own lines read 0.79, 0.52 and 0.66 (validation.md run 27, finding 1) (default %(default)s)")
+    ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="pin-parts",
+                    help="a loop that needs the memory map: pin-parts: it slows at the rate the harness's pin-parts "
+                         "loop lost per second of a helper's pin_memory() (memory_map_rate: the interleaved blocks "
+                         "since run 28, else run 27's difference of means), as training.memory_map_wait_s, and where "
+                         "the call has no such rate it stops as with off; off: it stops while the pin thread maps a "
+                         "batch (the model since run 17). Run 28's interleaved probe read 0.73 where the GIL call's "
+                         "pinned cases' own lines read 0.79 and 0.73 (validation.md run 28, finding 1) "
+                         "(default %(default)s)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "
@@ -2479,7 +2482,7 @@ def main(argv=None) -> int:
             f"of the pinned loops that need the memory map, {sum(1 for c in cases if (c.get('convert') or {}).get('memory_map_wait_s'))} "
             "case(s) slowed at the rate their call's pin-parts probe lost per second of a helper's pin_memory() "
             "(calls since run 27), the others stopped while the pin thread maps a batch (`--memory-map-wait pin-parts`)"
-            if getattr(a, "memory_map_wait", "off") == "pin-parts"
+            if getattr(a, "memory_map_wait", "pin-parts") == "pin-parts"
             else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
     }
     if len(runs) > 1:

@@ -615,14 +615,16 @@ class ScenarioTest(unittest.TestCase):
             parts, pin_memory_interleaved={"rate": 1.3, "blocks": 5})}))
         self.assertAlmostEqual(convert.memory_map_rate({"host_beside_pin_parts": dict(
             parts, pin_memory_interleaved={"error": "RuntimeError: x"})}), rate)
-        # in a scenario: only with --memory-map-wait pin-parts, only for a loop that needs the map
+        # in a scenario: with --memory-map-wait pin-parts (the default since run 28), only for a loop that needs the map
         c = make_case("g", "pin_memory_gil", 1800, 0.036, 0.045)
         c["components"]["host_beside_pin_parts"] = parts
         tr = convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="pin-parts")["training"]
         self.assertTrue(tr["host_needs_memory_map"])
         self.assertAlmostEqual(tr["memory_map_wait_s"],
                                convert.memory_map_wait_from_rate(tr["host_s_per_step"], 60.23, rate), places=7)
-        self.assertNotIn("memory_map_wait_s", convert.scenario_for(c, {"cpu_cores": 16})["training"])
+        self.assertEqual(convert.scenario_for(c, {"cpu_cores": 16})["training"]["memory_map_wait_s"], tr["memory_map_wait_s"])
+        self.assertNotIn("memory_map_wait_s",
+                         convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="off")["training"])
         c["components"]["host_beside_pin_parts"] = dict(parts, pin_memory_loop_minor_faults_per_step=2.0,
                                                         touch_loop_minor_faults_per_step=2.0)
         self.assertNotIn("memory_map_wait_s",
