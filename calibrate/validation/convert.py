@@ -2221,8 +2221,10 @@ def update_markdown(path: str, generated: str, begin: str = BEGIN, end: str = EN
         text = text[:a] + "\n" + generated + "\n" + text[b:]
     else:
         text = text.rstrip("\n") + "\n\n" + begin + "\n" + generated + "\n" + end + "\n"
-    with open(path, "w") as f:
+    tmp = path + ".tmp"                        # whole or not at all: a killed run leaves the page as it was
+    with open(tmp, "w") as f:
         f.write(text)
+    os.replace(tmp, path)
 
 
 # ============================================================================ main

@@ -73,12 +73,15 @@ else
 fi
 
 # ---- 1b. with PIPEPLAN_STEP_PROBE=1 (since run 26's plan): the user helper's --step on the harness's ResNet-50 step,
-#          about 12 s: its step_s and launch tail against the harness's step component and host probes (validation.md
+#          about 12 s (about 30 with --memory-map): its step_s and launch tail against the harness's step component and host probes (validation.md
 #          run 25, finding 1); its log starts probe.log
 if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ]; then
   say "pipeplan_probe.py --step example_step.py:resnet50_step"
-  timeout -k 5 30 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
-    --steps 30 --out "$OUT/step_fragment.json" >> "$OUT/probe.log" 2>&1
+  # since the twenty-fourth session also --memory-map beside 8 workers of in-memory tensor_f32 samples: its rate
+  # against the harness's host_beside_pin_parts interleaved reading of the same call (pin_memory_gil family)
+  timeout -k 5 75 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+    --steps 30 --dataset calibrate/validation/example_step.py:tensor_dataset --num-workers 8 --memory-map \
+    --samples 50 --batches 5 --no-worker --max-seconds 5 --out "$OUT/step_fragment.json" >> "$OUT/probe.log" 2>&1
   say "pipeplan_probe --step exit $?"
 fi
 

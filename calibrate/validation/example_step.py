@@ -2,6 +2,9 @@
 
     python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
         --steps 30 --out step_fragment.json
+    python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+        --dataset calibrate/validation/example_step.py:tensor_dataset --num-workers 8 --memory-map \
+        --samples 50 --batches 5 --no-worker --out step_fragment.json
 
 resnet50_step(batch_size) returns a function of no arguments that runs one training step of torchvision's
 ResNet-50 (bf16 autocast, channels_last, SGD with momentum: the validation harness's ResNet-50 step) on a
@@ -18,6 +21,15 @@ def resnet50_step(batch_size: int = 64):
     step = train_step("resnet50", "cuda", batch_size)
     x = torch.randn(batch_size, 3, 224, 224, device="cuda").contiguous(memory_format=torch.channels_last)
     return lambda: step(x)
+
+
+def tensor_dataset(n: int = 512):
+    """n float32 samples of 3x224x224 (602 kB each, the validation's tensor_f32 kind) in memory: a DataLoader source
+    for `pipeplan_probe.py --memory-map` beside resnet50_step, as the harness's pin-parts probe loads its cached
+    samples (docs/validation.md, run 28, finding 1)."""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(3, 224, 224, generator=g) for _ in range(n)]
 
 
 def train_step(model_name: str, device: str, batch_size: int):

@@ -51,11 +51,21 @@ Timed in a plain loop that syncs each step (loss.item()): each call's launches (
 loop's wall a step, and with CUDA the step's GPU time alone (training.step_s), the stream held by a spin kernel
 while the launches queue. Where the launches outlast the GPU step, the loop's wall less the launches is the GPU
 work launched last that a sync waits for (training.launch_tail_s; docs/validation.md, run 25).
+
+The memory map (--memory-map, with --step, --dataset and --num-workers K): a Python-heavy step (a ResNet-50's) slows
+while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
+beside a thread that takes each batch from DataLoader(your dataset, K workers, pin_memory=False) and pin_memory()s
+it, in turn: each beside block against its two alone neighbours gives the loop's loss per second of that work inside
+its steps, and the loop thread's page faults say whether it needs the map at all (training.host_needs_memory_map,
+memory_map_needs_per_step, memory_map_wait_s; docs/scenario.md). The validation harness's same probe read 0.73 / 0.84
+/ 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79 (docs/validation.md, run 28). Needs
+CUDA.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -67,7 +77,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
            "scenario_fragment", "load_callable", "time_step", "gpu_step_time_s", "training_fragment",
-           "merge_fragments", "scenario_with"]
+           "merge_fragments", "scenario_with", "time_step_beside_pin", "memory_map_fragment"]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -699,6 +709,134 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     return {"training": tr}
 
 
+# ----------------------------------------------------------------------------- the memory map beside the pin thread
+# The harness's interleaved blocks (validation run 28, finding 1): 8 beside blocks between 9 alone ones, 8 steps each;
+# a ResNet-50 step's spread (cv 10-15%) leaves each block's excess uncertain by about 1.6 ms against about 7 ms of
+# stall, the rate over 8 blocks by about 0.06.
+MEMORY_MAP_BLOCK_STEPS = 8
+MEMORY_MAP_ROUNDS = 8
+# The loop's minor page faults a step beside the pin work, over those alone, from which it needs the memory map (the
+# converter's MEMORY_MAP_FAULTS_PER_STEP): runs 18-28 counted 49-61 more for a ResNet-50 loop, 4-5 for GEMM loops.
+MEMORY_MAP_FAULTS_PER_STEP = 20.0
+
+
+def _validation_module(name: str):
+    """A sibling module of this file (pace_thread, timeline_analysis): they travel with it in calibrate/validation."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return importlib.import_module(name)
+
+
+def _tensors_in(obj: Any) -> List[Any]:
+    """The tensors of a collated batch (a tensor, or lists, tuples and dicts of them), in order."""
+    if hasattr(obj, "pin_memory") and hasattr(obj, "data_ptr"):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _tensors_in(v)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _tensors_in(v)]
+    return []
+
+
+def _pin_each(batch: Any) -> None:
+    """What PyTorch's pin thread does to a batch: pin_memory() on each tensor (the caching host allocator's block,
+    dropped here at once)."""
+    for x in _tensors_in(batch):
+        x.pin_memory()
+
+
+def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=None, batch_size: int = 64,
+                         num_workers: int = 4, sync: Optional[Callable[[Any], None]] = None,
+                         block_steps: int = MEMORY_MAP_BLOCK_STEPS, rounds: int = MEMORY_MAP_ROUNDS,
+                         pin: Optional[Callable[[Any], None]] = None) -> Dict[str, Any]:
+    """Your step in blocks of `block_steps`, alone and beside a helper thread (torch.set_num_threads(1), as the pin
+    thread) that takes each batch from DataLoader(dataset, num_workers, pin_memory=False) and pin_memory()s it, one
+    batch a step, at most two ahead: alone, beside, ..., alone (`rounds` beside blocks). Each step's call is timed
+    (its host span); timeline_analysis.interleaved_stall_rate reads each beside block against its alone neighbours
+    (the loop's drift cancels): {"rate", "block_rates", "alone_s", "beside_s", "overlap_s_per_step", "blocks"}, and
+    the loop thread's minor faults a step alone and beside (/proc; None off Linux). `pin` replaces the pin work
+    (tests). {"error": why} where the blocks give no reading."""
+    import threading
+    import torch
+    from torch.utils.data import DataLoader
+    pace_thread = _validation_module("pace_thread")
+    timeline_analysis = _validation_module("timeline_analysis")
+    sync = sync or _default_sync
+    dl = DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=num_workers,
+                    collate_fn=collate_fn, pin_memory=False, persistent_workers=True, prefetch_factor=2)
+
+    def endless():
+        while True:
+            yield from dl
+    source = endless()
+    for _ in range(2 * num_workers):           # the workers up and their first batches through
+        next(source)
+    for _ in range(3):                         # the step warm, as time_step's warm-up
+        sync(step_fn())
+    tid = threading.get_native_id()
+    work_spans: List[Tuple[float, float]] = []
+    blocks: List[Dict[str, Any]] = []
+    faults: Dict[bool, List[float]] = {False: [], True: []}
+    work = _spanned(pin or _pin_each, work_spans)
+    with pace_thread.PaceThread(source, work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
+        tokens = pt.tokens()
+        for i in range(2 * rounds + 1):
+            beside = i % 2 == 1
+            spans: List[Tuple[float, float]] = []
+            f0 = pace_thread.thread_minor_faults(tid)
+            for _ in range(block_steps):
+                if beside:
+                    next(tokens)
+                h0 = time.perf_counter()
+                out = step_fn()
+                spans.append((h0, time.perf_counter()))
+                sync(out)
+            f1 = pace_thread.thread_minor_faults(tid)
+            if f0 is not None and f1 is not None:
+                faults[beside].append((f1 - f0) / block_steps)
+            blocks.append({"beside": beside, "spans": spans})
+    del source, dl
+    out = timeline_analysis.interleaved_stall_rate(blocks, list(work_spans)) or \
+        {"error": "no beside block between clear alone ones"}
+    out.update({"block_steps": block_steps, "rounds": rounds, "num_workers": num_workers,
+                "alone_faults_per_step": _mean_or_none(faults[False]),
+                "beside_faults_per_step": _mean_or_none(faults[True])})
+    return out
+
+
+def _spanned(work: Callable[[Any], None], spans: List[Tuple[float, float]]) -> Callable[[Any], None]:
+    """`work` wrapped so that each call appends its (start, end), perf_counter, to `spans`."""
+    def timed(batch: Any) -> None:
+        a = time.perf_counter()
+        work(batch)
+        spans.append((a, time.perf_counter()))
+    return timed
+
+
+def _mean_or_none(xs: Sequence[float]) -> Optional[float]:
+    return sum(xs) / len(xs) if xs else None
+
+
+def memory_map_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where it faults
+    MEMORY_MAP_FAULTS_PER_STEP a step more beside the pin work than alone: then training.host_needs_memory_map,
+    memory_map_needs_per_step (its faults a step beside) and, where the rate is one (0 < r < 1),
+    training.memory_map_wait_s = interval x r / (1 - r), the interval its host time alone over its needs (as the
+    converter's memory_map_wait_from_rate: r 0.75 at 0.45 ms is 1.35 ms). Without fault counts: nothing (the
+    simulator's default, no stall). A step that faults no more beside: host_needs_memory_map false."""
+    alone, beside = res.get("alone_faults_per_step"), res.get("beside_faults_per_step")
+    if alone is None or beside is None:
+        return {}
+    if beside - alone < MEMORY_MAP_FAULTS_PER_STEP:
+        return {"training": {"host_needs_memory_map": False}}
+    tr: Dict[str, Any] = {"host_needs_memory_map": True, "memory_map_needs_per_step": round(float(beside), 2)}
+    rate, host = res.get("rate"), res.get("alone_s")
+    if isinstance(rate, (int, float)) and 0.0 < rate < 1.0 and isinstance(host, (int, float)) and host > 0:
+        tr["memory_map_wait_s"] = round(float(host) / float(beside) * rate / (1.0 - rate), 7)
+    return {"training": tr}
+
+
 def merge_fragments(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
     """Two fragments' sections side by side (a section both have: b's keys added to a's)."""
     out = json.loads(json.dumps(a))
@@ -714,7 +852,6 @@ def load_callable(spec: str):
         raise ValueError(f"expected module:callable, got {spec!r}")
     mod_name, attr = spec.split(":", 1)
     if mod_name.endswith(".py") or os.sep in mod_name:
-        import importlib.util
         path = os.path.abspath(mod_name)
         sp = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
         if sp is None or sp.loader is None:
@@ -755,6 +892,10 @@ def main(argv=None) -> int:
                          "training.host_s_per_step, step_s (with CUDA) and launch_tail_s")
     ap.add_argument("--step-args", default="[]", help="JSON list of positional args for the --step callable")
     ap.add_argument("--steps", type=int, default=20, help="timed steps of the --step loop")
+    ap.add_argument("--memory-map", action="store_true",
+                    help="with --step, --dataset and --num-workers K: also time the step alone and beside a thread "
+                         "pin_memory()ing your loader's batches in interleaved blocks; fills "
+                         "training.host_needs_memory_map, memory_map_needs_per_step and memory_map_wait_s (needs CUDA)")
     ap.add_argument("--dataset-args", default="[]",
                     help="JSON list of positional args for the dataset callable")
     ap.add_argument("--collate", default=None, help="module:callable collate_fn "
@@ -828,6 +969,11 @@ def main(argv=None) -> int:
             print(f"pipeplan_probe: --base {a.base}: cannot read the scenario: {why}; expected a pipeplan-scenario/1 "
                   f"JSON object", file=sys.stderr)
             return 2
+    if a.memory_map and (not a.step or not a.dataset or not a.num_workers or a.num_workers < 1):
+        print(f"pipeplan_probe: --memory-map: needs --step, --dataset and --num-workers K >= 1 (got --step "
+              f"{a.step!r}, --dataset {a.dataset!r}, --num-workers {a.num_workers!r}); expected all three: your step "
+              f"runs beside a pin thread working on your loader's batches", file=sys.stderr)
+        return 2
     step_fn = None
     if a.step:
         try:
@@ -856,6 +1002,10 @@ def main(argv=None) -> int:
         res["step"] = st
         print(_human_step(st), file=sys.stderr)
         frag = merge_fragments(frag, training_fragment(st))
+    if a.memory_map:
+        mm = measure_memory_map(a, step_fn, ds, coll)
+        res["memory_map"] = mm
+        frag = merge_fragments(frag, memory_map_fragment(mm))
     if base is not None:
         frag = scenario_with(base, frag, batch_size=a.batch_size if a.dataset else None, num_workers=a.num_workers)
     text = json.dumps(frag, indent=2)
@@ -924,6 +1074,36 @@ def _human_step(st: Dict[str, Any]) -> str:
                      + (f"{iso['mean']*1e3:.3f} ms" if iso else "n/a (the launches never fit behind the hold)")
                      + f", back to back {sus['mean']*1e3:.3f} ms: {verdict}")
     return "\n".join(lines)
+
+
+def measure_memory_map(a: argparse.Namespace, step_fn: Callable[[], Any], ds: Any, coll: Any) -> Dict[str, Any]:
+    """--memory-map as the CLI asked for it, its human summary on stderr; {"error": why} without CUDA or where
+    the blocks give no reading (the fragment then has none of its keys)."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device: pin_memory() needs one")
+        mm = time_step_beside_pin(step_fn, ds, collate_fn=coll, batch_size=a.batch_size, num_workers=a.num_workers)
+    except Exception as e:                     # the rest of the probe stands without it
+        mm = {"error": f"{e.__class__.__name__}: {e}"}
+    print(_human_memory_map(mm), file=sys.stderr)
+    return mm
+
+
+def _human_memory_map(mm: Dict[str, Any]) -> str:
+    if "rate" not in mm:
+        return f"memory map             not measured ({mm.get('error', 'no reading')}): its keys left to you"
+    tr = memory_map_fragment(mm).get("training", {})
+    af, bf = mm.get("alone_faults_per_step"), mm.get("beside_faults_per_step")
+    faults = f"{af:.0f} / {bf:.0f} faults a step" if af is not None and bf is not None else "no fault counts"
+    line = (f"memory map             step {mm['alone_s']*1e3:.2f} ms alone, {mm['beside_s']*1e3:.2f} beside pin_memory() "
+            f"({mm['overlap_s_per_step']*1e3:.2f} ms of it inside a step; {faults}): loses {mm['rate']:.2f} per second "
+            f"of it over {mm['blocks']} blocks")
+    if tr.get("memory_map_wait_s") is not None:
+        return line + f"; needs the map: training.memory_map_wait_s {tr['memory_map_wait_s']*1e3:.3f} ms"
+    if tr.get("host_needs_memory_map"):
+        return line + "; needs the map, the rate no rate: stops while the pin thread maps (the default wait)"
+    return line + ("; does not need the map (host_needs_memory_map false)" if tr else "")
 
 
 def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[str],

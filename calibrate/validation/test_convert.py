@@ -3,6 +3,7 @@
 
     python3 -m unittest discover -s calibrate/validation -p 'test_*.py'
 """
+import importlib.util
 import json
 import math
 import os
@@ -1455,9 +1456,16 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             frag = json.load(open(out))
             self.assertEqual(frag["dataset"]["item_bytes"], 10)
+            # the module form the docstring shows (module:callable, found from the working directory)
+            p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset", "myds:make",
+                                "--collate", "myds:coll", "--batch-size", "4", "--samples", "30", "--batches", "5",
+                                "--out", out], capture_output=True, text=True, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.load(open(out))["dataset"]["item_bytes"], 10)
             p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset",
                                 "nosuchmod:x"], capture_output=True, text=True)
             self.assertEqual(p.returncode, 2)
+            self.assertIn("No module named 'nosuchmod'", p.stderr)
 
 
 class ProbeStepTest(unittest.TestCase):
@@ -1514,6 +1522,58 @@ class ProbeStepTest(unittest.TestCase):
         self.assertEqual(res["host_s"]["n"], 10)
         self.assertAlmostEqual(res["loop_step_s"], 0.005)
         self.assertNotIn("gpu_step_s", res)
+
+    def test_memory_map_fragment_by_hand(self):
+        # run 28's GIL call: the loop 23.56 ms alone, 61 faults a step beside pin_memory() (1 alone), rate 0.73:
+        # one need every 23.56 / 61 = 0.386 ms, each waiting 0.386 x 0.73 / 0.27 = 1.044 ms
+        res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
+               "alone_faults_per_step": 1.0, "beside_faults_per_step": 61.0}
+        tr = probe.memory_map_fragment(res)["training"]
+        self.assertTrue(tr["host_needs_memory_map"])
+        self.assertEqual(tr["memory_map_needs_per_step"], 61.0)
+        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.02356 / 61 * 0.73 / 0.27, places=7)
+        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.0010443, places=6)
+        # the converter's formula gives the same wait for the same loop
+        self.assertAlmostEqual(tr["memory_map_wait_s"], convert.memory_map_wait_from_rate(0.02356, 61.0, 0.73), places=7)
+        self.assertIn("training.memory_map_wait_s 1.044 ms", probe._human_memory_map(res))
+        # a rate that is no rate (the mm:5 loop's 2.21): needs the map, waits the default (the whole mapping)
+        tr = probe.memory_map_fragment(dict(res, rate=2.21))["training"]
+        self.assertEqual(tr, {"host_needs_memory_map": True, "memory_map_needs_per_step": 61.0})
+        self.assertIn("the rate no rate", probe._human_memory_map(dict(res, rate=2.21)))
+        # a GEMM loop: 5 more faults a step beside than alone, under the 20 that decide: it does not need the map
+        self.assertEqual(probe.memory_map_fragment(dict(res, beside_faults_per_step=6.0)),
+                         {"training": {"host_needs_memory_map": False}})
+        # no fault counts (not Linux), or no reading: no keys
+        self.assertEqual(probe.memory_map_fragment(dict(res, alone_faults_per_step=None)), {})
+        self.assertIn("not measured (RuntimeError: no CUDA", probe._human_memory_map(
+            {"error": "RuntimeError: no CUDA device: pin_memory() needs one"}))
+
+    def test_memory_map_cli_needs_its_three_inputs(self):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--step", "x:y", "--memory-map"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        self.assertIn("--memory-map: needs --step, --dataset and --num-workers K >= 1", p.stderr)
+
+    @unittest.skipUnless(importlib.util.find_spec("torch") is not None, "needs torch (CPU is enough)")
+    def test_time_step_beside_pin_on_cpu(self):
+        # the blocks' machinery on a CPU: the pin work replaced by a 2 ms sleep on the helper thread (pin_memory()
+        # needs CUDA); the step 4 ms of work holding the GIL. Each beside block's steps overlap the work; the
+        # reading has 8 blocks, the alone and beside means, and fault counts on Linux.
+        import time as _t
+        def step():
+            t0 = _t.perf_counter()
+            while _t.perf_counter() - t0 < 0.004:
+                pass
+            return None
+        res = probe.time_step_beside_pin(step, list(range(256)), batch_size=8, num_workers=1, sync=lambda out: None,
+                                         pin=lambda batch: _t.sleep(0.002))
+        self.assertNotIn("error", res)
+        self.assertEqual(res["blocks"], 8)
+        self.assertGreater(res["overlap_s_per_step"], 0.0)
+        self.assertAlmostEqual(res["alone_s"], 0.004, delta=0.002)
+        if sys.platform.startswith("linux"):
+            self.assertIsNotNone(res["alone_faults_per_step"])
 
     def test_merge_fragments(self):
         a = {"dataset": {"num_samples": 5}, "training": {"steps": 10}}
