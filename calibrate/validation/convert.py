@@ -2083,8 +2083,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"pin-parts probe's beside a helper's pin_memory(), measured outside the case (the model slows such "
                  f"a loop at the probe's rate where its call has one, else stops it for the mapping part; run 28) | "
                  f"median {median(cases_r):.2f} (range {cases_r[0]:.2f} to {cases_r[-1]:.2f}); probe: "
-                 + (f"median {median(probes):.2f} over {len(probes)} case(s), each within {median(pairs):.2f} of its "
-                    f"case's (median abs difference)" if probes else "not recorded in these calls")
+                 + (f"median {median(probes):.2f} over {len(probes)} case(s), {median(pairs):.2f} from its case's "
+                    f"(median abs difference)" if probes else "not recorded in these calls")
                  + " | | | |")
     if p.get("out_of_order_pairs"):
         oo = p["out_of_order_pairs"]

@@ -763,12 +763,19 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     pace_thread = _validation_module("pace_thread")
     timeline_analysis = _validation_module("timeline_analysis")
     sync = sync or _default_sync
-    dl = DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=num_workers,
-                    collate_fn=collate_fn, pin_memory=False, persistent_workers=True, prefetch_factor=2)
+    from torch.utils.data import IterableDataset
+    dl = DataLoader(dataset, batch_size=batch_size, shuffle=not isinstance(dataset, IterableDataset), drop_last=True,
+                    num_workers=num_workers, collate_fn=collate_fn, pin_memory=False, persistent_workers=True,
+                    prefetch_factor=2)
 
-    def endless():
+    def endless():                             # epoch after epoch; an epoch without a whole batch would spin
         while True:
-            yield from dl
+            n = 0
+            for batch in dl:
+                n += 1
+                yield batch
+            if n == 0:
+                raise ValueError(f"the dataset gives no whole batch of {batch_size}")
     source = endless()
     for _ in range(2 * num_workers):           # the workers up and their first batches through
         next(source)
