@@ -133,16 +133,19 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> Optional[float]:
 
 
 def kendall_tau_b_within_noise(x: Sequence[float], y: Sequence[float], rel_noise: float) -> Optional[float]:
-    """Kendall's tau-b with measured pairs closer than rel_noise (|a - b| / mean) counted as ties: the
-    ground truth cannot order two settings whose difference is within the spread of one setting measured
-    twice, so such pairs neither count for nor against a model. A diagnostic beside the raw tau (the
-    target stays the raw one). None when no measured pair is ordered."""
-    conc, disc, tx, ty = _pair_counts(x, y, rel_noise)
+    """Kendall's tau over the pairs the ground truth orders: measured pairs closer than rel_noise (|a - b| / mean)
+    are left out, since the ground truth cannot order two settings whose difference is within the spread of one
+    setting measured twice, so such pairs neither count for nor against a model. Over the rest, tau-b's form with
+    no measured ties: (C - D) / sqrt((C + D) (C + D + T)), T the pairs the model ties. Until the twenty-fourth
+    session these pairs stayed in tau-b's denominator as measured ties, which held a model that orders every
+    orderable pair right below 1 (0.71-0.82 in three-setting families). A diagnostic beside the raw tau (the target
+    stays the raw one). None when no measured pair is ordered."""
+    conc, disc, _tx, ty = _pair_counts(x, y, rel_noise)
     if conc + disc + ty == 0:
         return None            # no measured pair is ordered beyond the noise
-    if conc + disc + tx == 0:
-        return 0.0
-    return (conc - disc) / math.sqrt((conc + disc + tx) * (conc + disc + ty))
+    if conc + disc == 0:
+        return 0.0             # the model ties every pair the ground truth orders
+    return (conc - disc) / math.sqrt((conc + disc) * (conc + disc + ty))
 
 
 def call_tag(case_id: str) -> str:
@@ -224,7 +227,7 @@ def tau_family_counts(taus: Sequence[Optional[float]], taus_within_noise: Sequen
                       target: float = 0.9) -> Dict[str, int]:
     """How the families fare against the tau target: all of them (n), those at or above it raw (raw_ok), those with
     a pair ordered beyond the call's noise (rankable: a tau within noise exists) and of those the ones at or above
-    it with the closer pairs as ties (rankable_ok)."""
+    it over the pairs the ground truth orders, the closer ones left out (rankable_ok)."""
     return {"n": len(taus), "raw_ok": sum(1 for t in taus if t is not None and t >= target - 1e-12),
             "rankable": len(taus_within_noise),
             "rankable_ok": sum(1 for t in taus_within_noise if t >= target - 1e-12)}
@@ -2059,16 +2062,16 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"error {_pct(pi['median_abs_throughput_err'], False)} / p90 {_pct(pi['p90_abs_throughput_err'], False)}; "
                  f"from its own brackets {_pct(pi['own_median_abs_throughput_err'], False)} / "
                  f"{_pct(pi['own_p90_abs_throughput_err'], False)} | | | |")
-    L.append(f"| (diagnostic) min tau, measured pairs within the ground truth's noise as ties | "
+    L.append(f"| (diagnostic) min tau over the pairs the ground truth orders (measured pairs within its noise left out) | "
              f"{_tau(p.get('min_family_tau_within_noise'))} | | | |")
     ft = p.get("families_tau") or {}
     if ft.get("n"):
         L.append(f"| (diagnostic) the {ft['n']} families (one per call): tau >= 0.9 in {ft['raw_ok']}; "
                  f"{ft['rankable']} have a measured pair farther apart than their call's repeat spread, and "
-                 f"{ft['rankable_ok']} of those meet 0.9 with the closer pairs as ties; in the other "
+                 f"{ft['rankable_ok']} of those meet 0.9 over the pairs the ground truth orders; in the other "
                  f"{ft['n'] - ft['rankable']} the ground truth cannot order any pair | | | |")
     L.append(f"| (diagnostic) min tau as a sweep ranks settings (one set of inputs per call and component "
-             f"configuration); with noise ties | {_tau(p.get('min_family_tau_sweep'))}; "
+             f"configuration); over the pairs the ground truth orders | {_tau(p.get('min_family_tau_sweep'))}; "
              f"{_tau(p.get('min_family_tau_sweep_within_noise'))} | | | |")
     if p.get("median_abs_workers_busy_err") is not None:
         L.append(f"| (diagnostic) median abs error of the workers' busy share, in points ({p['n_workers_busy']} cases) | "
@@ -2149,8 +2152,10 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("")
     L.append("### Families (ranking of settings, Kendall tau-b against the measured order)")
     L.append("")
-    L.append("The last column counts measured pairs closer than the call's largest repeat spread (the noise table "
-             "below) as ties: the ground truth cannot order them (n/a: no pair is ordered beyond that noise).")
+    L.append("The within-noise columns leave out the measured pairs closer than the call's largest repeat spread (the "
+             "noise table below): the ground truth cannot order them (n/a: no pair is ordered beyond that noise). "
+             "Over the rest: (C - D) / sqrt((C + D) (C + D + T)), T the pairs the prediction ties; until the "
+             "twenty-fourth session those pairs counted as measured ties in tau-b's denominator.")
     L.append("")
     L.append("A setting measured more than once in a call (a repeat, or harness `--rounds`) is ranked by its mean, "
              "measured and predicted; `(xN)` marks such a mean.")

@@ -920,12 +920,16 @@ class ScenarioTest(unittest.TestCase):
 
     def test_tau_within_noise_ties_pairs_the_ground_truth_cannot_order(self):
         # measured 100, 103, 150; predicted order 2, 1, 3. Raw: (0,1) discordant, (0,2) and (1,2)
-        # concordant -> (2 - 1) / 3. Within 5% noise, (0,1) is a measured tie (3 / 101.5 = 3%):
-        # tau-b = 2 / sqrt((2 + 1) x 2).
+        # concordant -> (2 - 1) / 3. Within 5% noise, (0,1) cannot be ordered (3 / 101.5 = 3%) and is left
+        # out: both pairs the ground truth orders are concordant -> 2 / sqrt(2 x 2) = 1.
         x, y = [100.0, 103.0, 150.0], [2.0, 1.0, 3.0]
         self.assertAlmostEqual(convert.kendall_tau_b(x, y), 1 / 3)
-        self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, y, 0.05), 2 / math.sqrt(6))
+        self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, y, 0.05), 1.0)
         self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, y, 0.0), 1 / 3)
+        # a model that ties (1,2) and reverses (0,2): C 0, D 1, T 1 -> -1 / sqrt(1 x 2)
+        self.assertAlmostEqual(convert.kendall_tau_b_within_noise(x, [3.0, 1.0, 1.0], 0.05), -1 / math.sqrt(2))
+        # a model that ties both orderable pairs: 0
+        self.assertEqual(convert.kendall_tau_b_within_noise(x, [1.0, 1.0, 1.0], 0.05), 0.0)
         self.assertIsNone(convert.kendall_tau_b_within_noise([100.0, 101.0], [1.0, 2.0], 0.05))
         self.assertEqual(convert.call_tag("r2:05-x"), "r2")
         self.assertEqual(convert.call_tag("05-x"), "")
