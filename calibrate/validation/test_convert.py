@@ -1552,6 +1552,26 @@ class ProbeStepTest(unittest.TestCase):
         self.assertIn("not measured (RuntimeError: no CUDA", probe._human_memory_map(
             {"error": "RuntimeError: no CUDA device: pin_memory() needs one"}))
 
+    @unittest.skipUnless(os.access(os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"), os.X_OK),
+                         "build/cli/pipeplan not built")
+    def test_memory_map_fragment_runs_in_pipeplan(self):
+        # the keys the fragment writes are the simulator's: merged into the bundled default scenario (pinned, 8
+        # workers) it simulates, and the report's memory_map section shows the loop stalling on the map
+        pipeplan = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
+        res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
+               "alone_faults_per_step": 1.0, "beside_faults_per_step": 61.0}
+        base = json.load(open(os.path.join(HERE, "..", "..", "scenarios", "default.json")))
+        sc = probe.scenario_with(base, probe.memory_map_fragment(res))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.json")
+            json.dump(sc, open(path, "w"))
+            p = subprocess.run([pipeplan, "simulate", "--scenario", path, "--format", "json"], capture_output=True,
+                               text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        mm = json.loads(p.stdout)["memory_map"]
+        self.assertGreater(mm["main_thread_wait_fraction"], 0.0)
+        self.assertGreater(mm["pin_thread_held_fraction"], 0.0)
+
     def test_memory_map_cli_needs_its_three_inputs(self):
         p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--step", "x:y", "--memory-map"],
                            capture_output=True, text=True)
