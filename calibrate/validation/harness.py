@@ -620,15 +620,6 @@ INTERLEAVED_BLOCK_STEPS = 8
 INTERLEAVED_ROUNDS = 8
 
 
-def spanned(work, spans):
-    """`work` wrapped so that each call appends its (start, end), perf_counter, to `spans`."""
-    def timed(batch):
-        a = time.perf_counter()
-        work(batch)
-        spans.append((a, time.perf_counter()))
-    return timed
-
-
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
     """The plain synthetic loop for `steps` steps, loss.item() each: each step's host time (its start to its
     last launch returned) summarized, and the wall per step. With `batches` (an iterator), each step first
@@ -1509,7 +1500,7 @@ class Harness:
         alone, ..., alone (INTERLEAVED_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
         once it is two batches ahead. timeline_analysis.interleaved_stall_rate of the blocks' host spans and the
         helper's work spans."""
-        from pace_thread import PaceThread
+        from pace_thread import PaceThread, spanned
         from timeline_analysis import interleaved_stall_rate
         dl, it = self._warm_unpinned_loader(kind, bs, nw)
         work_spans, blocks = [], []
@@ -1551,7 +1542,7 @@ class Harness:
         if key in c:
             return c[key]
         import itertools
-        from pace_thread import PaceThread, thread_minor_faults
+        from pace_thread import PaceThread, spanned, thread_minor_faults
         from timeline_analysis import stall_line
         t = self.t
         model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)

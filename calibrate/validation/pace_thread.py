@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 
 class PaceThread:
@@ -70,6 +70,16 @@ class PaceThread:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join(timeout=10.0)
+
+
+def spanned(work: Callable[[Any], None], spans: List[Tuple[float, float]]) -> Callable[[Any], None]:
+    """`work` wrapped so that each call appends its (start, end), perf_counter, to `spans`: the helper's work spans
+    that timeline_analysis reads the loop's steps against."""
+    def timed(batch: Any) -> None:
+        a = time.perf_counter()
+        work(batch)
+        spans.append((a, time.perf_counter()))
+    return timed
 
 
 def thread_minor_faults(tid: int, proc_root: str = "/proc/self/task") -> Optional[int]:

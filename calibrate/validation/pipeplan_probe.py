@@ -759,11 +759,10 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     (tests). {"error": why} where the blocks give no reading."""
     import threading
     import torch
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, IterableDataset
     pace_thread = _validation_module("pace_thread")
     timeline_analysis = _validation_module("timeline_analysis")
     sync = sync or _default_sync
-    from torch.utils.data import IterableDataset
     dl = DataLoader(dataset, batch_size=batch_size, shuffle=not isinstance(dataset, IterableDataset), drop_last=True,
                     num_workers=num_workers, collate_fn=collate_fn, pin_memory=False, persistent_workers=True,
                     prefetch_factor=2)
@@ -785,7 +784,7 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     work_spans: List[Tuple[float, float]] = []
     blocks: List[Dict[str, Any]] = []
     faults: Dict[bool, List[float]] = {False: [], True: []}
-    work = _spanned(pin or _pin_each, work_spans)
+    work = pace_thread.spanned(pin or _pin_each, work_spans)
     with pace_thread.PaceThread(source, work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
         tokens = pt.tokens()
         for i in range(2 * rounds + 1):
@@ -805,20 +804,12 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
             blocks.append({"beside": beside, "spans": spans})
     del source, dl
     out = timeline_analysis.interleaved_stall_rate(blocks, list(work_spans)) or \
-        {"error": "no beside block between clear alone ones"}
+        {"error": "no reading: the pin work never ran inside a step, or no beside block lay between alone ones "
+                  "with steps clear of it"}
     out.update({"block_steps": block_steps, "rounds": rounds, "num_workers": num_workers,
                 "alone_faults_per_step": _mean_or_none(faults[False]),
                 "beside_faults_per_step": _mean_or_none(faults[True])})
     return out
-
-
-def _spanned(work: Callable[[Any], None], spans: List[Tuple[float, float]]) -> Callable[[Any], None]:
-    """`work` wrapped so that each call appends its (start, end), perf_counter, to `spans`."""
-    def timed(batch: Any) -> None:
-        a = time.perf_counter()
-        work(batch)
-        spans.append((a, time.perf_counter()))
-    return timed
 
 
 def _mean_or_none(xs: Sequence[float]) -> Optional[float]:

@@ -1582,13 +1582,12 @@ class ProbeStepTest(unittest.TestCase):
     @unittest.skipUnless(importlib.util.find_spec("torch") is not None, "needs torch (CPU is enough)")
     def test_time_step_beside_pin_on_cpu(self):
         # the blocks' machinery on a CPU: the pin work replaced by a 2 ms sleep on the helper thread (pin_memory()
-        # needs CUDA); the step 4 ms of work holding the GIL. Each beside block's steps overlap the work; the
-        # reading has 8 blocks, the alone and beside means, and fault counts on Linux.
+        # needs CUDA); the step a 4 ms sleep, the GIL released, so that the helper's work runs inside the steps
+        # of a beside block (a step holding the GIL for less than Python's 5 ms switch interval would keep the
+        # helper out until it ends). The reading has 8 blocks, the alone and beside means, and fault counts on Linux.
         import time as _t
         def step():
-            t0 = _t.perf_counter()
-            while _t.perf_counter() - t0 < 0.004:
-                pass
+            _t.sleep(0.004)
             return None
         res = probe.time_step_beside_pin(step, list(range(256)), batch_size=8, num_workers=1, sync=lambda out: None,
                                          pin=lambda batch: _t.sleep(0.002))
