@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""score_call: one device call's results scored as the generated table scores them, in one screen.
+
+    python3 calibrate/validation/score_call.py calibrate/validation/results/2026-12-01-h200-run28gil \
+        [--pipeplan build/cli/pipeplan] [--out-dir DIR] [-- extra convert.py options]
+
+Runs convert.py on the call's cases.json (or .gz) and profile.json with the table's options (`--transport measured`,
+the rest convert's defaults; 8 seeds a case) into --out-dir (default /tmp/pipeplan-score-<folder>), then prints:
+  - per case: measured and predicted samples/s and the error, the p90 step measured, predicted and its error, how
+    far apart the p90 steps of the window's two halves are (how precisely the case measures its own p90), and the
+    memory map's wait the scenario carries where it has one;
+  - the call's figures against the targets (median and p90 abs throughput error, p90 step error, min tau,
+    bottleneck agreement);
+  - the memory map's stall rate: each pinned case's own (its timeline's line of host time against overlap with the
+    pin thread's pin_memory()) beside the call's pin-parts probe (validation run 28, finding 1).
+What a session did by hand for each call of runs 26-28. Not a diagnostic of its own: every figure is convert's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _pct(x: Optional[float], signed: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+
+
+def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
+    """One line per case of a convert report (pure): id, measured / predicted samples/s, error, p90 step measured /
+    predicted (ms) and its error, the window's halves' p90 difference, and the scenario's memory-map wait (ms) where
+    `wait_s` (case id -> training.memory_map_wait_s) has one."""
+    out = []
+    for r in report.get("rows") or []:
+        m, p = r["measured"], r.get("pipeplan") or {}
+        if p.get("samples_per_s") is None:
+            out.append(f"{r['id'][:60]:60s} {m['samples_per_s']:7.0f}  no prediction")
+            continue
+        halves = m.get("p90_step_halves_diff")
+        line = (f"{r['id'][:60]:60s} {m['samples_per_s']:7.0f} {p['samples_per_s']:7.0f} {_pct(p.get('err')):>7s}"
+                f"  p90 step {m['step_p90_s'] * 1e3:6.1f} {p['step_p90_s'] * 1e3:6.1f} ms "
+                f"{_pct(p.get('step_p90_err')):>7s}  halves {_pct(halves, False):>6s}")
+        if r["id"] in wait_s:
+            line += f"  memory-map wait {wait_s[r['id']] * 1e3:.3f} ms"
+        out.append(line)
+    return out
+
+
+def summary_line(report: Dict[str, Any]) -> str:
+    """The call's figures against the targets (pure)."""
+    s = (report.get("summary") or {}).get("pipeplan") or {}
+    tau = s.get("min_family_tau")
+    bn = s.get("bottleneck_agreement")
+    return (f"{s.get('n', 0)} cases: median / p90 abs throughput error {_pct(s.get('median_abs_throughput_err'), False)}"
+            f" / {_pct(s.get('p90_abs_throughput_err'), False)} (targets 5% / 12%); p90 step error "
+            f"{_pct(s.get('p90_abs_step_p90_err'), False)} at p90, {_pct(s.get('median_abs_step_p90_err'), False)} "
+            f"median (15%); min tau {'n/a' if tau is None else f'{tau:+.2f}'} (0.9); bottleneck "
+            f"{'n/a' if bn is None else f'{bn * 100:.1f}%'} (90%)")
+
+
+def memory_map_lines(report: Dict[str, Any]) -> List[str]:
+    """The pinned cases whose timeline gives the loop's loss per second of the pin thread's pin_memory() (measured
+    .pin_stall_rate) beside the call's probe reading (components.pin_parts_stall_rate; None: the probe read no
+    rate) (pure)."""
+    out = []
+    for r in report.get("rows") or []:
+        case = (r.get("measured") or {}).get("pin_stall_rate")
+        if case is None:
+            continue
+        probe = (r.get("components") or {}).get("pin_parts_stall_rate")
+        out.append(f"{r['id'][:60]:60s} case {case:.2f}  probe " + ("n/a" if probe is None else f"{probe:.2f}"))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", help="a device call's result folder (cases.json or cases.json.gz, profile.json)")
+    ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
+    ap.add_argument("--out-dir", default=None, help="convert's output (default /tmp/pipeplan-score-<folder>)")
+    ap.add_argument("convert_args", nargs="*", help="after --: extra convert.py options (e.g. --memory-map-wait off)")
+    a = ap.parse_args(argv)
+    R = a.results_dir.rstrip("/")
+    cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz") if os.path.isfile(os.path.join(R, f))),
+                 None)
+    profile = os.path.join(R, "profile.json")
+    if cases is None or not os.path.isfile(profile):
+        print(f"score_call: {R}: expected cases.json (or cases.json.gz) and profile.json in it", file=sys.stderr)
+        return 2
+    if not os.access(a.pipeplan, os.X_OK):
+        print(f"score_call: --pipeplan {a.pipeplan}: not an executable; expected build/cli/pipeplan (build first)",
+              file=sys.stderr)
+        return 2
+    out = a.out_dir or os.path.join("/tmp", "pipeplan-score-" + os.path.basename(R))
+    cmd = [sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases, "--profile", profile,
+           "--pipeplan", a.pipeplan, "--transport", "measured", "--out-dir", out] + list(a.convert_args)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        return p.returncode
+    report = json.load(open(os.path.join(out, "report.json")))
+    wait_s: Dict[str, float] = {}
+    for r in report.get("rows") or []:             # the scenario convert wrote for the case
+        path = os.path.join(out, "scenarios", r["id"].replace(":", "_") + ".json")
+        if os.path.isfile(path):
+            w = (json.load(open(path)).get("training") or {}).get("memory_map_wait_s")
+            if w:
+                wait_s[r["id"]] = float(w)
+    print(f"{R} (convert: {' '.join(cmd[2:])})")
+    print(f"{'case':60s} {'meas':>7s} {'pred':>7s} {'err':>7s}")
+    print("\n".join(case_lines(report, wait_s)))
+    print(summary_line(report))
+    mm = memory_map_lines(report)
+    if mm:
+        print("the memory map's stall rate (the loop's loss per second of pin_memory() inside its steps):")
+        print("\n".join(mm))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
