@@ -275,7 +275,7 @@ int recommend_command(int argc, char** argv) {
     nlohmann::json notes = nlohmann::json::array();
     for (const auto& a : final_sets) {
       set[key_of(a)] = value_of(a);
-      if (!caveat(a).empty()) notes.push_back(caveat(a));
+      if (const std::string note = caveat(a); !note.empty()) notes.push_back(note);
     }
     nlohmann::json out = {
         {"scenario", scenario_path}, {"profile", profile.file}, {"replications", replications},
@@ -319,7 +319,7 @@ int recommend_command(int argc, char** argv) {
                     sim::with_thousands(synthetic).c_str());
       o << line;
       for (const auto& a : final_sets)
-        if (!caveat(a).empty()) o << "    note: " << caveat(a) << "\n";
+        if (const std::string note = caveat(a); !note.empty()) o << "    note: " << note << "\n";
       o << "  stopped: " << stopped << "\n";
       if (!trimmed.empty()) o << "  trimmed: " << trimmed << "\n";
       std::string vary;

@@ -854,10 +854,6 @@ TEST(Sweep, EachPointEqualsTheSimulationOfItsSettings) {
   std::remove(path.c_str());
 }
 
-// recommend on a worker-bound loader: 4 workers of 1,000 samples/s each (1 ms a sample) against a GPU taking 32
-// samples per 5 ms (6,400 samples/s). By hand: 7 workers (7,000 >= 6,400; 6 give 6,000) are the fewest that keep the
-// GPU fed, and nothing else on the flat test profile moves the rate. The greedy round raises num_workers (to 8 or
-// 12: 6,400 either way), stops at the synthetic-data rate, and the trim brings it back to 7.
 // A sweep's points are measured after their own first fill: a scenario's warmup of 10 steps is below the fill of
 // 8 workers x prefetch 2 (+2: 18) and of 32 workers (66), so each point's warmup grows to its fill and its steps by
 // as much (the window stays 290 steps); 200 workers (fill 402) get twice their fill in steps, the simulator's
@@ -893,6 +889,10 @@ TEST(Sweep, EachPointSkipsItsOwnFirstFill) {
   std::remove(path.c_str());
 }
 
+// recommend on a worker-bound loader: 4 workers of 1,000 samples/s each (1 ms a sample) against a GPU taking 32
+// samples per 5 ms (6,400 samples/s). By hand: 7 workers (7,000 >= 6,400; 6 give 6,000) are the fewest that keep the
+// GPU fed, and nothing else on the flat test profile moves the rate. The greedy round raises num_workers (to 8 or
+// 12: 6,400 either way), stops at the synthetic-data rate, and the trim brings it back to 7.
 TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
   json s = base_scenario();
   s["training"]["steps"] = 300;

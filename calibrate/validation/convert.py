@@ -45,6 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
+from pipeplan_probe import MEMORY_MAP_FAULTS_PER_STEP, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
 
 TARGETS = {
     "median_abs_throughput_err": 0.05,
@@ -720,13 +721,6 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
 # loop's own wander alone (5-12% within seconds, run 16 finding 3); run 17 read 1.44-1.56 for ResNet-50.
 MEMORY_MAP_EXPOSED_RATIO = 1.25
 
-# The loop's minor page faults a step beside a thread doing the pin thread's work on workers' mappings, over those
-# beside the same bytes copied from private memory, from which the loop needs the memory map (where the harness
-# counted them, since run 18). Over runs 18-20 the ResNet-50 loop took 49-60 more a step in every call, the GEMM
-# loops (mm:5, mm:25) 4-5: a count separates them where the time ratio does not scale with the machine (run 20's
-# first lease, a 30 ms loop alone: 1.24 and 1.14 for the same 51-55 faults; finding 2).
-MEMORY_MAP_FAULTS_PER_STEP = 20.0
-
 
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
@@ -781,11 +775,6 @@ def memory_map_needs_per_step(comp: Dict[str, Any]) -> Optional[float]:
         positive_mean(c.get("touch_loop_minor_faults_per_step"))
 
 
-# The simulator's interval between a loop's needs of the memory map when the scenario gives no count
-# (models/cost_models.hpp: kMemoryMapCheckIntervalS; docs/model.md, the memory map).
-MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
-
-
 def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
     """The loop's loss per second of the pin thread's pin_memory() inside its steps, measured outside the case by
     host_beside_pin_parts. Preferred: its interleaved blocks (pin_memory_interleaved.rate, since run 28's plan: the
@@ -810,15 +799,6 @@ def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
         return None
     rate = (beside - sum(alone) / len(alone)) / overlap_s
     return rate if 0.0 < rate < 1.0 else None
-
-
-def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
-    """training.memory_map_wait_s for a loop that runs at (1 - rate) of its speed while the pin thread works on a
-    worker's mapping: the loop needs the map every host_s_per_step / needs_per_step of its host work (the
-    simulator's default interval without a count), and each need waits interval x rate / (1 - rate), the time the
-    loop would have lost over that interval. rate 0.75 at a 0.45 ms interval: 1.35 ms."""
-    interval = host_s_per_step / needs_per_step if needs_per_step else MEMORY_MAP_DEFAULT_NEED_INTERVAL_S
-    return interval * rate / (1.0 - rate)
 
 
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:

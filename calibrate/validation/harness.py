@@ -39,6 +39,9 @@ from typing import List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
+# host_beside_pin_parts' interleaved blocks (since run 28's plan), the same the user helper's --memory-map runs:
+# about 4 s for a 30 ms loop, each block short enough that the loop's drift is near linear across three neighbours
+from pipeplan_probe import MEMORY_MAP_BLOCK_STEPS, MEMORY_MAP_ROUNDS  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -610,14 +613,6 @@ def loop_parts_note(measured):
         nxt = (f"next() {measured['data_wait_s']['mean'] * 1e3:.2f} (cpu {measured['data_wait_cpu_s']['mean'] * 1e3:.2f})"
                " / ")
     return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
-
-
-# host_beside_pin_parts' interleaved blocks (since run 28's plan): 8 beside blocks between 9 alone ones, 8 steps each,
-# about 4 s for a 30 ms loop; a block short enough that the loop's drift is near linear across three neighbours.
-# A ResNet-50 loop's step spreads 10-15% (cv): each block's excess is uncertain by about 1.6 ms against about 7 ms
-# of stall, the rate over 8 blocks by about 0.06.
-INTERLEAVED_BLOCK_STEPS = 8
-INTERLEAVED_ROUNDS = 8
 
 
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
@@ -1496,8 +1491,8 @@ class Harness:
 
     def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin, one_thread):
         """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
-        samples, `nw` workers) and pin_memory()s it, in blocks of INTERLEAVED_BLOCK_STEPS steps: alone, beside,
-        alone, ..., alone (INTERLEAVED_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
+        samples, `nw` workers) and pin_memory()s it, in blocks of MEMORY_MAP_BLOCK_STEPS steps: alone, beside,
+        alone, ..., alone (MEMORY_MAP_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
         once it is two batches ahead. timeline_analysis.interleaved_stall_rate of the blocks' host spans and the
         helper's work spans."""
         from pace_thread import PaceThread, spanned
@@ -1506,14 +1501,14 @@ class Harness:
         work_spans, blocks = [], []
         with PaceThread(it, work=spanned(pin, work_spans), ahead=2, on_start=one_thread) as pt:
             tokens = pt.tokens()
-            for i in range(2 * INTERLEAVED_ROUNDS + 1):
+            for i in range(2 * MEMORY_MAP_ROUNDS + 1):
                 beside = i % 2 == 1
                 spans = []
-                synthetic_loop_host(model, gb, INTERLEAVED_BLOCK_STEPS, tokens if beside else None, spans)
+                synthetic_loop_host(model, gb, MEMORY_MAP_BLOCK_STEPS, tokens if beside else None, spans)
                 blocks.append({"beside": beside, "spans": spans})
         del it, dl
         out = interleaved_stall_rate(blocks, list(work_spans)) or {"error": "no beside block between clear alone ones"}
-        out.update({"block_steps": INTERLEAVED_BLOCK_STEPS, "rounds": INTERLEAVED_ROUNDS})
+        out.update({"block_steps": MEMORY_MAP_BLOCK_STEPS, "rounds": MEMORY_MAP_ROUNDS})
         return out
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
@@ -1621,7 +1616,7 @@ class Harness:
         iv = res.get("pin_memory_interleaved") or {}
         if iv.get("rate") is not None:
             log(f"component host_beside_pin_parts[{key}]: interleaved, {iv['blocks']} blocks of "
-                f"{INTERLEAVED_BLOCK_STEPS} steps beside pin_memory(): alone {iv['alone_s'] * 1e3:.2f} ms, beside "
+                f"{MEMORY_MAP_BLOCK_STEPS} steps beside pin_memory(): alone {iv['alone_s'] * 1e3:.2f} ms, beside "
                 f"{iv['beside_s'] * 1e3:.2f} ms, the helper's work {iv['overlap_s_per_step'] * 1e3:.2f} ms a step: "
                 f"rate {iv['rate']:.2f} (blocks {', '.join('n/a' if r is None else f'{r:.2f}' for r in iv['block_rates'])})")
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "

@@ -710,14 +710,32 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the memory map beside the pin thread
-# The harness's interleaved blocks (validation run 28, finding 1): 8 beside blocks between 9 alone ones, 8 steps each;
+# The interleaved blocks, the harness's host_beside_pin_parts and --memory-map alike (validation run 28, finding 1): 8
+# beside blocks between 9 alone ones, 8 steps each;
 # a ResNet-50 step's spread (cv 10-15%) leaves each block's excess uncertain by about 1.6 ms against about 7 ms of
 # stall, the rate over 8 blocks by about 0.06.
 MEMORY_MAP_BLOCK_STEPS = 8
 MEMORY_MAP_ROUNDS = 8
-# The loop's minor page faults a step beside the pin work, over those alone, from which it needs the memory map (the
-# converter's MEMORY_MAP_FAULTS_PER_STEP): runs 18-28 counted 49-61 more for a ResNet-50 loop, 4-5 for GEMM loops.
+# The loop's minor page faults a step beside a thread doing the pin thread's work on workers' mappings, over those
+# beside the same bytes copied from private memory (the converter's baseline) or alone (this helper's; the harness
+# read the same 1 a step for both), from which the loop needs the memory map (where the harness counted them, since
+# run 18). Over runs 18-20 the ResNet-50 loop took 49-60 more a step in every call, the GEMM loops (mm:5, mm:25)
+# 4-5: a count separates them where the time ratio does not scale with the machine (run 20's first lease, a 30 ms
+# loop alone: 1.24 and 1.14 for the same 51-55 faults; finding 2).
 MEMORY_MAP_FAULTS_PER_STEP = 20.0
+
+# The simulator's interval between a loop's needs of the memory map when the scenario gives no count
+# (models/cost_models.hpp: kMemoryMapCheckIntervalS; docs/model.md, the memory map).
+MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
+
+
+def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
+    """training.memory_map_wait_s for a loop that runs at (1 - rate) of its speed while the pin thread works on a
+    worker's mapping: the loop needs the map every host_s_per_step / needs_per_step of its host work (the
+    simulator's default interval without a count), and each need waits interval x rate / (1 - rate), the time the
+    loop would have lost over that interval. rate 0.75 at a 0.45 ms interval: 1.35 ms."""
+    interval = host_s_per_step / needs_per_step if needs_per_step else MEMORY_MAP_DEFAULT_NEED_INTERVAL_S
+    return interval * rate / (1.0 - rate)
 
 
 def _validation_module(name: str):
@@ -820,8 +838,8 @@ def memory_map_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where it faults
     MEMORY_MAP_FAULTS_PER_STEP a step more beside the pin work than alone: then training.host_needs_memory_map,
     memory_map_needs_per_step (its faults a step beside) and, where the rate is one (0 < r < 1),
-    training.memory_map_wait_s = interval x r / (1 - r), the interval its host time alone over its needs (as the
-    converter's memory_map_wait_from_rate: r 0.75 at 0.45 ms is 1.35 ms). Without fault counts: nothing (the
+    training.memory_map_wait_s = interval x r / (1 - r), the interval its host time alone over its needs
+    (memory_map_wait_from_rate, the converter's too: r 0.75 at 0.45 ms is 1.35 ms). Without fault counts: nothing (the
     simulator's default, no stall). A step that faults no more beside: host_needs_memory_map false."""
     alone, beside = res.get("alone_faults_per_step"), res.get("beside_faults_per_step")
     if alone is None or beside is None:
@@ -831,7 +849,7 @@ def memory_map_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     tr: Dict[str, Any] = {"host_needs_memory_map": True, "memory_map_needs_per_step": round(float(beside), 2)}
     rate, host = res.get("rate"), res.get("alone_s")
     if isinstance(rate, (int, float)) and 0.0 < rate < 1.0 and isinstance(host, (int, float)) and host > 0:
-        tr["memory_map_wait_s"] = round(float(host) / float(beside) * rate / (1.0 - rate), 7)
+        tr["memory_map_wait_s"] = round(memory_map_wait_from_rate(float(host), float(beside), float(rate)), 7)
     return {"training": tr}
 
 

@@ -22,15 +22,11 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _pct(x: Optional[float], signed: bool = True) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+sys.path.insert(0, HERE)
+from convert import _pct  # noqa: E402  (the table's own percent format)
 
 
 def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
