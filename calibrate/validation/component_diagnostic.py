@@ -103,6 +103,11 @@ def unpinned_loop_readings(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
         got = [g for g in got if g]
         if got and launches > 0:
             out[name] = launches / (sum(got) / len(got))
+    # since run 29's session (run 28, finding 4): the loop beside the workers alone over the loop alone, in blocks in
+    # turn (harness host_beside_workers): if over_host_probes is a steady slowdown beside the workers, it reads the same
+    ratio = (comp.get("host_beside_workers") or {}).get("ratio")
+    if isinstance(ratio, (int, float)):
+        out["beside_workers_ratio"] = float(ratio)
     return out
 
 
@@ -156,13 +161,14 @@ def main() -> int:
         for c in doc.get("cases") or []:
             u = unpinned_loop_readings(c) if int((c.get("knobs") or {}).get("num_workers", 0)) > 0 else None
             if u and ("over_host_probes" in u or "over_unpinned_windows" in u):
-                cells = [f"{u[key]:.3f}" if key in u else "n/a" for key in ("over_host_probes", "over_unpinned_windows")]
+                cells = [f"{u[key]:.3f}" if key in u else "n/a"
+                         for key in ("over_host_probes", "over_unpinned_windows", "beside_workers_ratio")]
                 _, prof_u = convert.table_case_inputs(c, doc, profile, cpu_curve)
                 nx = unpinned_next_readings(c, prof_u or profile)
                 nxt = [f"{nx[key] * 1e3:.2f}" if key in nx else "n/a"
                        for key in ("case_s", "case_cpu_s", "windows_s", "model_s")]
                 unpinned.append(f"{call[-24:]:24s} {c['id'][:56]:56s} {u['launches_s'] * 1e3:8.2f} ms "
-                                f"{cells[0]:>12s} {cells[1]:>14s}   " + " / ".join(nxt))
+                                f"{cells[0]:>12s} {cells[1]:>14s} {cells[2]:>13s}   " + " / ".join(nxt))
             if not comparable(c):
                 continue
             scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve)
@@ -185,7 +191,7 @@ def main() -> int:
                                       for k in COMPONENTS))
     if unpinned:
         print("\nunpinned loops: the case's launches a step over the readings right around it (run 24, finding 4)")
-        print(f"{'call':24s} {'case':56s} {'launches':>11s} {'/host probes':>12s} {'/unpinned win':>14s}   "
+        print(f"{'call':24s} {'case':56s} {'launches':>11s} {'/host probes':>12s} {'/unpinned win':>14s} {'beside wkrs':>13s}   "
               "next() ms: case / its CPU / windows / model (run 25, finding 3)")
         print("\n".join(unpinned))
     return 0

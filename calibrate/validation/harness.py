@@ -1643,6 +1643,55 @@ class Harness:
             f"({time.perf_counter() - t0:.1f}s)")
         return c[key]
 
+    def comp_host_beside_workers(self, step_name, kind, bs, nw):
+        """The training loop's host time beside the case's workers alone, in blocks alone and beside in turn (since
+        run 29's session; validation.md run 28, finding 4): beside_workers.run_blocks with the case's own dataset
+        (its files, its decode) behind DataLoader(num_workers as the case, pin_memory=False: no pin thread, no
+        copy), each beside step taking one batch and dropping it before its span, the loop on a batch already on the
+        GPU; the workers' CPU around each span from /proc/<pid>/schedstat. timeline_analysis.interleaved_host_ratio:
+        the loop's host time beside the workers over its time alone, the drift cancelled between neighbours."""
+        key = f"{step_name}/{kind}/b{bs}/w{nw}"
+        c = self.doc["components"].setdefault("host_beside_workers", {})
+        if key in c:
+            return c[key]
+        from torch.utils.data import DataLoader
+        import beside_workers as BW
+        from timeline_analysis import interleaved_host_ratio
+        model, gb, _ = self._loop_on_a_gpu_batch(step_name, kind, bs)
+        t0 = time.perf_counter()
+        steps = BW.ROUNDS * BW.BLOCK_STEPS + 4 * nw + 2
+        ds = self.datasets[kind]
+        dl = DataLoader(ds, batch_size=bs, sampler=IndexSampler(len(ds), steps * bs, seed=11), num_workers=nw,
+                        prefetch_factor=2, pin_memory=False, drop_last=True, collate_fn=self.collate_fn(kind))
+        it = iter(dl)
+        for _ in range(2 * nw):                    # the workers up and their first batches through
+            next(it)
+        pids = [w.pid for w in getattr(it, "_workers", [])]
+        blocks = BW.run_blocks(lambda: model(gb), lambda loss: float(loss.item()), lambda: next(it),
+                               lambda: BW.workers_cpu_s(pids) if pids else None)
+        del it, dl, gb
+        res = interleaved_host_ratio(blocks, BW.IDLE_BUSY_WORKERS) or \
+            {"error": "no beside block between two alone blocks with steps clear of the workers"}
+        res.update({"workers": nw, "block_steps": BW.BLOCK_STEPS, "rounds": BW.ROUNDS,
+                    "alone_steps": sum(len(b["steps"]) for b in blocks if not b["beside"]),
+                    "worker_cpu_read": bool(pids) and BW.workers_cpu_s(pids) is not None,
+                    "method": "plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step "
+                              "start to last launch returned; blocks alone / beside DataLoader(the case's dataset, "
+                              "num_workers as the case, pin_memory=False) in turn, each beside step taking and "
+                              "dropping one batch outside its span; alone steps counted only with the workers idle "
+                              "(their CPU around the span, /proc/<pid>/schedstat)"})
+        c[key] = res
+        if res.get("ratio") is not None:
+            busy = res["beside_busy_workers"]
+            log(f"component host_beside_workers[{key}]: {res['blocks']} beside blocks of {BW.BLOCK_STEPS} steps: host "
+                f"{res['alone_s'] * 1e3:.2f} ms alone, {res['beside_s'] * 1e3:.2f} beside {nw} workers "
+                f"({'n/a' if busy is None else f'{busy:.1f}'} busy): ratio {res['ratio']:.3f} (blocks "
+                f"{', '.join(f'{r:.3f}' for r in res['block_ratios'])}; "
+                f"{res['alone_clear_steps']} of {res['alone_steps']} alone steps clear) ({time.perf_counter() - t0:.1f}s)")
+        else:
+            log(f"component host_beside_workers[{key}]: {res.get('error')} ({time.perf_counter() - t0:.1f}s)")
+        return c[key]
+
     def comp_transport(self, kind, bs):
         """Main-process cost per batch of receiving (and pinning) a batch from the workers, as
         PyTorch does it: a DataLoader over already-loaded samples with many workers, so the main
@@ -1972,6 +2021,12 @@ class Harness:
                 comps["host_beside_loader"] = self.comp_host_beside_loader(k["step"], kind, bs, nw)
             except Exception as e:                 # a diagnostic: never costs the case
                 comps["host_beside_loader"] = {"error": f"{e.__class__.__name__}: {e}"}
+        if nw > 0 and heavy:
+            try:                                   # since run 29's session (run 28, finding 4): a steady slowdown
+                # beside the workers alone, or the probes' drift? blocks alone and beside them in turn
+                comps["host_beside_workers"] = self.comp_host_beside_workers(k["step"], kind, bs, nw)
+            except Exception as e:                 # a diagnostic: never costs the case
+                comps["host_beside_workers"] = {"error": f"{e.__class__.__name__}: {e}"}
         light_key = f"{k['step']}/{kind}/b{bs}/w{nw}"
         light_done = self.doc["components"].get("host_beside_pin_parts", {})
         if nw > 0 and (heavy or (k["pin_memory"] and (light_key in light_done or not self._light_pin_parts))):

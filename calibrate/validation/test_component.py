@@ -80,6 +80,11 @@ class MeasuredSide(unittest.TestCase):
         self.assertAlmostEqual(got["launches_s"], 0.02489)
         self.assertAlmostEqual(got["over_host_probes"], 0.02489 / 0.021255)
         self.assertNotIn("over_unpinned_windows", got)
+        self.assertNotIn("beside_workers_ratio", got)
+        case["components"]["host_beside_workers"] = {"ratio": 1.047}     # the interleaved probe's reading, as is
+        self.assertAlmostEqual(cd.unpinned_loop_readings(case)["beside_workers_ratio"], 1.047)
+        case["components"]["host_beside_workers"] = {"error": "no beside block between two alone blocks"}
+        self.assertNotIn("beside_workers_ratio", cd.unpinned_loop_readings(case))
         case["components"].update(unpinned_window={"unpinned_case_like_host_s": {"mean": 0.026}},
                                   unpinned_window_after={"unpinned_case_like_host_s": {"mean": 0.024},
                                                          "error": None})

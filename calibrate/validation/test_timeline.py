@@ -312,6 +312,42 @@ class InterleavedStallRate(unittest.TestCase):
         # no work inside the beside steps: no rate
         self.assertIsNone(T.interleaved_stall_rate(blocks, []))
 
+    def test_interleaved_host_ratio_by_hand(self):
+        # The loop drifts 1 ms a block (20, 21, 22, ... ms alone) and runs 5% slower beside the workers. Each alone
+        # block's first two steps still have the workers busy (finishing the batches the beside block asked for)
+        # and run 30 ms: they are left out. Beside block 1: 21 x 1.05 over (20 + 22) / 2 = 21 -> 1.05; block 3 the
+        # same over 23. Against the first alone block alone the drift would read 22.05 / 20 = 1.10.
+        blocks, t = [], 0.0
+        for i in range(5):
+            beside = i % 2 == 1
+            steps = []
+            for j in range(6):
+                if beside:
+                    d, busy = (0.020 + 0.001 * i) * 1.05, 6.5
+                elif j < 2 and i > 0:
+                    d, busy = 0.030, 3.0
+                else:
+                    d, busy = 0.020 + 0.001 * i, 0.02
+                steps.append((t, t + d, busy))
+                t += d + 0.002
+            blocks.append({"beside": beside, "steps": steps})
+        r = T.interleaved_host_ratio(blocks)
+        self.assertAlmostEqual(r["ratio"], 1.05)
+        self.assertEqual(r["blocks"], 2)
+        for x in r["block_ratios"]:
+            self.assertAlmostEqual(x, 1.05)
+        self.assertAlmostEqual(r["alone_s"], 0.022)
+        self.assertAlmostEqual(r["beside_busy_workers"], 6.5)
+        self.assertEqual(r["alone_clear_steps"], 6 + 4 + 4)
+        # without CPU readings an alone block keeps its second half: here that is its clear steps anyway
+        bare = [{"beside": b["beside"], "steps": [(s, e, None) for s, e, _ in b["steps"]]} for b in blocks]
+        self.assertAlmostEqual(T.interleaved_host_ratio(bare)["ratio"], 1.05)
+        self.assertIsNone(T.interleaved_host_ratio(bare)["beside_busy_workers"])
+        # an alone neighbour with fewer than min_clear idle steps cannot be a base; no alone blocks: no figure
+        self.assertIsNone(T.interleaved_host_ratio(blocks, min_clear=5))   # blocks 2 and 4 have 4 clear steps
+        self.assertEqual(T.interleaved_host_ratio(blocks[:3] + [blocks[0]], min_clear=4)["blocks"], 1)
+        self.assertIsNone(T.interleaved_host_ratio([b for b in blocks if b["beside"]]))
+
     def test_span_overlaps_by_hand(self):
         # work [1, 3] and [5, 6]; loop spans [0, 2] -> 1, [2, 5.5] -> 1 + 0.5, [7, 8] -> 0
         self.assertEqual(T.span_overlaps([(0, 2), (2, 5.5), (7, 8)], [(5, 6), (1, 3)]), [1.0, 1.5, 0.0])

@@ -396,6 +396,50 @@ def interleaved_stall_rate(blocks: Sequence[Dict[str, Any]], work_spans: Sequenc
             "blocks": len(excess)}
 
 
+def interleaved_host_ratio(blocks: Sequence[Dict[str, Any]], idle_busy_workers: float = 0.1,
+                           min_clear: int = 3) -> Optional[Dict[str, Any]]:
+    """The loop's host time beside a loader's busy workers over its time alone, from blocks run alone and beside in
+    turn (alone first and last; beside_workers.run_blocks): {"beside": bool, "steps": [(start, end, busy_workers or
+    None), ...]}. An alone block counts only its steps with the workers under `idle_busy_workers` busy cores (they
+    finish what the beside block asked of them first); where no step of it has a reading, its second half. Each
+    beside block with `min_clear` such steps in both neighbours: its median step over the mean of their medians
+    (medians: a garbage collection or a page fault in one step is not the loop's pace). {"ratio" (the beside
+    blocks' medians summed over their bases summed), "block_ratios", "alone_s", "beside_s",
+    "beside_busy_workers" (median over the beside steps with a reading, or None), "alone_clear_steps", "blocks"},
+    or None without a beside block between two usable alone ones."""
+    def clear_steps(b):
+        steps = b["steps"]
+        if all(busy is None for _, _, busy in steps):
+            return [e - s for s, e, _ in steps[len(steps) // 2:]]
+        return [e - s for s, e, busy in steps if busy is not None and busy < idle_busy_workers]
+    alone_med: List[Optional[float]] = []
+    n_clear = 0
+    for b in blocks:
+        if b["beside"]:
+            alone_med.append(None)
+            continue
+        c = clear_steps(b)
+        n_clear += len(c)
+        alone_med.append(statistics.median(c) if len(c) >= min_clear else None)
+    bases, besides, ratios, busy_all = [], [], [], []
+    for i in range(1, len(blocks) - 1):
+        b = blocks[i]
+        if not b["beside"] or not b["steps"] or alone_med[i - 1] is None or alone_med[i + 1] is None:
+            continue
+        base = (alone_med[i - 1] + alone_med[i + 1]) / 2
+        med = statistics.median(e - s for s, e, _ in b["steps"])
+        bases.append(base)
+        besides.append(med)
+        ratios.append(med / base)
+        busy_all += [busy for _, _, busy in b["steps"] if busy is not None]
+    if not bases:
+        return None
+    return {"ratio": sum(besides) / sum(bases), "block_ratios": ratios, "alone_s": statistics.fmean(bases),
+            "beside_s": statistics.fmean(besides),
+            "beside_busy_workers": statistics.median(busy_all) if busy_all else None,
+            "alone_clear_steps": n_clear, "blocks": len(bases)}
+
+
 def loop_stall_per_pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """The loop's host time a step (batch in hand to last launch) against its overlap with the pin thread's
     pin_memory() calls, over the measured window (stall_line). Validation run 26, finding 2: the pinned ResNet-50
