@@ -1674,7 +1674,8 @@ class Harness:
             {"error": "no beside block between two alone blocks with steps clear of the workers"}
         res.update({"workers": nw, "block_steps": BW.BLOCK_STEPS, "rounds": BW.ROUNDS,
                     "alone_steps": sum(len(b["steps"]) for b in blocks if not b["beside"]),
-                    "worker_cpu_read": bool(pids) and BW.workers_cpu_s(pids) is not None,
+                    # from the steps: after `del it` the workers are gone and /proc has nothing to read
+                    "worker_cpu_read": any(busy is not None for b in blocks for _, _, busy in b["steps"]),
                     "method": "plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step "
                               "start to last launch returned; blocks alone / beside DataLoader(the case's dataset, "
                               "num_workers as the case, pin_memory=False) in turn, each beside step taking and "
