@@ -39,9 +39,6 @@ from typing import List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
-# host_beside_pin_parts' interleaved blocks (since run 28's plan), the same the user helper's --memory-map runs:
-# about 4 s for a 30 ms loop, each block short enough that the loop's drift is near linear across three neighbours
-from pipeplan_probe import MEMORY_MAP_BLOCK_STEPS, MEMORY_MAP_ROUNDS  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -1489,27 +1486,17 @@ class Harness:
             next(it)
         return dl, it
 
-    def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin, one_thread):
+    def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin):
         """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
-        samples, `nw` workers) and pin_memory()s it, in blocks of MEMORY_MAP_BLOCK_STEPS steps: alone, beside,
-        alone, ..., alone (MEMORY_MAP_ROUNDS beside blocks). Alone, the loop takes no token, so the helper stops
-        once it is two batches ahead. timeline_analysis.interleaved_stall_rate of the blocks' host spans and the
-        helper's work spans."""
-        from pace_thread import PaceThread, spanned
-        from timeline_analysis import interleaved_stall_rate
-        dl, it = self._warm_unpinned_loader(kind, bs, nw)
-        work_spans, blocks = [], []
-        with PaceThread(it, work=spanned(pin, work_spans), ahead=2, on_start=one_thread) as pt:
-            tokens = pt.tokens()
-            for i in range(2 * MEMORY_MAP_ROUNDS + 1):
-                beside = i % 2 == 1
-                spans = []
-                synthetic_loop_host(model, gb, MEMORY_MAP_BLOCK_STEPS, tokens if beside else None, spans)
-                blocks.append({"beside": beside, "spans": spans})
-        del it, dl
-        out = interleaved_stall_rate(blocks, list(work_spans)) or {"error": "no beside block between clear alone ones"}
-        out.update({"block_steps": MEMORY_MAP_BLOCK_STEPS, "rounds": MEMORY_MAP_ROUNDS})
-        return out
+        samples, `nw` workers) and pin_memory()s it, in blocks of MEMORY_MAP_BLOCK_STEPS steps, alone first and last
+        (MEMORY_MAP_ROUNDS beside blocks): the user helper's pipeplan_probe.time_step_beside_pin with the harness's
+        loop (the step on a batch already on the GPU, loss.item() each step) and the case's cached samples (since
+        run 29's session; run 29's GIL call ran the helper on the GPU: rate 1.01 against this component's 0.84 in the
+        same call, both within the blocks' spread). Its loop-thread fault counts per block come with it."""
+        from pipeplan_probe import time_step_beside_pin
+        return time_step_beside_pin(lambda: model(gb), CachedDataset(self.samples_cache[kind]),
+                                    collate_fn=self.collate_fn(kind), batch_size=bs, num_workers=nw,
+                                    sync=lambda loss: float(loss.item()), pin=pin)
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
@@ -1609,16 +1596,19 @@ class Harness:
         # blocks in turn, alone first and last, and each beside block is read against its two neighbours
         # (timeline_analysis.interleaved_stall_rate): convert's memory_map_rate prefers this reading.
         try:
-            res["pin_memory_interleaved"] = self._pin_memory_interleaved(model, gb, kind, bs, nw, pin, one_thread)
+            res["pin_memory_interleaved"] = self._pin_memory_interleaved(model, gb, kind, bs, nw, pin)
         except Exception as e:                 # a diagnostic: the parts above stand without it
             res["pin_memory_interleaved"] = {"error": f"{e.__class__.__name__}: {e}"}
         del gb, private
         iv = res.get("pin_memory_interleaved") or {}
         if iv.get("rate") is not None:
             log(f"component host_beside_pin_parts[{key}]: interleaved, {iv['blocks']} blocks of "
-                f"{MEMORY_MAP_BLOCK_STEPS} steps beside pin_memory(): alone {iv['alone_s'] * 1e3:.2f} ms, beside "
+                f"{iv['block_steps']} steps beside pin_memory(): alone {iv['alone_s'] * 1e3:.2f} ms, beside "
                 f"{iv['beside_s'] * 1e3:.2f} ms, the helper's work {iv['overlap_s_per_step'] * 1e3:.2f} ms a step: "
-                f"rate {iv['rate']:.2f} (blocks {', '.join('n/a' if r is None else f'{r:.2f}' for r in iv['block_rates'])})")
+                f"rate {iv['rate']:.2f} (blocks {', '.join('n/a' if r is None else f'{r:.2f}' for r in iv['block_rates'])}"
+                f"); the loop's minor faults a step alone / beside: "
+                + " / ".join("n/a" if iv.get(f) is None else f"{iv[f]:.0f}"
+                             for f in ("alone_faults_per_step", "beside_faults_per_step")))
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking a token from a helper thread "
                          "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "
