@@ -12,7 +12,8 @@
 #   $OUT/probe_fragment.json, $OUT/probe.log  the user helper (pipeplan_probe.py --num-workers 8) on the
 #                        harness's images, when 20 s of the budget are left
 #   $OUT/step_fragment.json  with PIPEPLAN_STEP_PROBE=1, the user helper's --step on example_step.py's ResNet-50
-#                        step, before the harness (its log at the head of probe.log)
+#                        step, before the harness (its log at the head of probe.log); step_fragment_pairs.json
+#                        with PIPEPLAN_STEP_PROBE=2, the same beside (tensor, label) samples
 # Environment (all optional):
 #   PIPEPLAN_VALIDATION_MODE   full (default) | quick
 #   PIPEPLAN_TOTAL_S           seconds this script may take in all (default 570, for timeout_s=600)
@@ -20,7 +21,8 @@
 #   PIPEPLAN_CALIBRATE_ARGS    extra arguments for the calibrate binary
 #   PIPEPLAN_HARNESS_BUDGET_S  cap on the harness budget (default 420 full, 120 quick)
 #   PIPEPLAN_HARNESS_ARGS      extra arguments for harness.py (e.g. --families num_workers,step)
-#   PIPEPLAN_STEP_PROBE        1: time example_step.py's ResNet-50 step with pipeplan_probe.py --step first
+#   PIPEPLAN_STEP_PROBE        1: time example_step.py's ResNet-50 step with pipeplan_probe.py --step first;
+#                              2: also its --memory-map beside (tensor, label) samples (step_fragment_pairs.json)
 set -u
 T0=$(date +%s)
 OUT=${OUT:-/tmp/pipeplan-validation-out}
@@ -75,7 +77,7 @@ fi
 # ---- 1b. with PIPEPLAN_STEP_PROBE=1 (since run 26's plan): the user helper's --step on the harness's ResNet-50 step,
 #          about 12 s (about 30 with --memory-map): its step_s and launch tail against the harness's step component and host probes (validation.md
 #          run 25, finding 1); its log starts probe.log
-if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ]; then
+if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ] || [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; then
   say "pipeplan_probe.py --step example_step.py:resnet50_step"
   # since the twenty-fourth session also --memory-map beside 8 workers of in-memory tensor_f32 samples: its rate
   # against the harness's host_beside_pin_parts interleaved reading of the same call (pin_memory_gil family)
@@ -83,6 +85,15 @@ if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ]; then
     --steps 30 --dataset calibrate/validation/example_step.py:tensor_dataset --num-workers 8 --memory-map \
     --samples 50 --batches 5 --no-worker --max-seconds 5 --out "$OUT/step_fragment.json" >> "$OUT/probe.log" 2>&1
   say "pipeplan_probe --step exit $?"
+fi
+if [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; then
+  # since run 29 (validation.md, finding 1): the same beside (tensor, label) pairs, the harness's samples' structure:
+  # do the loop's page faults beside pin_memory() follow the samples (1 a step above, 63 in the harness's loop)?
+  say "pipeplan_probe.py --step example_step.py:resnet50_step --dataset example_step.py:tensor_label_dataset"
+  timeout -k 5 75 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \
+    --steps 30 --dataset calibrate/validation/example_step.py:tensor_label_dataset --num-workers 8 --memory-map \
+    --samples 50 --batches 5 --no-worker --max-seconds 5 --out "$OUT/step_fragment_pairs.json" >> "$OUT/probe.log" 2>&1
+  say "pipeplan_probe --step (pairs) exit $?"
 fi
 
 # ---- 2. the harness, with what is left of the budget

@@ -32,6 +32,14 @@ def tensor_dataset(n: int = 512):
     return [torch.randn(3, 224, 224, generator=g) for _ in range(n)]
 
 
+def tensor_label_dataset(n: int = 512):
+    """tensor_dataset's samples as (tensor, label) pairs, the harness's tensor_f32 kind's structure (its Dataset
+    returns `(torch.from_numpy(np.load(path)), i % 1000)`): run 29 (docs/validation.md, finding 1) found the
+    harness's loop faulting 63 pages a step beside pin_memory() and this helper's loop beside bare tensors 1; the
+    pairs tell whether the samples' structure moves that."""
+    return [(x, i % 1000) for i, x in enumerate(tensor_dataset(n))]
+
+
 def train_step(model_name: str, device: str, batch_size: int):
     """One training step of a torchvision model as a function of its batch x (already on `device`): bf16 autocast,
     channels_last, SGD with momentum; returns the loss. resnet50_step runs it on a fixed batch; sync_check.py on
