@@ -1533,12 +1533,23 @@ class Harness:
         res = {"workers": nw, "steps": n}
 
         def timed_loop(name, tokens=None, spans=None):
+            # the window in two halves, faults counted in each (since run 29's session): a DataLoader forked right
+            # before the window makes the loop's first writes to each page copy-on-write faults, which stop once its
+            # working set is copied (a CPU loop here: 26 a step for 10 steps after the fork, then 0.1). Run 29's
+            # third GIL call read 60 a step beside the parts that fork a loader and 1 / 1 in the interleaved blocks,
+            # which fork theirs before warming up: the late half says whether the loop faults in steady state.
+            spans = [] if spans is None else spans
+            half = n // 2
             f0 = thread_minor_faults(tid)
-            host, wall = synthetic_loop_host(model, gb, n, tokens, spans)
+            _, wall_early = synthetic_loop_host(model, gb, half, tokens, spans)
             f1 = thread_minor_faults(tid)
-            res[f"{name}_host_s"] = host
-            res[f"{name}_loop_minor_faults_per_step"] = (f1 - f0) / n if f0 is not None and f1 is not None else None
-            return wall
+            _, wall_late = synthetic_loop_host(model, gb, n - half, tokens, spans)
+            f2 = thread_minor_faults(tid)
+            res[f"{name}_host_s"] = summarize([e - s for s, e in spans[-n:]])
+            counted = None not in (f0, f1, f2)
+            res[f"{name}_loop_minor_faults_per_step"] = (f2 - f0) / n if counted else None
+            res[f"{name}_loop_minor_faults_per_step_late"] = (f2 - f1) / (n - half) if counted else None
+            return (wall_early * half + wall_late * (n - half)) / n
         timed_loop("alone")
         bufs = {}
 
@@ -1625,6 +1636,7 @@ class Harness:
         beside = ", ".join(f"{part} {ms(res[part + '_host_s'])} (CPU {ms(res[part + '_thread_cpu_s_per_batch'])})"
                            for part, _w, _l in parts)
         faults = ", ".join(f"{name} {res[name + '_loop_minor_faults_per_step']:.0f}"
+                           f" (late half {res[name + '_loop_minor_faults_per_step_late']:.0f})"
                            for name in ["alone"] + [p for p, _w, _l in parts] + ["alone_again"]
                            if res.get(name + "_loop_minor_faults_per_step") is not None)
         log(f"component host_beside_pin_parts[{key}]: host {ms(res['alone_host_s'])} ms alone; beside a thread doing "
