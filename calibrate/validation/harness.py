@@ -609,7 +609,10 @@ def loop_parts_note(measured):
     if "data_wait_cpu_s" in measured and "data_wait_s" in measured:   # since run 26's plan
         nxt = (f"next() {measured['data_wait_s']['mean'] * 1e3:.2f} (cpu {measured['data_wait_cpu_s']['mean'] * 1e3:.2f})"
                " / ")
-    return f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms, "
+    faults = measured.get("loop_minor_faults_per_step")              # since run 29's session
+    faults = f", {faults:.0f} faults a step" if isinstance(faults, (int, float)) else ""
+    return (f"loop {nxt}.to() {copy_s * 1e3:.2f} / launches {launch_s * 1e3:.2f} / drop {release_s * 1e3:.2f} ms"
+            f"{faults}, ")
 
 
 def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
@@ -2153,6 +2156,11 @@ class Harness:
         head = None
         wall0 = time.perf_counter()
         stat0 = None
+        # the loop thread's minor faults over the measured window (since run 29's session: validation.md run 29,
+        # finding 5): does a pinned case's loop fault in steady state, as the pin parts' windows counted it?
+        from pace_thread import thread_minor_faults
+        loop_tid = threading.get_native_id()
+        loop_faults0 = None
         ins0 = insitu.snapshot()
         raw0 = insitu.raw()
         worker_pids: List[int] = []
@@ -2200,6 +2208,7 @@ class Harness:
                     i += 1
                     if i == skip:
                         stat0 = cpu_stat()
+                        loop_faults0 = thread_minor_faults(loop_tid)
                         ins0 = insitu.snapshot()
                         raw0 = insitu.raw()
                         worker_pids = [w.pid for w in (getattr(it, "_workers", None) or [])] if epochs == 1 else []
@@ -2222,6 +2231,7 @@ class Harness:
                 if epochs > 1 and ep < epochs - 1:
                     del it
                     it = None
+            loop_faults1 = thread_minor_faults(loop_tid)
             dev.sync()
             if pin0 is not None:
                 pin1, pcpu1 = pin_meter.snapshot(), PinThreadMeter.thread_cpu_s(it)
@@ -2269,6 +2279,8 @@ class Harness:
             # unpinned batch's release of the worker's mapping: run 19 inferred it from the step's rest)
             "copy_call_s": summarize([TC[j] - T1[j] for j in range(skip, n)]),
             "release_s": summarize([T4[j] - T3[j] for j in range(skip, n)]),
+            "loop_minor_faults_per_step": ((loop_faults1 - loop_faults0) / meas
+                                           if loop_faults0 is not None and loop_faults1 is not None else None),
             "data_wait_fraction": sum(waits) / host_window if host_window > 0 else None,
             "iter_create_s": iter_s,
             "first_batch_s": T1[0] - T0[0],

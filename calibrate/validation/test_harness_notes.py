@@ -35,6 +35,10 @@ class CaseLogNotes(unittest.TestCase):
         m = {"loop_host_s": {"mean": 0.033}, "copy_call_s": {"mean": 0.0073}, "release_s": {"mean": 0.006}}
         self.assertEqual(loop_parts_note(m), "loop .to() 7.30 / launches 25.70 / drop 6.00 ms, ")
         self.assertEqual(loop_parts_note({"loop_host_s": {"mean": 0.033}}), "")   # results before run 20's plan
+        m["loop_minor_faults_per_step"] = 1.4                                     # since run 29's session
+        self.assertEqual(loop_parts_note(m), "loop .to() 7.30 / launches 25.70 / drop 6.00 ms, 1 faults a step, ")
+        m["loop_minor_faults_per_step"] = None                                    # /proc unreadable: left out
+        self.assertEqual(loop_parts_note(m), "loop .to() 7.30 / launches 25.70 / drop 6.00 ms, ")
         # since run 26's plan: next()'s wall and the loop thread's CPU inside it
         m.update(data_wait_s={"mean": 0.0017}, data_wait_cpu_s={"mean": 0.0012})
         self.assertEqual(loop_parts_note(m), "loop next() 1.70 (cpu 1.20) / .to() 7.30 / launches 25.70 / drop 6.00 ms, ")
