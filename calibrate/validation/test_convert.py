@@ -1547,6 +1547,12 @@ class ProbeStepTest(unittest.TestCase):
         # a GEMM loop: 5 more faults a step beside than alone, under the 20 that decide: it does not need the map
         self.assertEqual(probe.memory_map_fragment(dict(res, beside_faults_per_step=6.0)),
                          {"training": {"host_needs_memory_map": False}})
+        # run 29's GIL call (finding 5): 26.67 ms alone, 36.27 beside, 1 / 1 faults: the fragment says false, and
+        # the summary says the step still ran 9.60 ms (36%) slower; a step within 5% of its time alone gets no note
+        run29 = dict(res, rate=1.01, alone_s=0.02667, beside_s=0.03627, beside_faults_per_step=1.0)
+        self.assertEqual(probe.memory_map_fragment(run29), {"training": {"host_needs_memory_map": False}})
+        self.assertIn("but the step ran 9.60 ms (36%) slower", probe._human_memory_map(run29))
+        self.assertNotIn("slower", probe._human_memory_map(dict(run29, beside_s=0.0275)))
         # no fault counts (not Linux), or no reading: no keys
         self.assertEqual(probe.memory_map_fragment(dict(res, alone_faults_per_step=None)), {})
         self.assertIn("not measured (RuntimeError: no CUDA", probe._human_memory_map(
