@@ -16,8 +16,13 @@ the workers idle (under `idle_busy_workers` busy cores) or `max_alone_factor` x 
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeplan_probe import workers_cpu_s as probe_workers_cpu_s  # noqa: E402  (torch-free)
 
 IDLE_BUSY_WORKERS = 0.1          # busy cores of all workers together under which a step ran beside idle workers
 BLOCK_STEPS = 16                 # steps a beside block; an alone block's steps clear of the workers
@@ -38,14 +43,9 @@ def process_cpu_s(pid: int, proc_root: str = "/proc") -> Optional[float]:
 
 
 def workers_cpu_s(pids: Sequence[int], proc_root: str = "/proc") -> Optional[float]:
-    """The workers' CPU seconds so far, summed, or None when any of them cannot be read."""
-    total = 0.0
-    for pid in pids:
-        s = process_cpu_s(pid, proc_root)
-        if s is None:
-            return None
-        total += s
-    return total
+    """The workers' CPU seconds so far, summed (pipeplan_probe.workers_cpu_s with process_cpu_s's reading), or None
+    when any of them cannot be read."""
+    return probe_workers_cpu_s(pids, read=lambda pid: process_cpu_s(pid, proc_root))
 
 
 def run_blocks(step: Callable[[], Any], finish: Callable[[Any], None], take: Callable[[], Any],

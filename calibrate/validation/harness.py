@@ -39,6 +39,7 @@ from typing import List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
+from pipeplan_probe import tensors_in as probe_tensors_in  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -662,14 +663,8 @@ def copy_into_pinned(t, bufs, batch):
 
 
 def tensors_in(t, batch):
-    if isinstance(batch, t.Tensor):
-        yield batch
-    elif isinstance(batch, (list, tuple)):
-        for b in batch:
-            yield from tensors_in(t, b)
-    elif isinstance(batch, dict):
-        for b in batch.values():
-            yield from tensors_in(t, b)
+    """The tensors of a collated batch, in order (pipeplan_probe.tensors_in; `t`, torch, kept for the callers)."""
+    return probe_tensors_in(batch)
 
 
 # ============================================================================ GPU steps
@@ -1489,7 +1484,7 @@ class Harness:
             next(it)
         return dl, it
 
-    def _pin_memory_interleaved(self, model, gb, kind, bs, nw, pin):
+    def _pin_memory_interleaved(self, model, gb, kind, bs, nw):
         """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
         samples, `nw` workers) and pin_memory()s it, in blocks of MEMORY_MAP_BLOCK_STEPS steps, alone first and last
         (MEMORY_MAP_ROUNDS beside blocks): the user helper's pipeplan_probe.time_step_beside_pin with the harness's
@@ -1499,7 +1494,7 @@ class Harness:
         from pipeplan_probe import time_step_beside_pin
         return time_step_beside_pin(lambda: model(gb), CachedDataset(self.samples_cache[kind]),
                                     collate_fn=self.collate_fn(kind), batch_size=bs, num_workers=nw,
-                                    sync=lambda loss: float(loss.item()), pin=pin)
+                                    sync=lambda loss: float(loss.item()))   # its pin work: pin_memory() each tensor
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
@@ -1610,7 +1605,7 @@ class Harness:
         # blocks in turn, alone first and last, and each beside block is read against its two neighbours
         # (timeline_analysis.interleaved_stall_rate): convert's memory_map_rate prefers this reading.
         try:
-            res["pin_memory_interleaved"] = self._pin_memory_interleaved(model, gb, kind, bs, nw, pin)
+            res["pin_memory_interleaved"] = self._pin_memory_interleaved(model, gb, kind, bs, nw)
         except Exception as e:                 # a diagnostic: the parts above stand without it
             res["pin_memory_interleaved"] = {"error": f"{e.__class__.__name__}: {e}"}
         del gb, private

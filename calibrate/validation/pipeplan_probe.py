@@ -77,7 +77,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 __all__ = ["summarize", "nbytes_of", "time_getitem", "time_collate", "time_in_worker", "process_cpu_s", "probe",
            "insitu_diff", "workers_cpu_s", "workers_cpu_per_batch", "json_default",
            "scenario_fragment", "load_callable", "time_step", "gpu_step_time_s", "training_fragment",
-           "merge_fragments", "scenario_with", "time_step_beside_pin", "memory_map_fragment"]
+           "merge_fragments", "scenario_with", "time_step_beside_pin", "memory_map_fragment", "tensors_in"]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -468,13 +468,15 @@ def worker_spread(per_worker: Sequence[Sequence[float]]) -> Optional[Dict[str, A
             "worker_spread_cv_raw": math.sqrt(between) / grand}
 
 
-def workers_cpu_s(pids: Sequence[int]) -> Optional[float]:
-    """Total CPU seconds (all threads) of the given worker processes; None if any cannot be read."""
+def workers_cpu_s(pids: Sequence[int],
+                  read: Callable[[int], Optional[float]] = process_cpu_s) -> Optional[float]:
+    """Total CPU seconds (all threads) of the given worker processes; None if any cannot be read. `read` is the
+    per-process reading (beside_workers passes its finer /proc/<pid>/schedstat one)."""
     if not pids:
         return None
     total = 0.0
     for pid in pids:
-        c = process_cpu_s(pid)
+        c = read(pid)
         if c is None:
             return None
         total += c
@@ -750,21 +752,21 @@ def _validation_module(name: str):
     return importlib.import_module(name)
 
 
-def _tensors_in(obj: Any) -> List[Any]:
+def tensors_in(obj: Any) -> List[Any]:
     """The tensors of a collated batch (a tensor, or lists, tuples and dicts of them), in order."""
     if hasattr(obj, "pin_memory") and hasattr(obj, "data_ptr"):
         return [obj]
     if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _tensors_in(v)]
+        return [t for v in obj.values() for t in tensors_in(v)]
     if isinstance(obj, (list, tuple)):
-        return [t for v in obj for t in _tensors_in(v)]
+        return [t for v in obj for t in tensors_in(v)]
     return []
 
 
 def _pin_each(batch: Any) -> None:
     """What PyTorch's pin thread does to a batch: pin_memory() on each tensor (the caching host allocator's block,
     dropped here at once)."""
-    for x in _tensors_in(batch):
+    for x in tensors_in(batch):
         x.pin_memory()
 
 
