@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
-from pipeplan_probe import MEMORY_MAP_FAULTS_PER_STEP, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
+from pipeplan_probe import block_excess_s, memory_map_needed, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
 
 TARGETS = {
     "median_abs_throughput_err": 0.05,
@@ -722,20 +722,41 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
 MEMORY_MAP_EXPOSED_RATIO = 1.25
 
 
+# The calls of runs 18-27 have no interleaved blocks. Their pin parts' windows count the loop thread's minor faults:
+# 49-64 more a step beside the work on workers' mappings for the ResNet-50 loops, 4-5 for the GEMM loops (mm:5,
+# mm:25). Run 30 (finding 1) showed these to be copy-on-write after each part's fresh DataLoader fork (the late
+# halves read 1 a step), so they count the pages a loop writes, not its stalls; but they tell the same loops apart
+# as the interleaved rule does in every call that has both (runs 28-30), where the windows' drift does not.
+MEMORY_MAP_FAULTS_PER_STEP = 20.0
+
+
+def memory_map_gil_bound_s(comp: Dict[str, Any]) -> Optional[float]:
+    """The most a step's GIL wait can cost the loop beside the pin work: the helper's receive CPU per batch (one
+    batch a step), from the interleaved blocks' own helper (since the twenty-sixth session), else the pin parts'
+    receive part (receive and release), else the transport's receive per batch."""
+    c = comp.get("host_beside_pin_parts") or {}
+    for v in ((c.get("pin_memory_interleaved") or {}).get("receive_cpu_s_per_batch"),
+              c.get("receive_thread_cpu_s_per_batch"),
+              (comp.get("transport") or {}).get("receive_s_per_batch")):
+        x = positive_mean(v)
+        if x is not None:
+            return x
+    return None
+
+
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
-    component host_beside_pin_parts (since run 17): the loop's host time beside a thread that receives and
-    first-touches each batch ("touch"; in run 17's first call, which lacked it, "copy") against beside a thread
-    copying a private, already-touched batch ("private_copy"; lacking it, the mean of alone and alone again).
-    Without it (run 16), from host_beside_loader: the loop beside a pinning DataLoader against the mean of its
-    windows alone (run 17 found the bulk of that slowdown to be the work on the workers' mappings: finding 1).
-    Where the harness counted the loop's minor page faults there (since run 18), they decide: the map is needed when
-    the loop faults MEMORY_MAP_FAULTS_PER_STEP a step more beside the pin thread's work than beside the private copy.
-    Else it needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beyond its own
-    wander) and slowed by more than the receive's whole CPU per batch (the helper's "receive" CPU, or the
-    transport's receive per batch): an upper bound of the GIL-held unpickling, which the model already lands in
-    the loop's step, so that a light loop that only waits for the GIL is not taken for one that needs the map.
-    None where the call measured neither (the simulator's default: the loop never waits for the map)."""
+    component host_beside_pin_parts (since run 17). Where it has interleaved blocks (pin_memory_interleaved, since
+    run 28): the loop's excess a step beside pin_memory() must pass the helper's receive CPU per batch, the most
+    the GIL explains, at 95% over the blocks (pipeplan_probe.memory_map_needed, the helper's rule too; validation
+    run 30, finding 1). Else, where the parts counted the loop's minor faults (since run 18): more than
+    MEMORY_MAP_FAULTS_PER_STEP a step beside the pin thread's work than beside the private copy (a proxy, above).
+    Else it needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beside
+    "touch", or "copy" in run 17's first call, against "private_copy" or the mean of alone and alone again) and
+    slowed by more than the receive's whole CPU per batch (the GIL bound). Without the parts (run 16): from
+    host_beside_loader, the loop beside a pinning DataLoader against its windows alone (run 17 found the bulk of
+    that slowdown to be the work on the workers' mappings: finding 1). None where the call measured neither (the
+    simulator's default: the loop never waits for the map)."""
     def mean_in(c: Dict[str, Any], key: str) -> Optional[float]:
         return positive_mean(c.get(key))
 
@@ -744,7 +765,12 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
         return sum(alone) / len(alone) if alone else None
     c = comp.get("host_beside_pin_parts") or {}
     if c and "error" not in c:
-        faults = memory_map_needs_per_step(comp)
+        verdict = memory_map_needed(block_excess_s(c.get("pin_memory_interleaved") or {}),
+                                    memory_map_gil_bound_s(comp))
+        if verdict is not None:
+            return bool(verdict["needed"])
+        faults = positive_mean(c.get("pin_memory_loop_minor_faults_per_step")) or \
+            positive_mean(c.get("touch_loop_minor_faults_per_step"))
         private_faults = c.get("private_copy_loop_minor_faults_per_step")     # 0 is a count here
         if faults is not None and isinstance(private_faults, (int, float)) and math.isfinite(private_faults):
             return faults - private_faults >= MEMORY_MAP_FAULTS_PER_STEP
@@ -760,19 +786,6 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     if exposed is None or base is None:
         return None
     return exposed > MEMORY_MAP_EXPOSED_RATIO * base and exposed - base > gil_bound
-
-
-def memory_map_needs_per_step(comp: Dict[str, Any]) -> Optional[float]:
-    """How many times a step the loop needs the memory map beside the pin thread's work (scenario
-    training.memory_map_needs_per_step), from host_beside_pin_parts (since run 18): the loop thread's minor page
-    faults a step beside a helper doing the pin thread's own work (receive and pin_memory(); lacking it, receive and
-    first touch). Run 18: a ResNet-50 loop 50-61 a step there, 1 alone and 1 beside the same work on private memory.
-    None where the call did not count them (the simulator's default interval then holds)."""
-    c = comp.get("host_beside_pin_parts") or {}
-    if not c or "error" in c:
-        return None
-    return positive_mean(c.get("pin_memory_loop_minor_faults_per_step")) or \
-        positive_mean(c.get("touch_loop_minor_faults_per_step"))
 
 
 def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
@@ -930,13 +943,12 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     if tail > 0.0:
         training["launch_tail_s"] = round(tail, 6)
     if loop_needs_memory_map(comp):
+        # how often the loop needs the map is the simulator's default (one need every 0.5 ms of its host work):
+        # the fault counts that set it until run 30 were copy-on-write after a fork (run 30, finding 1)
         training["host_needs_memory_map"] = True
-        needs = memory_map_needs_per_step(comp)
-        if needs is not None:
-            training["memory_map_needs_per_step"] = round(needs, 2)
         rate = memory_map_rate(comp) if memory_map_wait == "pin-parts" else None
         if rate is not None:
-            training["memory_map_wait_s"] = round(memory_map_wait_from_rate(training["host_s_per_step"], needs, rate), 7)
+            training["memory_map_wait_s"] = round(memory_map_wait_from_rate(training["host_s_per_step"], None, rate), 7)
     iso, sus = _iso_sus(step)
     if duty_time_constant_s and duty_shape is not None and sus > iso > 0:
         # the simulator reads the curve at the busy share a step starts with; under a short time constant

@@ -242,10 +242,9 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
         loader = {"batch_size": bs, "num_workers": nw, "pin_memory": True, "drop_last": True, "in_order": True,
                   "collate_s_per_batch": collate_s}
         if loop_needs_memory_map(comps, case["model"]):
+            # how often it needs the map: the simulator's default interval (the fault counts that set it until
+            # single-GPU validation run 30 were copy-on-write after a DataLoader fork: finding 1)
             scen["training"]["host_needs_memory_map"] = True
-            needs = memory_map_needs_per_step(comps, case["model"])
-            if needs is not None:
-                scen["training"]["memory_map_needs_per_step"] = round(needs, 2)
         if nw > 0:
             loader["prefetch_factor"] = int(loader_doc.get("prefetch_factor") or 2)
             loader["persistent_workers"] = False
@@ -298,15 +297,6 @@ def loop_needs_memory_map(comps: Dict[str, Any], model: str) -> Optional[bool]:
     rank that measured it says so (the scenario's ranks are alike). None where it was not measured."""
     verdicts = per_rank_pin_parts(comps, model, C.loop_needs_memory_map)
     return all(verdicts) if verdicts else None
-
-
-def memory_map_needs_per_step(comps: Dict[str, Any], model: str) -> Optional[float]:
-    """How often a step the model's loop needs the memory map (scenario training.memory_map_needs_per_step): the
-    mean over ranks of convert.memory_map_needs_per_step on each rank's loop_beside_pin_parts windows (the loop
-    thread's minor faults a step beside "touch": the DDP harness has no pin_memory part). None where no rank
-    counted them (calls before the fourteenth session): the simulator's default interval then holds."""
-    counts = per_rank_pin_parts(comps, model, C.memory_map_needs_per_step)
-    return sum(counts) / len(counts) if counts else None
 
 
 def ddp_host_costs(comps: Dict[str, Any]) -> Optional[Dict[str, float]]:

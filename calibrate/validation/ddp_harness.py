@@ -1121,8 +1121,9 @@ class Runner:
             t.set_num_threads(1)                         # as PyTorch's pin loop
 
         def counted(window, tokens=None):
-            # the window's host time and the loop thread's minor faults a step (run 18, finding 1: how often the
-            # loop needs the memory map; ddp_convert's training.memory_map_needs_per_step)
+            # the window's host time and the loop thread's minor faults a step (run 18, finding 1; convert's fault
+            # rule for whether the loop needs the memory map; single-GPU run 30, finding 1: copy-on-write after the
+            # window's DataLoader fork, so a proxy for the pages the loop writes, not a count of its stalls)
             f0 = thread_minor_faults(tid)
             res[f"{window}_host_s"] = loop(tokens)
             f1 = thread_minor_faults(tid)

@@ -1496,6 +1496,19 @@ class Harness:
                                     collate_fn=self.collate_fn(kind), batch_size=bs, num_workers=nw,
                                     sync=lambda loss: float(loss.item()))   # its pin work: pin_memory() each tensor
 
+    @staticmethod
+    def _memory_map_verdict_note(parts):
+        """convert's verdict on the pin parts for the log: the blocks' excess a step against the receive's CPU."""
+        from pipeplan_probe import block_excess_s, memory_map_needed
+        from convert import memory_map_gil_bound_s
+        v = memory_map_needed(block_excess_s(parts.get("pin_memory_interleaved") or {}),
+                              memory_map_gil_bound_s({"host_beside_pin_parts": parts}))
+        if v is None:
+            return "; no verdict on the memory map"
+        return (f"; excess {v['excess_s'] * 1e3:.2f} ms a step against the receive's {v['gil_bound_s'] * 1e3:.2f} ms "
+                f"of CPU: t {v['t']:.1f} ({v['t_min']:.2f} needed), "
+                + ("needs the map" if v["needed"] else "does not need the map"))
+
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
         pace_thread.PaceThread, one batch per loop step, at most two ahead, torch.set_num_threads(1) on the thread
@@ -1513,7 +1526,8 @@ class Harness:
                         above glibc's 32 MiB mmap threshold), touch every page, free it (munmap): the mapping work
                         on the process's own memory, no shared memory (since run 18's plan).
         The helper's CPU per batch (thread_time, median) with each, and the loop thread's minor page faults per
-        step in every window (how often the loop itself needs the memory map). Run 17's first reading (B2): the loop took
+        step in every window (run 30, finding 1: copy-on-write after each part's DataLoader fork, not the loop's stalls;
+        the late half of each window reads the steady state). Run 17's first reading (B2): the loop took
         18.6 ms alone, 22.1 beside receive, 30.6 beside copy, 33.5 beside a pinning DataLoader: the GIL-free copy
         slowed it by 8.5 ms. touch and private_copy tell the shared mapping's faults and release (the process's
         memory-map lock) from the copy's CPU and memory traffic."""
@@ -1617,7 +1631,8 @@ class Harness:
                 f"rate {iv['rate']:.2f} (blocks {', '.join('n/a' if r is None else f'{r:.2f}' for r in iv['block_rates'])}"
                 f"); the loop's minor faults a step alone / beside: "
                 + " / ".join("n/a" if iv.get(f) is None else f"{iv[f]:.0f}"
-                             for f in ("alone_faults_per_step", "beside_faults_per_step")))
+                             for f in ("alone_faults_per_step", "beside_faults_per_step"))
+                + self._memory_map_verdict_note(res))
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking a token from a helper thread "
                          "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "

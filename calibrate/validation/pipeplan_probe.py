@@ -56,10 +56,10 @@ The memory map (--memory-map, with --step, --dataset and --num-workers K): a Pyt
 while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
 beside a thread that takes each batch from DataLoader(your dataset, K workers, pin_memory=False) and pin_memory()s
 it, in turn: each beside block against its two alone neighbours gives the loop's loss per second of that work inside
-its steps, and the loop thread's page faults say whether it needs the map at all (training.host_needs_memory_map,
-memory_map_needs_per_step, memory_map_wait_s; docs/scenario.md). The validation harness's same probe read 0.73 / 0.84
-/ 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79 (docs/validation.md, run 28). Needs
-CUDA.
+its steps. It needs the map at all where its excess a step passes what the GIL explains (the helper's receive CPU a
+batch) at 95% over the blocks (training.host_needs_memory_map, memory_map_wait_s; docs/scenario.md). The validation
+harness's same probe read 0.73 / 0.84 / 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79
+(docs/validation.md, run 28). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -718,22 +719,17 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
 # stall, the rate over 8 blocks by about 0.06.
 MEMORY_MAP_BLOCK_STEPS = 8
 MEMORY_MAP_ROUNDS = 8
-# The loop's minor page faults a step beside a thread doing the pin thread's work on workers' mappings, over those
-# beside the same bytes copied from private memory (the converter's baseline) or alone (this helper's; the harness
-# read the same 1 a step for both), from which the loop needs the memory map (where the harness counted them, since
-# run 18). Over runs 18-20 the ResNet-50 loop took 49-60 more a step in every call, the GEMM loops (mm:5, mm:25)
-# 4-5: a count separates them where the time ratio does not scale with the machine (run 20's first lease, a 30 ms
-# loop alone: 1.24 and 1.14 for the same 51-55 faults; finding 2).
-MEMORY_MAP_FAULTS_PER_STEP = 20.0
-
+# Whether a loop needs the memory map, from the interleaved blocks (validation run 30, finding 1): its excess a step
+# beside the pin work must exceed what the GIL alone explains. The helper's receive (unpickling the batch's handles,
+# mapping them) holds the GIL for at most its own CPU time, and the helper takes one batch a step, so a loop that
+# only waits for the GIL loses at most that much a step. The excess must pass that bound by Student's one-sided 95%
+# over the blocks (student_t_95). Over runs 28-30 every ResNet-50 loop passed (t 2.2-9.3: 5.9-10.1 ms a step against
+# 3.8-6.2 ms of receive), the GEMM loops fell far short (mm:5 0.6-0.8 ms against 3.9-5.4, mm:25 1.0 against 4.7).
+# The fault counts this rule replaces were copy-on-write after each part's DataLoader fork: run 30's late halves
+# read 1 a step in every part where the whole windows read 55-64, and the cases read 1.
 # The simulator's interval between a loop's needs of the memory map when the scenario gives no count
 # (models/cost_models.hpp: kMemoryMapCheckIntervalS; docs/model.md, the memory map).
 MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
-
-# --memory-map's summary notes a step that ran this share slower beside the pin work while its fault count said it
-# does not need the map (validation run 29: 36 % slower, 1 / 1 faults).
-MEMORY_MAP_SLOWER_NOTE = 0.05
-
 
 def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
     """training.memory_map_wait_s for a loop that runs at (1 - rate) of its speed while the pin thread works on a
@@ -778,9 +774,10 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     thread) that takes each batch from DataLoader(dataset, num_workers, pin_memory=False) and pin_memory()s it, one
     batch a step, at most two ahead: alone, beside, ..., alone (`rounds` beside blocks). Each step's call is timed
     (its host span); timeline_analysis.interleaved_stall_rate reads each beside block against its alone neighbours
-    (the loop's drift cancels): {"rate", "block_rates", "alone_s", "beside_s", "overlap_s_per_step", "blocks"}, and
-    the loop thread's minor faults a step alone and beside (/proc; None off Linux). `pin` replaces the pin work
-    (tests). {"error": why} where the blocks give no reading."""
+    (the loop's drift cancels): {"rate", "block_rates", "block_excess_s", "alone_s", "beside_s", "overlap_s_per_step",
+    "blocks"}, the helper's CPU for each batch's receive (median, "receive_cpu_s_per_batch": the most a step's GIL
+    wait can cost beside it) and the loop thread's minor faults a step alone and beside (/proc; None off Linux).
+    `pin` replaces the pin work (tests). {"error": why} where the blocks give no reading."""
     import threading
     import torch
     from torch.utils.data import DataLoader, IterableDataset
@@ -809,7 +806,15 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     blocks: List[Dict[str, Any]] = []
     faults: Dict[bool, List[float]] = {False: [], True: []}
     work = pace_thread.spanned(pin or _pin_each, work_spans)
-    with pace_thread.PaceThread(source, work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
+    receive_cpu_s: List[float] = []
+
+    def received(src):                         # runs on the helper's thread: its CPU for each batch's receive
+        while True:
+            c0 = time.thread_time()
+            batch = next(src)
+            receive_cpu_s.append(time.thread_time() - c0)
+            yield batch
+    with pace_thread.PaceThread(received(source), work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
         tokens = pt.tokens()
         for i in range(2 * rounds + 1):
             beside = i % 2 == 1
@@ -831,6 +836,7 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
         {"error": "no reading: the pin work never ran inside a step, or no beside block lay between alone ones "
                   "with steps clear of it"}
     out.update({"block_steps": block_steps, "rounds": rounds, "num_workers": num_workers,
+                "receive_cpu_s_per_batch": statistics.median(receive_cpu_s) if receive_cpu_s else None,
                 "alone_faults_per_step": _mean_or_none(faults[False]),
                 "beside_faults_per_step": _mean_or_none(faults[True])})
     return out
@@ -840,22 +846,62 @@ def _mean_or_none(xs: Sequence[float]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
 
+# Student's t, one-sided 95%, by degrees of freedom 1-10 (tables); beyond, z + (z^3 + z) / (4 df), within 1% there.
+_T95_ONE_SIDED = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+
+
+def student_t_95(df: int) -> float:
+    """Student's t quantile, one-sided 95%, at `df` degrees of freedom (df >= 1)."""
+    if df <= len(_T95_ONE_SIDED):
+        return _T95_ONE_SIDED[df - 1]
+    z = 1.6449
+    return z + (z ** 3 + z) / (4.0 * df)
+
+
+def block_excess_s(res: Dict[str, Any]) -> List[float]:
+    """Each beside block's excess a step over its alone neighbours (interleaved_stall_rate's block_excess_s, since
+    the twenty-sixth session; before, each block's rate times the mean overlap, which is what the rate was made of
+    up to the blocks' own overlap)."""
+    xs = res.get("block_excess_s")
+    if xs is None:
+        ov = res.get("overlap_s_per_step")
+        xs = [r * ov for r in (res.get("block_rates") or []) if r is not None] if isinstance(ov, (int, float)) else []
+    return [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+
+
+def memory_map_needed(excess_s: Sequence[float], gil_bound_s: Optional[float]) -> Optional[Dict[str, Any]]:
+    """Whether the loop needs the memory map: its beside blocks' excess a step (block_excess_s) beyond gil_bound_s,
+    the helper's receive CPU per batch (one batch a step), at Student's one-sided 95% over the blocks: {"needed", "excess_s" (mean), "gil_bound_s", "t", "t_min", "blocks"}. None with fewer than 3 blocks or
+    no bound. Run 30's GIL call: 10.11 ms (block sd 2.36) against 6.23 ms over 8 blocks, t 4.6 > 1.895: needed."""
+    xs = list(excess_s)
+    if len(xs) < 3 or not isinstance(gil_bound_s, (int, float)) or not math.isfinite(gil_bound_s):
+        return None
+    mean = sum(xs) / len(xs)
+    se = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+    margin = mean - float(gil_bound_s)
+    t = margin / se if se > 0 else math.copysign(math.inf, margin)
+    t_min = student_t_95(len(xs) - 1)
+    return {"needed": t >= t_min, "excess_s": mean, "gil_bound_s": float(gil_bound_s), "t": t, "t_min": t_min,
+            "blocks": len(xs)}
+
+
 def memory_map_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where it faults
-    MEMORY_MAP_FAULTS_PER_STEP a step more beside the pin work than alone: then training.host_needs_memory_map,
-    memory_map_needs_per_step (its faults a step beside) and, where the rate is one (0 < r < 1),
-    training.memory_map_wait_s = interval x r / (1 - r), the interval its host time alone over its needs
-    (memory_map_wait_from_rate, the converter's too: r 0.75 at 0.45 ms is 1.35 ms). Without fault counts: nothing (the
-    simulator's default, no stall). A step that faults no more beside: host_needs_memory_map false."""
-    alone, beside = res.get("alone_faults_per_step"), res.get("beside_faults_per_step")
-    if alone is None or beside is None:
+    """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where its excess a step
+    beside the pin work passes the helper's receive CPU per batch (memory_map_needed: more than the GIL explains):
+    then training.host_needs_memory_map and, where the rate is one (0 < r < 1), training.memory_map_wait_s =
+    interval x r / (1 - r), the interval its host time alone over the simulator's default need interval
+    (memory_map_wait_from_rate, the converter's too: r 0.75 at 0.45 ms is 1.35 ms). Where the excess does not pass
+    it: host_needs_memory_map false. Without a verdict (no receive timing, too few blocks): nothing (the
+    simulator's default, no stall)."""
+    verdict = memory_map_needed(block_excess_s(res), res.get("receive_cpu_s_per_batch"))
+    if verdict is None:
         return {}
-    if beside - alone < MEMORY_MAP_FAULTS_PER_STEP:
+    if not verdict["needed"]:
         return {"training": {"host_needs_memory_map": False}}
-    tr: Dict[str, Any] = {"host_needs_memory_map": True, "memory_map_needs_per_step": round(float(beside), 2)}
+    tr: Dict[str, Any] = {"host_needs_memory_map": True}
     rate, host = res.get("rate"), res.get("alone_s")
     if isinstance(rate, (int, float)) and 0.0 < rate < 1.0 and isinstance(host, (int, float)) and host > 0:
-        tr["memory_map_wait_s"] = round(memory_map_wait_from_rate(float(host), float(beside), float(rate)), 7)
+        tr["memory_map_wait_s"] = round(memory_map_wait_from_rate(float(host), None, float(rate)), 7)
     return {"training": tr}
 
 
@@ -917,7 +963,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-map", action="store_true",
                     help="with --step, --dataset and --num-workers K: also time the step alone and beside a thread "
                          "pin_memory()ing your loader's batches in interleaved blocks; fills "
-                         "training.host_needs_memory_map, memory_map_needs_per_step and memory_map_wait_s (needs CUDA)")
+                         "training.host_needs_memory_map and memory_map_wait_s (needs CUDA)")
     ap.add_argument("--dataset-args", default="[]",
                     help="JSON list of positional args for the dataset callable")
     ap.add_argument("--collate", default=None, help="module:callable collate_fn "
@@ -1116,26 +1162,19 @@ def _human_memory_map(mm: Dict[str, Any]) -> str:
     if "rate" not in mm:
         return f"memory map             not measured ({mm.get('error', 'no reading')}): its keys left to you"
     tr = memory_map_fragment(mm).get("training", {})
-    af, bf = mm.get("alone_faults_per_step"), mm.get("beside_faults_per_step")
-    faults = f"{af:.0f} / {bf:.0f} faults a step" if af is not None and bf is not None else "no fault counts"
     line = (f"memory map             step {mm['alone_s']*1e3:.2f} ms alone, {mm['beside_s']*1e3:.2f} beside pin_memory() "
-            f"({mm['overlap_s_per_step']*1e3:.2f} ms of it inside a step; {faults}): loses {mm['rate']:.2f} per second "
-            f"of it over {mm['blocks']} blocks")
+            f"({mm['overlap_s_per_step']*1e3:.2f} ms of it inside a step): loses {mm['rate']:.2f} per second of it "
+            f"over {mm['blocks']} blocks")
+    verdict = memory_map_needed(block_excess_s(mm), mm.get("receive_cpu_s_per_batch"))
+    if verdict is None:
+        return line + "; no verdict (no receive timing or under 3 blocks): host_needs_memory_map left to you"
+    line += (f"; {verdict['excess_s']*1e3:.2f} ms a step against the receive's {verdict['gil_bound_s']*1e3:.2f} ms "
+             f"of CPU, the most the GIL explains (t {verdict['t']:.1f}, {verdict['t_min']:.2f} needed)")
     if tr.get("memory_map_wait_s") is not None:
         return line + f"; needs the map: training.memory_map_wait_s {tr['memory_map_wait_s']*1e3:.3f} ms"
     if tr.get("host_needs_memory_map"):
         return line + "; needs the map, the rate no rate: stops while the pin thread maps (the default wait)"
-    if not tr:
-        return line
-    line += "; does not need the map (host_needs_memory_map false)"
-    slower_s = mm["beside_s"] - mm["alone_s"]
-    if slower_s >= MEMORY_MAP_SLOWER_NOTE * mm["alone_s"]:
-        # validation run 29, finding 5: a loop can stall beside the pin work without faulting more (the harness's
-        # own loop in these blocks: 1 / 1 faults, 10 ms a step slower), so the count may miss a real stall
-        line += (f"; but the step ran {slower_s * 1e3:.2f} ms ({slower_s / mm['alone_s']:.0%}) slower beside the pin "
-                 "work without faulting more, and the fault count is not a reliable sign (docs/validation.md, run 29, "
-                 "finding 5): for a host-bound step, compare a prediction with training.host_needs_memory_map true")
-    return line
+    return line + "; does not need the map (host_needs_memory_map false)"
 
 
 def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[str],

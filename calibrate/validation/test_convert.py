@@ -563,18 +563,64 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.023)
         self.assertEqual(convert.loop_host_s({}, step, curve, "alone-median"), 0.024)
 
-    def test_the_loops_needs_of_the_memory_map_are_its_faults_beside_the_pin_threads_work(self):
-        # run 18's GIL call: 60.5 minor faults a step beside receive + pin_memory(), 56.5 beside receive + touch
-        parts = {"pin_memory_loop_minor_faults_per_step": 60.47, "touch_loop_minor_faults_per_step": 56.5,
-                 "alone_loop_minor_faults_per_step": 1.17}
-        self.assertEqual(convert.memory_map_needs_per_step({"host_beside_pin_parts": parts}), 60.47)
-        # lacking the pin_memory part's count, the touch part's
-        del parts["pin_memory_loop_minor_faults_per_step"]
-        self.assertEqual(convert.memory_map_needs_per_step({"host_beside_pin_parts": parts}), 56.5)
-        # not counted (run 17) or failed: none, the simulator's default interval holds
-        self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"touch_host_s": {"mean": 0.03}}}))
-        self.assertIsNone(convert.memory_map_needs_per_step({"host_beside_pin_parts": {"error": "RuntimeError: x"}}))
-        self.assertIsNone(convert.memory_map_needs_per_step({}))
+    def test_the_memory_map_verdict_is_the_blocks_excess_beyond_the_gil_at_95_percent(self):
+        # Student's one-sided 95% quantiles (tables) and the approximation beyond 10 degrees of freedom (df 20: 1.725)
+        self.assertEqual(probe.student_t_95(1), 6.314)
+        self.assertEqual(probe.student_t_95(7), 1.895)
+        self.assertAlmostEqual(probe.student_t_95(20), 1.725, delta=0.005)
+        # 8 blocks 10 ms a step over their neighbours on average, deviations 0, 2, -2, 1, -1, 3, 0, -3 ms: sd 2 ms
+        # (28 / 7 = 4), standard error 2 / sqrt(8) = 0.7071 ms. Against a 6 ms receive: t = 4 / 0.7071 = 5.66
+        xs = [0.010, 0.012, 0.008, 0.011, 0.009, 0.013, 0.010, 0.007]
+        v = probe.memory_map_needed(xs, 0.006)
+        self.assertTrue(v["needed"])
+        self.assertAlmostEqual(v["t"], 4 / (2 / math.sqrt(8)), places=6)
+        self.assertEqual((v["t_min"], v["blocks"]), (1.895, 8))
+        self.assertAlmostEqual(v["excess_s"], 0.010)
+        # 1.4 ms beyond an 8.6 ms receive: t 1.98, needed; 1.3 ms beyond 8.7: t 1.84, under 1.895: not
+        self.assertTrue(probe.memory_map_needed(xs, 0.0086)["needed"])
+        self.assertFalse(probe.memory_map_needed(xs, 0.0087)["needed"])
+        # every block alike: the sign alone decides; under 3 blocks or without a bound: no verdict
+        self.assertTrue(probe.memory_map_needed([0.01] * 4, 0.006)["needed"])
+        self.assertFalse(probe.memory_map_needed([0.01] * 4, 0.012)["needed"])
+        self.assertIsNone(probe.memory_map_needed(xs[:2], 0.006))
+        self.assertIsNone(probe.memory_map_needed(xs, None))
+        # the blocks' excesses: recorded since the twenty-sixth session, else each block's rate times the mean overlap
+        self.assertEqual(probe.block_excess_s({"block_excess_s": [0.01, None, 0.02]}), [0.01, 0.02])
+        self.assertEqual(probe.block_excess_s({"block_rates": [0.5, None, 1.0], "overlap_s_per_step": 0.01}),
+                         [0.005, 0.01])
+        self.assertEqual(probe.block_excess_s({"rate": 0.5}), [])
+
+    def test_the_interleaved_blocks_decide_whether_the_loop_needs_the_memory_map(self):
+        # run 30's GIL call: the ResNet-50 loop's blocks read 0.73 ... 1.03 per second of 11.06 ms of pin work a
+        # step, 10.11 ms of excess on average against the receive part's 6.23 ms of CPU: t 4.6, it needs the map,
+        # although its windows' fault counts were copy-on-write (62 a step, 1 in the late half)
+        rates = [0.73, 0.85, 0.58, 1.11, 0.75, 1.08, 1.17, 1.03]
+        resnet = {"pin_memory_interleaved": {"rate": 0.91, "block_rates": rates, "overlap_s_per_step": 0.01106,
+                                             "blocks": 8},
+                  "receive_thread_cpu_s_per_batch": 0.00623, "pin_memory_loop_minor_faults_per_step": 62.0,
+                  "private_copy_loop_minor_faults_per_step": 1.0}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": resnet}))
+        # the same blocks against a 10 ms bound: the excess does not pass it at 95%, whatever the faults say
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": dict(
+            resnet, receive_thread_cpu_s_per_batch=0.010)}))
+        # the interleaved helper's own receive timing (since the twenty-sixth session) is the bound where present
+        own = dict(resnet, pin_memory_interleaved=dict(resnet["pin_memory_interleaved"], receive_cpu_s_per_batch=0.010))
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": own}))
+        self.assertAlmostEqual(convert.memory_map_gil_bound_s({"host_beside_pin_parts": own}), 0.010)
+        # run 29's B1 mm:5 loop: 2.21 per second of 0.28 ms (0.62 ms a step) against a 3.89 ms receive: the GIL's
+        mm5 = {"pin_memory_interleaved": {"rate": 2.21, "block_rates": [2.9, 1.2, 2.5, 3.1, 1.4, 2.0, 2.6, 1.98],
+                                          "overlap_s_per_step": 0.00028, "blocks": 8},
+               "receive_thread_cpu_s_per_batch": 0.00389}
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": mm5}))
+        # no receive timing in the parts: the transport's receive per batch is the bound
+        bare = {k: v for k, v in mm5.items() if k != "receive_thread_cpu_s_per_batch"}
+        self.assertEqual(convert.memory_map_gil_bound_s({"host_beside_pin_parts": bare,
+                                                         "transport": {"receive_s_per_batch": 0.005}}), 0.005)
+        self.assertIsNone(convert.memory_map_gil_bound_s({"host_beside_pin_parts": bare}))
+        # interleaved blocks that failed, or no bound: the fault counts decide as before run 30
+        failed = dict(resnet, pin_memory_interleaved={"error": "RuntimeError: x"},
+                      receive_thread_cpu_s_per_batch=0.010)
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": failed}))
 
     def test_a_loop_slowed_at_the_pin_parts_rate_waits_that_share_of_each_need_interval(self):
         # run 26's pinned GIL loop: 27.35 ms of launches, 60.23 needs a step (0.454 ms apart), the cases' rate 0.76:
@@ -621,8 +667,10 @@ class ScenarioTest(unittest.TestCase):
         c["components"]["host_beside_pin_parts"] = parts
         tr = convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="pin-parts")["training"]
         self.assertTrue(tr["host_needs_memory_map"])
+        # at the simulator's default need interval: the parts' fault counts were copy-on-write (run 30, finding 1)
         self.assertAlmostEqual(tr["memory_map_wait_s"],
-                               convert.memory_map_wait_from_rate(tr["host_s_per_step"], 60.23, rate), places=7)
+                               convert.memory_map_wait_from_rate(tr["host_s_per_step"], None, rate), places=7)
+        self.assertNotIn("memory_map_needs_per_step", tr)
         self.assertEqual(convert.scenario_for(c, {"cpu_cores": 16})["training"]["memory_map_wait_s"], tr["memory_map_wait_s"])
         self.assertNotIn("memory_map_wait_s",
                          convert.scenario_for(c, {"cpu_cores": 16}, memory_map_wait="off")["training"])
@@ -1528,33 +1576,35 @@ class ProbeStepTest(unittest.TestCase):
         self.assertNotIn("gpu_step_s", res)
 
     def test_memory_map_fragment_by_hand(self):
-        # run 28's GIL call: the loop 23.56 ms alone, 61 faults a step beside pin_memory() (1 alone), rate 0.73:
-        # one need every 23.56 / 61 = 0.386 ms, each waiting 0.386 x 0.73 / 0.27 = 1.044 ms
+        # run 28's GIL call: the loop 23.56 ms alone, rate 0.73, its 8 blocks 6.70 ms a step over their neighbours
+        # on average (deviations 0, 2, -2, 1, -1, 3, 0, -3 ms: standard error 0.707 ms) against a 4.42 ms receive:
+        # t 3.2, it needs the map. One need every 0.5 ms (the simulator's default), each waiting 0.5 x 0.73 / 0.27
+        # = 1.352 ms
+        excess = [0.0067 + d / 1000 for d in (0, 2, -2, 1, -1, 3, 0, -3)]
         res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
-               "alone_faults_per_step": 1.0, "beside_faults_per_step": 61.0}
+               "block_excess_s": excess, "receive_cpu_s_per_batch": 0.00442,
+               "alone_faults_per_step": 1.0, "beside_faults_per_step": 1.0}
         tr = probe.memory_map_fragment(res)["training"]
+        self.assertEqual(set(tr), {"host_needs_memory_map", "memory_map_wait_s"})
         self.assertTrue(tr["host_needs_memory_map"])
-        self.assertEqual(tr["memory_map_needs_per_step"], 61.0)
-        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.02356 / 61 * 0.73 / 0.27, places=7)
-        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.0010443, places=6)
+        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.0005 * 0.73 / 0.27, places=7)
+        self.assertAlmostEqual(tr["memory_map_wait_s"], 0.0013519, places=6)
         # the converter's formula gives the same wait for the same loop
-        self.assertAlmostEqual(tr["memory_map_wait_s"], convert.memory_map_wait_from_rate(0.02356, 61.0, 0.73), places=7)
-        self.assertIn("training.memory_map_wait_s 1.044 ms", probe._human_memory_map(res))
-        # a rate that is no rate (the mm:5 loop's 2.21): needs the map, waits the default (the whole mapping)
-        tr = probe.memory_map_fragment(dict(res, rate=2.21))["training"]
-        self.assertEqual(tr, {"host_needs_memory_map": True, "memory_map_needs_per_step": 61.0})
-        self.assertIn("the rate no rate", probe._human_memory_map(dict(res, rate=2.21)))
-        # a GEMM loop: 5 more faults a step beside than alone, under the 20 that decide: it does not need the map
-        self.assertEqual(probe.memory_map_fragment(dict(res, beside_faults_per_step=6.0)),
-                         {"training": {"host_needs_memory_map": False}})
-        # run 29's GIL call (finding 5): 26.67 ms alone, 36.27 beside, 1 / 1 faults: the fragment says false, and
-        # the summary says the step still ran 9.60 ms (36%) slower; a step within 5% of its time alone gets no note
-        run29 = dict(res, rate=1.01, alone_s=0.02667, beside_s=0.03627, beside_faults_per_step=1.0)
-        self.assertEqual(probe.memory_map_fragment(run29), {"training": {"host_needs_memory_map": False}})
-        self.assertIn("but the step ran 9.60 ms (36%) slower", probe._human_memory_map(run29))
-        self.assertNotIn("slower", probe._human_memory_map(dict(run29, beside_s=0.0275)))
-        # no fault counts (not Linux), or no reading: no keys
-        self.assertEqual(probe.memory_map_fragment(dict(res, alone_faults_per_step=None)), {})
+        self.assertAlmostEqual(tr["memory_map_wait_s"], convert.memory_map_wait_from_rate(0.02356, None, 0.73), places=7)
+        text = probe._human_memory_map(res)
+        self.assertIn("6.70 ms a step against the receive's 4.42 ms of CPU", text)
+        self.assertIn("training.memory_map_wait_s 1.352 ms", text)
+        # a rate that is no rate (over 1): needs the map, waits the default (the whole mapping)
+        tr = probe.memory_map_fragment(dict(res, rate=1.3))["training"]
+        self.assertEqual(tr, {"host_needs_memory_map": True})
+        self.assertIn("the rate no rate", probe._human_memory_map(dict(res, rate=1.3)))
+        # a light loop (run 29's mm:5: 0.79 ms a step more against a 5.4 ms receive): the GIL's, no map
+        light = dict(res, block_excess_s=[0.0008, 0.0006, 0.0011, 0.0005], receive_cpu_s_per_batch=0.0054)
+        self.assertEqual(probe.memory_map_fragment(light), {"training": {"host_needs_memory_map": False}})
+        self.assertIn("does not need the map", probe._human_memory_map(light))
+        # no receive timing, or under 3 blocks: no keys, and the summary says so
+        self.assertEqual(probe.memory_map_fragment(dict(res, receive_cpu_s_per_batch=None)), {})
+        self.assertIn("no verdict", probe._human_memory_map(dict(res, block_excess_s=excess[:2])))
         self.assertIn("not measured (RuntimeError: no CUDA", probe._human_memory_map(
             {"error": "RuntimeError: no CUDA device: pin_memory() needs one"}))
 
@@ -1565,7 +1615,7 @@ class ProbeStepTest(unittest.TestCase):
         # workers) it simulates, and the report's memory_map section shows the loop stalling on the map
         pipeplan = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
         res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
-               "alone_faults_per_step": 1.0, "beside_faults_per_step": 61.0}
+               "block_excess_s": [0.0067, 0.0087, 0.0047, 0.0077], "receive_cpu_s_per_batch": 0.00442}
         base = json.load(open(os.path.join(HERE, "..", "..", "scenarios", "default.json")))
         sc = probe.scenario_with(base, probe.memory_map_fragment(res))
         with tempfile.TemporaryDirectory() as d:
@@ -1602,6 +1652,8 @@ class ProbeStepTest(unittest.TestCase):
         self.assertGreater(res["overlap_s_per_step"], 0.0)
         self.assertGreaterEqual(res["alone_s"], 0.004)        # each step's span holds its 4 ms of work
         self.assertLess(res["alone_s"], 0.05)                 # and not the blocks' waits for a token
+        self.assertEqual(len(res["block_excess_s"]), 8)
+        self.assertGreater(res["receive_cpu_s_per_batch"], 0.0)   # the helper's CPU taking each batch
         if sys.platform.startswith("linux"):
             self.assertIsNotNone(res["alone_faults_per_step"])
         # a dataset too small for one whole batch: an error, not an endless wait

@@ -369,8 +369,8 @@ def interleaved_stall_rate(blocks: Sequence[Dict[str, Any]], work_spans: Sequenc
     overlap any work (the helper finishing the batch it started as the block began) are left out of its mean. Each
     beside block's excess is its mean step less the mean of its two alone neighbours' means; the rate is the
     excess summed over the beside blocks over their mean overlap per step summed: {"rate", "block_rates",
-    "alone_s", "beside_s", "overlap_s_per_step", "blocks"}. None without a beside block between two alone blocks
-    that have steps clear of the work, or without overlap."""
+    "block_excess_s", "alone_s", "beside_s", "overlap_s_per_step", "blocks"}. None without a beside block between
+    two alone blocks that have steps clear of the work, or without overlap."""
     overlaps = [span_overlaps(b["spans"], work_spans) for b in blocks]
     alone_mean: List[Optional[float]] = []
     for b, ovs in zip(blocks, overlaps):
@@ -391,7 +391,8 @@ def interleaved_stall_rate(blocks: Sequence[Dict[str, Any]], work_spans: Sequenc
         beside_all.append(mean_step)
     if not excess or sum(covered) <= 0:
         return None
-    return {"rate": sum(excess) / sum(covered), "block_rates": rates, "alone_s": statistics.fmean(alone_all),
+    return {"rate": sum(excess) / sum(covered), "block_rates": rates, "block_excess_s": excess,
+            "alone_s": statistics.fmean(alone_all),
             "beside_s": statistics.fmean(beside_all), "overlap_s_per_step": statistics.fmean(covered),
             "blocks": len(excess)}
 
