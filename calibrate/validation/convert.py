@@ -722,34 +722,22 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
 MEMORY_MAP_EXPOSED_RATIO = 1.25
 
 
-# The calls of runs 18-27 have no interleaved blocks. Their pin parts' windows count the loop thread's minor faults:
-# 49-64 more a step beside the work on workers' mappings for the ResNet-50 loops, 4-5 for the GEMM loops (mm:5,
-# mm:25). Run 30 (finding 1) showed these to be copy-on-write after each part's fresh DataLoader fork (the late
-# halves read 1 a step), so they count the pages a loop writes, not its stalls; but they tell the same loops apart
-# as the interleaved rule does in every call that has both (runs 28-30), where the windows' drift does not.
+# The calls of runs 18-30 have no blocks beside the receive alone. Their pin parts' windows count the loop thread's
+# minor faults: 49-64 more a step beside the work on workers' mappings for the ResNet-50 loops, 4-5 for the GEMM
+# loops (mm:5, mm:25). Run 30 (finding 1) showed these to be copy-on-write after each part's fresh DataLoader fork
+# (the late halves read 1 a step), so they count the pages a loop writes, not its stalls; but they tell apart the
+# loops that the cases' timelines show stalling (ResNet-50: 0.77 a second of pin work, median of 24 cases), where the
+# windows' drift does not.
 MEMORY_MAP_FAULTS_PER_STEP = 20.0
-
-
-def memory_map_gil_bound_s(comp: Dict[str, Any]) -> Optional[float]:
-    """The most a step's GIL wait can cost the loop beside the pin work: the helper's receive CPU per batch (one
-    batch a step), from the interleaved blocks' own helper (since the twenty-sixth session), else the pin parts'
-    receive part (receive and release), else the transport's receive per batch."""
-    c = comp.get("host_beside_pin_parts") or {}
-    for v in ((c.get("pin_memory_interleaved") or {}).get("receive_cpu_s_per_batch"),
-              c.get("receive_thread_cpu_s_per_batch"),
-              (comp.get("transport") or {}).get("receive_s_per_batch")):
-        x = positive_mean(v)
-        if x is not None:
-            return x
-    return None
 
 
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
-    component host_beside_pin_parts (since run 17). Where it has interleaved blocks (pin_memory_interleaved, since
-    run 28): the loop's excess a step beside pin_memory() must pass the helper's receive CPU per batch, the most
-    the GIL explains, at 95% over the blocks (pipeplan_probe.memory_map_needed, the helper's rule too; validation
-    run 30, finding 1). Else, where the parts counted the loop's minor faults (since run 18): more than
+    component host_beside_pin_parts (since run 17). Where its interleaved blocks include blocks beside the receive
+    alone (pin_memory_interleaved.receive_block_excess_s, since the twenty-sixth session): the loop's excess a step
+    beside pin_memory() must pass its excess beside the receive at 95% (pipeplan_probe.memory_map_needed, the
+    helper's rule too; validation run 30, finding 1). Else, where the parts counted the loop's minor faults (since
+    run 18): more than
     MEMORY_MAP_FAULTS_PER_STEP a step beside the pin thread's work than beside the private copy (a proxy, above).
     Else it needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beside
     "touch", or "copy" in run 17's first call, against "private_copy" or the mean of alone and alone again) and
@@ -765,8 +753,8 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
         return sum(alone) / len(alone) if alone else None
     c = comp.get("host_beside_pin_parts") or {}
     if c and "error" not in c:
-        verdict = memory_map_needed(block_excess_s(c.get("pin_memory_interleaved") or {}),
-                                    memory_map_gil_bound_s(comp))
+        interleaved = c.get("pin_memory_interleaved") or {}
+        verdict = memory_map_needed(block_excess_s(interleaved), block_excess_s(interleaved, "receive_block_excess_s"))
         if verdict is not None:
             return bool(verdict["needed"])
         faults = positive_mean(c.get("pin_memory_loop_minor_faults_per_step")) or \

@@ -23,6 +23,33 @@ def resnet50_step(batch_size: int = 64):
     return lambda: step(x)
 
 
+def matmul_step(target_ms: float = 5.0):
+    """A light step: back-to-back bf16 GEMMs of 4096 x 4096 for about `target_ms` of GPU time, a few launches of
+    host work (the validation harness's mm:N steps). Beside ResNet-50's Python-heavy step it shows what a loop that
+    barely needs the interpreter or the memory map reads under `--memory-map` (docs/validation.md, run 30)."""
+    import time
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: this example step needs a GPU")
+    g = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(4096, 4096, generator=g).to("cuda", torch.bfloat16)
+    b = torch.randn(4096, 4096, generator=g).to("cuda", torch.bfloat16)
+    c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    torch.mm(a, b, out=c)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        torch.mm(a, b, out=c)
+    torch.cuda.synchronize()
+    k = max(1, round(target_ms / 1e3 / ((time.perf_counter() - t0) / 20)))
+
+    def step():
+        for _ in range(k):
+            torch.mm(a, b, out=c)
+        return c[0, 0].float()
+    return step
+
+
 def tensor_dataset(n: int = 512):
     """n float32 samples of 3x224x224 (602 kB each, the validation's tensor_f32 kind) in memory: a DataLoader source
     for `pipeplan_probe.py --memory-map` beside resnet50_step, as the harness's pin-parts probe loads its cached

@@ -1498,15 +1498,14 @@ class Harness:
 
     @staticmethod
     def _memory_map_verdict_note(parts):
-        """convert's verdict on the pin parts for the log: the blocks' excess a step against the receive's CPU."""
+        """The memory-map verdict for the log: the loop beside the pin work against beside the receive alone."""
         from pipeplan_probe import block_excess_s, memory_map_needed
-        from convert import memory_map_gil_bound_s
-        v = memory_map_needed(block_excess_s(parts.get("pin_memory_interleaved") or {}),
-                              memory_map_gil_bound_s({"host_beside_pin_parts": parts}))
+        iv = parts.get("pin_memory_interleaved") or {}
+        v = memory_map_needed(block_excess_s(iv), block_excess_s(iv, "receive_block_excess_s"))
         if v is None:
             return "; no verdict on the memory map"
-        return (f"; excess {v['excess_s'] * 1e3:.2f} ms a step against the receive's {v['gil_bound_s'] * 1e3:.2f} ms "
-                f"of CPU: t {v['t']:.1f} ({v['t_min']:.2f} needed), "
+        return (f"; {v['pin_excess_s'] * 1e3:.2f} ms a step slower beside it, {v['receive_excess_s'] * 1e3:.2f} beside "
+                f"the receive alone: t {v['t']:.1f} ({v['t_min']:.2f} needed), "
                 + ("needs the map" if v["needed"] else "does not need the map"))
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):

@@ -56,8 +56,9 @@ The memory map (--memory-map, with --step, --dataset and --num-workers K): a Pyt
 while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
 beside a thread that takes each batch from DataLoader(your dataset, K workers, pin_memory=False) and pin_memory()s
 it, in turn: each beside block against its two alone neighbours gives the loop's loss per second of that work inside
-its steps. It needs the map at all where its excess a step passes what the GIL explains (the helper's receive CPU a
-batch) at 95% over the blocks (training.host_needs_memory_map, memory_map_wait_s; docs/scenario.md). The validation
+its steps. Blocks beside the receive alone (the batch taken and dropped) alternate with them: the loop needs the map
+at all where it runs slower beside the pin work than beside the receive, at 95% over the blocks
+(training.host_needs_memory_map, memory_map_wait_s; docs/scenario.md). The validation
 harness's same probe read 0.73 / 0.84 / 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79
 (docs/validation.md, run 28). Needs CUDA.
 """
@@ -70,7 +71,6 @@ import json
 import math
 import os
 import random
-import statistics
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -714,22 +714,21 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
 
 # ----------------------------------------------------------------------------- the memory map beside the pin thread
 # The interleaved blocks, the harness's host_beside_pin_parts and --memory-map alike (validation run 28, finding 1): 8
-# beside blocks between 9 alone ones, 8 steps each;
-# a ResNet-50 step's spread (cv 10-15%) leaves each block's excess uncertain by about 1.6 ms against about 7 ms of
-# stall, the rate over 8 blocks by about 0.06.
+# blocks beside the pin work and 8 beside its receive alone, between 17 alone ones, 8 steps each; a ResNet-50 step's
+# spread (cv 10-15%) leaves each block's excess uncertain by about 1.6 ms against about 7 ms of stall, the rate over 8
+# blocks by about 0.06.
 MEMORY_MAP_BLOCK_STEPS = 8
 MEMORY_MAP_ROUNDS = 8
-# Whether a loop needs the memory map, from the interleaved blocks (validation run 30, finding 1): its excess a step
-# beside the pin work must exceed what the GIL alone explains. The helper's receive (unpickling the batch's handles,
-# mapping them) holds the GIL for at most its own CPU time, and the helper takes one batch a step, so a loop that
-# only waits for the GIL loses at most that much a step. The excess must pass that bound by Student's one-sided 95%
-# over the blocks (student_t_95). Over runs 28-30 every ResNet-50 loop passed (t 2.2-9.3: 5.9-10.1 ms a step against
-# 3.8-6.2 ms of receive), the GEMM loops fell far short (mm:5 0.6-0.8 ms against 3.9-5.4, mm:25 1.0 against 4.7).
-# The fault counts this rule replaces were copy-on-write after each part's DataLoader fork: run 30's late halves
-# read 1 a step in every part where the whole windows read 55-64, and the cases read 1.
+# Whether a loop needs the memory map (validation run 30, finding 1): its excess a step beside the pin work must pass
+# its excess beside the receive alone (the batch taken and dropped, the interpreter lock's share) at Student's
+# one-sided 95% (Welch, over the blocks). Two rules failed before it. The loop thread's page faults beside the work
+# were copy-on-write after each window's DataLoader fork (run 30's late halves: 1 a step where the windows read
+# 55-64). And the excess against the receive's CPU a batch as the most the lock could cost (run 30's GIL2: a ResNet-50
+# loop 8.28 ms a step slower beside the pin work against 8.04 ms of receive CPU, t 0.2, while its cases stall).
 # The simulator's interval between a loop's needs of the memory map when the scenario gives no count
 # (models/cost_models.hpp: kMemoryMapCheckIntervalS; docs/model.md, the memory map).
 MEMORY_MAP_DEFAULT_NEED_INTERVAL_S = 0.0005
+
 
 def memory_map_wait_from_rate(host_s_per_step: float, needs_per_step: Optional[float], rate: float) -> float:
     """training.memory_map_wait_s for a loop that runs at (1 - rate) of its speed while the pin thread works on a
@@ -771,13 +770,13 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
                          block_steps: int = MEMORY_MAP_BLOCK_STEPS, rounds: int = MEMORY_MAP_ROUNDS,
                          pin: Optional[Callable[[Any], None]] = None) -> Dict[str, Any]:
     """Your step in blocks of `block_steps`, alone and beside a helper thread (torch.set_num_threads(1), as the pin
-    thread) that takes each batch from DataLoader(dataset, num_workers, pin_memory=False) and pin_memory()s it, one
-    batch a step, at most two ahead: alone, beside, ..., alone (`rounds` beside blocks). Each step's call is timed
-    (its host span); timeline_analysis.interleaved_stall_rate reads each beside block against its alone neighbours
-    (the loop's drift cancels): {"rate", "block_rates", "block_excess_s", "alone_s", "beside_s", "overlap_s_per_step",
-    "blocks"}, the helper's CPU for each batch's receive (median, "receive_cpu_s_per_batch": the most a step's GIL
-    wait can cost beside it) and the loop thread's minor faults a step alone and beside (/proc; None off Linux).
-    `pin` replaces the pin work (tests). {"error": why} where the blocks give no reading."""
+    thread) that takes each batch from DataLoader(dataset, num_workers, pin_memory=False), one batch a step, at most
+    two ahead, and either pin_memory()s it (P) or drops it (R: the receive alone): A P A R A P ... A (`rounds` of
+    each). Each step's call is timed (its host span); timeline_analysis reads each beside block against its alone
+    neighbours (the loop's drift cancels): the P blocks' {"rate", "block_rates", "block_excess_s", "alone_s",
+    "beside_s", "overlap_s_per_step", "blocks"}, the R blocks' "receive_block_excess_s", and the loop thread's minor
+    faults a step alone and beside P (/proc; None off Linux). `pin` replaces the pin work (tests). {"error": why}
+    where the P blocks give no reading."""
     import threading
     import torch
     from torch.utils.data import DataLoader, IterableDataset
@@ -805,38 +804,41 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     work_spans: List[Tuple[float, float]] = []
     blocks: List[Dict[str, Any]] = []
     faults: Dict[bool, List[float]] = {False: [], True: []}
-    work = pace_thread.spanned(pin or _pin_each, work_spans)
-    receive_cpu_s: List[float] = []
+    pin_work = pace_thread.spanned(pin or _pin_each, work_spans)
+    mode = {"pin": True}
 
-    def received(src):                         # runs on the helper's thread: its CPU for each batch's receive
-        while True:
-            c0 = time.thread_time()
-            batch = next(src)
-            receive_cpu_s.append(time.thread_time() - c0)
-            yield batch
-    with pace_thread.PaceThread(received(source), work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
+    def work(batch):                           # the helper's mode is set before the alone block ahead of its block
+        if mode["pin"]:
+            pin_work(batch)
+    with pace_thread.PaceThread(source, work=work, ahead=2, on_start=lambda: torch.set_num_threads(1)) as pt:
         tokens = pt.tokens()
-        for i in range(2 * rounds + 1):
-            beside = i % 2 == 1
+        for i in range(4 * rounds + 1):        # A P A R A P A R ... A: P beside the pin work, R beside the receive
+            kind = "alone" if i % 2 == 0 else ("pin" if (i // 2) % 2 == 0 else "receive")
+            if kind == "alone":
+                mode["pin"] = (i // 2) % 2 == 0   # for the beside block after this one
             spans: List[Tuple[float, float]] = []
             f0 = pace_thread.thread_minor_faults(tid)
             for _ in range(block_steps):
-                if beside:
+                if kind != "alone":
                     next(tokens)
                 h0 = time.perf_counter()
                 out = step_fn()
                 spans.append((h0, time.perf_counter()))
                 sync(out)
             f1 = pace_thread.thread_minor_faults(tid)
-            if f0 is not None and f1 is not None:
-                faults[beside].append((f1 - f0) / block_steps)
-            blocks.append({"beside": beside, "spans": spans})
+            if f0 is not None and f1 is not None and kind != "receive":
+                faults[kind == "pin"].append((f1 - f0) / block_steps)
+            blocks.append({"kind": kind, "spans": spans})
     del source, dl
-    out = timeline_analysis.interleaved_stall_rate(blocks, list(work_spans)) or \
+    spans_of_work = list(work_spans)
+    pin_blocks = [dict(b, beside=b["kind"] == "pin") for b in blocks if b["kind"] != "receive"]
+    receive_blocks = [dict(b, beside=b["kind"] == "receive") for b in blocks if b["kind"] != "pin"]
+    out = timeline_analysis.interleaved_stall_rate(pin_blocks, spans_of_work) or \
         {"error": "no reading: the pin work never ran inside a step, or no beside block lay between alone ones "
                   "with steps clear of it"}
-    out.update({"block_steps": block_steps, "rounds": rounds, "num_workers": num_workers,
-                "receive_cpu_s_per_batch": statistics.median(receive_cpu_s) if receive_cpu_s else None,
+    out.update({"receive_block_excess_s": [e for e, _, _, _ in
+                                           timeline_analysis.interleaved_block_excess(receive_blocks, spans_of_work)],
+                "block_steps": block_steps, "rounds": rounds, "num_workers": num_workers,
                 "alone_faults_per_step": _mean_or_none(faults[False]),
                 "beside_faults_per_step": _mean_or_none(faults[True])})
     return out
@@ -846,7 +848,8 @@ def _mean_or_none(xs: Sequence[float]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
 
-# Student's t, one-sided 95%, by degrees of freedom 1-10 (tables); beyond, z + (z^3 + z) / (4 df), within 1% there.
+# Student's t, one-sided 95%, by degrees of freedom 1-10 (tables); beyond, the Cornish-Fisher expansion to 1 / df^2
+# (df 11: 1.795 against the table's 1.796; df 14: 1.761).
 _T95_ONE_SIDED = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
 
 
@@ -855,45 +858,44 @@ def student_t_95(df: int) -> float:
     if df <= len(_T95_ONE_SIDED):
         return _T95_ONE_SIDED[df - 1]
     z = 1.6449
-    return z + (z ** 3 + z) / (4.0 * df)
+    return z + (z ** 3 + z) / (4.0 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96.0 * df ** 2)
 
 
-def block_excess_s(res: Dict[str, Any]) -> List[float]:
-    """Each beside block's excess a step over its alone neighbours (interleaved_stall_rate's block_excess_s, since
-    the twenty-sixth session; before, each block's rate times the mean overlap, which is what the rate was made of
-    up to the blocks' own overlap)."""
-    xs = res.get("block_excess_s")
-    if xs is None:
-        ov = res.get("overlap_s_per_step")
-        xs = [r * ov for r in (res.get("block_rates") or []) if r is not None] if isinstance(ov, (int, float)) else []
-    return [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+def block_excess_s(res: Dict[str, Any], key: str = "block_excess_s") -> List[float]:
+    """The beside blocks' excess a step over their alone neighbours, finite ones: `block_excess_s` (beside the pin
+    work) or `receive_block_excess_s` (beside the receive alone), recorded since the twenty-sixth session."""
+    return [float(x) for x in (res.get(key) or []) if isinstance(x, (int, float)) and math.isfinite(x)]
 
 
-def memory_map_needed(excess_s: Sequence[float], gil_bound_s: Optional[float]) -> Optional[Dict[str, Any]]:
-    """Whether the loop needs the memory map: its beside blocks' excess a step (block_excess_s) beyond gil_bound_s,
-    the helper's receive CPU per batch (one batch a step), at Student's one-sided 95% over the blocks: {"needed", "excess_s" (mean), "gil_bound_s", "t", "t_min", "blocks"}. None with fewer than 3 blocks or
-    no bound. Run 30's GIL call: 10.11 ms (block sd 2.36) against 6.23 ms over 8 blocks, t 4.6 > 1.895: needed."""
-    xs = list(excess_s)
-    if len(xs) < 3 or not isinstance(gil_bound_s, (int, float)) or not math.isfinite(gil_bound_s):
+def memory_map_needed(pin_excess_s: Sequence[float], receive_excess_s: Sequence[float]
+                      ) -> Optional[Dict[str, Any]]:
+    """Whether the loop needs the memory map: its blocks' excess a step beside the pin work over its blocks' excess
+    beside the receive alone (the interpreter lock's share of it), Welch's t at Student's one-sided 95%:
+    {"needed", "pin_excess_s", "receive_excess_s" (means), "t", "t_min", "df", "blocks"}. None with fewer than 3
+    blocks of either. Two blocks' sets of 8 with means 10 and 5 ms and sd 2 ms each: t 5.0 at 14 df, needed."""
+    p, r = list(pin_excess_s), list(receive_excess_s)
+    if len(p) < 3 or len(r) < 3:
         return None
-    mean = sum(xs) / len(xs)
-    se = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
-    margin = mean - float(gil_bound_s)
-    t = margin / se if se > 0 else math.copysign(math.inf, margin)
-    t_min = student_t_95(len(xs) - 1)
-    return {"needed": t >= t_min, "excess_s": mean, "gil_bound_s": float(gil_bound_s), "t": t, "t_min": t_min,
-            "blocks": len(xs)}
+    mp, mr = sum(p) / len(p), sum(r) / len(r)
+    vp = sum((x - mp) ** 2 for x in p) / (len(p) - 1) / len(p)      # the means' variances
+    vr = sum((x - mr) ** 2 for x in r) / (len(r) - 1) / len(r)
+    se = math.sqrt(vp + vr)
+    t = (mp - mr) / se if se > 0 else math.copysign(math.inf, mp - mr)
+    # Welch-Satterthwaite; blocks all alike on both sides leave it undefined: the smaller count's
+    df = (vp + vr) ** 2 / (vp ** 2 / (len(p) - 1) + vr ** 2 / (len(r) - 1)) if vp + vr > 0 else min(len(p), len(r)) - 1
+    t_min = student_t_95(max(1, int(df)))
+    return {"needed": t >= t_min, "pin_excess_s": mp, "receive_excess_s": mr, "t": t, "t_min": t_min, "df": df,
+            "blocks": len(p) + len(r)}
 
 
 def memory_map_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where its excess a step
-    beside the pin work passes the helper's receive CPU per batch (memory_map_needed: more than the GIL explains):
-    then training.host_needs_memory_map and, where the rate is one (0 < r < 1), training.memory_map_wait_s =
-    interval x r / (1 - r), the interval its host time alone over the simulator's default need interval
-    (memory_map_wait_from_rate, the converter's too: r 0.75 at 0.45 ms is 1.35 ms). Where the excess does not pass
-    it: host_needs_memory_map false. Without a verdict (no receive timing, too few blocks): nothing (the
-    simulator's default, no stall)."""
-    verdict = memory_map_needed(block_excess_s(res), res.get("receive_cpu_s_per_batch"))
+    """The scenario keys a time_step_beside_pin result fills. The loop needs the memory map where it runs slower
+    beside the pin work than beside the receive alone (memory_map_needed): then training.host_needs_memory_map
+    and, where the rate is one (0 < r < 1), training.memory_map_wait_s = interval x r / (1 - r) at the simulator's
+    default need interval (memory_map_wait_from_rate, the converter's too: r 0.75 at 0.5 ms is 1.5 ms). Where it
+    does not: host_needs_memory_map false. Without a verdict (too few blocks): nothing (the simulator's default,
+    no stall)."""
+    verdict = memory_map_needed(block_excess_s(res), block_excess_s(res, "receive_block_excess_s"))
     if verdict is None:
         return {}
     if not verdict["needed"]:
@@ -1165,11 +1167,11 @@ def _human_memory_map(mm: Dict[str, Any]) -> str:
     line = (f"memory map             step {mm['alone_s']*1e3:.2f} ms alone, {mm['beside_s']*1e3:.2f} beside pin_memory() "
             f"({mm['overlap_s_per_step']*1e3:.2f} ms of it inside a step): loses {mm['rate']:.2f} per second of it "
             f"over {mm['blocks']} blocks")
-    verdict = memory_map_needed(block_excess_s(mm), mm.get("receive_cpu_s_per_batch"))
+    verdict = memory_map_needed(block_excess_s(mm), block_excess_s(mm, "receive_block_excess_s"))
     if verdict is None:
-        return line + "; no verdict (no receive timing or under 3 blocks): host_needs_memory_map left to you"
-    line += (f"; {verdict['excess_s']*1e3:.2f} ms a step against the receive's {verdict['gil_bound_s']*1e3:.2f} ms "
-             f"of CPU, the most the GIL explains (t {verdict['t']:.1f}, {verdict['t_min']:.2f} needed)")
+        return line + "; no verdict (under 3 blocks beside the pin work or beside the receive alone)"
+    line += (f"; {verdict['pin_excess_s']*1e3:.2f} ms a step slower beside it, {verdict['receive_excess_s']*1e3:.2f} "
+             f"beside the receive alone (t {verdict['t']:.1f}, {verdict['t_min']:.2f} needed)")
     if tr.get("memory_map_wait_s") is not None:
         return line + f"; needs the map: training.memory_map_wait_s {tr['memory_map_wait_s']*1e3:.3f} ms"
     if tr.get("host_needs_memory_map"):

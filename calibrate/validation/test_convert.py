@@ -563,64 +563,64 @@ class ScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(convert.loop_host_s(comp, step, curve, "alone-median"), 0.023)
         self.assertEqual(convert.loop_host_s({}, step, curve, "alone-median"), 0.024)
 
-    def test_the_memory_map_verdict_is_the_blocks_excess_beyond_the_gil_at_95_percent(self):
-        # Student's one-sided 95% quantiles (tables) and the approximation beyond 10 degrees of freedom (df 20: 1.725)
+    def test_the_memory_map_verdict_is_welchs_t_of_the_pin_blocks_over_the_receive_blocks(self):
+        # Student's one-sided 95% quantiles (tables) and the approximation beyond 10 degrees of freedom, against the
+        # tables' 1.796 (11), 1.725 (20) and 1.697 (30)
         self.assertEqual(probe.student_t_95(1), 6.314)
         self.assertEqual(probe.student_t_95(7), 1.895)
-        self.assertAlmostEqual(probe.student_t_95(20), 1.725, delta=0.005)
-        # 8 blocks 10 ms a step over their neighbours on average, deviations 0, 2, -2, 1, -1, 3, 0, -3 ms: sd 2 ms
-        # (28 / 7 = 4), standard error 2 / sqrt(8) = 0.7071 ms. Against a 6 ms receive: t = 4 / 0.7071 = 5.66
-        xs = [0.010, 0.012, 0.008, 0.011, 0.009, 0.013, 0.010, 0.007]
-        v = probe.memory_map_needed(xs, 0.006)
+        for df, table in ((11, 1.796), (20, 1.725), (30, 1.697)):
+            self.assertAlmostEqual(probe.student_t_95(df), table, delta=0.002)
+        # 8 blocks beside the pin work, 10 ms a step over their neighbours on average, deviations 0, 2, -2, 1, -1, 3,
+        # 0, -3 ms (sd 2 ms: 28 / 7 = 4); 8 beside the receive alone, the same deviations around 5 ms. The means'
+        # variances 4 / 8 = 0.5 ms^2 each: standard error 1 ms, t = 5.0; Welch's df (0.5 + 0.5)^2 / (2 x 0.25 / 7)
+        # = 14, where 95% needs 1.761
+        dev = (0, 2, -2, 1, -1, 3, 0, -3)
+        pin = [0.010 + d / 1000 for d in dev]
+        receive = [0.005 + d / 1000 for d in dev]
+        v = probe.memory_map_needed(pin, receive)
         self.assertTrue(v["needed"])
-        self.assertAlmostEqual(v["t"], 4 / (2 / math.sqrt(8)), places=6)
-        self.assertEqual((v["t_min"], v["blocks"]), (1.895, 8))
-        self.assertAlmostEqual(v["excess_s"], 0.010)
-        # 1.4 ms beyond an 8.6 ms receive: t 1.98, needed; 1.3 ms beyond 8.7: t 1.84, under 1.895: not
-        self.assertTrue(probe.memory_map_needed(xs, 0.0086)["needed"])
-        self.assertFalse(probe.memory_map_needed(xs, 0.0087)["needed"])
-        # every block alike: the sign alone decides; under 3 blocks or without a bound: no verdict
-        self.assertTrue(probe.memory_map_needed([0.01] * 4, 0.006)["needed"])
-        self.assertFalse(probe.memory_map_needed([0.01] * 4, 0.012)["needed"])
-        self.assertIsNone(probe.memory_map_needed(xs[:2], 0.006))
-        self.assertIsNone(probe.memory_map_needed(xs, None))
-        # the blocks' excesses: recorded since the twenty-sixth session, else each block's rate times the mean overlap
-        self.assertEqual(probe.block_excess_s({"block_excess_s": [0.01, None, 0.02]}), [0.01, 0.02])
-        self.assertEqual(probe.block_excess_s({"block_rates": [0.5, None, 1.0], "overlap_s_per_step": 0.01}),
-                         [0.005, 0.01])
+        self.assertAlmostEqual(v["t"], 5.0, places=6)
+        self.assertAlmostEqual(v["df"], 14.0, places=6)
+        self.assertAlmostEqual(v["t_min"], 1.761, delta=0.002)
+        self.assertEqual(v["blocks"], 16)
+        self.assertAlmostEqual(v["pin_excess_s"], 0.010)
+        self.assertAlmostEqual(v["receive_excess_s"], 0.005)
+        # 1.7 ms apart: t 1.7, under 1.761; 1.8 apart: 1.8, over it
+        self.assertFalse(probe.memory_map_needed(pin, [x + 0.0033 for x in receive])["needed"])
+        self.assertTrue(probe.memory_map_needed(pin, [x + 0.0032 for x in receive])["needed"])
+        # the lock's share alone (run 30's GIL2 loop: 8.28 ms a step beside the pin work; as much beside the
+        # receive): not needed; blocks all alike on both sides: the sign decides; under 3 of either: no verdict
+        self.assertFalse(probe.memory_map_needed(pin, pin)["needed"])
+        self.assertTrue(probe.memory_map_needed([0.01] * 4, [0.005] * 4)["needed"])
+        self.assertFalse(probe.memory_map_needed([0.005] * 4, [0.01] * 4)["needed"])
+        self.assertIsNone(probe.memory_map_needed(pin[:2], receive))
+        self.assertIsNone(probe.memory_map_needed(pin, []))
+        # the blocks' excesses, finite ones
+        self.assertEqual(probe.block_excess_s({"block_excess_s": [0.01, None, 0.02, float("nan")]}), [0.01, 0.02])
+        self.assertEqual(probe.block_excess_s({"receive_block_excess_s": [0.004]}, "receive_block_excess_s"), [0.004])
         self.assertEqual(probe.block_excess_s({"rate": 0.5}), [])
 
     def test_the_interleaved_blocks_decide_whether_the_loop_needs_the_memory_map(self):
-        # run 30's GIL call: the ResNet-50 loop's blocks read 0.73 ... 1.03 per second of 11.06 ms of pin work a
-        # step, 10.11 ms of excess on average against the receive part's 6.23 ms of CPU: t 4.6, it needs the map,
-        # although its windows' fault counts were copy-on-write (62 a step, 1 in the late half)
-        rates = [0.73, 0.85, 0.58, 1.11, 0.75, 1.08, 1.17, 1.03]
-        resnet = {"pin_memory_interleaved": {"rate": 0.91, "block_rates": rates, "overlap_s_per_step": 0.01106,
-                                             "blocks": 8},
-                  "receive_thread_cpu_s_per_batch": 0.00623, "pin_memory_loop_minor_faults_per_step": 62.0,
-                  "private_copy_loop_minor_faults_per_step": 1.0}
-        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": resnet}))
-        # the same blocks against a 10 ms bound: the excess does not pass it at 95%, whatever the faults say
+        # blocks beside the pin work 5 ms a step slower than beside the receive alone (t 5.0 above), although the
+        # windows' fault counts say the opposite: the blocks decide
+        dev = (0, 2, -2, 1, -1, 3, 0, -3)
+        iv = {"rate": 0.9, "block_excess_s": [0.010 + d / 1000 for d in dev], "overlap_s_per_step": 0.011,
+              "receive_block_excess_s": [0.005 + d / 1000 for d in dev], "blocks": 8}
+        parts = {"pin_memory_interleaved": iv, "pin_memory_loop_minor_faults_per_step": 2.0,
+                 "private_copy_loop_minor_faults_per_step": 1.0}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": parts}))
+        # as slow beside the receive as beside the pin work (the lock's, a light loop's): not needed, whatever the
+        # faults say
+        same = dict(iv, receive_block_excess_s=iv["block_excess_s"])
         self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": dict(
-            resnet, receive_thread_cpu_s_per_batch=0.010)}))
-        # the interleaved helper's own receive timing (since the twenty-sixth session) is the bound where present
-        own = dict(resnet, pin_memory_interleaved=dict(resnet["pin_memory_interleaved"], receive_cpu_s_per_batch=0.010))
-        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": own}))
-        self.assertAlmostEqual(convert.memory_map_gil_bound_s({"host_beside_pin_parts": own}), 0.010)
-        # run 29's B1 mm:5 loop: 2.21 per second of 0.28 ms (0.62 ms a step) against a 3.89 ms receive: the GIL's
-        mm5 = {"pin_memory_interleaved": {"rate": 2.21, "block_rates": [2.9, 1.2, 2.5, 3.1, 1.4, 2.0, 2.6, 1.98],
-                                          "overlap_s_per_step": 0.00028, "blocks": 8},
-               "receive_thread_cpu_s_per_batch": 0.00389}
-        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": mm5}))
-        # no receive timing in the parts: the transport's receive per batch is the bound
-        bare = {k: v for k, v in mm5.items() if k != "receive_thread_cpu_s_per_batch"}
-        self.assertEqual(convert.memory_map_gil_bound_s({"host_beside_pin_parts": bare,
-                                                         "transport": {"receive_s_per_batch": 0.005}}), 0.005)
-        self.assertIsNone(convert.memory_map_gil_bound_s({"host_beside_pin_parts": bare}))
-        # interleaved blocks that failed, or no bound: the fault counts decide as before run 30
-        failed = dict(resnet, pin_memory_interleaved={"error": "RuntimeError: x"},
-                      receive_thread_cpu_s_per_batch=0.010)
-        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": failed}))
+            parts, pin_memory_interleaved=same, pin_memory_loop_minor_faults_per_step=62.0)}))
+        # run 30's GIL call had no receive blocks: the fault rule (62 a step against 1), as before
+        old = {"pin_memory_interleaved": {"rate": 0.91, "block_rates": [0.73, 0.85, 0.58, 1.11, 0.75, 1.08, 1.17, 1.03],
+                                          "overlap_s_per_step": 0.01106, "blocks": 8},
+               "pin_memory_loop_minor_faults_per_step": 62.0, "private_copy_loop_minor_faults_per_step": 1.0}
+        self.assertTrue(convert.loop_needs_memory_map({"host_beside_pin_parts": old}))
+        self.assertFalse(convert.loop_needs_memory_map({"host_beside_pin_parts": dict(
+            old, pin_memory_loop_minor_faults_per_step=4.1)}))
 
     def test_a_loop_slowed_at_the_pin_parts_rate_waits_that_share_of_each_need_interval(self):
         # run 26's pinned GIL loop: 27.35 ms of launches, 60.23 needs a step (0.454 ms apart), the cases' rate 0.76:
@@ -1576,13 +1576,13 @@ class ProbeStepTest(unittest.TestCase):
         self.assertNotIn("gpu_step_s", res)
 
     def test_memory_map_fragment_by_hand(self):
-        # run 28's GIL call: the loop 23.56 ms alone, rate 0.73, its 8 blocks 6.70 ms a step over their neighbours
-        # on average (deviations 0, 2, -2, 1, -1, 3, 0, -3 ms: standard error 0.707 ms) against a 4.42 ms receive:
-        # t 3.2, it needs the map. One need every 0.5 ms (the simulator's default), each waiting 0.5 x 0.73 / 0.27
-        # = 1.352 ms
-        excess = [0.0067 + d / 1000 for d in (0, 2, -2, 1, -1, 3, 0, -3)]
+        # run 28's GIL call: the loop 23.56 ms alone, rate 0.73; its blocks 6.70 ms a step slower beside the pin work
+        # and 1.70 beside the receive alone (the deviations of the test above: t 5.0), so it needs the map. One need
+        # every 0.5 ms (the simulator's default), each waiting 0.5 x 0.73 / 0.27 = 1.352 ms
+        dev = (0, 2, -2, 1, -1, 3, 0, -3)
         res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
-               "block_excess_s": excess, "receive_cpu_s_per_batch": 0.00442,
+               "block_excess_s": [0.0067 + d / 1000 for d in dev],
+               "receive_block_excess_s": [0.0017 + d / 1000 for d in dev],
                "alone_faults_per_step": 1.0, "beside_faults_per_step": 1.0}
         tr = probe.memory_map_fragment(res)["training"]
         self.assertEqual(set(tr), {"host_needs_memory_map", "memory_map_wait_s"})
@@ -1592,19 +1592,20 @@ class ProbeStepTest(unittest.TestCase):
         # the converter's formula gives the same wait for the same loop
         self.assertAlmostEqual(tr["memory_map_wait_s"], convert.memory_map_wait_from_rate(0.02356, None, 0.73), places=7)
         text = probe._human_memory_map(res)
-        self.assertIn("6.70 ms a step against the receive's 4.42 ms of CPU", text)
+        self.assertIn("6.70 ms a step slower beside it, 1.70 beside the receive alone (t 5.0", text)
         self.assertIn("training.memory_map_wait_s 1.352 ms", text)
         # a rate that is no rate (over 1): needs the map, waits the default (the whole mapping)
         tr = probe.memory_map_fragment(dict(res, rate=1.3))["training"]
         self.assertEqual(tr, {"host_needs_memory_map": True})
         self.assertIn("the rate no rate", probe._human_memory_map(dict(res, rate=1.3)))
-        # a light loop (run 29's mm:5: 0.79 ms a step more against a 5.4 ms receive): the GIL's, no map
-        light = dict(res, block_excess_s=[0.0008, 0.0006, 0.0011, 0.0005], receive_cpu_s_per_batch=0.0054)
+        # as slow beside the receive alone (the interpreter lock's share): no map
+        light = dict(res, receive_block_excess_s=res["block_excess_s"])
         self.assertEqual(probe.memory_map_fragment(light), {"training": {"host_needs_memory_map": False}})
         self.assertIn("does not need the map", probe._human_memory_map(light))
-        # no receive timing, or under 3 blocks: no keys, and the summary says so
-        self.assertEqual(probe.memory_map_fragment(dict(res, receive_cpu_s_per_batch=None)), {})
-        self.assertIn("no verdict", probe._human_memory_map(dict(res, block_excess_s=excess[:2])))
+        # no receive blocks (a result from before the twenty-sixth session), or under 3: no keys, and the summary
+        # says so
+        self.assertEqual(probe.memory_map_fragment(dict(res, receive_block_excess_s=None)), {})
+        self.assertIn("no verdict", probe._human_memory_map(dict(res, block_excess_s=res["block_excess_s"][:2])))
         self.assertIn("not measured (RuntimeError: no CUDA", probe._human_memory_map(
             {"error": "RuntimeError: no CUDA device: pin_memory() needs one"}))
 
@@ -1615,7 +1616,7 @@ class ProbeStepTest(unittest.TestCase):
         # workers) it simulates, and the report's memory_map section shows the loop stalling on the map
         pipeplan = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
         res = {"rate": 0.73, "alone_s": 0.02356, "beside_s": 0.03026, "overlap_s_per_step": 0.00921, "blocks": 8,
-               "block_excess_s": [0.0067, 0.0087, 0.0047, 0.0077], "receive_cpu_s_per_batch": 0.00442}
+               "block_excess_s": [0.0067, 0.0087, 0.0047, 0.0077], "receive_block_excess_s": [0.0017, 0.0037, 0.0007]}
         base = json.load(open(os.path.join(HERE, "..", "..", "scenarios", "default.json")))
         sc = probe.scenario_with(base, probe.memory_map_fragment(res))
         with tempfile.TemporaryDirectory() as d:
@@ -1653,7 +1654,7 @@ class ProbeStepTest(unittest.TestCase):
         self.assertGreaterEqual(res["alone_s"], 0.004)        # each step's span holds its 4 ms of work
         self.assertLess(res["alone_s"], 0.05)                 # and not the blocks' waits for a token
         self.assertEqual(len(res["block_excess_s"]), 8)
-        self.assertGreater(res["receive_cpu_s_per_batch"], 0.0)   # the helper's CPU taking each batch
+        self.assertEqual(len(res["receive_block_excess_s"]), 8)  # the blocks beside the receive alone
         if sys.platform.startswith("linux"):
             self.assertIsNotNone(res["alone_faults_per_step"])
         # a dataset too small for one whole batch: an error, not an endless wait

@@ -361,40 +361,46 @@ def stall_line(loop_spans: Sequence[Sequence[float]], work_spans: Sequence[Seque
     return {"steps": len(xs), "base_s": my - slope * mx, "slope": slope, "overlap_s_per_step": mx, "loop_s": my}
 
 
-def interleaved_stall_rate(blocks: Sequence[Dict[str, Any]], work_spans: Sequence[Sequence[float]]
-                           ) -> Optional[Dict[str, Any]]:
-    """The loop's loss per second of another thread's work inside its steps, from blocks of steps run alone and
-    beside the work in turn (alone first and last: A B A ... B A), so that the loop's own drift cancels between
-    neighbours. blocks: {"beside": bool, "spans": [(start, end), ...]} in time order. An alone block's steps that
-    overlap any work (the helper finishing the batch it started as the block began) are left out of its mean. Each
-    beside block's excess is its mean step less the mean of its two alone neighbours' means; the rate is the
-    excess summed over the beside blocks over their mean overlap per step summed: {"rate", "block_rates",
-    "block_excess_s", "alone_s", "beside_s", "overlap_s_per_step", "blocks"}. None without a beside block between
-    two alone blocks that have steps clear of the work, or without overlap."""
+def interleaved_block_excess(blocks: Sequence[Dict[str, Any]], work_spans: Sequence[Sequence[float]]
+                             ) -> List[Tuple[float, float, float, float]]:
+    """Blocks of steps run alone and beside another thread's work in turn (alone first and last: A B A ... B A), so
+    that the loop's own drift cancels between neighbours. blocks: {"beside": bool, "spans": [(start, end), ...]} in
+    time order. An alone block's steps that overlap any work (the helper finishing the batch it started as the
+    block began) are left out of its mean. For each beside block between two alone blocks with steps clear of the
+    work: (excess_s, the block's mean step less the mean of its neighbours' means; its mean overlap a step with the
+    work; that base; its mean step), in order."""
     overlaps = [span_overlaps(b["spans"], work_spans) for b in blocks]
     alone_mean: List[Optional[float]] = []
     for b, ovs in zip(blocks, overlaps):
         clear = [e - s for (s, e), ov in zip(b["spans"], ovs) if ov == 0.0]
         alone_mean.append(statistics.fmean(clear) if (not b["beside"] and clear) else None)
-    excess, covered, rates, alone_all, beside_all = [], [], [], [], []
+    out = []
     for i in range(1, len(blocks) - 1):
         b = blocks[i]
         if not b["beside"] or not b["spans"] or alone_mean[i - 1] is None or alone_mean[i + 1] is None:
             continue
         base = (alone_mean[i - 1] + alone_mean[i + 1]) / 2
         mean_step = statistics.fmean(e - s for s, e in b["spans"])
-        mean_ov = statistics.fmean(overlaps[i])
-        excess.append(mean_step - base)
-        covered.append(mean_ov)
-        rates.append((mean_step - base) / mean_ov if mean_ov > 0 else None)
-        alone_all.append(base)
-        beside_all.append(mean_step)
-    if not excess or sum(covered) <= 0:
+        out.append((mean_step - base, statistics.fmean(overlaps[i]), base, mean_step))
+    return out
+
+
+def interleaved_stall_rate(blocks: Sequence[Dict[str, Any]], work_spans: Sequence[Sequence[float]]
+                           ) -> Optional[Dict[str, Any]]:
+    """The loop's loss per second of another thread's work inside its steps, from interleaved blocks
+    (interleaved_block_excess): the beside blocks' excess summed over their mean overlap a step summed: {"rate",
+    "block_rates", "block_excess_s", "alone_s", "beside_s", "overlap_s_per_step", "blocks"}. None without a beside
+    block between two alone blocks that have steps clear of the work, or without overlap."""
+    read = interleaved_block_excess(blocks, work_spans)
+    covered = [ov for _, ov, _, _ in read]
+    if not read or sum(covered) <= 0:
         return None
-    return {"rate": sum(excess) / sum(covered), "block_rates": rates, "block_excess_s": excess,
-            "alone_s": statistics.fmean(alone_all),
-            "beside_s": statistics.fmean(beside_all), "overlap_s_per_step": statistics.fmean(covered),
-            "blocks": len(excess)}
+    excess = [e for e, _, _, _ in read]
+    return {"rate": sum(excess) / sum(covered),
+            "block_rates": [e / ov if ov > 0 else None for e, ov, _, _ in read], "block_excess_s": excess,
+            "alone_s": statistics.fmean(base for _, _, base, _ in read),
+            "beside_s": statistics.fmean(step for _, _, _, step in read),
+            "overlap_s_per_step": statistics.fmean(covered), "blocks": len(read)}
 
 
 def interleaved_host_ratio(blocks: Sequence[Dict[str, Any]], idle_busy_workers: float = 0.1,
