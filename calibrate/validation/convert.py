@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
-from pipeplan_probe import block_excess_s, memory_map_needed, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
+from pipeplan_probe import memory_map_needed, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
 
 TARGETS = {
     "median_abs_throughput_err": 0.05,
@@ -722,22 +722,21 @@ def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[
 MEMORY_MAP_EXPOSED_RATIO = 1.25
 
 
-# The calls of runs 18-30 have no blocks beside the receive alone. Their pin parts' windows count the loop thread's
-# minor faults: 49-64 more a step beside the work on workers' mappings for the ResNet-50 loops, 4-5 for the GEMM
-# loops (mm:5, mm:25). Run 30 (finding 1) showed these to be copy-on-write after each part's fresh DataLoader fork
-# (the late halves read 1 a step), so they count the pages a loop writes, not its stalls; but they tell apart the
-# loops that the cases' timelines show stalling (ResNet-50: 0.77 a second of pin work, median of 24 cases), where the
-# windows' drift does not.
+# The calls of runs 18-27 have no interleaved blocks. Their pin parts' windows count the loop thread's minor faults:
+# 49-64 more a step beside the work on workers' mappings for the ResNet-50 loops, 4-5 for the GEMM loops (mm:5,
+# mm:25). Run 30 (finding 1) showed these to be copy-on-write after each part's fresh DataLoader fork (the late
+# halves read 1 a step), so they count the pages a loop writes, not its stalls; but they tell the ResNet-50 loops
+# (their cases lose 0.77 a second of pin work, median of 24) from the GEMM loops, where the windows' drift does not.
+# mm:25's cases lose 0.42 a second (median of 48), which only the interleaved rule sees (run 28's B2 on).
 MEMORY_MAP_FAULTS_PER_STEP = 20.0
 
 
 def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
     """Whether the case's training loop stalls while the pin thread works on a worker's mapping, from the harness
-    component host_beside_pin_parts (since run 17). Where its interleaved blocks include blocks beside the receive
-    alone (pin_memory_interleaved.receive_block_excess_s, since the twenty-sixth session): the loop's excess a step
-    beside pin_memory() must pass its excess beside the receive at 95% (pipeplan_probe.memory_map_needed, the
-    helper's rule too; validation run 30, finding 1). Else, where the parts counted the loop's minor faults (since
-    run 18): more than
+    component host_beside_pin_parts (since run 17). Where it has interleaved blocks (pin_memory_interleaved, since
+    run 28): the blocks beside pin_memory() slower than alone at 95% with a loss under the work's own time
+    (pipeplan_probe.memory_map_needed, the helper's rule too; validation run 30, finding 1). Else, where the parts
+    counted the loop's minor faults (since run 18): more than
     MEMORY_MAP_FAULTS_PER_STEP a step beside the pin thread's work than beside the private copy (a proxy, above).
     Else it needs the memory map when the loop ran more than MEMORY_MAP_EXPOSED_RATIO times its base (beside
     "touch", or "copy" in run 17's first call, against "private_copy" or the mean of alone and alone again) and
@@ -753,8 +752,7 @@ def loop_needs_memory_map(comp: Dict[str, Any]) -> Optional[bool]:
         return sum(alone) / len(alone) if alone else None
     c = comp.get("host_beside_pin_parts") or {}
     if c and "error" not in c:
-        interleaved = c.get("pin_memory_interleaved") or {}
-        verdict = memory_map_needed(block_excess_s(interleaved), block_excess_s(interleaved, "receive_block_excess_s"))
+        verdict = memory_map_needed(c.get("pin_memory_interleaved") or {})
         if verdict is not None:
             return bool(verdict["needed"])
         faults = positive_mean(c.get("pin_memory_loop_minor_faults_per_step")) or \

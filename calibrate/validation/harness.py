@@ -1498,15 +1498,15 @@ class Harness:
 
     @staticmethod
     def _memory_map_verdict_note(parts):
-        """The memory-map verdict for the log: the loop beside the pin work against beside the receive alone."""
-        from pipeplan_probe import block_excess_s, memory_map_needed
-        iv = parts.get("pin_memory_interleaved") or {}
-        v = memory_map_needed(block_excess_s(iv), block_excess_s(iv, "receive_block_excess_s"))
+        """The memory-map verdict for the log (pipeplan_probe.memory_map_needed, convert's rule)."""
+        from pipeplan_probe import memory_map_needed
+        v = memory_map_needed(parts.get("pin_memory_interleaved") or {})
         if v is None:
             return "; no verdict on the memory map"
-        return (f"; {v['pin_excess_s'] * 1e3:.2f} ms a step slower beside it, {v['receive_excess_s'] * 1e3:.2f} beside "
-                f"the receive alone: t {v['t']:.1f} ({v['t_min']:.2f} needed), "
-                + ("needs the map" if v["needed"] else "does not need the map"))
+        note = f"; {v['excess_s'] * 1e3:.2f} ms a step slower beside it (t {v['t']:.1f}, {v['t_min']:.2f} needed"
+        if v.get("receive_excess_s") is not None:
+            note += f"; {v['receive_excess_s'] * 1e3:.2f} beside the receive alone"
+        return note + ("): needs the map" if v["needed"] else "): does not need the map")
 
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
