@@ -4,8 +4,8 @@
 # workers of in-memory tensor_f32 samples, twice (docs/validation.md, run 30, finding 1). No calibration; about
 # 2-3 minutes. Run in the repository root on the device:
 #   run(command="bash calibrate/validation/memory_map_check.sh", timeout_s=300)
-# Writes $OUT/probe.log (the summaries), frag_<step>_<rep>.json (the fragments) and raw_<step>_<rep>.json (the
-# blocks); prints each summary's memory-map line.
+# Writes $OUT/probe.log (the summaries), frag_<step>_<rep>.json (the fragments) and raw.tgz (raw_<step>_<rep>.json,
+# the blocks: one archive, as at most 8 files come back); prints each summary's memory-map line.
 set -u
 OUT=${OUT:-/tmp/pipeplan-memory-map-check}
 mkdir -p "$OUT"
@@ -21,4 +21,5 @@ for rep in 1 2; do
     echo "exit $?" >> "$OUT/probe.log"
   done
 done
+(cd "$OUT" && tar czf raw.tgz raw_*.json && rm -f raw_*.json)
 grep -E "^===|^memory map|^exit" "$OUT/probe.log"
