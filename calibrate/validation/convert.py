@@ -692,17 +692,37 @@ def host_probe_bracket_s(comp: Dict[str, Any]) -> Optional[float]:
     return sum(vals) / len(vals) if vals else None
 
 
+def unpinned_window_host_s(comp: Dict[str, Any]) -> Optional[float]:
+    """The loop's launches a step in the case-like unpinned windows right before and after the case (harness
+    unpinned_window and unpinned_window_after, since run 23's plan: a live unpinned loader with the case's workers,
+    the .to() copy, the step on the copied batch; unpinned_case_like_host_s, their mean), None without either."""
+    vals = [positive_mean((comp.get(k) or {}).get("unpinned_case_like_host_s"))
+            for k in ("unpinned_window", "unpinned_window_after")]
+    vals = [v for v in vals if v]
+    return sum(vals) / len(vals) if vals else None
+
+
 def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[Dict[str, float]],
-                host_from: str = "step") -> float:
+                host_from: str = "step", unpinned_with_workers: bool = False) -> float:
     """The training loop's host time per step at one idle core: the step component's (its launches timed
     alone, one step at a time), or with host_from "loaded" the host_under_load component's loop beside as
     many spinning processes as the case has workers (harness since run 9; only the ResNet-50 step), brought
     back to one idle core by the machine's curve at those busy cores plus the loop's own (the simulator
     applies the curve again at the case's). Run 15 (finding 5): over nine ResNet-50 cases of runs 11-15 the
-    in-situ launch ran 0.79-1.57x the step component's host time and 1.06-1.28x host_under_load's loaded one."""
+    in-situ launch ran 0.79-1.57x the step component's host time and 1.06-1.28x host_under_load's loaded one.
+    "probe-bracket" (the default): the host probes right around the case; for an unpinned case with workers,
+    its case-like windows' launches where the harness took them (unpinned_window_host_s; convert takes the copy
+    and release from the same windows). Over the 22 such cases of runs 23-30 (twenty-sixth session) the windows
+    scored 3.6% median / 10.0% p90 against the probes' 5.6% / 15.2%: the windows run the loop as the case does,
+    the probes alone, and the loop drifts between probes (run 30, finding 3). "probes-only": the probes for every
+    case, as until run 30."""
     alone = float(step["host_s"]["mean"])
     hul = comp.get("host_under_load") or {}
-    if host_from == "probe-bracket":
+    if host_from == "probe-bracket" and unpinned_with_workers:
+        windows = unpinned_window_host_s(comp)
+        if windows is not None:
+            return windows
+    if host_from in ("probe-bracket", "probes-only"):
         bracket = host_probe_bracket_s(comp)
         if bracket is not None:
             return bracket
@@ -920,7 +940,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     training = {
         "step_s": step_time(step)[0],
         "step_cv": round(max(0.0, step_time(step)[1]), 4),
-        "host_s_per_step": loop_host_s(comp, step, cpu_curve or [], host_from),
+        "host_s_per_step": loop_host_s(comp, step, cpu_curve or [], host_from,
+                                       unpinned_with_workers=not k.get("pin_memory") and nw > 0),
         "sync_every_steps": int(k["sync_every"]),
         "steps": int(steps),
         "warmup_steps": int(warmup),
@@ -2247,10 +2268,12 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=["calibrated", "measured"], default="calibrated",
                     help="main-process receive and pin costs: from the calibrated profile (C-level IPC and "
                          "memcpy), or from the harness's DataLoader transport component (default %(default)s)")
-    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median", "probe-bracket"], default="probe-bracket",
+    ap.add_argument("--host-from", choices=["step", "loaded", "alone-median", "probe-bracket", "probes-only"], default="probe-bracket",
                     help="the loop's host time per step: probe-bracket: the mean of the host probes right before and "
                          "after the case (harness since run 20; host-heavy cases; run 20's ResNet-50 cases: median "
-                         "abs error 3.2%% against the alone-median's 7.5%%), else alone-median; the median "
+                         "abs error 3.2%% against the alone-median's 7.5%%), and for an unpinned case with workers "
+                         "its case-like windows' launches (run 30's session), else alone-median; probes-only: the "
+                         "probes for every case (as until run 30); the median "
                          "of every window the call timed the loop alone "
                          "(alone-median: the step component's, and for ResNet-50 steps host_under_load's and "
                          "host_beside_loader's alone and alone-again windows), the step component's alone (step), "
@@ -2455,8 +2478,12 @@ def main(argv=None) -> int:
                       "loaded": "host_under_load's loop beside busy processes, brought back to one idle core "
                                 "(`--host-from loaded`)",
                       "probe-bracket": "the mean of the loop's host probes right before and after each host-heavy case "
-                                       "where the harness took them, else the alone-median (`--host-from "
-                                       "probe-bracket`)"}[getattr(a, "host_from", "probe-bracket")],
+                                       "where the harness took them, else the alone-median; an unpinned case "
+                                       "with workers from its case-like windows where the harness took them "
+                                       "(`--host-from probe-bracket`)",
+                      "probes-only": "the mean of the loop's host probes right before and after each host-heavy "
+                                     "case where the harness took them, else the alone-median (`--host-from "
+                                     "probes-only`)"}[getattr(a, "host_from", "probe-bracket")],
         "gpu_duty_time_constant_s": duty_tau,
         "launch_tail_note": (
             f"{sum(1 for c in cases if (c.get('convert') or {}).get('launch_tail_s'))} case(s) with a host-bound step, "
