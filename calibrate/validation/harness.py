@@ -1487,10 +1487,11 @@ class Harness:
     def _pin_memory_interleaved(self, model, gb, kind, bs, nw):
         """The loop alone and beside a helper thread that takes each batch from an unpinned DataLoader (cached
         samples, `nw` workers) and pin_memory()s it, in blocks of MEMORY_MAP_BLOCK_STEPS steps, alone first and last
-        (MEMORY_MAP_ROUNDS beside blocks): the user helper's pipeplan_probe.time_step_beside_pin with the harness's
-        loop (the step on a batch already on the GPU, loss.item() each step) and the case's cached samples (since
-        run 29's session; run 29's GIL call ran the helper on the GPU: rate 1.01 against this component's 0.84 in the
-        same call, both within the blocks' spread). Its loop-thread fault counts per block come with it."""
+        (MEMORY_MAP_ROUNDS blocks beside it, as many beside the receive alone since the twenty-sixth session): the
+        user helper's pipeplan_probe.time_step_beside_pin with the harness's loop (the step on a batch already on the
+        GPU, loss.item() each step) and the case's cached samples (since run 29's session; run 29's GIL call ran the
+        helper on the GPU: rate 1.01 against this component's 0.84 in the same call, both within the blocks'
+        spread). Its loop-thread fault counts per block come with it."""
         from pipeplan_probe import time_step_beside_pin
         return time_step_beside_pin(lambda: model(gb), CachedDataset(self.samples_cache[kind]),
                                     collate_fn=self.collate_fn(kind), batch_size=bs, num_workers=nw,
@@ -1640,7 +1641,8 @@ class Harness:
                          "pin_memory()s it (pin_memory), or maps, touches and frees a private region of the batch's "
                          "bytes (private_map), at most 2 batches ahead; the helper's CPU per batch (thread_time, "
                          "median); alone again; the loop thread's minor faults per step in each window (/proc); then "
-                         "pin_memory_interleaved: blocks of steps alone and beside the pin_memory helper in turn")
+                         "pin_memory_interleaved: blocks of steps alone and beside the pin_memory helper in turn "
+                         "(and beside the receive alone, since the twenty-sixth session)")
         c[key] = res
 
         def ms(x):
