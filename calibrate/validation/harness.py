@@ -590,6 +590,19 @@ def _stream_memory_until(stop, nbytes=64 << 20):
     return copied
 
 
+def memory_map_verdict_note(parts):
+    """The memory-map verdict for host_beside_pin_parts' log line (pipeplan_probe.memory_map_needed, convert's rule):
+    "; 8.20 ms a step slower beside it (t 14.3, 1.90 needed; 5.19 beside the receive alone): needs the map"."""
+    from pipeplan_probe import memory_map_needed
+    v = memory_map_needed(parts.get("pin_memory_interleaved") or {})
+    if v is None:
+        return "; no verdict on the memory map"
+    note = f"; {v['excess_s'] * 1e3:.2f} ms a step slower beside it (t {v['t']:.1f}, {v['t_min']:.2f} needed"
+    if v.get("receive_excess_s") is not None:
+        note += f"; {v['receive_excess_s'] * 1e3:.2f} beside the receive alone"
+    return note + ("): needs the map" if v["needed"] else "): does not need the map")
+
+
 def host_probe_note(comps):
     """The case log's note of its host probes (before, after), or "" without them."""
     parts = [f"{name} {q['host_s']['mean'] * 1e3:.2f}" for name, q in
@@ -1497,18 +1510,6 @@ class Harness:
                                     collate_fn=self.collate_fn(kind), batch_size=bs, num_workers=nw,
                                     sync=lambda loss: float(loss.item()))   # its pin work: pin_memory() each tensor
 
-    @staticmethod
-    def _memory_map_verdict_note(parts):
-        """The memory-map verdict for the log (pipeplan_probe.memory_map_needed, convert's rule)."""
-        from pipeplan_probe import memory_map_needed
-        v = memory_map_needed(parts.get("pin_memory_interleaved") or {})
-        if v is None:
-            return "; no verdict on the memory map"
-        note = f"; {v['excess_s'] * 1e3:.2f} ms a step slower beside it (t {v['t']:.1f}, {v['t_min']:.2f} needed"
-        if v.get("receive_excess_s") is not None:
-            note += f"; {v['receive_excess_s'] * 1e3:.2f} beside the receive alone"
-        return note + ("): needs the map" if v["needed"] else "): does not need the map")
-
     def comp_host_beside_pin_parts(self, step_name, kind, bs, nw):
         """The training loop's host time beside a thread doing one part of the pin thread's work (since run 17;
         pace_thread.PaceThread, one batch per loop step, at most two ahead, torch.set_num_threads(1) on the thread
@@ -1632,7 +1633,7 @@ class Harness:
                 f"); the loop's minor faults a step alone / beside: "
                 + " / ".join("n/a" if iv.get(f) is None else f"{iv[f]:.0f}"
                              for f in ("alone_faults_per_step", "beside_faults_per_step"))
-                + self._memory_map_verdict_note(res))
+                + memory_map_verdict_note(res))
         res["method"] = ("plain synthetic loop (loss.item() each step) on a batch already on the GPU; host = step start "
                          "to last launch returned; alone, then each step taking a token from a helper thread "
                          "(torch.set_num_threads(1)) that takes a batch from DataLoader(cached samples, num_workers as "

@@ -19,7 +19,8 @@ def harness_functions(*names):
     return [ns[n] for n in names]
 
 
-host_probe_note, loop_parts_note = harness_functions("host_probe_note", "loop_parts_note")
+host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
+    "host_probe_note", "loop_parts_note", "memory_map_verdict_note")
 
 
 class CaseLogNotes(unittest.TestCase):
@@ -29,6 +30,21 @@ class CaseLogNotes(unittest.TestCase):
         comps["host_probe_after"] = {"error": "RuntimeError: x"}         # a failed probe is left out, not a crash
         self.assertEqual(host_probe_note(comps), "loop host alone before 21.30 ms, ")
         self.assertEqual(host_probe_note({}), "")
+
+    def test_the_memory_map_verdict(self):
+        # 8 blocks 8 ms a step slower than alone (deviations 0, 2, -2, 1, -1, 3, 0, -3 ms: t 11.3 against 1.895),
+        # rate 0.87, 5 ms beside the receive alone: needs the map; the same at rate 4.8 (a light loop): does not
+        dev = (0, 2, -2, 1, -1, 3, 0, -3)
+        iv = {"rate": 0.87, "block_excess_s": [0.008 + d / 1000 for d in dev], "receive_block_excess_s": [0.005] * 8}
+        self.assertEqual(memory_map_verdict_note({"pin_memory_interleaved": iv}),
+                         "; 8.00 ms a step slower beside it (t 11.3, 1.90 needed; 5.00 beside the receive alone): "
+                         "needs the map")
+        self.assertTrue(memory_map_verdict_note({"pin_memory_interleaved": dict(iv, rate=4.8)}).endswith(
+            "does not need the map"))
+        # failed or absent blocks: said, not a crash
+        self.assertEqual(memory_map_verdict_note({"pin_memory_interleaved": {"error": "RuntimeError: x"}}),
+                         "; no verdict on the memory map")
+        self.assertEqual(memory_map_verdict_note({}), "; no verdict on the memory map")
 
     def test_the_loops_parts(self):
         # 33 ms from batch in hand to last launch, of which 7.3 ms of .to(); 6 ms to drop the batch after the sync
