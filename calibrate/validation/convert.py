@@ -693,13 +693,11 @@ def host_probe_bracket_s(comp: Dict[str, Any]) -> Optional[float]:
 
 
 def unpinned_window_host_s(comp: Dict[str, Any]) -> Optional[float]:
-    """The loop's launches a step in the case-like unpinned windows right before and after the case (harness
-    unpinned_window and unpinned_window_after, since run 23's plan: a live unpinned loader with the case's workers,
-    the .to() copy, the step on the copied batch; unpinned_case_like_host_s, their mean), None without either."""
-    vals = [positive_mean((comp.get(k) or {}).get("unpinned_case_like_host_s"))
-            for k in ("unpinned_window", "unpinned_window_after")]
-    vals = [v for v in vals if v]
-    return sum(vals) / len(vals) if vals else None
+    """The loop's launches a step in the case-like unpinned windows right before and after the case (a live
+    unpinned loader with the case's workers, the .to() copy, the step on the copied batch): the host time of
+    unpinned_window_bracket, the same windows convert takes the case's copy and release from. None without them."""
+    win = unpinned_window_bracket(comp)
+    return float(win["unpinned_case_like_host_s"]["mean"]) if win else None
 
 
 def loop_host_s(comp: Dict[str, Any], step: Dict[str, Any], cpu_curve: Sequence[Dict[str, float]],

@@ -544,9 +544,10 @@ class ScenarioTest(unittest.TestCase):
         # run 30's GIL2 unpinned case: probes 24.77 ms before and 16.78 after (20.775), case-like windows 26.33 and
         # 22.19 ms of launches (24.26); the case ran 26.82
         step = {"host_s": {"mean": 0.019}}
+        copy_release = {"unpinned_case_like_copy_s": {"mean": 0.0073}, "unpinned_case_like_release_s": {"mean": 0.0053}}
         comp = {"host_probe": {"host_s": {"mean": 0.02477}}, "host_probe_after": {"host_s": {"mean": 0.01678}},
-                "unpinned_window": {"unpinned_case_like_host_s": {"mean": 0.02633}},
-                "unpinned_window_after": {"unpinned_case_like_host_s": {"mean": 0.02219}}}
+                "unpinned_window": dict(copy_release, unpinned_case_like_host_s={"mean": 0.02633}),
+                "unpinned_window_after": dict(copy_release, unpinned_case_like_host_s={"mean": 0.02219})}
         self.assertAlmostEqual(convert.loop_host_s(comp, step, [], "probe-bracket", unpinned_with_workers=True), 0.02426)
         # a pinned case (or one without workers), or --host-from probes-only: the probes
         self.assertAlmostEqual(convert.loop_host_s(comp, step, [], "probe-bracket"), 0.020775)
@@ -560,7 +561,7 @@ class ScenarioTest(unittest.TestCase):
         c = make_case("u", "pin_memory_gil", 1400, 0.045, 0.05)
         c["knobs"]["pin_memory"] = False
         c["components"].update({"host_probe": {"host_s": {"mean": 0.02477}}, "host_probe_after": {"host_s": {"mean": 0.01678}},
-                                "unpinned_window": {"unpinned_case_like_host_s": {"mean": 0.02633}}})
+                                "unpinned_window": dict(copy_release, unpinned_case_like_host_s={"mean": 0.02633})})
         tr = convert.scenario_for(c, {"cpu_cores": 16}, host_from="probe-bracket")["training"]
         self.assertAlmostEqual(tr["host_s_per_step"], 0.02633)
         c["knobs"]["pin_memory"] = True
