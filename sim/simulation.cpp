@@ -115,6 +115,7 @@ struct Rank {
   // batch; the loop's host work waits for it at every memory_map_chunks piece (validation run 17).
   sg4::MutexPtr memory_map;
   bool memory_map_busy = false;  // the pin thread is inside its map, touch and unmap of a batch
+  Counter memory_map_releases;    // how many times the pin thread has left that work (wakes a slowed loop)
   Rng rng{1};
 
   // DataLoader
@@ -385,6 +386,7 @@ void pin_thread_actor(Rank& r) {
       run_cpu(r, bytes * world.profile->ipc.receive_s_per_byte * speed_factor);
       r.memory_map_busy = false;
       r.memory_map->unlock();
+      r.memory_map_releases.add();
       const double m1 = sg4::Engine::get_clock();
       r.memory_map_held_pin_s += world.window.overlap(m0, m1);
       world.trace->span(r.id, kPinTrack, "map, touch, unmap (holds the memory map)", m0, m1, b.batch);
@@ -725,11 +727,14 @@ class MainLoop {
 
   // Stalls while the pin thread works on a worker's mapping: until it is done, or, with
   // training.memory_map_wait_s, that long at each need that finds it working (a fault waiting behind the pin
-  // thread's, not the whole batch's work); the stall is drawn and counted.
+  // thread's, not the whole batch's work), and no longer than that work lasts: a fault behind the map's lock
+  // goes on once the lock is free, so the loop loses wait / (interval + wait) of the work's length, as
+  // models::memory_map_stall_s has it, not that plus the part of its last wait after the work ended.
   void wait_for_memory_map(std::int64_t step) {
     const double t0 = sg4::Engine::get_clock();
     if (s_.training.memory_map_wait_s > 0.0) {
-      if (r_.memory_map_busy) sg4::this_actor::sleep_for(s_.training.memory_map_wait_s);
+      if (r_.memory_map_busy)
+        r_.memory_map_releases.wait_at_least_for(r_.memory_map_releases.value() + 1, s_.training.memory_map_wait_s);
     } else {
       r_.memory_map->lock();
       r_.memory_map->unlock();

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
@@ -35,6 +36,17 @@ class Counter {
     {
       std::unique_lock lock(*mutex_);
       while (value_ < target) cv_->wait(lock);
+    }
+    --waiters_;
+  }
+  // Blocks until value() >= target or timeout_s of simulated time has passed, whichever comes first.
+  void wait_at_least_for(std::int64_t target, double timeout_s) {
+    if (value_ >= target || timeout_s <= 0.0) return;
+    ++waiters_;
+    {
+      std::unique_lock lock(*mutex_);
+      const double deadline_s = simgrid::s4u::Engine::get_clock() + timeout_s;
+      cv_->wait_until(lock, deadline_s, [&] { return value_ >= target; });
     }
     --waiters_;
   }

@@ -523,6 +523,13 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   for (const auto& stage : r["stages"])
     if (stage["name"] == "host_loop")
       EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 64 / 0.0364, 64 / 0.0364 * 1e-9);
+  // A wait long against the work (9 ms after each 1 ms piece: a loss of 0.9) ends when the work does: the loop
+  // loses 0.9 x 19.2 = 17.28 ms, 47.3 ms a step. Waiting the whole 9 ms past the work's end would add up to 9 ms
+  // a batch (the last wait started inside it), 47.3-56.3 ms.
+  s_wait["training"]["memory_map_wait_s"] = 0.009;
+  r = simulate(s_wait, {}, pipeplan::test::write_temp(prof_no_receive.dump()));
+  EXPECT_NEAR(step_mean(r), 0.03 + 0.9 * 0.0192, 0.0473 * 0.01);
+  EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.01728 / 0.0473, 0.01);
   // Without the loop's Python the pin thread alone sets the pace: 9.6 + 19.2 + 1.92 = 30.72 ms (1,000 steps: the
   // batches pinned ahead while the workers start weigh less in the mean).
   s["training"]["host_s_per_step"] = 0.0;
