@@ -819,9 +819,13 @@ def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
 
 
 def transport_scaled(transport: Dict[str, Any], factor: float) -> Dict[str, Any]:
-    """The transport component with the main side's costs per batch (receive, receive + pin) times factor."""
-    return dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
-                pin_s_per_batch=float(transport["pin_s_per_batch"]) * factor)
+    """The transport component with the main side's costs per batch (receive, receive + pin, and the
+    pin_memory() calls inside the pin loop where it has them) times factor."""
+    out = dict(transport, receive_s_per_batch=float(transport["receive_s_per_batch"]) * factor,
+               pin_s_per_batch=float(transport["pin_s_per_batch"]) * factor)
+    if float(transport.get("pin_copy_s_per_batch") or 0.0) > 0:
+        out["pin_copy_s_per_batch"] = float(transport["pin_copy_s_per_batch"]) * factor
+    return out
 
 
 def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int = MIN_SIM_STEPS,
@@ -1126,7 +1130,8 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
 
 
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
-                      worker_collate_s: Optional[float] = None) -> Dict[str, Any]:
+                      worker_collate_s: Optional[float] = None, stall_phase_is_pin_memory: bool = False
+                      ) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
     run (harness component `transport`): the main process's receive cost per batch, and the pin
     thread's extra cost per batch turned into a pinning rate for this batch size.
@@ -1135,7 +1140,14 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     them by cpu.speed_vs_busy_cores at the busy cores of the moment. The transport loops ran with
     their workers collating beside them, so their times already carry that slowdown: they are
     scaled back to one idle core by the same curve at the loops' own busy cores (from
-    worker_collate_s, the collate cost inside a worker), or the simulator would apply it twice."""
+    worker_collate_s, the collate cost inside a worker), or the simulator would apply it twice.
+
+    stall_phase_is_pin_memory (a variant, `--stall-phase pin-memory`; validation run 31, finding 6): the
+    simulator's mapping phase (ipc.receive_s_per_byte x the batch, the part a loop that needs the memory map stalls
+    in) takes the pin loop's own pin_memory() calls (transport pin_copy_s_per_batch), the rest of the pin thread's
+    work the copy phase after it, since the pin-parts probe's rate is a loss per second of the helper's
+    pin_memory(). Over the 20 cases it changes it scored worse than calibrate's touch share (the default), so the
+    loop loses more in the case than the rate times pin_memory()'s length."""
     prof = json.loads(json.dumps(base))
     curve = (base.get("cpu") or {}).get("speed_vs_busy_cores") or []
     busy_recv, busy_pin = transport_busy_cores(transport, worker_collate_s)
@@ -1159,7 +1171,13 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     prof.setdefault("ipc", {})
     prof["ipc"]["receive_s_per_batch"] = recv
     prof["ipc"].pop("points", None)
-    if rest > 0 and batch_bytes > 0 and touch_s + copy_s > 0:
+    pin_memory_s = float(transport.get("pin_copy_s_per_batch") or 0.0) * speed_pin
+    if stall_phase_is_pin_memory and rest > 0 and batch_bytes > 0 and pin_memory_s > 0:
+        stall_s = min(pin_memory_s, rest)
+        prof["ipc"]["receive_s_per_byte"] = stall_s / batch_bytes
+        # what is left after it (the free's unmap, the queue): at least a microsecond, the rate must stay finite
+        prof.setdefault("host", {})["pin_copy_bytes_per_s"] = batch_bytes / max(rest - stall_s, 1e-6)
+    elif rest > 0 and batch_bytes > 0 and touch_s + copy_s > 0:
         scale = rest / (touch_s + copy_s)
         prof["ipc"]["receive_s_per_byte"] = per_byte * scale
         if copy_s > 0:
@@ -1403,7 +1421,12 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             # the main side's cost as the probes around the case found it (receive and pin alike)
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
-        case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c))
+        stall_phase = (getattr(a, "stall_phase", "calibrate-split") == "pin-memory"
+                       and bool(scen["training"].get("memory_map_wait_s")))
+        case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c),
+                                         stall_phase_is_pin_memory=stall_phase)
+        if stall_phase:
+            c.setdefault("convert", {})["stall_phase"] = "pin_memory"
         loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c),
                                            per_case=getattr(a, "unpinned_window", "case") == "case",
                                            with_next=getattr(a, "unpinned_next", "window") == "window") \
@@ -2317,6 +2340,11 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
+    ap.add_argument("--stall-phase", choices=["pin-memory", "calibrate-split"], default="calibrate-split",
+                    help="for a loop slowed at the pin-parts probe's rate (--memory-map-wait pin-parts): the pin "
+                         "thread's phase it slows in is calibrate's touch share of the pin loop (default), or the "
+                         "transport's pin_memory() calls (the rate is a loss per second of them; run 31, finding 6: "
+                         "worse on the 20 cases it changes)")
     ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="pin-parts",
                     help="a loop that needs the memory map: pin-parts: it slows at the rate the harness's pin-parts "
                          "loop lost per second of a helper's pin_memory() (memory_map_rate: the interleaved blocks "

@@ -371,6 +371,20 @@ class ScenarioTest(unittest.TestCase):
         self.assertNotIn("points", prof["ipc"])
         self.assertEqual(base["ipc"]["receive_s_per_batch"], 1e-5)       # the calibrated profile untouched
 
+    def test_transport_profile_stall_phase_from_the_pin_loops_pin_memory_calls(self):
+        # the variant of run 31, finding 6: of the 6 ms beyond the 4 ms receive, the pin loop's own pin_memory()
+        # calls took 2.5 ms: that is the phase a slowed loop stalls in, the other 3.5 ms the phase after it
+        base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10},
+                "host": {"pin_copy_bytes_per_s": 1e10}}
+        tr = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010, "pin_copy_s_per_batch": 0.0025}
+        prof = convert.transport_profile(base, tr, 2e7, stall_phase_is_pin_memory=True)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_byte"] * 2e7, 0.0025)
+        self.assertAlmostEqual(2e7 / prof["host"]["pin_copy_bytes_per_s"], 0.0035)
+        # without the flag (the default) calibrate's split of the same 6 ms: 3 ms + 3 ms
+        self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_byte"] * 2e7, 0.003)
+        # scaled with the rest of the main side by the probes' drift
+        self.assertAlmostEqual(convert.transport_scaled(tr, 1.2)["pin_copy_s_per_batch"], 0.003)
+
     def test_transport_profile_when_the_calibrated_touch_alone_exceeds_the_measured_rest(self):
         # run 6, call 2: calibrated touch 8 ms + copy 2 ms against 6 ms measured beyond the receive.
         # The pin thread must still take the measured 10 ms (the old split kept the touch whole and
