@@ -39,7 +39,7 @@ from typing import List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
-from pipeplan_probe import tensors_in as probe_tensors_in  # noqa: E402
+from pipeplan_probe import tensors_in  # noqa: E402  (the tensors of a collated batch)
 
 import numpy as np  # noqa: E402
 
@@ -661,23 +661,18 @@ def to_dev(t, batch, device, nb):
 
 def touch_pages(t, batch):
     """Reads one byte of every 4 KiB page of each tensor of `batch` (GIL released inside): every page faulted in."""
-    for x in tensors_in(t, batch):
+    for x in tensors_in(batch):
         x.contiguous().view(-1).view(t.uint8)[::4096].max()
 
 
 def copy_into_pinned(t, bufs, batch):
     """Copies each tensor of `batch` into a pinned buffer of `bufs` (by position), allocated on first use or when
     the shape or dtype changes (GIL released inside the copy)."""
-    for i, x in enumerate(tensors_in(t, batch)):
+    for i, x in enumerate(tensors_in(batch)):
         dst = bufs.get(i)
         if dst is None or dst.shape != x.shape or dst.dtype != x.dtype:
             dst = bufs[i] = t.empty(x.shape, dtype=x.dtype, pin_memory=True)
         dst.copy_(x)
-
-
-def tensors_in(t, batch):
-    """The tensors of a collated batch, in order (pipeplan_probe.tensors_in; `t`, torch, kept for the callers)."""
-    return probe_tensors_in(batch)
 
 
 # ============================================================================ GPU steps
@@ -1573,14 +1568,14 @@ class Harness:
             touch_pages(t, batch)
 
         def pin(batch):
-            for x in tensors_in(t, batch):
+            for x in tensors_in(batch):
                 x.pin_memory()                 # the caching host allocator's block, dropped at once
 
         def one_thread():
             t.set_num_threads(1)               # as torch.utils.data._utils.pin_memory._pin_memory_loop
 
         private = self.sample_batch(kind, bs)  # a collated batch in this process's own (touched) memory
-        private_bytes = sum(x.numel() * x.element_size() for x in tensors_in(t, private))
+        private_bytes = sum(x.numel() * x.element_size() for x in tensors_in(private))
 
         def map_touch_unmap(_batch):
             x = t.empty(private_bytes, dtype=t.uint8)   # fresh anonymous mapping (above the mmap threshold)
@@ -2200,7 +2195,7 @@ class Harness:
                         with t.cuda.stream(side):
                             gb = to_dev(t, batch, dev.device, nb)
                         t.cuda.current_stream().wait_stream(side)
-                        for x in tensors_in(t, gb):
+                        for x in tensors_in(gb):
                             x.record_stream(t.cuda.current_stream())
                     else:
                         gb = to_dev(t, batch, dev.device, nb)
