@@ -313,27 +313,64 @@ class PinThreadMeter:
 # Seconds a case spends outside its measured window (run 12's logs): its probes before and after, the
 # DataLoader's start and warm-up (about 6 s); the components of a (data kind, batch size) measured for
 # the first time (transport, in_worker, load_scaling, collate: 22-31 s for b32-b128 images, run 12 A2);
-# a step model measured for the first time (2-8 s; resnet50 23 s).
+# a step model measured for the first time (2-8 s; resnet50 17-23 s, NEW_HEAVY_STEP_S). A host-heavy loop
+# with workers (ResNet-50) also runs four host probes before each of its cases (host_under_load,
+# host_beside_loader, host_beside_workers, host_beside_pin_parts: 36.7 s in run 32's A1, whose last case
+# started with 22 s left, took 65.6 s and ran the harness 37 s past its budget; HEAVY_PROBES_S).
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 30.0, 6.0
+NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 17.0, 37.0
+
+
+def step_is_heavy(step_name: str, step_component: Optional[dict] = None) -> bool:
+    """Pure: whether a step model's loop is host-heavy (host time above half its GPU time), which decides the
+    host probes run_case measures around it. From its step component once measured; before that by name
+    (the harness's GEMM steps, mm:N, are light; resnet50 is not)."""
+    if step_component and "host_s" in step_component and "gpu_s" in step_component:
+        return step_component["host_s"]["mean"] > 0.5 * step_component["gpu_s"]["mean"]
+    return not step_name.startswith("mm:")
+
+
+def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Optional[str]:
+    """Pure: why a case is skipped with rem_s of the budget left (None: it runs). Too little for a measured
+    window at all; a new (data kind, batch size) with workers first measures its components (transport,
+    in_worker, load_scaling, step: 35-40 s in run 10, whose call A started the b128 case with 7 s left and the
+    call's timeout killed it mid-component); a host-heavy loop with workers first runs its host probes (about
+    37 s: run 32's A1 started its ResNet-50 case with 22 s left and ran 37 s past its budget)."""
+    if rem_s < (1.0 if quick else 2.0):
+        return ""
+    comps = components or {}
+    if (knobs["num_workers"] > 0 and f"{knobs['kind']}/b{knobs['batch_size']}" not in (comps.get("transport") or {})
+            and rem_s < (15.0 if quick else 45.0)):
+        return ", too little for its components"
+    step_key = f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}"
+    if (knobs["num_workers"] > 0 and step_is_heavy(knobs["step"], (comps.get("step") or {}).get(step_key))
+            and rem_s < HEAVY_PROBES_S + CASE_SETUP_S):
+        return ", too little for its host probes"
+    return None
 
 
 def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> float:
     """Pure: the time the cases still to run will spend outside their measured windows (CASE_SETUP_S
     each, plus the settling of its two loader probes, NEW_COMPONENTS_S per (kind, batch size) with workers
-    not yet measured, NEW_STEP_S per step model not yet measured), for the harness's time allowance per case."""
+    not yet measured, NEW_STEP_S per step model not yet measured (NEW_HEAVY_STEP_S for a host-heavy one) and
+    HEAVY_PROBES_S per case with workers around a host-heavy loop), for the harness's time allowance per case."""
     seen_tr = set((components or {}).get("transport") or {})
-    seen_step = set((components or {}).get("step") or {})
+    steps = (components or {}).get("step") or {}
+    seen_step = set(steps)
     total = 0.0
     for case in cases_left:
         k = case["knobs"]
         total += CASE_SETUP_S + 2 * probe_settle_s
         tr_key, step_key = f"{k['kind']}/b{k['batch_size']}", f"{k['step']}/{k['kind']}/b{k['batch_size']}"
+        heavy = step_is_heavy(k["step"], steps.get(step_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
             total += NEW_COMPONENTS_S
             seen_tr.add(tr_key)
         if step_key not in seen_step:
-            total += NEW_STEP_S
+            total += NEW_HEAVY_STEP_S if heavy else NEW_STEP_S
             seen_step.add(step_key)
+        if heavy and k["num_workers"] > 0:
+            total += HEAVY_PROBES_S
     return total
 
 
@@ -2020,7 +2057,7 @@ class Harness:
         comps["load"] = self.comp_load(kind)
         comps["collate"] = self.comp_collate(kind, bs)
         comps["step"] = self.comp_step(k["step"], kind, bs)
-        heavy = comps["step"]["host_s"]["mean"] > 0.5 * comps["step"]["gpu_s"]["mean"]
+        heavy = step_is_heavy(k["step"], comps["step"])
         if nw > 0 and heavy:
             try:                                   # a host-heavy loop (ResNet-50): does the CPU slow it?
                 comps["host_under_load"] = self.comp_host_under_load(k["step"], kind, bs, nw)
@@ -2044,7 +2081,7 @@ class Harness:
         light_done = self.doc["components"].get("host_beside_pin_parts", {})
         if nw > 0 and (heavy or (k["pin_memory"] and (light_key in light_done or not self._light_pin_parts))):
             if not heavy:
-                self._light_pin_parts = True       # one light loop a call: about 6 s of its budget
+                self._light_pin_parts = True       # one light loop a call: about 17 s of its budget (run 32 A1)
             try:                                   # which part of the pin thread's work slows the loop (run 17,
                 # finding 1); a light loop too since run 18's plan: convert's verdict for it from a measurement
                 comps["host_beside_pin_parts"] = self.comp_host_beside_pin_parts(k["step"], kind, bs, nw)
@@ -2348,21 +2385,13 @@ class Harness:
         for ci, case in enumerate(cases):
             left = len(cases) - ci
             rem = self.remaining() - reserve
-            if rem < (1.0 if self.quick else 2.0):
+            why = skip_reason(case["knobs"], rem, self.doc["components"], self.quick)
+            if why is not None:
                 case["status"] = "skipped"
-                case["error"] = f"budget: {self.remaining():.1f}s left"
-                continue
-            k = case["knobs"]
-            new_components = (k["num_workers"] > 0 and
-                              f"{k['kind']}/b{k['batch_size']}" not in self.doc["components"]["transport"])
-            if new_components and rem < (15.0 if self.quick else 45.0):
-                # a new (data kind, batch size) first measures its components (transport, in_worker,
-                # load_scaling, step: 35-40 s in run 10); run 10's call A started the b128 case with 7 s
-                # left and the call's timeout killed it mid-component, so such a case is skipped instead
-                case["status"] = "skipped"
-                case["error"] = f"budget: {self.remaining():.1f}s left, too little for its components"
+                case["error"] = f"budget: {self.remaining():.1f}s left{why}"
                 log(f"case {ci+1}/{len(cases)} {case['id']}: skipped ({case['error']})")
                 continue
+            k = case["knobs"]
             # the time the cases still to come will spend outside their measured windows, so that the
             # last family is not starved (run 12's A2: three new batch sizes' components took the budget,
             # the prefetch_factor cases got 12-28 steps)

@@ -1451,6 +1451,55 @@ class HarnessCasesTest(unittest.TestCase):
         # the probes before and after each case settle (harness default 1 s since run 24): 2 s more a case
         self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), len(cases) * (h.CASE_SETUP_S + 2.0))
 
+    def test_setup_overhead_charges_a_host_heavy_loop_its_probes(self):
+        h = load_harness()
+        # run 32's A1 (num_workers, step): its one ResNet-50 case with 8 workers ran 36.7 s of host probes and a
+        # 16.8 s first step component before its window, which the per-case allowance did not know of
+        cases = h.build_cases(False, ["num_workers", "step"])
+        heavy_w = [c for c in cases if c["knobs"]["step"] == "resnet50" and c["knobs"]["num_workers"] > 0]
+        self.assertEqual(len(heavy_w), 1)
+        kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
+        steps = {c["knobs"]["step"] for c in cases}
+        self.assertEqual(steps, {"mm:5", "mm:25", "mm:60", "resnet50"})
+        # by hand: 13 cases x 6 s, one (kind, batch size) with workers, three GEMM steps at 6 s, ResNet-50's at 17 s,
+        # and the one heavy case's probes at 37 s
+        self.assertEqual(len(cases), 13)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 30.0 + 3 * 6.0 + 17.0 + 37.0)
+        # once its step is measured, the probes still come with the heavy case (they run before each one)
+        done = {"transport": {k: {} for k in kinds},
+                "step": {f"{s}/image/b64": {} for s in steps}}
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0)
+        # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
+        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 30.0 + 17.0 + 37.0)
+
+    def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):
+        h = load_harness()
+        resnet = {"kind": "image", "batch_size": 64, "num_workers": 8, "step": "resnet50"}
+        gemm = dict(resnet, step="mm:25")
+        seen = {"transport": {"image/b64": {}}, "step": {}}
+        # run 32's A1: the ResNet-50 case started with 22 s left (its probes then took 36.7 s); now skipped
+        self.assertEqual(h.skip_reason(resnet, 22.0, seen, False), ", too little for its host probes")
+        # with room for its probes it runs, and a light loop never waits for them
+        self.assertIsNone(h.skip_reason(resnet, h.HEAVY_PROBES_S + h.CASE_SETUP_S + 1.0, seen, False))
+        self.assertIsNone(h.skip_reason(gemm, 22.0, seen, False))
+        # the main process loading (no workers): no host probes, as run_case measures none
+        self.assertIsNone(h.skip_reason(dict(resnet, num_workers=0), 22.0, seen, False))
+        # the older rules: too little for any window; a new (kind, batch size) with workers needs 45 s (15 quick)
+        self.assertEqual(h.skip_reason(gemm, 1.5, seen, False), "")
+        self.assertEqual(h.skip_reason(gemm, 30.0, {}, False), ", too little for its components")
+        self.assertIsNone(h.skip_reason(gemm, 30.0, {}, True))
+
+    def test_step_is_heavy_by_measurement_then_by_name(self):
+        h = load_harness()
+        # run 32's A1 step components: resnet50 host 21.59 ms over GPU 16.83 ms; mm:25 host 3.33 over 24.96
+        self.assertTrue(h.step_is_heavy("resnet50", {"host_s": {"mean": 0.02159}, "gpu_s": {"mean": 0.01683}}))
+        self.assertFalse(h.step_is_heavy("mm:25", {"host_s": {"mean": 0.00333}, "gpu_s": {"mean": 0.02496}}))
+        # the measurement wins over the name: a GEMM loop whose host is slow is heavy
+        self.assertTrue(h.step_is_heavy("mm:5", {"host_s": {"mean": 0.004}, "gpu_s": {"mean": 0.005}}))
+        # before the step is measured: by name
+        self.assertTrue(h.step_is_heavy("resnet50"))
+        self.assertFalse(h.step_is_heavy("mm:60", None))
+
     def test_in_order_families_add_only_the_unordered_knob(self):
         h = load_harness()
         cases = [c for c in h.build_cases(False, ["in_order", "in_order_image"]) if c["repeat"] == 0]
