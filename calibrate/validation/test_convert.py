@@ -1461,16 +1461,16 @@ class HarnessCasesTest(unittest.TestCase):
         kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
         steps = {c["knobs"]["step"] for c in cases}
         self.assertEqual(steps, {"mm:5", "mm:25", "mm:60", "resnet50"})
-        # by hand: 13 cases x 6 s, one (kind, batch size) with workers, three GEMM steps at 6 s, ResNet-50's at 17 s,
-        # and the one heavy case's probes at 37 s
+        # by hand: 13 cases x 6 s, one (kind, batch size) with workers at 38 s, three GEMM steps at 10 s,
+        # ResNet-50's at 17 s, and the one heavy case's probes at 37 s
         self.assertEqual(len(cases), 13)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 30.0 + 3 * 6.0 + 17.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 38.0 + 3 * 10.0 + 17.0 + 37.0)
         # once its step is measured, the probes still come with the heavy case (they run before each one)
         done = {"transport": {k: {} for k in kinds},
                 "step": {f"{s}/image/b64": {} for s in steps}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0)
         # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
-        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 30.0 + 17.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 38.0 + 17.0 + 37.0)
 
     def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):
         h = load_harness()
