@@ -8,7 +8,8 @@
 #   $OUT/calibrate.log   its output
 #   $OUT/cases.json      the harness's measured cases (rewritten after every case)
 #   $OUT/harness.log     the harness's progress lines
-#   $OUT/env.txt         machine facts (nvidia-smi, lscpu, data directory and its file system)
+#   $OUT/env.txt         machine facts (nvidia-smi, lscpu, data directory and its file system), then this
+#                        script's own progress lines
 #   $OUT/probe_fragment.json, $OUT/probe.log  the user helper (pipeplan_probe.py --num-workers 8) on the
 #                        harness's images, when 20 s of the budget are left
 #   $OUT/step_fragment.json  with PIPEPLAN_STEP_PROBE=1, the user helper's --step on example_step.py's ResNet-50
@@ -35,7 +36,9 @@ else
   QFLAG=; CAL_CAP=${PIPEPLAN_CALIBRATE_TIMEOUT_S:-150}; H_CAP=${PIPEPLAN_HARNESS_BUDGET_S:-420}
 fi
 elapsed() { echo $(( $(date +%s) - T0 )); }
-say() { echo "[device_run $(elapsed)s] $*"; }
+# each line also goes to env.txt, so the call's own narrative comes back whole in a file (the reply's output_tail
+# keeps only the last 12,000 characters, and $OUT takes at most 8 files)
+say() { echo "[device_run $(elapsed)s] $*"; echo "[device_run $(elapsed)s] $*" >> "$OUT/env.txt"; }
 
 # A data directory on a real disk (not tmpfs): cold-cache cases need one.
 DATA=
