@@ -1,4 +1,5 @@
 #include "sim/report.hpp"
+#include "sim/step_stats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -328,7 +329,11 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
       {"warmup_steps", r.warmup_steps},
       {"simulated_s", r.simulated_end_s},
       {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s}}},
-      {"step_time_s", {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p90", r.step_p90_s}, {"p99", r.step_p99_s}}},
+      {"step_time_s",
+       {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p80", r.step_p80_s}, {"p90", r.step_p90_s}, {"p95", r.step_p95_s},
+        {"p99", r.step_p99_s}}},
+      {"long_step_fraction", r.long_step_fraction},
+      {"step_p90_on_edge", p90_on_edge(r.long_step_fraction, r.step_p80_s, r.step_p95_s)},
       {"bottleneck", {{"stage", d.stage}, {"explanation", d.explanation}, {"suggestion", d.suggestion}}},
       {"stages", stages},
       {"gpu",
@@ -381,6 +386,13 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),
                 ms(r.step_p90_s).c_str());
   o << line;
+  if (p90_on_edge(r.long_step_fraction, r.step_p80_s, r.step_p95_s)) {
+    // one step in ten long, give or take: the p90 is whichever kind of step the share lands on
+    o << "                  the p90 is on an edge: " << pct(r.long_step_fraction)
+      << " of steps are long (over 1.5x the median), near the 10% it counts from,\n"
+      << "                  so a small change in that share moves it between " << ms(r.step_p80_s) << " (p80) and "
+      << ms(r.step_p95_s) << " (p95)\n";
+  }
   std::snprintf(line, sizeof line, "  synthetic data  %s samples/s: this job runs at %.0f%% of it\n",
                 with_thousands(r.baseline_samples_per_s).c_str(),
                 r.baseline_samples_per_s > 0 ? 100.0 * r.samples_per_s / r.baseline_samples_per_s : 0.0);

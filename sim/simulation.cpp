@@ -38,6 +38,7 @@
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "sim/arrival_order.hpp"
+#include "sim/step_stats.hpp"
 #include "sim/sync.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -843,15 +844,6 @@ std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   return comm;
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
-}
-
 }  // namespace
 
 SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace) {
@@ -970,8 +962,11 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.steps_per_s = static_cast<double>(step_times.size()) / window;
   res.step_mean_s = std::accumulate(step_times.begin(), step_times.end(), 0.0) / std::max<std::size_t>(1, step_times.size());
   res.step_p50_s = percentile(step_times, 0.5);
+  res.step_p80_s = percentile(step_times, 0.8);
   res.step_p90_s = percentile(step_times, 0.9);
+  res.step_p95_s = percentile(step_times, 0.95);
   res.step_p99_s = percentile(step_times, 0.99);
+  res.long_step_fraction = long_step_fraction(step_times);
 
   const double b0 = world.warmup > 0 ? world.baseline_step_end_s[world.warmup - 1] : 0.0;
   const double b1 = world.baseline_step_end_s[world.steps - 1];

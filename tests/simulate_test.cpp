@@ -1096,3 +1096,29 @@ TEST(Sweep, ReplicatedPointsRankByTheirMean) {
   EXPECT_EQ(best["result"]["replications"]["samples_per_s"]["mean"].get<double>(), best_mean);
   std::remove(path.c_str());
 }
+
+// The report's p90-on-an-edge flag (sim/step_stats.hpp). Ten workers, worker 0 eight times slower (64 ms a batch
+// of 8 samples at 1 ms, the others 8 ms), a 1 ms GPU step: batches return in order, so each of worker 0's batches
+// (one in ten) is a long wait and the nine behind it are ready at once: 10% of the steps long, the p90 on the
+// boundary between the two kinds. With four workers one step in four is long and the p90 is firmly a long one.
+TEST(Simulate, TheReportFlagsAP90StepBetweenShortAndLongSteps) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 10}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"slow_worker", {{"worker", 0}, {"factor", 8.0}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  json r = simulate(s);
+  EXPECT_NEAR(r["long_step_fraction"].get<double>(), 0.10, 0.01);
+  EXPECT_TRUE(r["step_p90_on_edge"].get<bool>());
+  const auto& t = r["step_time_s"];
+  EXPECT_LE(t["p80"].get<double>(), t["p90"].get<double>());
+  EXPECT_LE(t["p90"].get<double>(), t["p95"].get<double>());
+  EXPECT_GT(t["p95"].get<double>(), 10.0 * t["p80"].get<double>());  // a wait against a ready batch
+  const auto text = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                  pipeplan::test::test_data("flat_profile.json")});
+  EXPECT_NE(text.out.find("the p90 is on an edge: 10% of steps are long"), std::string::npos) << text.out;
+
+  json four = one_slow_worker_of_four();
+  json r4 = simulate(four);
+  EXPECT_NEAR(r4["long_step_fraction"].get<double>(), 0.25, 0.01);
+  EXPECT_FALSE(r4["step_p90_on_edge"].get<bool>());
+}

@@ -46,6 +46,33 @@ def make_case(cid, family, thr, step_mean, p90, nw=8, bs=64, load_s=0.004, step_
 
 
 class StatsTest(unittest.TestCase):
+    def test_flagged_edge_summary_by_hand(self):
+        def row(err, flag, p80=None, p95=None, meas=None):
+            return {"pipeplan": {"step_p90_err": err, "step_p90_on_edge": flag, "step_p80_s": p80, "step_p95_s": p95},
+                    "measured": {"step_p90_s": meas}}
+        rows = [row(0.40, True, 0.030, 0.150, 0.120),    # measured inside the band
+                row(-0.20, True, 0.030, 0.150, 0.160),   # above its p95
+                row(0.10, False), row(-0.05, False), row(0.30, False),
+                row(None, True), row(0.2, None)]         # no error, no flag: left out
+        got = convert.flagged_edge_summary(rows)
+        self.assertEqual((got["n"], got["n_other"]), (2, 3))
+        self.assertAlmostEqual(got["median_abs_step_p90_err"], 0.30)
+        self.assertAlmostEqual(got["other_median_abs_step_p90_err"], 0.10)
+        self.assertAlmostEqual(got["share_measured_inside_p80_p95"], 0.5)
+        self.assertIsNone(convert.flagged_edge_summary([row(0.1, False)]))
+
+    def test_seeds_merge_the_edge_flag_by_majority_and_average_the_band(self):
+        def res(p80, p95, flag):
+            return {"throughput": {"samples_per_s": 100.0}, "bottleneck": {"stage": "workers"},
+                    "step_time_s": {"mean": 0.05, "p80": p80, "p90": 0.1, "p95": p95},
+                    "long_step_fraction": 0.1, "step_p90_on_edge": flag}
+        merged = convert.combine_replications([res(0.03, 0.15, True), res(0.05, 0.17, False), res(0.04, 0.16, True)])
+        self.assertTrue(merged["step_p90_on_edge"])
+        self.assertAlmostEqual(merged["step_time_s"]["p80"], 0.04)
+        self.assertAlmostEqual(merged["step_time_s"]["p95"], 0.16)
+        self.assertFalse(convert.combine_replications([res(0.03, 0.15, True), res(0.05, 0.17, False),
+                                              res(0.04, 0.16, False)])["step_p90_on_edge"])
+
     def test_percentile_by_hand(self):
         xs = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
         self.assertAlmostEqual(convert.percentile(xs, 0.5), 5.5)

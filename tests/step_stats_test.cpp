@@ -1,0 +1,59 @@
+// sim/step_stats: percentiles, the long steps' share and the p90-on-an-edge rule, against hand calculations.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/step_stats.hpp"
+
+using pipeplan::sim::long_step_fraction;
+using pipeplan::sim::p90_on_edge;
+using pipeplan::sim::percentile;
+
+namespace {
+
+// n_short steps of short_s followed by n_long of long_s
+std::vector<double> two_kinds(int n_short, double short_s, int n_long, double long_s) {
+  std::vector<double> v(n_short, short_s);
+  v.insert(v.end(), n_long, long_s);
+  return v;
+}
+
+}  // namespace
+
+TEST(StepStats, PercentileInterpolatesBetweenOrderStatisticsLikeNumpy) {
+  // numpy.percentile([1, 2, 3, 4], 90) = 3.7: position 0.9 x 3 = 2.7 between 3 and 4
+  EXPECT_DOUBLE_EQ(percentile({4.0, 1.0, 3.0, 2.0}, 0.9), 3.7);
+  EXPECT_DOUBLE_EQ(percentile({4.0, 1.0, 3.0, 2.0}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(percentile({5.0}, 0.9), 5.0);
+  EXPECT_DOUBLE_EQ(percentile({}, 0.9), 0.0);
+}
+
+TEST(StepStats, LongStepsAreThoseOverOneAndAHalfTimesTheMedian) {
+  // 88 steps of 30 ms and 12 waiting steps of 150 ms: 12% long
+  EXPECT_DOUBLE_EQ(long_step_fraction(two_kinds(88, 0.030, 12, 0.150)), 0.12);
+  // 44 ms is under 1.5 x 30 ms, 46 ms over it
+  EXPECT_DOUBLE_EQ(long_step_fraction(two_kinds(90, 0.030, 10, 0.044)), 0.0);
+  EXPECT_DOUBLE_EQ(long_step_fraction(two_kinds(90, 0.030, 10, 0.046)), 0.10);
+  EXPECT_DOUBLE_EQ(long_step_fraction({}), 0.0);
+}
+
+TEST(StepStats, TheP90IsOnAnEdgeWhenAboutOneStepInTenIsLong) {
+  // 92 short and 8 long steps of 30 and 150 ms: the p90 is a short step (30 ms), but two more long steps in a
+  // hundred would make it 150 ms. p80 30 ms, p95 150 ms (position 94.05 of 0..99 is a long step).
+  const auto steps = two_kinds(92, 0.030, 8, 0.150);
+  EXPECT_DOUBLE_EQ(percentile(steps, 0.9), 0.030);
+  EXPECT_DOUBLE_EQ(percentile(steps, 0.8), 0.030);
+  EXPECT_DOUBLE_EQ(percentile(steps, 0.95), 0.150);
+  EXPECT_TRUE(p90_on_edge(long_step_fraction(steps), percentile(steps, 0.8), percentile(steps, 0.95)));
+  // one in five long: the p90 is firmly a long step
+  const auto many = two_kinds(80, 0.030, 20, 0.150);
+  EXPECT_FALSE(p90_on_edge(long_step_fraction(many), percentile(many, 0.8), percentile(many, 0.95)));
+  // 3% long: firmly short
+  const auto few = two_kinds(97, 0.030, 3, 0.150);
+  EXPECT_FALSE(p90_on_edge(long_step_fraction(few), percentile(few, 0.8), percentile(few, 0.95)));
+  // the share on the edge but the steps around the p90 alike (p95 under 1.3 x p80): nothing to warn about
+  EXPECT_FALSE(p90_on_edge(0.10, 0.030, 0.035));
+  // the band's ends are in it
+  EXPECT_TRUE(p90_on_edge(0.05, 0.030, 0.150));
+  EXPECT_TRUE(p90_on_edge(0.15, 0.030, 0.150));
+}
