@@ -1346,6 +1346,14 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
+def step_p90_err_groups(group: Sequence[float], others: Sequence[float]) -> Dict[str, Any]:
+    """Pure: the abs errors of the p90 step in a group of cases and in the others, as median and p90 of each."""
+    return {"n": len(group), "n_other": len(others),
+            "median_abs_step_p90_err": median(group), "p90_abs_step_p90_err": percentile(group, 0.9),
+            "other_median_abs_step_p90_err": median(others) if others else None,
+            "other_p90_abs_step_p90_err": percentile(others, 0.9) if others else None}
+
+
 def flagged_edge_summary(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """Pure: the cases pipeplan itself flags with its p90 step on an edge (`step_p90_on_edge`: 5-15% of its steps
     long, sim/step_stats.hpp) against the others: the abs error of the p90 step in each group, and how often the
@@ -1366,11 +1374,7 @@ def flagged_edge_summary(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]
             others.append(abs(err))
     if not flagged:
         return None
-    return {"n": len(flagged), "n_other": len(others),
-            "median_abs_step_p90_err": median(flagged), "p90_abs_step_p90_err": percentile(flagged, 0.9),
-            "other_median_abs_step_p90_err": median(others) if others else None,
-            "other_p90_abs_step_p90_err": percentile(others, 0.9) if others else None,
-            "share_measured_inside_p80_p95": inside / len(flagged)}
+    return dict(step_p90_err_groups(flagged, others), share_measured_inside_p80_p95=inside / len(flagged))
 
 
 def leave_one_out_errors(values: Sequence[float]) -> List[Optional[float]]:
@@ -1875,11 +1879,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                   if r["pipeplan"]["step_p90_err"] is not None and r["measured"].get("waiting_step_share") is not None]
         edge = [e for share, e in shares if lo <= share < hi]
         off_edge = [e for share, e in shares if not lo <= share < hi]
-        edge_cmp = ({"n": len(edge), "n_other": len(off_edge), "band": [lo, hi],
-                     "median_abs_step_p90_err": median(edge), "p90_abs_step_p90_err": percentile(edge, 0.9),
-                     "other_median_abs_step_p90_err": median(off_edge) if off_edge else None,
-                     "other_p90_abs_step_p90_err": percentile(off_edge, 0.9) if off_edge else None}
-                    if edge else None)
+        edge_cmp = dict(step_p90_err_groups(edge, off_edge), band=[lo, hi]) if edge else None
         return {"n": len(errs), "failed": len(rows) - len(pr),
                 "pooled_inputs": pooled_cmp,
                 "p90_edge": edge_cmp,
@@ -1952,6 +1952,13 @@ def _pct(x: Optional[float], signed: bool = True) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "n/a"
     return f"{x*100:+.1f}%" if signed else f"{x*100:.1f}%"
+
+
+def _groups_md(g: Dict[str, Any], others: str) -> str:
+    """step_p90_err_groups as a table cell's words: 'median X / p90 Y; the N <others> X / Y'."""
+    return (f"median {_pct(g['median_abs_step_p90_err'], False)} / p90 {_pct(g['p90_abs_step_p90_err'], False)}; the "
+            f"{g['n_other']} {others} {_pct(g['other_median_abs_step_p90_err'], False)} / "
+            f"{_pct(g['other_p90_abs_step_p90_err'], False)}")
 
 
 def _num(x: Optional[float], fmt: str = "{:.0f}") -> str:
@@ -2099,18 +2106,14 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     if pe.get("n"):
         L.append(f"| (diagnostic) the {pe['n']} cases where {100 * pe['band'][0]:.0f}-{100 * pe['band'][1]:.0f}% of "
                  f"the steps waited for a batch over a quarter of the mean step (their p90 step falls on the edge "
-                 f"between short steps and long ones): abs error of the p90 step median "
-                 f"{_pct(pe['median_abs_step_p90_err'], False)} / p90 {_pct(pe['p90_abs_step_p90_err'], False)}; the "
-                 f"{pe['n_other']} others with a timeline {_pct(pe['other_median_abs_step_p90_err'], False)} / "
-                 f"{_pct(pe['other_p90_abs_step_p90_err'], False)} | | | |")
+                 f"between short steps and long ones): abs error of the p90 step {_groups_md(pe, 'others with a timeline')}"
+                 f" | | | |")
     pf = p.get("p90_edge_flagged") or {}
     if pf.get("n"):
         L.append(f"| (diagnostic) the {pf['n']} cases pipeplan's report flags with its p90 step on an edge (5-15% of "
-                 f"its steps over 1.5x the median): abs error of the p90 step median "
-                 f"{_pct(pf['median_abs_step_p90_err'], False)} / p90 {_pct(pf['p90_abs_step_p90_err'], False)}, the "
-                 f"measured p90 inside the p80-p95 band it names in {_pct(pf['share_measured_inside_p80_p95'], False)}; "
-                 f"the {pf['n_other']} others {_pct(pf['other_median_abs_step_p90_err'], False)} / "
-                 f"{_pct(pf['other_p90_abs_step_p90_err'], False)} | | | |")
+                 f"its steps over 1.5x the median; the measured p90 inside the p80-p95 band it names in "
+                 f"{_pct(pf['share_measured_inside_p80_p95'], False)}): abs error of the p90 step "
+                 f"{_groups_md(pf, 'others')} | | | |")
     ph = p.get("p90_halves") or {}
     if ph.get("n"):
         L.append(f"| (diagnostic) the ground truth's own precision of the p90 step: over {ph['n']} cases with a "
