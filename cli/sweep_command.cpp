@@ -159,7 +159,8 @@ int sweep_command(int argc, char** argv) {
       std::snprintf(line, sizeof line, "%-22s ", axis.key.c_str());
       header += line;
     }
-    o << header << "  samples/s" << (replications > 1 ? "         " : "") << "  step mean ms  step p90 ms  vs synthetic  bottleneck\n";
+    o << header << "  samples/s" << (replications > 1 ? "         " : "") << "  step mean ms  step p90 ms   vs synthetic  bottleneck\n";
+    bool any_edge = false;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       std::string knobs;
       for (const auto& axis : axes) {
@@ -173,13 +174,19 @@ int sweep_command(int argc, char** argv) {
         std::snprintf(cv, sizeof cv, " +-%4.1f%%", 100.0 * r["replications"]["samples_per_s"]["cv"].get<double>());
         rate_cell += cv;
       }
-      std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f  %11.0f%%  %s%s\n", knobs.c_str(), replications > 1 ? 19 : 10,
+      // "~": the p90 falls between short and long steps (sim/step_stats.hpp), so it is the least certain figure
+      const bool edge = r.value("step_p90_on_edge", false);
+      any_edge = any_edge || edge;
+      std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f%c  %11.0f%%  %s%s\n", knobs.c_str(), replications > 1 ? 19 : 10,
                     rate_cell.c_str(),
-                    1e3 * r["step_time_s"]["mean"].get<double>(), 1e3 * r["step_time_s"]["p90"].get<double>(),
+                    1e3 * r["step_time_s"]["mean"].get<double>(), 1e3 * r["step_time_s"]["p90"].get<double>(), edge ? '~' : ' ',
                     100 * r["synthetic_baseline"]["ratio"].get<double>(), r["bottleneck"]["stage"].get<std::string>().c_str(),
                     i == best ? "   <- best" : "");
       o << line;
     }
+    if (any_edge)
+      o << "\n~ the p90 is on an edge: 5-15% of the steps are long (over 1.5x the median), so a small change in that share\n"
+           "  moves it between the p80 and the p95 (pipeplan simulate names them)\n";
     report = o.str();
   }
   emit_report(common, report);

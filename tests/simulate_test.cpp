@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -1121,4 +1122,24 @@ TEST(Simulate, TheReportFlagsAP90StepBetweenShortAndLongSteps) {
   json r4 = simulate(four);
   EXPECT_NEAR(r4["long_step_fraction"].get<double>(), 0.25, 0.01);
   EXPECT_FALSE(r4["step_p90_on_edge"].get<bool>());
+
+  // a sweep marks the flagged point's p90 with "~" and says why, and leaves the other alone
+  const auto sweep = pipeplan::test::run_pipeplan({"sweep", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                   pipeplan::test::test_data("flat_profile.json"), "--vary",
+                                                   "loader.num_workers=4,10", "--jobs", "2"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  std::istringstream lines(sweep.out);
+  std::string line;
+  int marked = 0, rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("4 ", 0) == 0 || line.rfind("10 ", 0) == 0) {
+      ++rows;
+      const bool has_mark = line.find('~') != std::string::npos;
+      EXPECT_EQ(has_mark, line.rfind("10 ", 0) == 0) << line;
+      marked += has_mark;
+    }
+  }
+  EXPECT_EQ(rows, 2) << sweep.out;
+  EXPECT_EQ(marked, 1) << sweep.out;
+  EXPECT_NE(sweep.out.find("~ the p90 is on an edge"), std::string::npos) << sweep.out;
 }
