@@ -316,11 +316,16 @@ class PinThreadMeter:
 # images in run 32's A1, 37.8 s in run 33's step call; 22-31 s in run 12 without the last);
 # a step model measured for the first time (with its duty and burst curves: GEMM steps
 # 6.5-12.8 s in runs 32-33; resnet50 16.8 s, NEW_HEAVY_STEP_S). A host-heavy loop with workers (ResNet-50) also
-# runs four host probes before each of its cases (host_under_load, host_beside_loader, host_beside_workers,
-# host_beside_pin_parts: 36.7 s in run 32's A1, whose last case started with 22 s left, took 65.6 s and ran
-# the harness 37 s past its budget; HEAVY_PROBES_S).
+# runs four host probes before its first case of a (step, kind, batch size, workers) (host_under_load,
+# host_beside_loader, host_beside_workers, host_beside_pin_parts, kept per key: 36.7 s in run 32's A1, whose
+# last case started with 22 s left, took 65.6 s and ran the harness 37 s past its budget; HEAVY_PROBES_S).
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 38.0, 10.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 17.0, 37.0
+
+
+def heavy_probe_key(knobs: dict) -> str:
+    """The key run_case keeps a host-heavy loop's host probes under (host_beside_workers and the others)."""
+    return f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}/w{knobs['num_workers']}"
 
 
 def step_is_heavy(step_name: str, step_component: Optional[dict] = None) -> bool:
@@ -336,8 +341,8 @@ def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Opt
     """Pure: why a case is skipped with rem_s of the budget left (None: it runs). Too little for a measured
     window at all; a new (data kind, batch size) with workers first measures its components (transport,
     in_worker, load_scaling, step: 35-40 s in run 10, whose call A started the b128 case with 7 s left and the
-    call's timeout killed it mid-component); a host-heavy loop with workers first runs its host probes (about
-    37 s: run 32's A1 started its ResNet-50 case with 22 s left and ran 37 s past its budget)."""
+    call's timeout killed it mid-component); a host-heavy loop with workers not yet probed first runs its host
+    probes (about 37 s: run 32's A1 started its ResNet-50 case with 22 s left and ran 37 s past its budget)."""
     if rem_s < (1.0 if quick else 2.0):
         return ""
     comps = components or {}
@@ -346,6 +351,7 @@ def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Opt
         return ", too little for its components"
     step_key = f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}"
     if (knobs["num_workers"] > 0 and step_is_heavy(knobs["step"], (comps.get("step") or {}).get(step_key))
+            and heavy_probe_key(knobs) not in (comps.get("host_beside_workers") or {})
             and rem_s < HEAVY_PROBES_S + CASE_SETUP_S):
         return ", too little for its host probes"
     return None
@@ -355,10 +361,11 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> flo
     """Pure: the time the cases still to run will spend outside their measured windows (CASE_SETUP_S
     each, plus the settling of its two loader probes, NEW_COMPONENTS_S per (kind, batch size) with workers
     not yet measured, NEW_STEP_S per step model not yet measured (NEW_HEAVY_STEP_S for a host-heavy one) and
-    HEAVY_PROBES_S per case with workers around a host-heavy loop), for the harness's time allowance per case."""
+    HEAVY_PROBES_S per host-heavy loop with workers not yet probed), for the harness's time allowance per case."""
     seen_tr = set((components or {}).get("transport") or {})
     steps = (components or {}).get("step") or {}
     seen_step = set(steps)
+    seen_probes = set((components or {}).get("host_beside_workers") or {})
     total = 0.0
     for case in cases_left:
         k = case["knobs"]
@@ -371,8 +378,9 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> flo
         if step_key not in seen_step:
             total += NEW_HEAVY_STEP_S if heavy else NEW_STEP_S
             seen_step.add(step_key)
-        if heavy and k["num_workers"] > 0:
+        if heavy and k["num_workers"] > 0 and heavy_probe_key(k) not in seen_probes:
             total += HEAVY_PROBES_S
+            seen_probes.add(heavy_probe_key(k))
     return total
 
 

@@ -1492,12 +1492,21 @@ class HarnessCasesTest(unittest.TestCase):
         # ResNet-50's at 17 s, and the one heavy case's probes at 37 s
         self.assertEqual(len(cases), 13)
         self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 38.0 + 3 * 10.0 + 17.0 + 37.0)
-        # once its step is measured, the probes still come with the heavy case (they run before each one)
+        # once its step is measured the probes are still to come; once they ran (kept per step, kind, batch
+        # size and workers, as run_case keeps them) nothing more
         done = {"transport": {k: {} for k in kinds},
                 "step": {f"{s}/image/b64": {} for s in steps}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0)
+        done["host_beside_workers"] = {"resnet50/image/b64/w8": {}}
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0)
         # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
         self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 38.0 + 17.0 + 37.0)
+        # a GIL call: four ResNet-50 cases of one (kind, batch size, workers), pinned and not, two rounds; run 31's
+        # GIL ran the probes once, before its first case (its other cases took 35-42 s with 25 s windows)
+        gil = h.build_cases(False, ["pin_memory_gil"], 2)
+        self.assertEqual(len(gil), 4)
+        self.assertEqual({h.heavy_probe_key(c["knobs"]) for c in gil}, {"resnet50/tensor_f32/b64/w8"})
+        self.assertAlmostEqual(h.setup_overhead_s(gil, {}), 4 * 6.0 + 38.0 + 17.0 + 37.0)
 
     def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):
         h = load_harness()
@@ -1506,6 +1515,9 @@ class HarnessCasesTest(unittest.TestCase):
         seen = {"transport": {"image/b64": {}}, "step": {}}
         # run 32's A1: the ResNet-50 case started with 22 s left (its probes then took 36.7 s); now skipped
         self.assertEqual(h.skip_reason(resnet, 22.0, seen, False), ", too little for its host probes")
+        # once its probes ran (an earlier case of the same loop), a late case only needs its window
+        probed = dict(seen, host_beside_workers={"resnet50/image/b64/w8": {}})
+        self.assertIsNone(h.skip_reason(resnet, 22.0, probed, False))
         # with room for its probes it runs, and a light loop never waits for them
         self.assertIsNone(h.skip_reason(resnet, h.HEAVY_PROBES_S + h.CASE_SETUP_S + 1.0, seen, False))
         self.assertIsNone(h.skip_reason(gemm, 22.0, seen, False))
