@@ -1,5 +1,4 @@
 #include "sim/report.hpp"
-#include "sim/step_stats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -333,7 +332,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
        {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p80", r.step_p80_s}, {"p90", r.step_p90_s}, {"p95", r.step_p95_s},
         {"p99", r.step_p99_s}}},
       {"long_step_fraction", r.long_step_fraction},
-      {"step_p90_on_edge", p90_on_edge(r.long_step_fraction, r.step_p80_s, r.step_p95_s)},
+      {"step_p90_on_edge", r.step_p90_on_edge},
       {"bottleneck", {{"stage", d.stage}, {"explanation", d.explanation}, {"suggestion", d.suggestion}}},
       {"stages", stages},
       {"gpu",
@@ -386,7 +385,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),
                 ms(r.step_p90_s).c_str());
   o << line;
-  if (p90_on_edge(r.long_step_fraction, r.step_p80_s, r.step_p95_s)) {
+  if (r.step_p90_on_edge) {
     // one step in ten long, give or take: the p90 is whichever kind of step the share lands on
     o << "                  the p90 is on an edge: " << pct(r.long_step_fraction)
       << " of steps are long (over 1.5x the median), near the 10% it counts from,\n"

@@ -961,12 +961,14 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.samples_per_s = samples / window;
   res.steps_per_s = static_cast<double>(step_times.size()) / window;
   res.step_mean_s = std::accumulate(step_times.begin(), step_times.end(), 0.0) / std::max<std::size_t>(1, step_times.size());
-  res.step_p50_s = percentile(step_times, 0.5);
-  res.step_p80_s = percentile(step_times, 0.8);
-  res.step_p90_s = percentile(step_times, 0.9);
-  res.step_p95_s = percentile(step_times, 0.95);
-  res.step_p99_s = percentile(step_times, 0.99);
-  res.long_step_fraction = long_step_fraction(step_times);
+  const StepTimeShape shape = step_time_shape(step_times);
+  res.step_p50_s = shape.p50_s;
+  res.step_p80_s = shape.p80_s;
+  res.step_p90_s = shape.p90_s;
+  res.step_p95_s = shape.p95_s;
+  res.step_p99_s = shape.p99_s;
+  res.long_step_fraction = shape.long_step_fraction;
+  res.step_p90_on_edge = shape.p90_on_edge;
 
   const double b0 = world.warmup > 0 ? world.baseline_step_end_s[world.warmup - 1] : 0.0;
   const double b1 = world.baseline_step_end_s[world.steps - 1];

@@ -5,20 +5,47 @@
 
 namespace pipeplan::sim {
 
-double percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const double pos = q * static_cast<double>(values.size() - 1);
+namespace {
+
+double percentile_of_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+double long_step_fraction_of_sorted(const std::vector<double>& sorted) {
+  if (sorted.empty()) return 0.0;
+  const double cutoff_s = kLongStepOverMedian * percentile_of_sorted(sorted, 0.5);
+  const auto first_long = std::upper_bound(sorted.begin(), sorted.end(), cutoff_s);
+  return static_cast<double>(sorted.end() - first_long) / static_cast<double>(sorted.size());
+}
+
+}  // namespace
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return percentile_of_sorted(values, q);
 }
 
 double long_step_fraction(const std::vector<double>& step_s) {
-  if (step_s.empty()) return 0.0;
-  const double cutoff_s = kLongStepOverMedian * percentile(step_s, 0.5);
-  const auto n_long = std::count_if(step_s.begin(), step_s.end(), [&](double t) { return t > cutoff_s; });
-  return static_cast<double>(n_long) / static_cast<double>(step_s.size());
+  std::vector<double> sorted = step_s;
+  std::sort(sorted.begin(), sorted.end());
+  return long_step_fraction_of_sorted(sorted);
+}
+
+StepTimeShape step_time_shape(std::vector<double> step_s) {
+  std::sort(step_s.begin(), step_s.end());
+  StepTimeShape shape;
+  shape.p50_s = percentile_of_sorted(step_s, 0.5);
+  shape.p80_s = percentile_of_sorted(step_s, 0.8);
+  shape.p90_s = percentile_of_sorted(step_s, 0.9);
+  shape.p95_s = percentile_of_sorted(step_s, 0.95);
+  shape.p99_s = percentile_of_sorted(step_s, 0.99);
+  shape.long_step_fraction = long_step_fraction_of_sorted(step_s);
+  shape.p90_on_edge = p90_on_edge(shape.long_step_fraction, shape.p80_s, shape.p95_s);
+  return shape;
 }
 
 bool p90_on_edge(double long_fraction, double step_p80_s, double step_p95_s) {

@@ -20,6 +20,15 @@ inline constexpr double kLongStepOverMedian = 1.5;
 // The share of steps longer than kLongStepOverMedian x the median step; 0 when empty.
 double long_step_fraction(const std::vector<double>& step_s);
 
+// The measured window's step times summarised from one sort: the percentiles the report gives, the long steps'
+// share and the edge flag below.
+struct StepTimeShape {
+  double p50_s = 0.0, p80_s = 0.0, p90_s = 0.0, p95_s = 0.0, p99_s = 0.0;
+  double long_step_fraction = 0.0;
+  bool p90_on_edge = false;
+};
+StepTimeShape step_time_shape(std::vector<double> step_s);
+
 // Whether the p90 step sits on the edge between short and long steps: between 5% and 15% of the steps are
 // long (so the 90th percentile is within five points of the boundary) and the p95 is at least 1.3x the p80
 // (the steps on either side of the p90 differ enough for it to matter).

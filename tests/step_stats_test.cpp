@@ -57,3 +57,15 @@ TEST(StepStats, TheP90IsOnAnEdgeWhenAboutOneStepInTenIsLong) {
   EXPECT_TRUE(p90_on_edge(0.05, 0.030, 0.150));
   EXPECT_TRUE(p90_on_edge(0.15, 0.030, 0.150));
 }
+
+TEST(StepStats, OneSortGivesTheSameShapeAsTheSeparateFunctions) {
+  const auto steps = two_kinds(92, 0.030, 8, 0.150);
+  const auto shape = pipeplan::sim::step_time_shape(steps);
+  EXPECT_DOUBLE_EQ(shape.p50_s, percentile(steps, 0.5));
+  EXPECT_DOUBLE_EQ(shape.p80_s, 0.030);
+  EXPECT_DOUBLE_EQ(shape.p90_s, 0.030);
+  EXPECT_DOUBLE_EQ(shape.p95_s, 0.150);
+  EXPECT_DOUBLE_EQ(shape.p99_s, percentile(steps, 0.99));
+  EXPECT_DOUBLE_EQ(shape.long_step_fraction, 0.08);
+  EXPECT_TRUE(shape.p90_on_edge);
+}

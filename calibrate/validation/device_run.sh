@@ -38,7 +38,7 @@ fi
 elapsed() { echo $(( $(date +%s) - T0 )); }
 # each line also goes to env.txt, so the call's own narrative comes back whole in a file (the reply's output_tail
 # keeps only the last 12,000 characters, and $OUT takes at most 8 files)
-say() { echo "[device_run $(elapsed)s] $*"; echo "[device_run $(elapsed)s] $*" >> "$OUT/env.txt"; }
+say() { local line="[device_run $(elapsed)s] $*"; echo "$line"; echo "$line" >> "$OUT/env.txt"; }
 
 # A data directory on a real disk (not tmpfs): cold-cache cases need one.
 DATA=

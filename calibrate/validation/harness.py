@@ -323,9 +323,19 @@ CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 38.0, 10.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 17.0, 37.0
 
 
+def transport_key(knobs: dict) -> str:
+    """The key a (data kind, batch size)'s components are kept under (transport, in_worker, load_scaling)."""
+    return f"{knobs['kind']}/b{knobs['batch_size']}"
+
+
+def step_key(knobs: dict) -> str:
+    """The key a step model's component is kept under (comp_step)."""
+    return f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}"
+
+
 def heavy_probe_key(knobs: dict) -> str:
     """The key run_case keeps a host-heavy loop's host probes under (host_beside_workers and the others)."""
-    return f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}/w{knobs['num_workers']}"
+    return f"{step_key(knobs)}/w{knobs['num_workers']}"
 
 
 def step_is_heavy(step_name: str, step_component: Optional[dict] = None) -> bool:
@@ -346,11 +356,10 @@ def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Opt
     if rem_s < (1.0 if quick else 2.0):
         return ""
     comps = components or {}
-    if (knobs["num_workers"] > 0 and f"{knobs['kind']}/b{knobs['batch_size']}" not in (comps.get("transport") or {})
+    if (knobs["num_workers"] > 0 and transport_key(knobs) not in (comps.get("transport") or {})
             and rem_s < (15.0 if quick else 45.0)):
         return ", too little for its components"
-    step_key = f"{knobs['step']}/{knobs['kind']}/b{knobs['batch_size']}"
-    if (knobs["num_workers"] > 0 and step_is_heavy(knobs["step"], (comps.get("step") or {}).get(step_key))
+    if (knobs["num_workers"] > 0 and step_is_heavy(knobs["step"], (comps.get("step") or {}).get(step_key(knobs)))
             and heavy_probe_key(knobs) not in (comps.get("host_beside_workers") or {})
             and rem_s < HEAVY_PROBES_S + CASE_SETUP_S):
         return ", too little for its host probes"
@@ -370,14 +379,14 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> flo
     for case in cases_left:
         k = case["knobs"]
         total += CASE_SETUP_S + 2 * probe_settle_s
-        tr_key, step_key = f"{k['kind']}/b{k['batch_size']}", f"{k['step']}/{k['kind']}/b{k['batch_size']}"
-        heavy = step_is_heavy(k["step"], steps.get(step_key))
+        tr_key, st_key = transport_key(k), step_key(k)
+        heavy = step_is_heavy(k["step"], steps.get(st_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
             total += NEW_COMPONENTS_S
             seen_tr.add(tr_key)
-        if step_key not in seen_step:
+        if st_key not in seen_step:
             total += NEW_HEAVY_STEP_S if heavy else NEW_STEP_S
-            seen_step.add(step_key)
+            seen_step.add(st_key)
         if heavy and k["num_workers"] > 0 and heavy_probe_key(k) not in seen_probes:
             total += HEAVY_PROBES_S
             seen_probes.add(heavy_probe_key(k))
