@@ -9,6 +9,12 @@
 // H2D copy (copy.h2d_pageable_fresh_mapping carries that touch) and released when the loop drops it.
 // Also the writer's side: filling a fresh shared-memory segment (what collate does in a
 // worker), fitted per byte: shm_write_s_per_byte.
+// And the pin thread's split (validation run 21, finding 2; run 31, finding 1): pin_memory() copies a
+// received batch into page-locked memory in one pass, faulting each page of the fresh mapping as the copy
+// first reads it. At batch sizes, interleaved round by round, one batch's pages are only read (the touch)
+// and another's are copied fresh into a resident destination, then copied again, now touched; the touch's
+// share of the fresh copy is what the memory map is busy for inside pin_memory() (pin_split_points,
+// pin_touch_share). Recorded for the model's check; the simulator does not read it yet.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -19,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "calibrate/pin_split.hpp"
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
 
@@ -60,15 +67,26 @@ constexpr std::size_t kPageBytes = 4096;
   _exit(0);
 }
 
-// Receives one batch, reading every page when `touch`; returns seconds, or a negative value on error.
-// *release_s: the munmap and close at the end (the last reference to the segment's pages).
-double receive_one(int sock, bool touch, double* release_s, std::string& error) {
+// One received batch, mapped in this process: the writer's memfd, its pages not yet touched here.
+struct MappedBatch {
+  unsigned char* data = nullptr;
+  std::size_t bytes = 0;
+  int fd = -1;
+};
+
+// Waits for the writer's next message (at most 60 s); *arrived_s: when it was there (writer time excluded).
+bool wait_for_batch(int sock, double* arrived_s, std::string& error) {
   pollfd pfd{sock, POLLIN, 0};
   if (poll(&pfd, 1, 60000) != 1) {
     error = "writer sent nothing for 60 s";
-    return -1.0;
+    return false;
   }
-  const double t0 = now_s();  // the message is there: writer time is excluded
+  *arrived_s = now_s();
+  return true;
+}
+
+// recvmsg and mmap of the batch whose message has arrived; false (and `error`) on failure.
+bool map_batch(int sock, MappedBatch& batch, std::string& error) {
   std::size_t bytes = 0;
   iovec iov{&bytes, sizeof bytes};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -79,12 +97,12 @@ double receive_one(int sock, bool touch, double* release_s, std::string& error) 
   msg.msg_controllen = sizeof control;
   if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof bytes)) {
     error = std::string("recvmsg: ") + std::strerror(errno);
-    return -1.0;
+    return false;
   }
   cmsghdr* cm = CMSG_FIRSTHDR(&msg);
   if (!cm || cm->cmsg_type != SCM_RIGHTS) {
     error = "no file descriptor in the message";
-    return -1.0;
+    return false;
   }
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
@@ -92,19 +110,77 @@ double receive_one(int sock, bool touch, double* release_s, std::string& error) 
   if (p == MAP_FAILED) {
     error = std::string("mmap: ") + std::strerror(errno);
     close(fd);
-    return -1.0;
+    return false;
   }
-  const auto* bytes_in = static_cast<const volatile unsigned char*>(p);
+  batch = MappedBatch{static_cast<unsigned char*>(p), bytes, fd};
+  return true;
+}
+
+// Reads one byte of every page: the first touch, one fault per page (or per fault-around block).
+void touch_pages(const MappedBatch& batch) {
+  const auto* in = static_cast<const volatile unsigned char*>(batch.data);
   unsigned sum = 0;
-  if (touch)
-    for (std::size_t off = 0; off < bytes; off += kPageBytes) sum += bytes_in[off];  // first touch
-  const double t_release = now_s();
-  munmap(p, bytes);
-  close(fd);
-  const double t1 = now_s();
+  for (std::size_t off = 0; off < batch.bytes; off += kPageBytes) sum += in[off];
   asm volatile("" : : "r"(sum));
+}
+
+// munmap + close: the last reference to the segment's pages.
+void release_batch(MappedBatch& batch) {
+  munmap(batch.data, batch.bytes);
+  close(batch.fd);
+  batch = MappedBatch{};
+}
+
+void ack(int sock) {
+  const char one = 1;
+  send(sock, &one, 1, MSG_NOSIGNAL);
+}
+
+// Receives one batch, reading every page when `touch`; returns seconds, or a negative value on error.
+// *release_s: the munmap and close at the end (the last reference to the segment's pages).
+double receive_one(int sock, bool touch, double* release_s, std::string& error) {
+  double t0 = 0.0;
+  if (!wait_for_batch(sock, &t0, error)) return -1.0;
+  MappedBatch batch;
+  if (!map_batch(sock, batch, error)) return -1.0;
+  if (touch) touch_pages(batch);
+  const double t_release = now_s();
+  release_batch(batch);
+  const double t1 = now_s();
   *release_s = t1 - t_release;
   return t1 - t0;
+}
+
+// One round of the pin thread's split at one size: the writer has two batches queued for it, in
+// `touch_first` order. Times the read of every page of one (touch_s), the copy of the other into
+// `dst` from its fresh mapping (fresh_copy_s: what pin_memory() does) and the same copy again, its
+// pages now touched (touched_copy_s). False and `error` on failure.
+struct SplitRound {
+  double touch_s = 0.0, fresh_copy_s = 0.0, touched_copy_s = 0.0;
+};
+bool split_round(int sock, bool touch_first, unsigned char* dst, SplitRound& round, std::string& error) {
+  for (int k = 0; k < 2; ++k) {
+    const bool touch_this = (k == 0) == touch_first;
+    double arrived = 0.0;
+    MappedBatch batch;
+    if (!wait_for_batch(sock, &arrived, error) || !map_batch(sock, batch, error)) return false;
+    if (touch_this) {
+      const double t0 = now_s();
+      touch_pages(batch);
+      round.touch_s = now_s() - t0;
+    } else {
+      const double t0 = now_s();
+      std::memcpy(dst, batch.data, batch.bytes);
+      const double t1 = now_s();
+      std::memcpy(dst, batch.data, batch.bytes);
+      round.touched_copy_s = now_s() - t1;
+      round.fresh_copy_s = t1 - t0;
+      asm volatile("" : : "r"(dst) : "memory");
+    }
+    release_batch(batch);
+    ack(sock);
+  }
+  return true;
 }
 
 // A worker's collate writes its output into a fresh shared-memory segment: every page is
@@ -142,6 +218,13 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   std::vector<std::size_t> plan;
   for (std::size_t b : sizes)
     for (int t = 0; t < per_size; ++t) plan.push_back(b);
+  // then the pin thread's split: a round is two batches of each size (one touched, one copied); the first
+  // round warms up. Sizes around the validation's 38.5 MB image and tensor batches.
+  const std::vector<std::size_t> split_sizes =
+      ctx.by_scale<std::vector<std::size_t>>({4u << 20}, {16u << 20, 32u << 20}, {16u << 20, 32u << 20, 64u << 20});
+  const int split_rounds = 1 + ctx.by_scale(3, 5, 7);
+  for (int r = 0; r < split_rounds; ++r)
+    for (std::size_t b : split_sizes) plan.insert(plan.end(), 2, b);
 
   int socks[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, socks) != 0)
@@ -180,8 +263,7 @@ SectionOutcome run_ipc(const RunContext& ctx) {
       } else if (!touch) {
         releases_untouched.push_back(release_s);
       }
-      const char ack = 1;
-      send(sock, &ack, 1, MSG_NOSIGNAL);
+      ack(sock);
     }
     if (interrupted || !error.empty()) break;
     const double s = median(times);
@@ -194,6 +276,24 @@ SectionOutcome run_ipc(const RunContext& ctx) {
     ctx.log(strf("ipc: %8zu KiB: %10.1f us (%.2f GB/s); release %.1f us after a read of every page, %.1f us without",
                  b >> 10, s * 1e6, static_cast<double>(b) / s / 1e9, release_ys.back() * 1e6,
                  release_untouched_ys.back() * 1e6));
+  }
+  // The pin thread's split, interleaved: every round visits every size, the touch and the copy alternating
+  // which goes first, so a drift of the machine's speed falls on both alike.
+  std::vector<std::vector<SplitRound>> split_by_size(split_sizes.size());
+  std::vector<unsigned char> split_dst;
+  if (!interrupted && error.empty()) {
+    split_dst.assign(split_sizes.back(), 0);  // touched now: the destination is resident, as pinned memory is
+    for (int r = 0; r < split_rounds && error.empty() && !interrupted; ++r) {
+      for (std::size_t i = 0; i < split_sizes.size(); ++i) {
+        if (ctx.interrupted()) {
+          interrupted = true;
+          break;
+        }
+        SplitRound round;
+        if (!split_round(sock, (r + static_cast<int>(i)) % 2 == 0, split_dst.data(), round, error)) break;
+        if (r > 0) split_by_size[i].push_back(round);
+      }
+    }
   }
   close(sock);  // an interrupted writer sees EOF and exits
   int status = 0;
@@ -227,6 +327,30 @@ SectionOutcome run_ipc(const RunContext& ctx) {
     ctx.log(strf("ipc: release of pages never touched here %.3g s per byte (%.2f GB/s), rel_rmse %.3f",
                  untouched_fit->slope, 1e-9 / untouched_fit->slope, untouched_fit->rel_rmse));
   }
+
+  // The pin thread's split: medians per size; the share is the touch over the fresh copy.
+  nlohmann::json split_points = nlohmann::json::array();
+  std::vector<double> shares;
+  for (std::size_t i = 0; i < split_sizes.size(); ++i) {
+    std::vector<double> touch, fresh, touched;
+    for (const SplitRound& r : split_by_size[i]) {
+      touch.push_back(r.touch_s);
+      fresh.push_back(r.fresh_copy_s);
+      touched.push_back(r.touched_copy_s);
+    }
+    const PinSplit split{median(touch), median(fresh), median(touched)};
+    split_points.push_back({{"bytes", split_sizes[i]},
+                            {"touch_s", split.touch_s},
+                            {"fresh_copy_s", split.fresh_copy_s},
+                            {"touched_copy_s", split.touched_copy_s}});
+    shares.push_back(touch_share_of_fresh_copy(split));
+    ctx.log(strf("ipc: pin split %5zu MiB: touch %.2f ms, copy from the fresh mapping %.2f ms, the same copy touched "
+                 "%.2f ms; touch / fresh copy %.2f, fresh copy / (touch + touched copy) %.2f",
+                 split_sizes[i] >> 20, split.touch_s * 1e3, split.fresh_copy_s * 1e3, split.touched_copy_s * 1e3,
+                 shares.back(), one_pass_ratio(split)));
+  }
+  report.profile_keys["ipc"]["pin_split_points"] = split_points;
+  report.profile_keys["ipc"]["pin_touch_share"] = median(shares);
 
   // The writer's side, as collate does it in a worker: fresh shared memory, filled once.
   std::vector<char> source(largest, 1);

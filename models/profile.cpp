@@ -125,6 +125,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.ipc.release_untouched_s_per_byte = r.optional_number("release_untouched_s_per_byte", Range::between(0, 1));
     check_points(r, "points", {"bytes", "s", "release_s", "release_untouched_s"});
     check_points(r, "shm_write_points", {"bytes", "s"});
+    p.ipc.pin_touch_share = r.optional_number("pin_touch_share", Range::between(0, 10));
+    check_points(r, "pin_split_points", {"bytes", "touch_s", "fresh_copy_s", "touched_copy_s"});
     r.finish();
   }
   if (!missing("storage")) {

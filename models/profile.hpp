@@ -48,6 +48,11 @@ struct IpcProfile {
   // (5.6-8.0 ms for a 38.5 MB batch) on top of their fresh-mapping copy.
   std::optional<double> release_s_per_byte;            // the pages touched (by a copy or a read)
   std::optional<double> release_untouched_s_per_byte;  // never touched here (a loop that drops the batch)
+  // The share of pin_memory()'s one pass (the copy of a fresh mapping into pinned memory) spent faulting the
+  // mapping's pages: a touch alone over the fresh copy, at batch sizes (calibrate since the twenty-ninth
+  // session). Recorded for the model's check (validation.md, "Calibrate's split of the pin thread's work");
+  // the simulator does not read it yet.
+  std::optional<double> pin_touch_share;
 };
 
 struct ReaderSharePoint {

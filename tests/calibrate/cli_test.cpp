@@ -118,6 +118,15 @@ TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
     EXPECT_GE(pt["release_s"].get<double>(), 0.0);
     EXPECT_GE(pt["release_untouched_s"].get<double>(), 0.0);
   }
+  // The pin thread's split: a copy from a fresh mapping faults every page the copy of the same, now touched,
+  // pages does not, so it costs more; the faults alone (the touch) take time of their own.
+  ASSERT_TRUE(p["ipc"]["pin_split_points"].is_array());
+  ASSERT_FALSE(p["ipc"]["pin_split_points"].empty());
+  for (const auto& pt : p["ipc"]["pin_split_points"]) {
+    EXPECT_GT(pt["touch_s"].get<double>(), 0.0);
+    EXPECT_GT(pt["fresh_copy_s"].get<double>(), pt["touched_copy_s"].get<double>()) << pt.dump();
+  }
+  EXPECT_GT(p["ipc"]["pin_touch_share"].get<double>(), 0.0);
 
   // storage, in fio's terms
   const auto& st = p["storage"];
