@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -282,7 +283,7 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   std::vector<std::vector<SplitRound>> split_by_size(split_sizes.size());
   std::vector<unsigned char> split_dst;
   if (!interrupted && error.empty()) {
-    split_dst.assign(split_sizes.back(), 0);  // touched now: the destination is resident, as pinned memory is
+    split_dst.assign(*std::max_element(split_sizes.begin(), split_sizes.end()), 0);  // touched now: the destination is resident, as pinned memory is
     for (int r = 0; r < split_rounds && error.empty() && !interrupted; ++r) {
       for (std::size_t i = 0; i < split_sizes.size(); ++i) {
         if (ctx.interrupted()) {
