@@ -1129,9 +1129,27 @@ def unpinned_loop_beside_loader(prof: Dict[str, Any], case: Dict[str, Any], batc
     return res
 
 
+def pin_split_touched_copy_s(points: List[Dict[str, Any]], batch_bytes: float) -> Optional[float]:
+    """The copy of touched pages into resident memory for a batch of batch_bytes, from calibrate's interleaved pin
+    split (ipc.pin_split_points, since the twenty-ninth session): linear between the two sizes around it, per byte
+    of the nearest size outside them. None without usable points."""
+    pts = sorted((float(p["bytes"]), float(p["touched_copy_s"])) for p in points or []
+                 if float(p.get("bytes") or 0) > 0 and float(p.get("touched_copy_s") or 0) > 0)
+    if not pts or batch_bytes <= 0:
+        return None
+    if batch_bytes <= pts[0][0]:
+        return pts[0][1] * batch_bytes / pts[0][0]
+    if batch_bytes >= pts[-1][0]:
+        return pts[-1][1] * batch_bytes / pts[-1][0]
+    for (b0, s0), (b1, s1) in zip(pts, pts[1:]):
+        if b0 <= batch_bytes <= b1:
+            return s0 + (s1 - s0) * (batch_bytes - b0) / (b1 - b0)
+    return None
+
+
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
-                      worker_collate_s: Optional[float] = None, stall_phase_is_pin_memory: bool = False
-                      ) -> Dict[str, Any]:
+                      worker_collate_s: Optional[float] = None, stall_phase_is_pin_memory: bool = False,
+                      copy_from_pin_split: bool = False) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
     run (harness component `transport`): the main process's receive cost per batch, and the pin
     thread's extra cost per batch turned into a pinning rate for this batch size.
@@ -1147,7 +1165,12 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     in) takes the pin loop's own pin_memory() calls (transport pin_copy_s_per_batch), the rest of the pin thread's
     work the copy phase after it, since the pin-parts probe's rate is a loss per second of the helper's
     pin_memory(). Over the 20 cases it changes it scored worse than calibrate's touch share (the default), so the
-    loop loses more in the case than the rate times pin_memory()'s length."""
+    loop loses more in the case than the rate times pin_memory()'s length.
+
+    copy_from_pin_split (a variant, `--stall-phase pin-split`): the copy part of calibrate's split is the
+    interleaved pin split's copy of touched pages at this batch's size (pin_split_touched_copy_s) instead of
+    host.pin_copy_bytes_per_s (one 256 MiB reading minutes apart from the receive fit); the touch part stays the
+    receive's per-byte cost. Without pin split points in the profile it is the default."""
     prof = json.loads(json.dumps(base))
     curve = (base.get("cpu") or {}).get("speed_vs_busy_cores") or []
     busy_recv, busy_pin = transport_busy_cores(transport, worker_collate_s)
@@ -1167,6 +1190,10 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     copy_rate = float((base.get("host") or {}).get("pin_copy_bytes_per_s") or 0.0)
     touch_s = per_byte * batch_bytes
     copy_s = batch_bytes / copy_rate if copy_rate > 0 else 0.0
+    split_copy_s = pin_split_touched_copy_s((base.get("ipc") or {}).get("pin_split_points") or [], batch_bytes) \
+        if copy_from_pin_split else None
+    if split_copy_s is not None:
+        copy_s, copy_rate = split_copy_s, batch_bytes / split_copy_s
     rest = float(transport["pin_s_per_batch"]) * speed_pin - recv
     prof.setdefault("ipc", {})
     prof["ipc"]["receive_s_per_batch"] = recv
@@ -1461,9 +1488,12 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         stall_phase = (getattr(a, "stall_phase", "calibrate-split") == "pin-memory"
                        and bool(scen["training"].get("memory_map_wait_s")))
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c),
-                                         stall_phase_is_pin_memory=stall_phase)
+                                         stall_phase_is_pin_memory=stall_phase,
+                                         copy_from_pin_split=getattr(a, "stall_phase", "") == "pin-split")
         if stall_phase:
             c.setdefault("convert", {})["stall_phase"] = "pin_memory"
+        elif getattr(a, "stall_phase", "") == "pin-split" and (base_profile.get("ipc") or {}).get("pin_split_points"):
+            c.setdefault("convert", {})["stall_phase"] = "pin_split"
         loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c),
                                            per_case=getattr(a, "unpinned_window", "case") == "case",
                                            with_next=getattr(a, "unpinned_next", "window") == "window") \
@@ -2389,11 +2419,14 @@ def main(argv=None) -> int:
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
                          "case, else host_under_load's alone windows (run 25), off: none (the model until run 25)")
-    ap.add_argument("--stall-phase", choices=["pin-memory", "calibrate-split"], default="calibrate-split",
+    ap.add_argument("--stall-phase", choices=["pin-memory", "calibrate-split", "pin-split"],
+                    default="calibrate-split",
                     help="for a loop slowed at the pin-parts probe's rate (--memory-map-wait pin-parts): the pin "
                          "thread's phase it slows in is calibrate's touch share of the pin loop (default), or the "
                          "transport's pin_memory() calls (the rate is a loss per second of them; run 31, finding 6: "
-                         "worse on the 20 cases it changes)")
+                         "worse on the 20 cases it changes); pin-split: the default's split with its copy part from "
+                         "calibrate's interleaved pin split at the batch's size (ipc.pin_split_points; profiles "
+                         "since the twenty-ninth session, else the default), for every pinned case")
     ap.add_argument("--memory-map-wait", choices=["off", "pin-parts"], default="pin-parts",
                     help="a loop that needs the memory map: pin-parts: it slows at the rate the harness's pin-parts "
                          "loop lost per second of a helper's pin_memory() (memory_map_rate: the interleaved blocks "

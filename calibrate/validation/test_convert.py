@@ -412,6 +412,38 @@ class ScenarioTest(unittest.TestCase):
         # scaled with the rest of the main side by the probes' drift
         self.assertAlmostEqual(convert.transport_scaled(tr, 1.2)["pin_copy_s_per_batch"], 0.003)
 
+    def test_pin_split_touched_copy_interpolates_in_bytes(self):
+        pts = [{"bytes": 32 << 20, "touch_s": 0.01, "fresh_copy_s": 0.02, "touched_copy_s": 0.004},
+               {"bytes": 16 << 20, "touch_s": 0.005, "fresh_copy_s": 0.01, "touched_copy_s": 0.002}]
+        # halfway between 16 and 32 MiB: halfway between 2 and 4 ms (the points need not come sorted)
+        self.assertAlmostEqual(convert.pin_split_touched_copy_s(pts, 24 << 20), 0.003)
+        # below the smallest and above the largest: per byte of the nearest size
+        self.assertAlmostEqual(convert.pin_split_touched_copy_s(pts, 8 << 20), 0.001)
+        self.assertAlmostEqual(convert.pin_split_touched_copy_s(pts, 64 << 20), 0.008)
+        self.assertIsNone(convert.pin_split_touched_copy_s([], 24 << 20))
+        self.assertIsNone(convert.pin_split_touched_copy_s(pts, 0))
+
+    def test_transport_profile_copy_part_from_the_pin_split(self):
+        # the default: of the 6 ms beyond the 4 ms receive, calibrate's 2 ms touch (2e7 B x 1e-10) and 2 ms copy
+        # (2e7 B / 1e10 B/s) split it 3 + 3 ms. With the pin split's touched copy at 2e7 B (4 ms, between its
+        # 1e7 B / 2 ms and 4e7 B / 8 ms points) the split is 2 : 4 of 6 ms: 2 ms touch phase, 4 ms copy
+        base = {"schema": "pipeplan-profile/1",
+                "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10,
+                        "pin_split_points": [{"bytes": 1e7, "touch_s": 0.001, "fresh_copy_s": 0.003,
+                                              "touched_copy_s": 0.002},
+                                             {"bytes": 4e7, "touch_s": 0.004, "fresh_copy_s": 0.012,
+                                              "touched_copy_s": 0.008}]},
+                "host": {"pin_copy_bytes_per_s": 1e10}}
+        tr = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010}
+        prof = convert.transport_profile(base, tr, 2e7, copy_from_pin_split=True)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_byte"] * 2e7, 0.002)
+        self.assertAlmostEqual(2e7 / prof["host"]["pin_copy_bytes_per_s"], 0.004)
+        self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7)["ipc"]["receive_s_per_byte"] * 2e7, 0.003)
+        # a profile without the points (before the twenty-ninth session): the default's split
+        del base["ipc"]["pin_split_points"]
+        self.assertAlmostEqual(convert.transport_profile(base, tr, 2e7, copy_from_pin_split=True)
+                               ["ipc"]["receive_s_per_byte"] * 2e7, 0.003)
+
     def test_transport_profile_when_the_calibrated_touch_alone_exceeds_the_measured_rest(self):
         # run 6, call 2: calibrated touch 8 ms + copy 2 ms against 6 ms measured beyond the receive.
         # The pin thread must still take the measured 10 ms (the old split kept the touch whole and
