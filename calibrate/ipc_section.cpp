@@ -156,10 +156,7 @@ double receive_one(int sock, bool touch, double* release_s, std::string& error) 
 // `touch_first` order. Times the read of every page of one (touch_s), the copy of the other into
 // `dst` from its fresh mapping (fresh_copy_s: what pin_memory() does) and the same copy again, its
 // pages now touched (touched_copy_s). False and `error` on failure.
-struct SplitRound {
-  double touch_s = 0.0, fresh_copy_s = 0.0, touched_copy_s = 0.0;
-};
-bool split_round(int sock, bool touch_first, unsigned char* dst, SplitRound& round, std::string& error) {
+bool split_round(int sock, bool touch_first, unsigned char* dst, PinSplit& round, std::string& error) {
   for (int k = 0; k < 2; ++k) {
     const bool touch_this = (k == 0) == touch_first;
     double arrived = 0.0;
@@ -280,7 +277,7 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   }
   // The pin thread's split, interleaved: every round visits every size, the touch and the copy alternating
   // which goes first, so a drift of the machine's speed falls on both alike.
-  std::vector<std::vector<SplitRound>> split_by_size(split_sizes.size());
+  std::vector<std::vector<PinSplit>> split_by_size(split_sizes.size());
   std::vector<unsigned char> split_dst;
   if (!interrupted && error.empty()) {
     split_dst.assign(*std::max_element(split_sizes.begin(), split_sizes.end()), 0);  // touched now: the destination is resident, as pinned memory is
@@ -290,7 +287,7 @@ SectionOutcome run_ipc(const RunContext& ctx) {
           interrupted = true;
           break;
         }
-        SplitRound round;
+        PinSplit round;
         if (!split_round(sock, (r + static_cast<int>(i)) % 2 == 0, split_dst.data(), round, error)) break;
         if (r > 0) split_by_size[i].push_back(round);
       }
@@ -334,7 +331,7 @@ SectionOutcome run_ipc(const RunContext& ctx) {
   std::vector<double> shares;
   for (std::size_t i = 0; i < split_sizes.size(); ++i) {
     std::vector<double> touch, fresh, touched;
-    for (const SplitRound& r : split_by_size[i]) {
+    for (const PinSplit& r : split_by_size[i]) {
       touch.push_back(r.touch_s);
       fresh.push_back(r.fresh_copy_s);
       touched.push_back(r.touched_copy_s);

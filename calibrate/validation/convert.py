@@ -1485,14 +1485,14 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             # the main side's cost as the probes around the case found it (receive and pin alike)
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
-        stall_phase = (getattr(a, "stall_phase", "calibrate-split") == "pin-memory"
-                       and bool(scen["training"].get("memory_map_wait_s")))
+        phase_mode = getattr(a, "stall_phase", "calibrate-split")
+        stall_phase = phase_mode == "pin-memory" and bool(scen["training"].get("memory_map_wait_s"))
+        copy_from_split = phase_mode == "pin-split"
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c),
-                                         stall_phase_is_pin_memory=stall_phase,
-                                         copy_from_pin_split=getattr(a, "stall_phase", "") == "pin-split")
+                                         stall_phase_is_pin_memory=stall_phase, copy_from_pin_split=copy_from_split)
         if stall_phase:
             c.setdefault("convert", {})["stall_phase"] = "pin_memory"
-        elif getattr(a, "stall_phase", "") == "pin-split" and (base_profile.get("ipc") or {}).get("pin_split_points"):
+        elif copy_from_split and (base_profile.get("ipc") or {}).get("pin_split_points"):
             c.setdefault("convert", {})["stall_phase"] = "pin_split"
         loop = unpinned_loop_beside_loader(case_profile, c, bb, worker_collate_cost(c),
                                            per_case=getattr(a, "unpinned_window", "case") == "case",
