@@ -41,7 +41,7 @@ int gil_slices(double host_s, bool shared);
 
 // How often a training loop that needs the main process's memory map (training.host_needs_memory_map: page
 // faults, heap growth) needs it: while the pin thread maps, first-touches or unmaps a worker's batch the loop
-// stalls at its next need. Validation run 17 (docs/validation.md): a ResNet-50 loop beside a thread doing that
+// stalls at its next need. Validation run 17 (docs/validation-runs.md): a ResNet-50 loop beside a thread doing that
 // work on each batch took 6-12 ms a step more than alone; beside the same copy from private, already-touched
 // memory, 0-2 ms more; the pin-bound GEMM loops' host time in situ stayed 1.2-2.0 ms (0.8 alone) beside a pin
 // thread busy all the time. Run 18 counted the needs: the ResNet-50 loop's thread took 50-61 minor page faults a

@@ -50,7 +50,7 @@ struct IpcProfile {
   std::optional<double> release_untouched_s_per_byte;  // never touched here (a loop that drops the batch)
   // The share of pin_memory()'s one pass (the copy of a fresh mapping into pinned memory) spent faulting the
   // mapping's pages: a touch alone over the fresh copy, at batch sizes (calibrate since the twenty-ninth
-  // session). Recorded for the model's check (validation.md, "Calibrate's split of the pin thread's work");
+  // session). Recorded for the model's check (validation-runs.md, "Calibrate's split of the pin thread's work");
   // the simulator does not read it yet.
   std::optional<double> pin_touch_share;
 };

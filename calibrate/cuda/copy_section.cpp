@@ -170,7 +170,7 @@ class CopyBench {
   // PyTorch's .to('cuda') of an unpinned batch a worker handed over: the copy's reads fault the pages into
   // this mapping. Host clock, synchronised, as pageable_copy_s; a new segment per copy (its set-up untimed).
   // Runs 11-14 found the unpinned loops paying 2-5 ms less per 38.5 MB batch than the receive's first touch
-  // plus the resident pageable copy (docs/validation.md, run 14). Unavailable where memfd or mmap is refused.
+  // plus the resident pageable copy (docs/validation-runs.md, run 14). Unavailable where memfd or mmap is refused.
   Outcome<double> pageable_fresh_mapping_copy_s(std::size_t bytes) {
     std::vector<double> per_copy;
     for (int t = 0; t < setup_.trials + 1; ++t) {

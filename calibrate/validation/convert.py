@@ -799,7 +799,7 @@ def memory_map_rate(comp: Dict[str, Any]) -> Optional[float]:
     cancels). Else (run 27's calls) the difference of means: the loop's mean host time beside its pin_memory helper
     less its mean alone (the windows before and after all the parts), over the helper's work inside a step
     (pin_memory_loop_stall_per_work_overlap.overlap_s_per_step). The cases' own lines read 0.74-0.80 in the GIL calls
-    of runs 24-27, 0.52 and 0.66 in run 27's others (validation.md run 26, finding 2; run 27, finding 1); the
+    of runs 24-27, 0.52 and 0.66 in run 27's others (validation-runs.md run 26, finding 2; run 27, finding 1); the
     difference of means read 0.77 / 1.15 / 1.04 in run 27. The per-step line fitted within one part (its slope) is
     no such rate: the helper is paced by the loop, its work inside a step barely varies (run 27 read 1.43-1.69 for
     pin_memory). None where the call did not record it or the figure is not a rate (outside 0 to 1)."""
@@ -1439,7 +1439,7 @@ def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
     it, on the re-warmed cache (harness since run 17). how="warm-and-after": the probe the harness takes before a
     cold case while its dataset is still warm (`probe_warm`, since run 23's plan) stands as its probe before, so
     the two bracket it as for a warm case (probe_bracket); the probe after read 0.72x the warm sibling's probes over
-    runs 17-22 (validation.md run 22, finding 3). Other cases, or a cold case without a usable probe_warm: as is."""
+    runs 17-22 (validation-runs.md run 22, finding 3). Other cases, or a cold case without a usable probe_warm: as is."""
     comps = c.get("components") or {}
     if how != "warm-and-after" or (c.get("knobs") or {}).get("storage") != "cold" \
             or not (comps.get("probe_warm") or {}).get("getitem_wall_s"):
@@ -2433,7 +2433,7 @@ def main(argv=None) -> int:
                          "since run 28, else run 27's difference of means), as training.memory_map_wait_s, and where "
                          "the call has no such rate it stops as with off; off: it stops while the pin thread maps a "
                          "batch (the model since run 17). Run 28's interleaved probe read 0.73 where the GIL call's "
-                         "pinned cases' own lines read 0.79 and 0.73 (validation.md run 28, finding 1) "
+                         "pinned cases' own lines read 0.79 and 0.73 (validation-runs.md run 28, finding 1) "
                          "(default %(default)s)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "

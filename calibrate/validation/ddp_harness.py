@@ -1076,7 +1076,7 @@ class Runner:
         reads one byte of every page of it ("touch": first-touch faults on the worker's shared mapping and the
         unmapping of touched pages), or copies a private, already-touched batch into pinned memory
         ("private_copy": the copy without mappings), then alone again: the single-GPU harness's
-        host_beside_pin_parts (docs/validation.md, run 17 finding 1). Host time: step start to the optimizer's
+        host_beside_pin_parts (docs/validation-runs.md, run 17 finding 1). Host time: step start to the optimizer's
         step returned. ddp_convert sets the scenario's training.host_needs_memory_map from it. Every rank runs it
         at once, as the cases do."""
         import itertools

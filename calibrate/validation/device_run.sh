@@ -78,7 +78,7 @@ else
 fi
 
 # ---- 1b. with PIPEPLAN_STEP_PROBE=1 (since run 26's plan): the user helper's --step on the harness's ResNet-50 step,
-#          about 12 s (about 30 with --memory-map): its step_s and launch tail against the harness's step component and host probes (validation.md
+#          about 12 s (about 30 with --memory-map): its step_s and launch tail against the harness's step component and host probes (validation-runs.md
 #          run 25, finding 1); its log starts probe.log
 if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ] || [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; then
   say "pipeplan_probe.py --step example_step.py:resnet50_step"
@@ -90,7 +90,7 @@ if [ "${PIPEPLAN_STEP_PROBE:-0}" = 1 ] || [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; t
   say "pipeplan_probe --step exit $?"
 fi
 if [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; then
-  # since run 29 (validation.md, finding 1): the same beside (tensor, label) pairs, the harness's samples' structure:
+  # since run 29 (validation-runs.md, finding 1): the same beside (tensor, label) pairs, the harness's samples' structure:
   # do the loop's page faults beside pin_memory() follow the samples (1 a step above, 63 in the harness's loop)?
   say "pipeplan_probe.py --step example_step.py:resnet50_step --dataset example_step.py:tensor_label_dataset"
   timeout -k 5 75 python3 calibrate/validation/pipeplan_probe.py --step calibrate/validation/example_step.py:resnet50_step \

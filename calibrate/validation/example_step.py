@@ -26,7 +26,7 @@ def resnet50_step(batch_size: int = 64):
 def matmul_step(target_ms: float = 5.0):
     """A light step: back-to-back bf16 GEMMs of 4096 x 4096 for about `target_ms` of GPU time, a few launches of
     host work (the validation harness's mm:N steps). Beside ResNet-50's Python-heavy step it shows what a loop that
-    barely needs the interpreter or the memory map reads under `--memory-map` (docs/validation.md, run 30)."""
+    barely needs the interpreter or the memory map reads under `--memory-map` (docs/validation-runs.md, run 30)."""
     import time
     import torch
     if not torch.cuda.is_available():
@@ -53,7 +53,7 @@ def matmul_step(target_ms: float = 5.0):
 def tensor_dataset(n: int = 512):
     """n float32 samples of 3x224x224 (602 kB each, the validation's tensor_f32 kind) in memory: a DataLoader source
     for `pipeplan_probe.py --memory-map` beside resnet50_step, as the harness's pin-parts probe loads its cached
-    samples (docs/validation.md, run 28, finding 1)."""
+    samples (docs/validation-runs.md, run 28, finding 1)."""
     import torch
     g = torch.Generator().manual_seed(0)
     return [torch.randn(3, 224, 224, generator=g) for _ in range(n)]
@@ -61,7 +61,7 @@ def tensor_dataset(n: int = 512):
 
 def tensor_label_dataset(n: int = 512):
     """tensor_dataset's samples as (tensor, label) pairs, the harness's tensor_f32 kind's structure (its Dataset
-    returns `(torch.from_numpy(np.load(path)), i % 1000)`): run 29 (docs/validation.md, finding 1) found the
+    returns `(torch.from_numpy(np.load(path)), i % 1000)`): run 29 (docs/validation-runs.md, finding 1) found the
     harness's loop faulting 63 pages a step beside pin_memory() and this helper's loop beside bare tensors 1; the
     pairs tell whether the samples' structure moves that."""
     return [(x, i % 1000) for i, x in enumerate(tensor_dataset(n))]

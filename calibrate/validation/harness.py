@@ -416,7 +416,7 @@ PROBE_SETTLE_S = 1.0
 
 
 # --case-window-s: the most a case's measured window gets of the harness's time allowance (full mode). 30 s until run
-# 28's plan; a longer window measures the case's own p90 step more precisely (validation.md run 27, finding 3: the
+# 28's plan; a longer window measures the case's own p90 step more precisely (validation-runs.md run 27, finding 3: the
 # halves of the table's windows differ by 7.6% median, 44.9% p90) at the cost of fewer cases a call.
 CASE_WINDOW_S = 30.0
 CASE_STEPS_AT_30_S = 1200   # the step cap (CUDA events held) for a 30 s window, scaled with a longer one
@@ -1088,7 +1088,7 @@ class Harness:
         over `bursts` bursts), the launches queued behind a short spin kernel so that the GPU never waits for the
         host. Run 14 found the loop inside input-bound cases climbing from near the isolated time to near the
         sustained one within three steps after every wait (mm:25: 26.1, 26.8, 28.3, 28.9, 29.2 ms by position,
-        validation.md run 14, finding 11): convert fits the GPU's duty time constant to this, with the rest curve.
+        validation-runs.md run 14, finding 11): convert fits the GPU's duty time constant to this, with the rest curve.
         Once per step model whose host fits in half a step (since run 15; about 1-3 s); never costs the step
         component (errors recorded)."""
         dev = self.dev
@@ -1295,7 +1295,7 @@ class Harness:
         Since run 16 also with `busy` processes streaming memory (a 64 MiB memcpy over and over: the collate and
         pin copies' traffic, which flushes the caches the interpreter and the dispatcher run from), and alone
         once more at the end: run 15 found the loop's host time alone 16.6 and 20.8 ms 1.5 s apart in one call
-        while its in-situ launch repeated within 3% across runs (validation.md run 15, finding 5)."""
+        while its in-situ launch repeated within 3% across runs (validation-runs.md run 15, finding 5)."""
         key = f"{step_name}/{kind}/b{bs}/busy{busy}"
         c = self.doc["components"].setdefault("host_under_load", {})
         if key in c:
@@ -1405,7 +1405,7 @@ class Harness:
         it = iter(dl)
         for _ in range(2 * nw):                    # the workers up (this empties the prefetch slots)
             next(it)
-        # Since run 26 (validation.md, finding 3): let the workers refill their 2 slots each before the timing, or
+        # Since run 26 (validation-runs.md, finding 3): let the workers refill their 2 slots each before the timing, or
         # the first steps' next() waits for them (run 26's mm:5 windows: a few next() of 11-53 ms, mean 2.2-3.2 ms
         # against the case's 1.5-2.1 at the same CPU). Two batches per worker in parallel, a quarter more for margin.
         busy = (self.doc["components"].get("in_worker", {}).get(f"{kind}/b{bs}") or {}).get("batch_busy_s")
@@ -1443,7 +1443,7 @@ class Harness:
         unpinned_window) and right after it (unpinned_window_after), since run 23's plan: host_beside_loader's
         case-like window (the case's file-reading dataset, non_blocking=True, the step on the copied batch) again,
         about 1.5 s. host_beside_loader's one window at the call's start read 12% (copy) and 10-20% (release)
-        cheaper than the unpinned mm:5 cases' own in runs 21 and 22 (validation.md run 22, finding 4), and those
+        cheaper than the unpinned mm:5 cases' own in runs 21 and 22 (validation-runs.md run 22, finding 4), and those
         cases were all predicted fast; the loader's probes bracket each case for the same reason (run 9). Same keys
         as host_beside_loader's, which convert reads. Never cached: each case gets its own."""
         model, gb, n = self._loop_on_a_gpu_batch(step_name, kind, bs)
@@ -1470,7 +1470,7 @@ class Harness:
         each step's batch from a DataLoader over already-loaded samples (`nw` workers collating, as the case)
         with pin_memory=True (the pin thread receives and pins beside the loop) and with pin_memory=False (the
         loop's next() receives; excluded from the host time). The batch is dropped: the step runs on a batch
-        already on the GPU, so no copy enters the host time. Run 15 (validation.md, finding 5): the pinned
+        already on the GPU, so no copy enters the host time. Run 15 (validation-runs.md, finding 5): the pinned
         ResNet-50 loop launched in 1.2-1.4x its time alone in situ, the unpinned one about 1.0-1.1x once its
         copy is taken out; if the pinned loop here is slower than the unpinned one, the pin thread's GIL
         handoffs cost the loop more than the receive time the model holds the GIL for."""
@@ -1646,7 +1646,7 @@ class Harness:
             if from_loader:                    # the helper then paces one batch a loop step
                 dl, it = self._warm_unpinned_loader(kind, bs, nw)
             src = it if from_loader else itertools.repeat(private)
-            # since run 26 (validation.md, finding 2): the helper's work spans and the loop's host spans, for the
+            # since run 26 (validation-runs.md, finding 2): the helper's work spans and the loop's host spans, for the
             # loop's loss per second of the work inside its steps (timeline_analysis.stall_line), as the pinned
             # ResNet-50 cases' timelines give it against their pin_memory() calls (0.74-0.77 in runs 24-26)
             work_spans, loop_spans = [], []
@@ -1665,7 +1665,7 @@ class Harness:
             del it, dl, src
         bufs.clear()
         timed_loop("alone_again")
-        # since run 27 (validation.md, finding 1): the parts above run one after another over about 8 s while the
+        # since run 27 (validation-runs.md, finding 1): the parts above run one after another over about 8 s while the
         # loop alone drifts (16 -> 23 ms in B2's), and the line fitted within one part is no rate (its helper's
         # work inside a step barely varies). Here the loop runs alone and beside the pin_memory helper in short
         # blocks in turn, alone first and last, and each beside block is read against its two neighbours
@@ -1713,7 +1713,7 @@ class Harness:
 
     def comp_host_beside_workers(self, step_name, kind, bs, nw):
         """The training loop's host time beside the case's workers alone, in blocks alone and beside in turn (since
-        run 29's session; validation.md run 28, finding 4): beside_workers.run_blocks with the case's own dataset
+        run 29's session; validation-runs.md run 28, finding 4): beside_workers.run_blocks with the case's own dataset
         (its files, its decode) behind DataLoader(num_workers as the case, pin_memory=False: no pin thread, no
         copy), each beside step taking one batch and dropping it before its span, the loop on a batch already on the
         GPU; the workers' CPU around each span from /proc/<pid>/schedstat. timeline_analysis.interleaved_host_ratio:
@@ -2117,7 +2117,7 @@ class Harness:
                 # since run 23's plan: the loader probed once more BEFORE the cold case, while the dataset is still
                 # warm (the case drops the page cache right before its DataLoader, so this probe warms nothing it
                 # measures). Its warm decode against the probe after the case, on the re-warmed cache, which read
-                # 0.72x the warm sibling's probes (median, runs 17-22: validation.md run 22, finding 3).
+                # 0.72x the warm sibling's probes (median, runs 17-22: validation-runs.md run 22, finding 3).
                 try:
                     comps["probe_warm"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"])
                 except Exception as e:      # never costs the case
@@ -2219,7 +2219,7 @@ class Harness:
         head = None
         wall0 = time.perf_counter()
         stat0 = None
-        # the loop thread's minor faults over the measured window (since run 29's session: validation.md run 29,
+        # the loop thread's minor faults over the measured window (since run 29's session: validation-runs.md run 29,
         # finding 5): does a pinned case's loop fault in steady state, as the pin parts' windows counted it?
         from pace_thread import thread_minor_faults
         loop_tid = threading.get_native_id()
@@ -2628,10 +2628,10 @@ def main(argv=None):
     ap.add_argument("--probe-window-s", type=float, default=PROBE_WINDOW_S,
                     help="each probe's timed window before and after a case, and the case's head measured the same "
                          "way (default %(default)s s; quick mode 0.6 s). Longer probes average more of the wander "
-                         "(validation.md run 23, finding 1)")
+                         "(validation-runs.md run 23, finding 1)")
     ap.add_argument("--case-window-s", type=float, default=CASE_WINDOW_S,
                     help="the most time a case's measured window takes from the budget (default %(default)s s); "
-                         "longer windows measure a case's own p90 step more precisely (validation.md run 27, "
+                         "longer windows measure a case's own p90 step more precisely (validation-runs.md run 27, "
                          "finding 3), and fewer cases fit a call")
     ap.add_argument("--probe-settle-s", type=float, default=None,
                     help="each probe keeps dropping batches this long after its warm-up before its window opens "

@@ -9,7 +9,7 @@ goes away was the component measurements. Usage:
 --base table (since the sixteenth session) starts from the case as the generated table builds it (the loop from
 the host probes, the memory map, an unpinned loop's copy and release, the machine's curve) and replaces only the
 workers' costs and the pin thread's with the case's own; the default starts from scenario_for's defaults (the
-loop's host time the step component's alone), as every run's figure in docs/validation.md until run 20.
+loop's host time the step component's alone), as every run's figure in docs/validation-runs.md until run 20.
 
 RESULTS_DIR holds cases.json and profile.json from one device call.
 """

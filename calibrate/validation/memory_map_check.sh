@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The user helper's --memory-map verdict on the GPU, for a loop that stalls on the memory map (example_step.py's
 # ResNet-50 step) and one that barely needs the interpreter (its matmul_step, a few GEMM launches), each beside 8
-# workers of in-memory tensor_f32 samples, twice (docs/validation.md, run 30, finding 1). No calibration; about
+# workers of in-memory tensor_f32 samples, twice (docs/validation-runs.md, run 30, finding 1). No calibration; about
 # 2-3 minutes. Run in the repository root on the device:
 #   run(command="bash calibrate/validation/memory_map_check.sh", timeout_s=300)
 # Writes $OUT/probe.log (the summaries), frag_<step>_<rep>.json (the fragments) and raw.tgz (raw_<step>_<rep>.json,

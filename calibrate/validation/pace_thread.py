@@ -1,6 +1,6 @@
 """A helper thread that does part of PyTorch's pin thread's work beside a training loop (torch-free).
 
-Run 16 (docs/validation.md, finding 2): a ResNet-50 loop beside a pinning DataLoader took 1.75-1.93x its host time
+Run 16 (docs/validation-runs.md, finding 2): a ResNet-50 loop beside a pinning DataLoader took 1.75-1.93x its host time
 alone, more than the pin thread's GIL-held receive (unpickling, the fd, the mapping) explains; its copy and the
 release of the worker's batch run with the GIL released. The harness component `host_beside_pin_parts` runs the
 loop beside a PaceThread that takes each batch from an unpinned DataLoader and does one part of that work (receive

@@ -50,7 +50,7 @@ returns a function of no arguments that runs one step on a batch already on the 
 Timed in a plain loop that syncs each step (loss.item()): each call's launches (training.host_s_per_step), the
 loop's wall a step, and with CUDA the step's GPU time alone (training.step_s), the stream held by a spin kernel
 while the launches queue. Where the launches outlast the GPU step, the loop's wall less the launches is the GPU
-work launched last that a sync waits for (training.launch_tail_s; docs/validation.md, run 25).
+work launched last that a sync waits for (training.launch_tail_s; docs/validation-runs.md, run 25).
 
 The memory map (--memory-map, with --step, --dataset and --num-workers K): a Python-heavy step (a ResNet-50's) slows
 while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
@@ -61,7 +61,7 @@ time (a light loop loses more: the interpreter lock behind the receive) (trainin
 memory_map_wait_s; docs/scenario.md). Blocks beside the receive alone (the batch taken and dropped) alternate with
 them and say how much of the loss comes with the receive. The validation
 harness's same probe read 0.73 / 0.84 / 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79
-(docs/validation.md, run 28). Needs CUDA.
+(docs/validation-runs.md, run 28). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -355,7 +355,7 @@ def time_in_worker(dataset, collate_fn=None, batch_size: int = 64, n_batches: in
     On an H200 machine the single-process timings were 10-20% off the in-worker per-sample cost,
     and collate of small batches up to 5x low; and one worker samples one core, whose speed on a
     VM can be 20% off the average of several: the harness's probe at the job's own worker count
-    matched the job's in-situ cost within 0.91-1.14 (docs/validation.md, run 7)."""
+    matched the job's in-situ cost within 0.91-1.14 (docs/validation-runs.md, run 7)."""
     try:
         import multiprocessing as mp
         from torch.utils.data import DataLoader, RandomSampler

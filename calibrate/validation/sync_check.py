@@ -1,4 +1,4 @@
-"""Does a host-bound loop launch slower without a per-step sync? (validation.md run 26, finding 1)
+"""Does a host-bound loop launch slower without a per-step sync? (validation-runs.md run 26, finding 1)
 
 Run 26's GIL call measured the pinned ResNet-50 loop beside 8 workers 7% slower with no sync (sync_every 0:
 1,659 and 1,618 samples/s) than with a loss.item() every step (1,773 and 1,752), its launches 2.5-3.2 ms a step

@@ -205,7 +205,7 @@ def waiting_step_share(timeline: Dict[str, Any], fraction: float = WAITING_STEP_
     the mean step (next() to next()). With in-order delivery and workers in step the loop waits once a round, on
     the worker behind (run 24's image ResNet-50 case at 8 workers: one wait of 40-130 ms every 8th step, on the
     same worker for seconds at a time), so this share sits near 1/num_workers; where it is near 10% the p90 step
-    falls on the edge between the short steps and the long ones (the twentieth session's note in validation.md).
+    falls on the edge between the short steps and the long ones (the twentieth session's note in validation-runs.md).
     None with fewer than 2 steady steps."""
     main = timeline["main"]
     skip = int(timeline["skip"])
