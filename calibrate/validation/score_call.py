@@ -80,8 +80,11 @@ def main(argv=None) -> int:
     ap.add_argument("results_dir", help="a device call's result folder (cases.json or cases.json.gz, profile.json)")
     ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
     ap.add_argument("--out-dir", default=None, help="convert's output (default /tmp/pipeplan-score-<folder>)")
-    ap.add_argument("convert_args", nargs="*", help="after --: extra convert.py options (e.g. --memory-map-wait off)")
-    a = ap.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # everything after the first "--" goes to convert untouched (argparse alone would not take "--" after an option)
+    convert_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    a.convert_args = convert_args
     R = a.results_dir.rstrip("/")
     cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz") if os.path.isfile(os.path.join(R, f))),
                  None)

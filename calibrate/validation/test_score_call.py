@@ -51,6 +51,18 @@ class ScoreCallTest(unittest.TestCase):
         self.assertIn("expected cases.json (or cases.json.gz) and profile.json in it", p.stderr)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
+    def test_convert_options_after_a_double_dash_follow_an_option(self):
+        # `R --out-dir D -- --stall-phase pin-split` once failed in argparse ("unrecognized arguments"); the folder
+        # check must be what answers, proving the options after -- were set aside for convert
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                             "score_call.py"), d, "--out-dir", d, "--",
+                                "--stall-phase", "pin-split"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("expected cases.json (or cases.json.gz) and profile.json in it", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
