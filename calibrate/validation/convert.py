@@ -1977,6 +1977,52 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             "per_call": per_call_summary(rows) if simulated else []}
 
 
+# ============================================================================ where the misses are
+P90_THROUGHPUT_TARGET = 0.12   # issue 4's p90 |throughput error| target: a case beyond it is a miss
+
+
+def miss_group(knobs: Dict[str, Any]) -> str:
+    """The kind of pipeline a case is, in the words the validation page groups its misses by (pure): the ResNet-50
+    loop (pinned or not), image by storage, a cold tensor read, else the tensor kind, its GPU step and pinning."""
+    pin = "pinned" if knobs.get("pin_memory") else "unpinned"
+    if knobs.get("step") == "resnet50":
+        return f"ResNet-50 loop, {pin}"
+    if knobs.get("kind") == "image":
+        return f"image, {knobs.get('storage')}"
+    if knobs.get("storage") == "cold":
+        return f"{knobs.get('kind')}, cold read"
+    return f"{knobs.get('kind')}, {knobs.get('step')}, {pin}"
+
+
+def miss_groups(rows: Sequence[Dict[str, Any]], threshold: float = P90_THROUGHPUT_TARGET) -> List[Dict[str, Any]]:
+    """The cases whose |throughput error| exceeds `threshold`, grouped by miss_group (pure): per group the misses
+    (over- and under-predicted), the group's cases in all and the calls (tags) the misses come from; most misses
+    first. A case without a prediction is left out."""
+    groups: Dict[str, Dict[str, Any]] = {}
+    for r in rows:
+        err = (r.get("pipeplan") or {}).get("err")
+        if err is None:
+            continue
+        g = groups.setdefault(miss_group(r.get("knobs") or {}),
+                              {"n_cases": 0, "n_over": 0, "n_under": 0, "calls": []})
+        g["n_cases"] += 1
+        if abs(err) > threshold:
+            g["n_over" if err > 0 else "n_under"] += 1
+            tag = call_tag(r["id"])
+            if tag and tag not in g["calls"]:
+                g["calls"].append(tag)
+    out = [dict(group=k, n_misses=v["n_over"] + v["n_under"], **v) for k, v in groups.items()
+           if v["n_over"] + v["n_under"] > 0]
+    return sorted(out, key=lambda g: (-g["n_misses"], g["group"]))
+
+
+def failing_families(families: Dict[str, Dict[str, Any]], target: float = 0.9) -> List[Tuple[str, float]]:
+    """The families whose tau over the pairs the ground truth can order (tau_pipeplan_within_noise) is below
+    `target`, in the report's order (pure); families with no orderable pair are not counted."""
+    return [(k, f["tau_pipeplan_within_noise"]) for k, f in families.items()
+            if f.get("tau_pipeplan_within_noise") is not None and f["tau_pipeplan_within_noise"] < target]
+
+
 # ============================================================================ markdown
 def _pct(x: Optional[float], signed: bool = True) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -2221,6 +2267,28 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                      f"{_pct(c['p90_abs_throughput_err'], False)} | {_pct(c['median_throughput_err'])} | "
                      f"{_pct(c['median_abs_step_p90_err'], False)} / {_pct(c['p90_abs_step_p90_err'], False)} | "
                      f"{_pct(c['bottleneck_agreement'], False)} |")
+    misses = miss_groups(ev["rows"])
+    if misses:
+        n_pred = sum(1 for r in ev["rows"] if (r.get("pipeplan") or {}).get("err") is not None)
+        L.append("")
+        L.append("### Where the misses are")
+        L.append("")
+        L.append(f"The {sum(g['n_misses'] for g in misses)} of {n_pred} cases whose |throughput error| exceeds "
+                 f"{P90_THROUGHPUT_TARGET * 100:.0f}% (the p90 target allows {int(0.1 * n_pred)}), by kind of "
+                 "pipeline; over: pipeplan predicts more samples/s than measured.")
+        L.append("")
+        L.append("| pipeline | misses | over / under | cases of the kind | calls with a miss |")
+        L.append("|---|---|---|---|---|")
+        for g in misses:
+            L.append(f"| {g['group']} | {g['n_misses']} | {g['n_over']} / {g['n_under']} | {g['n_cases']} | "
+                     f"{', '.join(g['calls'])} |")
+    failing = failing_families(ev.get("families") or {})
+    if failing:
+        n_orderable = sum(1 for f in (ev.get("families") or {}).values()
+                          if f.get("tau_pipeplan_within_noise") is not None)
+        L.append("")
+        L.append(f"Families below tau 0.9 over the pairs the ground truth can order ({len(failing)} of {n_orderable}): "
+                 + ", ".join(f"{k} ({_tau(v)})" for k, v in failing) + ".")
     L.append("")
     L.append("### Per case")
     L.append("")

@@ -2034,5 +2034,39 @@ class ProbeCold(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
 
+class MissGroupsTest(unittest.TestCase):
+    """The generated page's "Where the misses are": cases beyond the 12% p90 target grouped by hand."""
+
+    @staticmethod
+    def row(cid, err, **knobs):
+        k = {"kind": "tensor_f32", "step": "mm:5", "pin_memory": True, "storage": "warm"}
+        k.update(knobs)
+        return {"id": cid, "knobs": k, "pipeplan": {"err": err} if err is not None else {}}
+
+    def test_groups_by_hand(self):
+        rows = [self.row("r1:00", +0.20),                                   # tensor mm:5 pinned, over
+                self.row("r1:01", -0.13),                                   # same group, under
+                self.row("r2:00", +0.05),                                   # same group, inside the target
+                self.row("r2:01", +0.121, step="resnet50", pin_memory=False),
+                self.row("r2:02", +0.12, step="resnet50", pin_memory=False),  # exactly 12%: not a miss
+                self.row("r3:00", -0.30, kind="image", storage="cold"),
+                self.row("r3:01", +0.50, storage="cold"),                   # a cold tensor read
+                self.row("r3:02", None, kind="image", storage="cold")]       # no prediction: left out
+        g = {x["group"]: x for x in convert.miss_groups(rows)}
+        self.assertEqual(set(g), {"tensor_f32, mm:5, pinned", "ResNet-50 loop, unpinned", "image, cold",
+                                  "tensor_f32, cold read"})
+        t = g["tensor_f32, mm:5, pinned"]
+        self.assertEqual((t["n_misses"], t["n_over"], t["n_under"], t["n_cases"], t["calls"]), (2, 1, 1, 3, ["r1"]))
+        r = g["ResNet-50 loop, unpinned"]
+        self.assertEqual((r["n_misses"], r["n_cases"], r["calls"]), (1, 2, ["r2"]))
+        self.assertEqual(g["image, cold"]["n_cases"], 1)                   # the unpredicted case is not counted
+        self.assertEqual(convert.miss_groups(rows)[0]["group"], "tensor_f32, mm:5, pinned")   # most misses first
+
+    def test_failing_families_leave_out_the_unorderable(self):
+        fams = {"r1:a": {"tau_pipeplan_within_noise": 1.0}, "r1:b": {"tau_pipeplan_within_noise": 0.6},
+                "r2:c": {"tau_pipeplan_within_noise": None}, "r2:d": {}, "r3:e": {"tau_pipeplan_within_noise": 0.9}}
+        self.assertEqual(convert.failing_families(fams), [("r1:b", 0.6)])
+
+
 if __name__ == "__main__":
     unittest.main()
