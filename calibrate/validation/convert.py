@@ -1143,7 +1143,7 @@ def pin_split_touched_copy_s(points: List[Dict[str, Any]], batch_bytes: float) -
         return pts[-1][1] * batch_bytes / pts[-1][0]
     for (b0, s0), (b1, s1) in zip(pts, pts[1:]):
         if b0 <= batch_bytes <= b1:
-            return s0 + (s1 - s0) * (batch_bytes - b0) / (b1 - b0)
+            return s0 if b1 == b0 else s0 + (s1 - s0) * (batch_bytes - b0) / (b1 - b0)
     return None
 
 
@@ -2019,8 +2019,9 @@ def miss_groups(rows: Sequence[Dict[str, Any]], threshold: float = P90_THROUGHPU
 def failing_families(families: Dict[str, Dict[str, Any]], target: float = 0.9) -> List[Tuple[str, float]]:
     """The families whose tau over the pairs the ground truth can order (tau_pipeplan_within_noise) is below
     `target`, in the report's order (pure); families with no orderable pair are not counted."""
+    # the complement of tau_family_counts' rankable_ok, with its tolerance: the two counts must add up
     return [(k, f["tau_pipeplan_within_noise"]) for k, f in families.items()
-            if f.get("tau_pipeplan_within_noise") is not None and f["tau_pipeplan_within_noise"] < target]
+            if f.get("tau_pipeplan_within_noise") is not None and f["tau_pipeplan_within_noise"] < target - 1e-12]
 
 
 # ============================================================================ markdown
@@ -2284,10 +2285,9 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                      f"{', '.join(g['calls'])} |")
     failing = failing_families(ev.get("families") or {})
     if failing:
-        n_orderable = sum(1 for f in (ev.get("families") or {}).values()
-                          if f.get("tau_pipeplan_within_noise") is not None)
         L.append("")
-        L.append(f"Families below tau 0.9 over the pairs the ground truth can order ({len(failing)} of {n_orderable}): "
+        L.append(f"Families below tau 0.9 over the pairs the ground truth can order ({len(failing)} of "
+                 f"{(p.get('families_tau') or {}).get('rankable', 'n/a')}): "
                  + ", ".join(f"{k} ({_tau(v)})" for k, v in failing) + ".")
     L.append("")
     L.append("### Per case")
