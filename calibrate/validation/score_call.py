@@ -82,9 +82,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=None, help="convert's output (default /tmp/pipeplan-score-<folder>)")
     argv = list(sys.argv[1:] if argv is None else argv)
     # everything after the first "--" goes to convert untouched (argparse alone would not take "--" after an option)
-    convert_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    a.convert_args = convert_args
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.convert_args = argv[cut + 1:]
     R = a.results_dir.rstrip("/")
     cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz") if os.path.isfile(os.path.join(R, f))),
                  None)
