@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Diagnostic: how much of each pinned case's throughput error is its pin thread moving between its probes and the
+case (validation-runs.md run 36, finding 1). convert charges the pin thread the CPU per batch its two probes read
+(`components.probe` and `probe_after`, each `pin_thread_cpu_s_per_batch`); the harness also counted it inside the
+case (`measured.in_situ.pin_thread_cpu_s_per_batch`). In a pin-bound case a 1.1x dearer pin thread in the case
+means 10% fewer samples/s than predicted, so the table's error should follow (ratio - 1) with slope near 1: a
+slope near 1 says the model carries the cost into throughput as the pipeline does, and the intercept is what is
+left to the model. Reads the generated table's report for the errors (run `bash calibrate/validation/table.sh`
+first), so it scores exactly what the page shows. Usage:
+
+    python3 calibrate/validation/pin_drift_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] \
+        [--report calibrate/validation/results/table-report/report.json]
+
+Each RESULTS_DIR must be listed in calibrate/validation/table_calls.txt (its line gives the rN tag of its rows).
+"""
+import argparse
+import math
+import os
+import statistics
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pin_thread_ratio(case: Dict[str, Any]) -> Optional[float]:
+    """The pin thread's CPU per batch inside the case over the mean of its probes before and after; None for a case
+    without pinning, without one of the three readings, or not measured."""
+    if not (case.get("knobs") or {}).get("pin_memory") or "measured" not in case:
+        return None
+    in_case = ((case["measured"] or {}).get("in_situ") or {}).get("pin_thread_cpu_s_per_batch")
+    comps = case.get("components") or {}
+    probes = [(comps.get(name) or {}).get("pin_thread_cpu_s_per_batch") for name in ("probe", "probe_after")]
+    if not in_case or not all(probes):
+        return None
+    return float(in_case) / (sum(float(p) for p in probes) / 2.0)
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, float]:
+    """Least-squares line y = slope x + intercept and Pearson's correlation; at least two distinct x needed."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError("linear_fit needs two or more (x, y) pairs")
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    if sxx == 0:
+        raise ValueError("linear_fit needs two distinct x")
+    slope = sxy / sxx
+    corr = sxy / math.sqrt(sxx * syy) if syy > 0 else float("nan")
+    return slope, my - slope * mx, corr
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo = int(math.floor(k))
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def call_tags(table_calls_path: str) -> Dict[str, str]:
+    """Result folder name -> its rN tag in the generated table (the order of table_calls.txt, comments skipped)."""
+    tags = {}
+    with open(table_calls_path) as f:
+        for line in f:
+            name = line.strip()
+            if name and not name.startswith("#"):
+                tags[name] = f"r{len(tags) + 1}"
+    return tags
+
+
+def pairs_for_call(cases: List[Dict[str, Any]], errors: Dict[str, float]) -> List[Tuple[str, float, float]]:
+    """(case id, pin thread ratio - 1, table throughput error) for each pinned case with both."""
+    out = []
+    for case in cases:
+        ratio = pin_thread_ratio(case)
+        err = errors.get(case.get("id", ""))
+        if ratio is not None and err is not None:
+            out.append((case["id"], ratio - 1.0, err))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results_dirs", nargs="+")
+    ap.add_argument("--report", default=os.path.join(HERE, "results", "table-report", "report.json"))
+    ap.add_argument("--table-calls", default=os.path.join(HERE, "table_calls.txt"))
+    args = ap.parse_args(argv)
+    tags = call_tags(args.table_calls)
+    report = convert.read_json(args.report)
+    points: List[Tuple[str, str, float, float]] = []
+    for rdir in args.results_dirs:
+        name = os.path.basename(os.path.normpath(rdir))
+        tag = tags.get(name)
+        if tag is None:
+            print(f"pin_drift_diagnostic: {name} is not in {args.table_calls}; expected a call the table pools",
+                  file=sys.stderr)
+            return 2
+        errors = {row["id"].split(":", 1)[1]: row["pipeplan"]["err"] for row in report.get("rows", [])
+                  if row["id"].split(":", 1)[0] == tag and (row.get("pipeplan") or {}).get("err") is not None}
+        if not errors:
+            print(f"pin_drift_diagnostic: {args.report} has no rows tagged {tag} ({name}); expected the table "
+                  "regenerated after the call was added (bash calibrate/validation/table.sh)", file=sys.stderr)
+            return 2
+        data = convert.read_call_json(rdir, "cases.json")
+        cases = data["cases"] if isinstance(data, dict) else data
+        pts = pairs_for_call(cases, errors)
+        for cid, dev, err in pts:
+            print(f"{tag}:{cid[:60]:60s} pin thread {1 + dev:5.3f}x its probes   error {100 * err:+6.1f}%")
+        points += [(tag, cid, dev, err) for cid, dev, err in pts]
+    if len(points) < 2:
+        print("pin_drift_diagnostic: fewer than two pinned cases with both readings; nothing to fit")
+        return 0
+    xs, ys = [p[2] for p in points], [p[3] for p in points]
+    slope, intercept, corr = linear_fit(xs, ys)
+    abs_err = [abs(y) for y in ys]
+    rest = [abs(y - x) for x, y in zip(xs, ys)]
+    print(f"{len(points)} pinned cases: error = {slope:.2f} x (ratio - 1) {100 * intercept:+.1f}%, correlation {corr:.2f}")
+    print(f"ratio p10 / median / p90: {1 + quantile(xs, 0.1):.3f} / {1 + quantile(xs, 0.5):.3f} / "
+          f"{1 + quantile(xs, 0.9):.3f}")
+    print(f"|error| median / p90: {100 * quantile(abs_err, 0.5):.1f}% / {100 * quantile(abs_err, 0.9):.1f}%; "
+          f"less the ratio's part |error - (ratio - 1)|: {100 * quantile(rest, 0.5):.1f}% / {100 * quantile(rest, 0.9):.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

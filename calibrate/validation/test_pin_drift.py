@@ -1,0 +1,73 @@
+"""pin_drift_diagnostic's pure parts, against hand calculations."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pin_drift_diagnostic as pd  # noqa: E402
+
+
+def case(cid, in_case, before, after, pin=True):
+    return {"id": cid, "knobs": {"pin_memory": pin},
+            "components": {"probe": {"pin_thread_cpu_s_per_batch": before},
+                           "probe_after": {"pin_thread_cpu_s_per_batch": after}},
+            "measured": {"in_situ": {"pin_thread_cpu_s_per_batch": in_case}}}
+
+
+class Ratio(unittest.TestCase):
+    def test_case_over_the_mean_of_its_probes(self):
+        # run 36's r92:12: 19.59 ms in the case, 17.14 and 14.80 around it -> 19.59 / 15.97 = 1.2267
+        self.assertAlmostEqual(pd.pin_thread_ratio(case("a", 0.01959, 0.01714, 0.01480)), 0.01959 / 0.01597)
+
+    def test_unpinned_or_missing_readings_give_none(self):
+        self.assertIsNone(pd.pin_thread_ratio(case("a", 0.02, 0.02, 0.02, pin=False)))
+        self.assertIsNone(pd.pin_thread_ratio(case("a", None, 0.02, 0.02)))
+        self.assertIsNone(pd.pin_thread_ratio(case("a", 0.02, 0.02, None)))
+        skipped = case("a", 0.02, 0.02, 0.02)
+        del skipped["measured"]
+        self.assertIsNone(pd.pin_thread_ratio(skipped))
+
+
+class Fit(unittest.TestCase):
+    def test_an_exact_line(self):
+        slope, intercept, corr = pd.linear_fit([-0.1, 0.0, 0.1, 0.2], [-0.08, 0.02, 0.12, 0.22])
+        self.assertAlmostEqual(slope, 1.0)
+        self.assertAlmostEqual(intercept, 0.02)
+        self.assertAlmostEqual(corr, 1.0)
+
+    def test_a_falling_line_and_bad_input(self):
+        slope, intercept, corr = pd.linear_fit([0, 1, 2], [3, 1, -1])
+        self.assertAlmostEqual(slope, -2.0)
+        self.assertAlmostEqual(intercept, 3.0)
+        self.assertAlmostEqual(corr, -1.0)
+        with self.assertRaises(ValueError):
+            pd.linear_fit([1.0], [1.0])
+        with self.assertRaises(ValueError):
+            pd.linear_fit([1.0, 1.0], [0.0, 2.0])
+
+    def test_quantile_interpolates(self):
+        self.assertAlmostEqual(pd.quantile([1, 2, 3, 4, 5], 0.5), 3)
+        self.assertAlmostEqual(pd.quantile([1, 2, 3, 4, 5], 0.9), 4.6)
+
+
+class Tags(unittest.TestCase):
+    def test_tags_follow_the_listed_order_and_skip_comments(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("# header\n\ncall-a\n# note\ncall-b\n")
+        try:
+            self.assertEqual(pd.call_tags(f.name), {"call-a": "r1", "call-b": "r2"})
+        finally:
+            os.unlink(f.name)
+
+    def test_pairs_join_cases_and_errors_by_id(self):
+        cases = [case("x", 0.022, 0.02, 0.02), case("y", 0.02, 0.02, 0.02, pin=False), case("z", 0.018, 0.02, 0.02)]
+        pairs = pd.pairs_for_call(cases, {"x": 0.11, "y": 0.5})
+        self.assertEqual(len(pairs), 1)
+        self.assertEqual(pairs[0][0], "x")
+        self.assertAlmostEqual(pairs[0][1], 0.1)
+        self.assertAlmostEqual(pairs[0][2], 0.11)
+
+
+if __name__ == "__main__":
+    unittest.main()
