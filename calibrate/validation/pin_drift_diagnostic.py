@@ -16,12 +16,12 @@ Each RESULTS_DIR must be listed in calibrate/validation/table_calls.txt (its lin
 import argparse
 import math
 import os
-import statistics
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
+from timeline_analysis import least_squares_line  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,27 +40,18 @@ def pin_thread_ratio(case: Dict[str, Any]) -> Optional[float]:
 
 
 def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, float]:
-    """Least-squares line y = slope x + intercept and Pearson's correlation; at least two distinct x needed."""
-    if len(xs) != len(ys) or len(xs) < 2:
-        raise ValueError("linear_fit needs two or more (x, y) pairs")
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    """Least-squares line y = slope x + intercept (timeline_analysis's line) and Pearson's correlation; at least
+    two pairs with distinct x needed."""
+    if len(xs) != len(ys):
+        raise ValueError("linear_fit needs as many y as x")
+    line = least_squares_line(xs, ys, min_points=2)
+    if line is None:
+        raise ValueError("linear_fit needs two or more pairs with distinct x")
+    mx, my, slope = line
     sxx = sum((x - mx) ** 2 for x in xs)
     syy = sum((y - my) ** 2 for y in ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    if sxx == 0:
-        raise ValueError("linear_fit needs two distinct x")
-    slope = sxy / sxx
-    corr = sxy / math.sqrt(sxx * syy) if syy > 0 else float("nan")
+    corr = slope * math.sqrt(sxx / syy) if syy > 0 else float("nan")
     return slope, my - slope * mx, corr
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    s = sorted(values)
-    k = (len(s) - 1) * q
-    lo = int(math.floor(k))
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def call_tags(table_calls_path: str) -> Dict[str, str]:
@@ -120,11 +111,12 @@ def main(argv=None) -> int:
     slope, intercept, corr = linear_fit(xs, ys)
     abs_err = [abs(y) for y in ys]
     rest = [abs(y - x) for x, y in zip(xs, ys)]
-    print(f"{len(points)} pinned cases: error = {slope:.2f} x (ratio - 1) {100 * intercept:+.1f}%, correlation {corr:.2f}")
-    print(f"ratio p10 / median / p90: {1 + quantile(xs, 0.1):.3f} / {1 + quantile(xs, 0.5):.3f} / "
-          f"{1 + quantile(xs, 0.9):.3f}")
-    print(f"|error| median / p90: {100 * quantile(abs_err, 0.5):.1f}% / {100 * quantile(abs_err, 0.9):.1f}%; "
-          f"less the ratio's part |error - (ratio - 1)|: {100 * quantile(rest, 0.5):.1f}% / {100 * quantile(rest, 0.9):.1f}%")
+    print(f"{len(points)} pinned cases: error = {slope:.2f} x (ratio - 1) {100 * intercept:+.1f}%, "
+          f"correlation {corr:.2f}")
+    pct = convert.percentile
+    print(f"ratio p10 / median / p90: {1 + pct(xs, 0.1):.3f} / {1 + pct(xs, 0.5):.3f} / {1 + pct(xs, 0.9):.3f}")
+    print(f"|error| median / p90: {100 * pct(abs_err, 0.5):.1f}% / {100 * pct(abs_err, 0.9):.1f}%; less the ratio's "
+          f"part |error - (ratio - 1)|: {100 * pct(rest, 0.5):.1f}% / {100 * pct(rest, 0.9):.1f}%")
     return 0
 
 

@@ -46,10 +46,6 @@ class Fit(unittest.TestCase):
         with self.assertRaises(ValueError):
             pd.linear_fit([1.0, 1.0], [0.0, 2.0])
 
-    def test_quantile_interpolates(self):
-        self.assertAlmostEqual(pd.quantile([1, 2, 3, 4, 5], 0.5), 3)
-        self.assertAlmostEqual(pd.quantile([1, 2, 3, 4, 5], 0.9), 4.6)
-
 
 class Tags(unittest.TestCase):
     def test_tags_follow_the_listed_order_and_skip_comments(self):
