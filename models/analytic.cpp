@@ -93,10 +93,12 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
     // (the cores' wandering speed, cpu.core_speed_cv, is left to the simulation: its cost
     // depends on the round robin's dynamics, not on a capacity)
     out.push_back({"workers", gpus * s.loader.num_workers * per_batch(batch, load_cpu_s / share + read_wait_s)});
-    if (s.loader.pin_memory)
-      out.push_back({"pin_thread", gpus * per_batch(batch, (ipc_s + pin_s) / share)});
-    else
+    if (s.loader.pin_memory) {
+      const double pin_thread_s = (ipc_s + pin_s) / share + s.loader.pin_thread_wait_s_per_batch;  // the wait holds no core
+      out.push_back({"pin_thread", gpus * per_batch(batch, pin_thread_s)});
+    } else {
       out.push_back({"main_receive", gpus * per_batch(batch, unpinned_receive_s(p, bytes) / share)});
+    }
   } else {
     out.push_back({"main_inline_load",
                    gpus * per_batch(batch, (load_cpu_s + (s.loader.pin_memory ? pin_s : 0.0)) / share + read_wait_s)});

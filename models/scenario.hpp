@@ -66,6 +66,10 @@ struct LoaderConfig {
   // collates timed in plain memory does not apply
   bool collate_in_shared_memory = false;
   double worker_s_per_batch = 0.0;   // a worker's other CPU per batch (index fetch, pickling, loop)
+  // The pin thread's time off its core per batch while a batch is always ready for it: the fd hand-off from the
+  // worker's resource sharer and the kernel's waits inside the receive (validation run 36: its wall per batch is
+  // its CPU / 0.956 in pin-bound probes). Holds no core, no GIL, no memory map.
+  double pin_thread_wait_s_per_batch = 0.0;
   int slow_worker = -1;              // index of a straggling worker (-1: none)
   double slow_worker_factor = 1.0;   // how many times longer its batches take
 };

@@ -369,6 +369,12 @@ void pin_thread_actor(Rank& r) {
     Batch b = r.arrivals.pop();
     const double t0 = sg4::Engine::get_clock();
     const double speed_factor = wander.time_factor(r.rng);
+    if (s.loader.pin_thread_wait_s_per_batch > 0.0) {
+      // off the core inside the receive (the worker's fd hand-off, kernel waits): the thread is occupied but
+      // holds no core, no GIL and no memory map
+      sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
+      world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", t0, sg4::Engine::get_clock(), b.batch);
+    }
     {
       GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, b.batch);  // unpickling the batch (fd receive, mmap)
       run_cpu(r, world.profile->ipc.receive_s_per_batch * speed_factor);

@@ -320,6 +320,21 @@ TEST(Scenario, DefaultsFollowPyTorch) {
   EXPECT_FALSE(s.transfer.non_blocking);
   EXPECT_EQ(s.node.cpu_cores, p.cpu.cores);
   EXPECT_EQ(s.name, "x");
+  EXPECT_EQ(s.loader.pin_thread_wait_s_per_batch, 0.0);  // not PyTorch's: none unless measured
+}
+
+TEST(Scenario, PinThreadWaitIsSecondsNotBelowZero) {
+  Profile p;
+  json j = {{"loader", {{"num_workers", 8}, {"pin_memory", true}, {"pin_thread_wait_s_per_batch", 0.00076}}},
+            {"training", {{"step_s", 0.005}}}};
+  EXPECT_DOUBLE_EQ(parse_scenario(j, "x.json", p).loader.pin_thread_wait_s_per_batch, 0.00076);
+  j["loader"]["pin_thread_wait_s_per_batch"] = -0.001;
+  try {
+    parse_scenario(j, "x.json", p);
+    FAIL() << "a negative wait was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("loader.pin_thread_wait_s_per_batch"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Scenario, EpochLengthIsLenOfTheDataLoaderPerRank) {

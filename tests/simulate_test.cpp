@@ -539,6 +539,19 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_NEAR(step_mean(r), 0.03072, 0.03072 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0, 1e-9);
+  // 2 ms a batch off the core in the receive (loader.pin_thread_wait_s_per_batch: the worker's fd hand-off;
+  // validation run 36) adds to the pin thread's cycle one for one, 32.72 ms, in the simulation and in the
+  // closed-form capacity alike; it holds no GIL, so the GIL's busy share stays the receive's 9.6 ms a cycle.
+  s["loader"]["pin_thread_wait_s_per_batch"] = 0.002;
+  r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.03272, 0.03272 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(r["gil"]["busy_fraction"].get<double>(), 0.0096 / 0.03272, 0.01);
+  for (const auto& stage : r["stages"]) {
+    if (stage["name"] == "pin_thread") {
+      EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 64 / 0.03272, 64 / 0.03272 * 1e-9);
+    }
+  }
 }
 
 // pin_memory=False: the loop's own thread receives each batch (4 ms), stages its pageable copy (32 x 3 MB = 96 MB at

@@ -61,7 +61,8 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport="measured", wander="probe", gpu_duty_time_constant="rest-curve",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
-                                   launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts")
+                                   launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
+                                   pin_thread_wait="off")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -583,6 +584,31 @@ def probe_pin_thread_s(probe: Dict[str, Any], window: str = "whole") -> Optional
     return whole if whole > 0 else None
 
 
+# A probe whose workers were busier than this was bound by them, not by its pin thread: its wall per batch then
+# holds the pin thread's waits for a batch, which the simulator makes itself (validation run 36: pin-bound tensor
+# probes 0.49 busy, median; image probes 0.96).
+PIN_BOUND_PROBE_WORKERS_BUSY = 0.8
+
+
+def pin_thread_wait_s(comp: Dict[str, Any]) -> Optional[float]:
+    """The pin thread's time off its core per batch around a pinned case: over its probes before and after (harness
+    since run 14) that were bound by the pin thread (workers under PIN_BOUND_PROBE_WORKERS_BUSY busy), the mean of
+    the window's wall per batch less the pin thread's CPU per batch, never below 0. Run 36 (finding 6): in
+    pin-bound probes the pin thread is on its CPU 95.6% of the wall (0.76 ms of a 17-20 ms cycle), and in the cases
+    a batch is always ready for it; the simulator's pin thread, given the CPU alone, was busy 100%. None without a
+    pin-bound probe (image loaders, runs before 14). Used with --pin-thread-wait probes only (not the default)."""
+    waits = []
+    for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
+        cpu, batches = p.get("pin_thread_cpu_s_per_batch"), p.get("batches")
+        window_s, workers, busy = p.get("window_s"), p.get("workers"), p.get("busy_workers")
+        if not (p.get("pin_memory") and cpu and batches and window_s and workers and busy is not None):
+            continue
+        if float(busy) / int(workers) >= PIN_BOUND_PROBE_WORKERS_BUSY:
+            continue
+        waits.append(max(0.0, float(window_s) / int(batches) - float(cpu)))
+    return sum(waits) / len(waits) if waits else None
+
+
 def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional[float]:
     """How much dearer the main side's work per batch was around the case than when the transport
     component measured it: the mean of the probes' CPU per batch (before and after the case, harness
@@ -833,7 +859,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_shape: Optional[Sequence[Tuple[float, float]]] = None,
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
-                 launch_tail: str = "loop", memory_map_wait: str = "pin-parts") -> Dict[str, Any]:
+                 launch_tail: str = "loop", memory_map_wait: str = "pin-parts",
+                 pin_thread_wait: str = "off") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
@@ -841,7 +868,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     ("scaling") or the machine's curve alone ("machine", no dataset curve). launch_tail: "loop" gives the
     step's launch tail from the loop's host probes (launch_tail_s), "off" none. memory_map_wait: "pin-parts" lets a
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
-    the simulator's full stop."""
+    the simulator's full stop. pin_thread_wait: "probes" gives a pinned case the pin thread's time off its core per
+    batch from its probes (pin_thread_wait_s), "off" (the default) none: run 36's finding 6, the full wait
+    over-corrects while the core-speed curve already stretches the modelled pin thread."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -908,6 +937,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         if collate_in_shm:
             loader["collate_in_shared_memory"] = True
         loader["worker_s_per_batch"] = round(worker_overhead_s, 6)
+        wait_s = pin_thread_wait_s(comp) if k["pin_memory"] and pin_thread_wait == "probes" else None
+        if wait_s is not None:
+            loader["pin_thread_wait_s_per_batch"] = round(wait_s, 7)
         loader["prefetch_factor"] = int(k["prefetch_factor"])
         loader["persistent_workers"] = bool(k.get("persistent_workers", False))
     ws = comp.get("worker_start") or {}
@@ -1461,7 +1493,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
                         host_from=getattr(a, "host_from", "probe-bracket"),
                         launch_tail=getattr(a, "launch_tail", "loop"),
-                        memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"))
+                        memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
+                        pin_thread_wait=getattr(a, "pin_thread_wait", "off"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -2455,6 +2488,13 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned batch's receive inside next() from the "
                          "case-like window's next() where the harness timed it (since run 26's plan), or, off, from "
                          "the transport loop less calibrate's untouched release (run 25: below zero in the GIL call)")
+    ap.add_argument("--pin-thread-wait", choices=["probes", "off"], default="off",
+                    help="a pinned case's pin thread time off its core per batch (loader.pin_thread_wait_s_per_batch): "
+                         "off (default), the pin thread on its CPU all the time; or probes, from its pin-bound probes' "
+                         "wall less CPU per batch (run 36, finding 6: measured, but over 323 pin-bound cases it "
+                         "over-corrects, signed median +2.2%% -> -2.9%%, p90 13.1%% -> 14.2%%, because the machine's "
+                         "core-speed curve already stretches the modelled pin thread between its probes' busy cores "
+                         "and the case's)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "

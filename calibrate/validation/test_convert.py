@@ -295,6 +295,41 @@ class RulesTest(unittest.TestCase):
         self.assertEqual(convert.step_time({"gpu_s": {"mean": 0.025, "cv": 0.01}}), (0.025, 0.01))
 
 
+def pin_probe(window_s, batches, cpu, busy_workers, workers=8, pin=True):
+    return {"workers": workers, "pin_memory": pin, "window_s": window_s, "batches": batches,
+            "pin_thread_cpu_s_per_batch": cpu, "busy_workers": busy_workers}
+
+
+class PinThreadWaitTest(unittest.TestCase):
+    def test_wall_less_cpu_of_the_pin_bound_probes(self):
+        # 1.5 s for 75 batches: 20 ms a batch, 19.2 ms of it on the CPU -> 0.8 ms off the core; the probe after:
+        # 1.6 s / 80 = 20 ms, 19.0 ms CPU -> 1.0 ms; mean 0.9 ms
+        comp = {"probe": pin_probe(1.5, 75, 0.0192, 3.9), "probe_after": pin_probe(1.6, 80, 0.019, 4.1)}
+        self.assertAlmostEqual(convert.pin_thread_wait_s(comp), 0.0009)
+
+    def test_worker_bound_unpinned_and_old_probes_say_nothing(self):
+        # workers 7.2 of 8 busy (0.9): the wall holds waits for batches; one unpinned; one without busy_workers
+        self.assertIsNone(convert.pin_thread_wait_s({"probe": pin_probe(1.5, 20, 0.01, 7.2)}))
+        self.assertIsNone(convert.pin_thread_wait_s({"probe": pin_probe(1.5, 75, 0.0192, 3.9, pin=False)}))
+        old = pin_probe(1.5, 75, 0.0192, 3.9)
+        del old["busy_workers"]
+        self.assertIsNone(convert.pin_thread_wait_s({"probe": old}))
+        # only the pin-bound one counts; a CPU above the wall (counter granularity) gives 0, not below
+        comp = {"probe": pin_probe(1.5, 20, 0.01, 7.2), "probe_after": pin_probe(1.5, 75, 0.0201, 3.9)}
+        self.assertEqual(convert.pin_thread_wait_s(comp), 0.0)
+
+    def test_the_scenario_carries_it_for_pinned_cases_when_asked(self):
+        c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
+        c["components"]["probe"] = pin_probe(1.5, 75, 0.0192, 3.9)
+        s = convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes")
+        self.assertAlmostEqual(s["loader"]["pin_thread_wait_s_per_batch"], 0.0008)
+        # off by default (run 36, finding 6)
+        self.assertNotIn("pin_thread_wait_s_per_batch", convert.scenario_for(c, {"cpu_cores": 16})["loader"])
+        c["knobs"]["pin_memory"] = False
+        self.assertNotIn("pin_thread_wait_s_per_batch",
+                         convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes")["loader"])
+
+
 class ScenarioTest(unittest.TestCase):
     ALLOWED = {
         "": {"schema", "name", "description", "seed", "node", "dataset", "storage", "loader",
@@ -303,7 +338,8 @@ class ScenarioTest(unittest.TestCase):
         "dataset": {"num_samples", "sample_bytes", "item_bytes", "load_s_per_sample", "load_speed_vs_busy_cores"},
         "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
-                   "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch"},
+                   "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch",
+                   "pin_thread_wait_s_per_batch"},
         "transfer": {"non_blocking", "copy_stream"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step", "launch_tail_s",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
