@@ -870,7 +870,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
     the simulator's full stop. pin_thread_wait: "probes" gives a pinned case the pin thread's time off its core per
     batch from its probes (pin_thread_wait_s), "off" (the default) none: run 36's finding 6, the full wait
-    over-corrects while the core-speed curve already stretches the modelled pin thread."""
+    over-corrects: the model already loses about half of it, not all found."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -2492,9 +2492,8 @@ def main(argv=None) -> int:
                     help="a pinned case's pin thread time off its core per batch (loader.pin_thread_wait_s_per_batch): "
                          "off (default), the pin thread on its CPU all the time; or probes, from its pin-bound probes' "
                          "wall less CPU per batch (run 36, finding 6: measured, but over 323 pin-bound cases it "
-                         "over-corrects, signed median +2.2%% -> -2.9%%, p90 13.1%% -> 14.2%%, because the machine's "
-                         "core-speed curve already stretches the modelled pin thread between its probes' busy cores "
-                         "and the case's)")
+                         "over-corrects, signed median +2.2%% -> -2.9%%, p90 13.1%% -> 14.2%%: the model already "
+                         "loses about half of it, 0.8 points of that to the core-speed curve)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "
