@@ -172,6 +172,8 @@ struct World {
   // over an interval are the difference of two readings divided by its length.
   double cpu_running_integral = 0.0;
   double cpu_running_since_s = 0.0;
+  // the integral's readings at the measured window's start and end: the window's mean busy cores
+  double cpu_integral_window_start = 0.0, cpu_integral_window_end = 0.0;
 
   double cpu_running_integral_at(double now_s) const {
     return cpu_running_integral + cpu_running * (now_s - cpu_running_since_s);
@@ -419,6 +421,8 @@ void record_step_end(Rank& r, std::int64_t step) {
     node_end[step] = now;
     if (step + 1 == world.warmup) window.start_s = now;
     if (step + 1 == world.steps) window.end_s = now;
+    if (!r.synthetic && step + 1 == world.warmup) world.cpu_integral_window_start = world.cpu_running_integral_at(now);
+    if (!r.synthetic && step + 1 == world.steps) world.cpu_integral_window_end = world.cpu_running_integral_at(now);
   }
 }
 
@@ -957,6 +961,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   const double w0 = world.warmup > 0 ? world.node_step_end_s[world.warmup - 1] : 0.0;
   const double w1 = world.node_step_end_s[world.steps - 1];
   res.window_s = w1 - w0;
+  res.mean_busy_cores =
+      res.window_s > 0.0 ? (world.cpu_integral_window_end - world.cpu_integral_window_start) / res.window_s : 0.0;
   std::vector<double> step_times;
   double samples = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {

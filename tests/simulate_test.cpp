@@ -74,8 +74,14 @@ TEST(Simulate, DeterministicThroughputIsTheSlowestStage) {
   // 1,000 samples/s per worker against the GPU's 6,400: 7 workers are the fewest that keep up.
   EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("num_workers=7 "), std::string::npos)
       << r["bottleneck"]["suggestion"];
+  // The CPU busy at once (cpu.mean_busy_cores): the 4 workers loading all the time, nothing else costs CPU here.
+  EXPECT_NEAR(r["cpu"]["mean_busy_cores"].get<double>(), 4.0, 4.0 * 0.01);
+  EXPECT_EQ(r["cpu"]["cores"], 64);
   s["loader"]["num_workers"] = 7;
-  EXPECT_EQ(simulate(s)["bottleneck"]["stage"], "gpu_compute");
+  const json gpu_bound = simulate(s);
+  EXPECT_EQ(gpu_bound["bottleneck"]["stage"], "gpu_compute");
+  // 7 workers feeding 6,400 samples/s: 200 batches a second of 32 ms each keep 6.4 cores busy.
+  EXPECT_NEAR(gpu_bound["cpu"]["mean_busy_cores"].get<double>(), 6.4, 6.4 * 0.01);
   s["loader"]["num_workers"] = 4;
 
   // GPU 32 / 10 ms = 3,200 < 4,000: compute-bound.
