@@ -82,8 +82,19 @@ def main(argv=None) -> int:
     ap.add_argument("--report", default=os.path.join(HERE, "results", "table-report", "report.json"))
     ap.add_argument("--table-calls", default=os.path.join(HERE, "table_calls.txt"))
     args = ap.parse_args(argv)
-    tags = call_tags(args.table_calls)
-    report = convert.read_json(args.report)
+    try:
+        tags = call_tags(args.table_calls)
+    except OSError as e:
+        print(f"pin_drift_diagnostic: {args.table_calls}: {e.strerror}; expected the table's list of calls",
+              file=sys.stderr)
+        return 2
+    try:
+        report = convert.read_json(args.report)
+        rows = report.get("rows") or []
+    except (OSError, ValueError, AttributeError) as e:
+        print(f"pin_drift_diagnostic: {args.report}: cannot read a report's rows ({e}); expected convert's "
+              "report.json (bash calibrate/validation/table.sh writes it)", file=sys.stderr)
+        return 2
     points: List[Tuple[str, str, float, float]] = []
     for rdir in args.results_dirs:
         name = os.path.basename(os.path.normpath(rdir))
@@ -92,7 +103,7 @@ def main(argv=None) -> int:
             print(f"pin_drift_diagnostic: {name} is not in {args.table_calls}; expected a call the table pools",
                   file=sys.stderr)
             return 2
-        errors = {row["id"].split(":", 1)[1]: row["pipeplan"]["err"] for row in report.get("rows", [])
+        errors = {row["id"].split(":", 1)[1]: row["pipeplan"]["err"] for row in rows
                   if row["id"].split(":", 1)[0] == tag and (row.get("pipeplan") or {}).get("err") is not None}
         if not errors:
             print(f"pin_drift_diagnostic: {args.report} has no rows tagged {tag} ({name}); expected the table "

@@ -65,5 +65,31 @@ class Tags(unittest.TestCase):
         self.assertAlmostEqual(pairs[0][2], 0.11)
 
 
+
+class BadInput(unittest.TestCase):
+    def run_cli(self, *args):
+        import subprocess
+        return subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                            "pin_drift_diagnostic.py"), *args],
+                              capture_output=True, text=True)
+
+    def test_a_missing_or_broken_report_is_one_line_and_exit_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            calls = os.path.join(d, "calls.txt")
+            with open(calls, "w") as f:
+                f.write("somecall\n")
+            broken = os.path.join(d, "report.json")
+            with open(broken, "w") as f:
+                f.write("{bad")
+            for report in (os.path.join(d, "absent.json"), broken):
+                p = self.run_cli(os.path.join(d, "somecall"), "--report", report, "--table-calls", calls)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn("cannot read a report's rows", p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            p = self.run_cli(os.path.join(d, "somecall"), "--table-calls", os.path.join(d, "absent.txt"))
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+
 if __name__ == "__main__":
     unittest.main()
