@@ -419,10 +419,15 @@ void record_step_end(Rank& r, std::int64_t step) {
   Window& window = r.synthetic ? world.baseline_window : world.window;
   if (++count[step] == world.gpus()) {
     node_end[step] = now;
-    if (step + 1 == world.warmup) window.start_s = now;
-    if (step + 1 == world.steps) window.end_s = now;
-    if (!r.synthetic && step + 1 == world.warmup) world.cpu_integral_window_start = world.cpu_running_integral_at(now);
-    if (!r.synthetic && step + 1 == world.steps) world.cpu_integral_window_end = world.cpu_running_integral_at(now);
+    // the busy-cores integral counts the real ranks only, so only their window reads it
+    if (step + 1 == world.warmup) {
+      window.start_s = now;
+      if (!r.synthetic) world.cpu_integral_window_start = world.cpu_running_integral_at(now);
+    }
+    if (step + 1 == world.steps) {
+      window.end_s = now;
+      if (!r.synthetic) world.cpu_integral_window_end = world.cpu_running_integral_at(now);
+    }
   }
 }
 
