@@ -62,7 +62,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
-                                   pin_thread_wait="off")
+                                   pin_thread_wait="off", transport_busy="loops")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -632,6 +632,18 @@ def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional
     return sum(figures) / len(figures) / ref
 
 
+def main_side_busy_cores(case: Dict[str, Any]) -> Optional[float]:
+    """The busy cores of the probes main_side_drift reads (the same probes: pin_memory as the case, with workers,
+    with the figure), their mean; None without one or without busy_cores (harness before run 14)."""
+    comp = case.get("components") or {}
+    pin = bool((case.get("knobs") or {}).get("pin_memory"))
+    key = "pin_thread_cpu_s_per_batch" if pin else "main_thread_cpu_s_per_batch"
+    busy = [float(p["busy_cores"]) for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
+            if float(p.get(key) or 0.0) > 0 and bool(p.get("pin_memory")) == pin and int(p.get("workers", 1)) > 0
+            and float(p.get("busy_cores") or 0.0) > 0]
+    return sum(busy) / len(busy) if busy else None
+
+
 def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load_cv: float, batch_s: float) -> float:
     """A batch time's cv less what its samples' own spread gives it (sqrt(batch) x getitem x the load's
     cv, over the batch time): the simulator draws that part per sample, the rest is the wander. 0 when
@@ -1181,7 +1193,8 @@ def pin_split_touched_copy_s(points: List[Dict[str, Any]], batch_bytes: float) -
 
 def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_bytes: float,
                       worker_collate_s: Optional[float] = None, stall_phase_is_pin_memory: bool = False,
-                      copy_from_pin_split: bool = False) -> Dict[str, Any]:
+                      copy_from_pin_split: bool = False,
+                      measured_at_busy_cores: Optional[float] = None) -> Dict[str, Any]:
     """The calibrated profile with the DataLoader's own transport costs, measured alone in the same
     run (harness component `transport`): the main process's receive cost per batch, and the pin
     thread's extra cost per batch turned into a pinning rate for this batch size.
@@ -1202,10 +1215,17 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     copy_from_pin_split (a variant, `--stall-phase pin-split`): the copy part of calibrate's split is the
     interleaved pin split's copy of touched pages at this batch's size (pin_split_touched_copy_s) instead of
     host.pin_copy_bytes_per_s (one 256 MiB reading minutes apart from the receive fit); the touch part stays the
-    receive's per-byte cost. Without pin split points in the profile it is the default."""
+    receive's per-byte cost. Without pin split points in the profile it is the default.
+
+    measured_at_busy_cores: where the transport's figures were scaled to the probes around the case
+    (main_side_drift), they are the probes' readings, taken at the probes' busy cores
+    (main_side_busy_cores); both loops are then brought to one idle core at those, not at the transport loops'
+    own (`--transport-busy probes`; validation-runs.md run 37, finding 5)."""
     prof = json.loads(json.dumps(base))
     curve = (base.get("cpu") or {}).get("speed_vs_busy_cores") or []
     busy_recv, busy_pin = transport_busy_cores(transport, worker_collate_s)
+    if measured_at_busy_cores is not None:
+        busy_recv = busy_pin = float(measured_at_busy_cores)
     speed_recv, speed_pin = relative_core_speed(curve, busy_recv), relative_core_speed(curve, busy_pin)
     recv = float(transport["receive_s_per_batch"]) * speed_recv
     # The transport loop never touches the batch, so its receive excludes the first touch of the
@@ -1514,15 +1534,19 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         if getattr(a, "transport_clock", "cpu") == "cpu":
             tr = transport_on_cpu_clock(tr)
         drift = main_side_drift(c, getattr(a, "probe_pin_window", "whole"))
+        measured_at = None
         if drift is not None:
             # the main side's cost as the probes around the case found it (receive and pin alike)
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
+            if getattr(a, "transport_busy", "loops") == "probes":
+                measured_at = main_side_busy_cores(c)
         phase_mode = getattr(a, "stall_phase", "calibrate-split")
         stall_phase = phase_mode == "pin-memory" and bool(scen["training"].get("memory_map_wait_s"))
         copy_from_split = phase_mode == "pin-split"
         case_profile = transport_profile(base_profile, tr, bb, worker_collate_cost(c),
-                                         stall_phase_is_pin_memory=stall_phase, copy_from_pin_split=copy_from_split)
+                                         stall_phase_is_pin_memory=stall_phase, copy_from_pin_split=copy_from_split,
+                                         measured_at_busy_cores=measured_at)
         if stall_phase:
             c.setdefault("convert", {})["stall_phase"] = "pin_memory"
         elif copy_from_split and (base_profile.get("ipc") or {}).get("pin_split_points"):
@@ -2494,6 +2518,10 @@ def main(argv=None) -> int:
                          "wall less CPU per batch (run 36, finding 6: measured, but over 323 pin-bound cases it "
                          "over-corrects, signed median +2.2%% -> -2.9%%, p90 13.1%% -> 14.2%%: the model already "
                          "loses about half of it, 0.8 points of that to the core-speed curve)")
+    ap.add_argument("--transport-busy", choices=["loops", "probes"], default="loops",
+                    help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
+                         "brought to one idle core: the transport loops' own (default) or the probes' "
+                         "(run 37, finding 5)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "

@@ -76,6 +76,71 @@ def pairs_for_call(cases: List[Dict[str, Any]], errors: Dict[str, float]) -> Lis
     return out
 
 
+def _abs_log(a: Any, b: Any) -> Optional[float]:
+    """|ln(a / b)| for two positive readings, else None."""
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+    return abs(math.log(a / b)) if a > 0 and b > 0 else None
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Pearson's correlation of two equally long sequences (nan when either does not vary)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx, syy = sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
+
+
+def spread_readings(calls: Sequence[Sequence[Dict[str, Any]]]) -> Dict[str, List[float]]:
+    """How far the pin thread's readings around pinned cases move, as |ln| of a ratio (validation-runs.md run 37,
+    finding 4): 'halves', the two halves of one probe's window (one loader, about 0.75 s each); 'probes', the probe
+    after a case over the probe before it (two loaders a case apart); 'case', the case over the mean of the two
+    (pin_thread_ratio). 'lag_pairs' holds ln(ratio) of each two cases that follow one another in a call's list,
+    flattened as x0, y0, x1, y1, ...: whether a case's drift says anything of the next one's."""
+    out: Dict[str, List[float]] = {"halves": [], "probes": [], "case": [], "lag_pairs": []}
+    for cases in calls:
+        last_log_ratio = None
+        for case in cases:
+            ratio = pin_thread_ratio(case)
+            if ratio is None:
+                last_log_ratio = None
+                continue
+            comps = case.get("components") or {}
+            before, after = comps.get("probe") or {}, comps.get("probe_after") or {}
+            for probe in (before, after):
+                halves = probe.get("pin_thread_cpu_s_per_batch_halves")
+                if isinstance(halves, list) and len(halves) == 2:
+                    v = _abs_log(halves[1], halves[0])
+                    if v is not None:
+                        out["halves"].append(v)
+            v = _abs_log(after.get("pin_thread_cpu_s_per_batch"), before.get("pin_thread_cpu_s_per_batch"))
+            if v is not None:
+                out["probes"].append(v)
+            out["case"].append(abs(math.log(ratio)))
+            if last_log_ratio is not None:
+                out["lag_pairs"] += [last_log_ratio, math.log(ratio)]
+            last_log_ratio = math.log(ratio)
+    return out
+
+
+def spread_line(spread: Dict[str, List[float]]) -> str:
+    """The spread_readings figures in one line (medians of |ln|, as percent)."""
+    pct = convert.percentile
+    parts = []
+    for key, label in (("halves", "one probe's halves"), ("probes", "probe after over before"),
+                       ("case", "case over the probes' mean")):
+        v = spread[key]
+        parts.append(f"{label} {100 * pct(v, 0.5):.1f}% ({len(v)})" if v else f"{label} n/a")
+    pairs = spread["lag_pairs"]
+    xs, ys = pairs[0::2], pairs[1::2]
+    lag = f"{pearson(xs, ys):+.2f} over {len(xs)} pairs" if len(xs) >= 3 else "n/a"
+    return ("the pin thread's readings apart, median |ln ratio|: " + ", ".join(parts)
+            + f"; one case's ratio against the next case's: correlation {lag}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results_dirs", nargs="+")
@@ -96,6 +161,7 @@ def main(argv=None) -> int:
               "report.json (bash calibrate/validation/table.sh writes it)", file=sys.stderr)
         return 2
     points: List[Tuple[str, str, float, float]] = []
+    all_cases: List[List[Dict[str, Any]]] = []
     for rdir in args.results_dirs:
         name = os.path.basename(os.path.normpath(rdir))
         tag = tags.get(name)
@@ -112,12 +178,14 @@ def main(argv=None) -> int:
         data = convert.read_call_json(rdir, "cases.json")
         cases = data["cases"] if isinstance(data, dict) else data
         pts = pairs_for_call(cases, errors)
+        all_cases.append(cases)
         for cid, dev, err in pts:
             print(f"{tag}:{cid[:60]:60s} pin thread {1 + dev:5.3f}x its probes   error {100 * err:+6.1f}%")
         points += [(tag, cid, dev, err) for cid, dev, err in pts]
     if len(points) < 2:
         print("pin_drift_diagnostic: fewer than two pinned cases with both readings; nothing to fit")
         return 0
+    print(spread_line(spread_readings(all_cases)))
     xs, ys = [p[2] for p in points], [p[3] for p in points]
     slope, intercept, corr = linear_fit(xs, ys)
     abs_err = [abs(y) for y in ys]

@@ -510,6 +510,38 @@ class ScenarioTest(unittest.TestCase):
         # at most num_workers workers collate
         self.assertEqual(convert.transport_busy_cores(dict(tr, num_workers=1), 0.008)[0], 2.0)
 
+    def test_transport_profile_at_the_probes_busy_cores(self):
+        # The same loops as above, but their figures scaled to probes that ran at 5 busy cores (speed 0.8 there):
+        # both are brought to one idle core at 0.8, whatever the loops' own 3.0 and 1.8 busy cores.
+        base = {"schema": "pipeplan-profile/1", "ipc": {"receive_s_per_batch": 1e-5, "receive_s_per_byte": 1e-10},
+                "host": {"pin_copy_bytes_per_s": 1e10},
+                "cpu": {"speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0},
+                                                {"busy_cores": 2, "relative_speed": 0.8}]}}
+        tr = {"receive_s_per_batch": 0.004, "pin_s_per_batch": 0.010, "num_workers": 12}
+        prof = convert.transport_profile(base, tr, 2e7, worker_collate_s=0.008, measured_at_busy_cores=5.0)
+        # receive 4 ms x 0.8 = 3.2 ms; pin loop 10 ms x 0.8 = 8 ms, 4.8 ms beyond the receive, split 2.4 + 2.4
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_batch"], 0.0032)
+        self.assertAlmostEqual(prof["ipc"]["receive_s_per_byte"] * 2e7, 0.0024)
+        self.assertAlmostEqual(2e7 / prof["host"]["pin_copy_bytes_per_s"], 0.0024)
+        # at 1 busy core (speed 1.0) the figures stay as measured
+        one = convert.transport_profile(base, tr, 2e7, worker_collate_s=0.008, measured_at_busy_cores=1.0)
+        self.assertAlmostEqual(one["ipc"]["receive_s_per_batch"], 0.004)
+        self.assertAlmostEqual(one["ipc"]["receive_s_per_byte"] * 2e7, 0.003)
+
+    def test_main_side_busy_cores_reads_the_probes_main_side_drift_reads(self):
+        c = make_case("p", "pin_memory_tensor", 3505, 0.0183, 0.021)
+        self.assertIsNone(convert.main_side_busy_cores(c))
+        c["components"]["probe"] = {"pin_memory": True, "workers": 8, "pin_thread_cpu_s_per_batch": 0.017,
+                                    "busy_cores": 4.6}
+        c["components"]["probe_after"] = {"pin_memory": True, "workers": 8, "pin_thread_cpu_s_per_batch": 0.018,
+                                          "busy_cores": 5.2}
+        self.assertAlmostEqual(convert.main_side_busy_cores(c), 4.9)
+        # a probe that did not pin, or without busy cores (before run 14), is left out
+        c["components"]["probe_after"]["pin_memory"] = False
+        self.assertAlmostEqual(convert.main_side_busy_cores(c), 4.6)
+        del c["components"]["probe"]["busy_cores"]
+        self.assertIsNone(convert.main_side_busy_cores(c))
+
     def test_transport_profile_takes_the_release_out_of_the_receive_where_simulated_apart(self):
         # 2e7 B batches: the receive loop's 4 ms includes releasing pages it never touched (0.05 ns/B: 1 ms).
         # With the fresh-mapping copy and the release measured apart the simulator charges an unpinned batch

@@ -1,4 +1,5 @@
 """pin_drift_diagnostic's pure parts, against hand calculations."""
+import math
 import os
 import sys
 import tempfile
@@ -64,6 +65,37 @@ class Tags(unittest.TestCase):
         self.assertAlmostEqual(pairs[0][1], 0.1)
         self.assertAlmostEqual(pairs[0][2], 0.11)
 
+
+class Spread(unittest.TestCase):
+    def test_each_reading_is_the_abs_log_of_its_ratio(self):
+        c = case("a", 0.022, 0.02, 0.025)
+        c["components"]["probe"]["pin_thread_cpu_s_per_batch_halves"] = [0.02, 0.022]
+        c["components"]["probe_after"]["pin_thread_cpu_s_per_batch_halves"] = [0.025, 0.025]
+        s = pd.spread_readings([[c]])
+        self.assertEqual(len(s["halves"]), 2)
+        self.assertAlmostEqual(s["halves"][0], math.log(1.1))
+        self.assertAlmostEqual(s["halves"][1], 0.0)
+        self.assertAlmostEqual(s["probes"][0], math.log(1.25))
+        # 22 ms in the case over the probes' mean of 22.5 ms
+        self.assertAlmostEqual(s["case"][0], abs(math.log(0.022 / 0.0225)))
+        self.assertEqual(s["lag_pairs"], [])
+
+    def test_lag_pairs_join_neighbours_only_within_a_call(self):
+        a, b = case("a", 0.022, 0.02, 0.02), case("b", 0.018, 0.02, 0.02)
+        gap, c = case("g", 0.02, 0.02, 0.02, pin=False), case("c", 0.021, 0.02, 0.02)
+        s = pd.spread_readings([[a, b, gap, c], [case("d", 0.02, 0.02, 0.02)]])
+        # a -> b only: the unpinned case breaks the chain before c, and the next call starts a new one
+        self.assertEqual(len(s["lag_pairs"]), 2)
+        self.assertAlmostEqual(s["lag_pairs"][0], math.log(1.1))
+        self.assertAlmostEqual(s["lag_pairs"][1], math.log(0.9))
+        self.assertEqual(len(s["case"]), 4)
+
+    def test_pearson(self):
+        self.assertAlmostEqual(pd.pearson([1, 2, 3], [2, 4, 6]), 1.0)
+        self.assertAlmostEqual(pd.pearson([1, 2, 3], [3, 2, 1]), -1.0)
+        # x = (-1, 0, 1), y = (1, -2, 1): no linear relation at all
+        self.assertAlmostEqual(pd.pearson([-1, 0, 1], [1, -2, 1]), 0.0)
+        self.assertTrue(math.isnan(pd.pearson([1, 1, 1], [1, 2, 3])))
 
 
 class BadInput(unittest.TestCase):
