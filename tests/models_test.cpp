@@ -174,6 +174,31 @@ TEST(CpuModel, WanderingCoreSpeedKeepsItsSpreadCorrelationAndMean) {
   EXPECT_NEAR(factor / n, 1.0, 0.003);
 }
 
+// A thread that never idles draws its factor at each batch start and the next draw is dt = (batch time) later, so
+// a slow batch leaves the process longer to decorrelate. Its mean time per batch then runs from 1 + cv^2 (spells
+// much shorter than a batch: each draw independent, E[exp(x + s^2/2)] = exp(s^2)) down to 1 (spells many batches
+// long: batches are counted where the thread is fast, and its speed averages 1 over time). cv 0.3: 1.09 and 1.
+// Validation run 37, finding 8 (the pin thread's spells are about 4 batches: 1 + cv^2 / 8 there).
+TEST(CpuModel, AFreeRunningThreadsMeanBatchTimeFallsFromOnePlusCvSquaredToOne) {
+  const double cv = 0.3, sigma = pipeplan::lognormal_sigma(cv), batch_s = 0.01;
+  auto mean_batch_factor = [&](double tau_s) {
+    pipeplan::Rng rng(11);
+    double x = sigma * rng.standard_normal(), total = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+      const double f = pipeplan::wander_time_factor(x, cv);
+      total += f;
+      x = pipeplan::wander_log_speed(x, batch_s * f, tau_s, sigma, rng.standard_normal());
+    }
+    return total / n;
+  };
+  EXPECT_NEAR(mean_batch_factor(batch_s * 0.01), 1.0 + cv * cv, 0.005);
+  EXPECT_NEAR(mean_batch_factor(batch_s * 300), 1.0, 0.015);
+  const double four_batches = mean_batch_factor(batch_s * 4);
+  EXPECT_GT(four_batches, 1.0);
+  EXPECT_LT(four_batches, 1.0 + 0.25 * cv * cv);
+}
+
 // Each reader's device-wait rate with N readers at once: the stream rate times its share, linear between the
 // measured counts, flat beyond; no curve: the stream rate.
 TEST(StorageModel, AReadersRateFollowsTheConcurrentReadCurve) {
