@@ -12,6 +12,9 @@ first), so it scores exactly what the page shows. Usage:
         [--report calibrate/validation/results/table-report/report.json]
 
 Each RESULTS_DIR must be listed in calibrate/validation/table_calls.txt (its line gives the rN tag of its rows).
+It also prints how far apart the pin thread's readings are (spread_readings, run 37, finding 5) and, per call, the
+pin-bound tensors' a and b (pin_bound_factors, run 37, finding 2); with --report pointing at a variant's report
+(table.sh --OPTIONS writes /tmp/pipeplan-table-variant/report.json) it scores that variant the same way.
 """
 import argparse
 import math
@@ -74,6 +77,29 @@ def pairs_for_call(cases: List[Dict[str, Any]], errors: Dict[str, float]) -> Lis
         if ratio is not None and err is not None:
             out.append((case["id"], ratio - 1.0, err))
     return out
+
+
+def pin_bound_factors(case: Dict[str, Any], predicted_samples_per_s: Optional[float]) -> Optional[Tuple[float, float]]:
+    """(a, b) of a pinned case (validation-runs.md run 37, finding 2), where predicted over measured throughput is
+    (pin_thread_ratio) x a x b in a pin-bound case: a, the measured batch period over the case's own pin thread CPU
+    per batch (how much of the wall the pin thread is off its CPU or idle); b, the probes' mean pin thread CPU per
+    batch over the predicted batch period (how the simulator's pin period stands to the probes' reading). None
+    without the readings or a prediction."""
+    ratio = pin_thread_ratio(case)
+    m = case.get("measured") or {}
+    in_case = (m.get("in_situ") or {}).get("pin_thread_cpu_s_per_batch")
+    thr, bs = m.get("throughput_samples_per_s"), (case.get("knobs") or {}).get("batch_size")
+    if not (ratio and in_case and thr and bs and predicted_samples_per_s):
+        return None
+    probes_s = float(in_case) / ratio
+    return (float(bs) / float(thr)) / float(in_case), probes_s * float(predicted_samples_per_s) / float(bs)
+
+
+def is_pin_bound_tensor(case: Dict[str, Any]) -> bool:
+    """The table's pin-bound tensor setting: pinned tensor_f32 at mm:5 with 8 workers."""
+    k = case.get("knobs") or {}
+    return bool(k.get("pin_memory")) and k.get("kind") == "tensor_f32" and k.get("step") == "mm:5" \
+        and k.get("num_workers") == 8
 
 
 def _abs_log(a: Any, b: Any) -> Optional[float]:
@@ -162,6 +188,7 @@ def main(argv=None) -> int:
         return 2
     points: List[Tuple[str, str, float, float]] = []
     all_cases: List[List[Dict[str, Any]]] = []
+    call_factors: List[Tuple[str, str, float, float, int]] = []
     for rdir in args.results_dirs:
         name = os.path.basename(os.path.normpath(rdir))
         tag = tags.get(name)
@@ -171,6 +198,8 @@ def main(argv=None) -> int:
             return 2
         errors = {row["id"].split(":", 1)[1]: row["pipeplan"]["err"] for row in rows
                   if row["id"].split(":", 1)[0] == tag and (row.get("pipeplan") or {}).get("err") is not None}
+        predicted = {row["id"].split(":", 1)[1]: row["pipeplan"].get("samples_per_s") for row in rows
+                     if row["id"].split(":", 1)[0] == tag and (row.get("pipeplan") or {}).get("err") is not None}
         if not errors:
             print(f"pin_drift_diagnostic: {args.report} has no rows tagged {tag} ({name}); expected the table "
                   "regenerated after the call was added (bash calibrate/validation/table.sh)", file=sys.stderr)
@@ -179,6 +208,11 @@ def main(argv=None) -> int:
         cases = data["cases"] if isinstance(data, dict) else data
         pts = pairs_for_call(cases, errors)
         all_cases.append(cases)
+        factors = [f for f in (pin_bound_factors(c, predicted.get(c.get("id", ""))) for c in cases
+                                if is_pin_bound_tensor(c)) if f is not None]
+        if factors:
+            call_factors.append((tag, name, convert.percentile([f[0] for f in factors], 0.5),
+                                 convert.percentile([f[1] for f in factors], 0.5), len(factors)))
         for cid, dev, err in pts:
             print(f"{tag}:{cid[:60]:60s} pin thread {1 + dev:5.3f}x its probes   error {100 * err:+6.1f}%")
         points += [(tag, cid, dev, err) for cid, dev, err in pts]
@@ -186,6 +220,15 @@ def main(argv=None) -> int:
         print("pin_drift_diagnostic: fewer than two pinned cases with both readings; nothing to fit")
         return 0
     print(spread_line(spread_readings(all_cases)))
+    for tag, name, a_med, b_med, n in call_factors:
+        print(f"{tag}:{name}: pin-bound tensors ({n}): a (batch period / the case's pin CPU) {a_med:.3f}, "
+              f"b (the probes' pin CPU / the predicted period) {b_med:.3f}")
+    if len(call_factors) > 1:
+        bs = [f[3] for f in call_factors]
+        mean_b = sum(bs) / len(bs)
+        sd_b = math.sqrt(sum((b - mean_b) ** 2 for b in bs) / len(bs))
+        print(f"b over {len(bs)} calls: median {convert.percentile(bs, 0.5):.3f}, {min(bs):.3f}-{max(bs):.3f}, "
+              f"sd {100 * sd_b:.1f}%")
     xs, ys = [p[2] for p in points], [p[3] for p in points]
     slope, intercept, corr = linear_fit(xs, ys)
     abs_err = [abs(y) for y in ys]
