@@ -609,6 +609,18 @@ def pin_thread_wait_s(comp: Dict[str, Any]) -> Optional[float]:
     return sum(waits) / len(waits) if waits else None
 
 
+def main_side_probes(case: Dict[str, Any]) -> Tuple[bool, str, List[Dict[str, Any]]]:
+    """The probes around a case that read its main side, like for like: (pinned, the figure's key, the probes before
+    and after with that figure, pin_memory as the case and workers of their own; an inline (w0) probe's main
+    thread also loads)."""
+    comp = case.get("components") or {}
+    pin = bool((case.get("knobs") or {}).get("pin_memory"))
+    key = "pin_thread_cpu_s_per_batch" if pin else "main_thread_cpu_s_per_batch"
+    probes = [p for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
+              if float(p.get(key) or 0.0) > 0 and bool(p.get("pin_memory")) == pin and int(p.get("workers", 1)) > 0]
+    return pin, key, probes
+
+
 def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional[float]:
     """How much dearer the main side's work per batch was around the case than when the transport
     component measured it: the mean of the probes' CPU per batch (before and after the case, harness
@@ -617,15 +629,9 @@ def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional
     batch tracking each pin-bound case's batch time (14.65 ms in situ for 15.3 ms per batch, 17.50 for
     18.3 in its repeat) and drifting by up to 20% within one call, as the workers' costs do. None when a
     figure is missing (runs before 11): the transport is then used as measured."""
-    comp = case.get("components") or {}
-    tr = comp.get("transport") or {}
-    pin = bool((case.get("knobs") or {}).get("pin_memory"))
-    key, ref_key = (("pin_thread_cpu_s_per_batch", "pin_thread_cpu_s_per_batch") if pin
-                    else ("main_thread_cpu_s_per_batch", "receive_cpu_s_per_batch"))
-    ref = float(tr.get(ref_key) or 0.0)
-    probes = [p for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
-              if float(p.get(key) or 0.0) > 0 and bool(p.get("pin_memory")) == pin
-              and int(p.get("workers", 1)) > 0]    # an inline (w0) probe's main thread also loads
+    tr = (case.get("components") or {}).get("transport") or {}
+    pin, key, probes = main_side_probes(case)
+    ref = float(tr.get("pin_thread_cpu_s_per_batch" if pin else "receive_cpu_s_per_batch") or 0.0)
     if ref <= 0 or not probes:
         return None
     figures = [probe_pin_thread_s(p, pin_window) if pin else float(p[key]) for p in probes]
@@ -633,14 +639,9 @@ def main_side_drift(case: Dict[str, Any], pin_window: str = "whole") -> Optional
 
 
 def main_side_busy_cores(case: Dict[str, Any]) -> Optional[float]:
-    """The busy cores of the probes main_side_drift reads (the same probes: pin_memory as the case, with workers,
-    with the figure), their mean; None without one or without busy_cores (harness before run 14)."""
-    comp = case.get("components") or {}
-    pin = bool((case.get("knobs") or {}).get("pin_memory"))
-    key = "pin_thread_cpu_s_per_batch" if pin else "main_thread_cpu_s_per_batch"
-    busy = [float(p["busy_cores"]) for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
-            if float(p.get(key) or 0.0) > 0 and bool(p.get("pin_memory")) == pin and int(p.get("workers", 1)) > 0
-            and float(p.get("busy_cores") or 0.0) > 0]
+    """The mean busy cores of the probes main_side_drift reads (main_side_probes); None without one or without
+    busy_cores (harness before run 14)."""
+    busy = [float(p["busy_cores"]) for p in main_side_probes(case)[2] if float(p.get("busy_cores") or 0.0) > 0]
     return sum(busy) / len(busy) if busy else None
 
 
@@ -1220,7 +1221,7 @@ def transport_profile(base: Dict[str, Any], transport: Dict[str, Any], batch_byt
     measured_at_busy_cores: where the transport's figures were scaled to the probes around the case
     (main_side_drift), they are the probes' readings, taken at the probes' busy cores
     (main_side_busy_cores); both loops are then brought to one idle core at those, not at the transport loops'
-    own (`--transport-busy probes`; validation-runs.md run 37, finding 5)."""
+    own (`--transport-busy probes`; validation-runs.md run 37, finding 3)."""
     prof = json.loads(json.dumps(base))
     curve = (base.get("cpu") or {}).get("speed_vs_busy_cores") or []
     busy_recv, busy_pin = transport_busy_cores(transport, worker_collate_s)
@@ -2521,7 +2522,7 @@ def main(argv=None) -> int:
     ap.add_argument("--transport-busy", choices=["loops", "probes"], default="loops",
                     help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
                          "brought to one idle core: the transport loops' own (default) or the probes' "
-                         "(run 37, finding 5)")
+                         "(run 37, finding 3)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "

@@ -51,10 +51,7 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Tuple[float, float, 
     if line is None:
         raise ValueError("linear_fit needs two or more pairs with distinct x")
     mx, my, slope = line
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    corr = slope * math.sqrt(sxx / syy) if syy > 0 else float("nan")
-    return slope, my - slope * mx, corr
+    return slope, my - slope * mx, pearson(xs, ys)
 
 
 def call_tags(table_calls_path: str) -> Dict[str, str]:
