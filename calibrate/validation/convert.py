@@ -62,7 +62,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
-                                   pin_thread_wait="off", transport_busy="loops")
+                                   pin_thread_wait="probes", transport_busy="probes")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -596,7 +596,7 @@ def pin_thread_wait_s(comp: Dict[str, Any]) -> Optional[float]:
     the window's wall per batch less the pin thread's CPU per batch, never below 0. Run 36 (finding 6): in
     pin-bound probes the pin thread is on its CPU 95.6% of the wall (0.76 ms of a 17-20 ms cycle), and in the cases
     a batch is always ready for it; the simulator's pin thread, given the CPU alone, was busy 100%. None without a
-    pin-bound probe (image loaders, runs before 14). Used with --pin-thread-wait probes only (not the default)."""
+    pin-bound probe (image loaders, runs before 14). Used with --pin-thread-wait probes (the default since run 38)."""
     waits = []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
         cpu, batches = p.get("pin_thread_cpu_s_per_batch"), p.get("batches")
@@ -873,7 +873,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
                  launch_tail: str = "loop", memory_map_wait: str = "pin-parts",
-                 pin_thread_wait: str = "off") -> Dict[str, Any]:
+                 pin_thread_wait: str = "probes") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
@@ -881,9 +881,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     ("scaling") or the machine's curve alone ("machine", no dataset curve). launch_tail: "loop" gives the
     step's launch tail from the loop's host probes (launch_tail_s), "off" none. memory_map_wait: "pin-parts" lets a
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
-    the simulator's full stop. pin_thread_wait: "probes" gives a pinned case the pin thread's time off its core per
-    batch from its probes (pin_thread_wait_s), "off" (the default) none: run 36's finding 6, the full wait
-    over-corrects: the model already loses about half of it, not all found."""
+    the simulator's full stop. pin_thread_wait: "probes" (the default since run 38) gives a pinned case the pin
+    thread's time off its core per batch from its probes (pin_thread_wait_s), "off" none (validation-runs.md run 37,
+    findings 2-4; run 38, finding 2)."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -1515,7 +1515,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         host_from=getattr(a, "host_from", "probe-bracket"),
                         launch_tail=getattr(a, "launch_tail", "loop"),
                         memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
-                        pin_thread_wait=getattr(a, "pin_thread_wait", "off"))
+                        pin_thread_wait=getattr(a, "pin_thread_wait", "probes"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -1540,7 +1540,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             # the main side's cost as the probes around the case found it (receive and pin alike)
             tr = transport_scaled(tr, drift)
             c.setdefault("convert", {})["main_side_drift"] = drift
-            if getattr(a, "transport_busy", "loops") == "probes":
+            if getattr(a, "transport_busy", "probes") == "probes":
                 measured_at = main_side_busy_cores(c)
         phase_mode = getattr(a, "stall_phase", "calibrate-split")
         stall_phase = phase_mode == "pin-memory" and bool(scen["training"].get("memory_map_wait_s"))
@@ -2513,16 +2513,15 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned batch's receive inside next() from the "
                          "case-like window's next() where the harness timed it (since run 26's plan), or, off, from "
                          "the transport loop less calibrate's untouched release (run 25: below zero in the GIL call)")
-    ap.add_argument("--pin-thread-wait", choices=["probes", "off"], default="off",
+    ap.add_argument("--pin-thread-wait", choices=["probes", "off"], default="probes",
                     help="a pinned case's pin thread time off its core per batch (loader.pin_thread_wait_s_per_batch): "
-                         "off (default), the pin thread on its CPU all the time; or probes, from its pin-bound probes' "
-                         "wall less CPU per batch (run 36, finding 6: measured, but over 323 pin-bound cases it "
-                         "over-corrects, signed median +2.2%% -> -2.9%%, p90 13.1%% -> 14.2%%: the model already "
-                         "loses about half of it, 0.8 points of that to the core-speed curve)")
-    ap.add_argument("--transport-busy", choices=["loops", "probes"], default="loops",
+                         "probes (default since run 38), from its pin-bound probes' wall less CPU per batch (run 36, "
+                         "finding 6: about 4%% of the wall, the same on every lease; run 37, finding 2); or off, the "
+                         "pin thread on its CPU all the time (the default up to run 37)")
+    ap.add_argument("--transport-busy", choices=["loops", "probes"], default="probes",
                     help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
-                         "brought to one idle core: the transport loops' own (default) or the probes' "
-                         "(run 37, finding 3)")
+                         "brought to one idle core: the probes' own (default since run 38; run 37, finding 3) or the "
+                         "transport loops' (the default up to run 37)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "
