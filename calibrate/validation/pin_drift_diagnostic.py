@@ -15,10 +15,17 @@ Each RESULTS_DIR must be listed in calibrate/validation/table_calls.txt (its lin
 It also prints how far apart the pin thread's readings are (spread_readings, run 37, finding 5) and, per call, the
 pin-bound tensors' a and b (pin_bound_factors, run 37, finding 2); with --report pointing at a variant's report
 (table.sh --OPTIONS writes /tmp/pipeplan-table-variant/report.json) it scores that variant the same way.
+
+--gil PIPEPLAN also simulates each pin-bound tensor case once from the scenario the report's run wrote (the report's
+folder, scenarios/TAG_ID.json and .profile.json) and fits what is left of its error beside the drift,
+error - (ratio - 1), against the simulated pin thread's wait for the GIL (the report's gil.pin_thread_wait_fraction),
+pooled and within each call (validation-runs.md run 38, finding 6).
 """
 import argparse
+import json
 import math
 import os
+import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -164,11 +171,53 @@ def spread_line(spread: Dict[str, List[float]]) -> str:
             + f"; one case's ratio against the next case's: correlation {lag}")
 
 
+def within_call_fit(points: Sequence[Tuple[str, float, float]]) -> Tuple[float, float, int]:
+    """Pure: (slope, correlation, n) of y on x after each call's own means are taken out of both, over
+    (call, x, y) points; calls with one point say nothing and are left out. A slope of -1 within calls says y falls
+    one for one with x among cases that share a lease, whatever the lease's own offset."""
+    by_call: Dict[str, List[Tuple[float, float]]] = {}
+    for call, x, y in points:
+        by_call.setdefault(call, []).append((x, y))
+    dx: List[float] = []
+    dy: List[float] = []
+    for pts in by_call.values():
+        if len(pts) < 2:
+            continue
+        mx = sum(p[0] for p in pts) / len(pts)
+        my = sum(p[1] for p in pts) / len(pts)
+        dx += [p[0] - mx for p in pts]
+        dy += [p[1] - my for p in pts]
+    if len(dx) < 2:
+        return float("nan"), float("nan"), len(dx)
+    slope, _, corr = linear_fit(dx, dy)
+    return slope, corr, len(dx)
+
+
+def simulated_pin_gil_wait(pipeplan: str, scenarios_dir: str, tag: str, case_id: str) -> Optional[float]:
+    """The simulated pin thread's share of the window spent waiting for the GIL in one case, from the scenario
+    (and its profile) the report's run wrote; None when the scenario is missing or the run fails."""
+    base = os.path.join(scenarios_dir, f"{tag}_{case_id}")
+    if not os.path.isfile(base + ".json"):
+        return None
+    cmd = [pipeplan, "simulate", base + ".json", "--format", "json"]
+    if os.path.isfile(base + ".profile.json"):
+        cmd += ["--profile", base + ".profile.json"]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        return None
+    try:
+        return float(json.loads(run.stdout)["gil"]["pin_thread_wait_fraction"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results_dirs", nargs="+")
     ap.add_argument("--report", default=os.path.join(HERE, "results", "table-report", "report.json"))
     ap.add_argument("--table-calls", default=os.path.join(HERE, "table_calls.txt"))
+    ap.add_argument("--gil", metavar="PIPEPLAN", help="the pipeplan binary: also fit the pin-bound tensors' error "
+                    "beside the drift against the simulated pin thread's wait for the GIL (run 38, finding 6)")
     args = ap.parse_args(argv)
     try:
         tags = call_tags(args.table_calls)
@@ -186,6 +235,8 @@ def main(argv=None) -> int:
     points: List[Tuple[str, str, float, float]] = []
     all_cases: List[List[Dict[str, Any]]] = []
     call_factors: List[Tuple[str, str, float, float, int]] = []
+    gil_points: List[Tuple[str, float, float]] = []
+    scenarios_dir = os.path.join(os.path.dirname(os.path.abspath(args.report)), "scenarios")
     for rdir in args.results_dirs:
         name = os.path.basename(os.path.normpath(rdir))
         tag = tags.get(name)
@@ -212,6 +263,12 @@ def main(argv=None) -> int:
                                  convert.percentile([f[1] for f in factors], 0.5), len(factors)))
         for cid, dev, err in pts:
             print(f"{tag}:{cid[:60]:60s} pin thread {1 + dev:5.3f}x its probes   error {100 * err:+6.1f}%")
+        if args.gil:
+            bound = {c.get("id") for c in cases if is_pin_bound_tensor(c)}
+            for cid, dev, err in pts:
+                wait = simulated_pin_gil_wait(args.gil, scenarios_dir, tag, cid) if cid in bound else None
+                if wait is not None:
+                    gil_points.append((tag, wait, err - dev))
         points += [(tag, cid, dev, err) for cid, dev, err in pts]
     if len(points) < 2:
         print("pin_drift_diagnostic: fewer than two pinned cases with both readings; nothing to fit")
@@ -236,6 +293,17 @@ def main(argv=None) -> int:
     print(f"ratio p10 / median / p90: {1 + pct(xs, 0.1):.3f} / {1 + pct(xs, 0.5):.3f} / {1 + pct(xs, 0.9):.3f}")
     print(f"|error| median / p90: {100 * pct(abs_err, 0.5):.1f}% / {100 * pct(abs_err, 0.9):.1f}%; less the ratio's "
           f"part |error - (ratio - 1)|: {100 * pct(rest, 0.5):.1f}% / {100 * pct(rest, 0.9):.1f}%")
+    if args.gil:
+        if len(gil_points) < 2:
+            print(f"GIL: fewer than two pin-bound tensor cases simulated from {scenarios_dir}; nothing to fit")
+            return 0
+        gx, gy = [p[1] for p in gil_points], [p[2] for p in gil_points]
+        g_slope, g_icpt, g_corr = linear_fit(gx, gy)
+        w_slope, w_corr, w_n = within_call_fit(gil_points)
+        print(f"GIL: {len(gil_points)} pin-bound tensor cases, the simulated pin thread waiting for the GIL "
+              f"{100 * pct(gx, 0.1):.2f} / {100 * pct(gx, 0.5):.2f} / {100 * pct(gx, 0.9):.2f}% of the window "
+              f"(p10 / median / p90); error - (ratio - 1) = {g_slope:.2f} x that {100 * g_icpt:+.1f}%, correlation "
+              f"{g_corr:.2f}; within calls ({w_n} cases) slope {w_slope:.2f}, correlation {w_corr:.2f}")
     return 0
 
 

@@ -142,3 +142,22 @@ class BadInput(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WithinCallFit(unittest.TestCase):
+    def test_each_calls_offset_is_taken_out(self):
+        # call A: y = -x + 0.05; call B: y = -x - 0.03. Pooled the offsets blur the line; within calls it is exact.
+        pts = [("A", 0.00, 0.05), ("A", 0.01, 0.04), ("A", 0.02, 0.03),
+               ("B", 0.02, -0.05), ("B", 0.03, -0.06), ("B", 0.04, -0.07)]
+        slope, corr, n = pd.within_call_fit(pts)
+        self.assertAlmostEqual(slope, -1.0)
+        self.assertAlmostEqual(corr, -1.0)
+        self.assertEqual(n, 6)
+
+    def test_a_call_of_one_point_is_left_out(self):
+        # C's lone point would pull a pooled fit anywhere; within calls it has no spread of its own
+        pts = [("A", 0.0, 0.0), ("A", 0.02, 0.01), ("C", 0.5, -0.9)]
+        slope, corr, n = pd.within_call_fit(pts)
+        self.assertAlmostEqual(slope, 0.5)
+        self.assertEqual(n, 2)
+        self.assertTrue(math.isnan(pd.within_call_fit([("A", 0.0, 0.0)])[0]))
