@@ -36,7 +36,9 @@ double unpinned_release_s(const Profile& p, double bytes);
 constexpr double kGilSwitchIntervalS = 0.005;
 
 // How many slices the loop's `host_s` of Python holds the GIL in: one when no other thread wants it (no pin
-// thread), else one per switch interval begun, so that a waiting pin thread gets the lock between them.
+// thread), else one per switch interval begun. The pin thread's receive does not wait for a slice's end (the loop
+// drops the GIL at every op: the simulator suspends the loop's Python for it, validation run 38, finding 6); the
+// slices pace the memory map's chunks and hand the lock over where the loop waits for the map with it held.
 int gil_slices(double host_s, bool shared);
 
 // How often a training loop that needs the main process's memory map (training.host_needs_memory_map: page
