@@ -1,5 +1,6 @@
 #include "sim/trace.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,11 @@ void TraceRecorder::counter(int pid, const char* name, double at_s, double value
   if (!enabled()) return;
   events_.push_back({'C', pid, 0, name, at_s, 0.0, value, -1});
 }
+
+namespace {
+// Microseconds (the trace's unit) rounded to the nanosecond, the precision the file prints.
+double round_to_ns_in_us(double us) { return std::round(us * 1e3) / 1e3; }
+}  // namespace
 
 std::string TraceRecorder::write(const std::string& path) const {
   // Streamed by hand: a million events through nlohmann's DOM would cost seconds.
@@ -55,12 +61,17 @@ std::string TraceRecorder::write(const std::string& path) const {
   for (const auto& e : events_) {
     sep();
     if (e.phase == 'X') {
+      // Start and end rounded to the nanosecond each, the duration their difference: a span that ends where the next
+      // one starts, or where its parent ends, then does so in the file too (rounding ts and dur apart could leave a
+      // child 1 ns past its parent, which Perfetto reads as a broken nesting).
+      const double ts_us = round_to_ns_in_us(e.ts_s * 1e6);
+      const double dur_us = round_to_ns_in_us((e.ts_s + e.dur_s) * 1e6) - ts_us;
       if (e.batch >= 0)
         std::snprintf(buf, sizeof buf, R"({"ph":"X","pid":%d,"tid":%d,"name":"%s","ts":%.3f,"dur":%.3f,"args":{"batch":%lld}})",
-                      e.pid, e.tid, e.name, e.ts_s * 1e6, e.dur_s * 1e6, static_cast<long long>(e.batch));
+                      e.pid, e.tid, e.name, ts_us, dur_us, static_cast<long long>(e.batch));
       else
         std::snprintf(buf, sizeof buf, R"({"ph":"X","pid":%d,"tid":%d,"name":"%s","ts":%.3f,"dur":%.3f})", e.pid, e.tid,
-                      e.name, e.ts_s * 1e6, e.dur_s * 1e6);
+                      e.name, ts_us, dur_us);
     } else {
       std::snprintf(buf, sizeof buf, R"({"ph":"C","pid":%d,"name":"%s","ts":%.3f,"args":{"value":%.6g}})", e.pid, e.name,
                     e.ts_s * 1e6, e.value);

@@ -816,14 +816,15 @@ TEST(Simulate, TraceHasOneTrackPerWorkerThreadAndStream) {
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_TRUE(counters.count("batches_in_flight"));
   EXPECT_TRUE(counters.count("pinned_bytes"));
-  // Spans on one track either follow each other or nest perfectly (Perfetto's rule).
+  // Spans on one track either follow each other or nest perfectly (Perfetto's rule), to the file's nanosecond: a
+  // span's start and end are rounded apart, so one that ends where the next starts does so in the file too.
   for (auto& [track, list] : spans) {
     std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
     std::vector<double> open_ends;
     for (const auto& [start, duration] : list) {
-      while (!open_ends.empty() && open_ends.back() <= start + 1e-3) open_ends.pop_back();
+      while (!open_ends.empty() && open_ends.back() <= start + 1e-6) open_ends.pop_back();
       if (!open_ends.empty()) {
-        EXPECT_LE(start + duration, open_ends.back() + 1e-3) << "partial overlap on track " << track.second;
+        EXPECT_LE(start + duration, open_ends.back() + 1e-6) << "partial overlap on track " << track.second;
       }
       open_ends.push_back(start + duration);
     }
