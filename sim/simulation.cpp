@@ -113,7 +113,7 @@ struct Rank {
   sg4::Host* gpu = nullptr;
   sg4::MutexPtr gil;  // the main process's interpreter lock (main thread + pin thread)
   // The loop's Python piece running now with the GIL held (null between pieces): the pin thread suspends it to take
-  // the GIL at the loop's next op (pin_thread_actor).
+  // the GIL at the loop's next op (receive_with_gil).
   sg4::ExecPtr main_python;
   // The main process's memory map, held by the pin thread while it maps, first-touches and unmaps a worker's
   // batch; the loop's host work waits for it at every memory_map_chunks piece (validation run 17).
@@ -222,25 +222,19 @@ double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
   return h2d_batch_copy_s(p, batch_bytes(s, samples), s.loader.pin_memory, s.loader.num_workers > 0);
 }
 
-// CPU work on the actor's host; returns the simulated seconds it took.
-double run_cpu(Rank& r, double core_seconds) {
+// CPU work on the actor's host; returns the simulated seconds it took. With `running`, the work is published there
+// while it runs so that another actor can suspend it (the loop's Python, for the pin thread's receive).
+double run_cpu(Rank& r, double core_seconds, sg4::ExecPtr* running = nullptr) {
   if (core_seconds <= 0.0) return 0.0;
   const double t0 = sg4::Engine::get_clock();
   if (!r.synthetic) r.world->add_cpu_running(+1, t0);
-  sg4::this_actor::execute(core_seconds * kFlopsPerCoreSecond);
-  if (!r.synthetic) r.world->add_cpu_running(-1, sg4::Engine::get_clock());
-  ++r.activities;
-  return sg4::Engine::get_clock() - t0;
-}
-
-// The training loop's Python, one piece with the GIL held: like run_cpu, but the pin thread can suspend it to take the GIL (pin_thread_actor).
-double run_loop_python(Rank& r, double core_seconds) {
-  if (core_seconds <= 0.0) return 0.0;
-  const double t0 = sg4::Engine::get_clock();
-  if (!r.synthetic) r.world->add_cpu_running(+1, t0);
-  r.main_python = sg4::this_actor::exec_async(core_seconds * kFlopsPerCoreSecond);
-  r.main_python->wait();
-  r.main_python = nullptr;
+  if (running == nullptr) {
+    sg4::this_actor::execute(core_seconds * kFlopsPerCoreSecond);
+  } else {
+    *running = sg4::this_actor::exec_async(core_seconds * kFlopsPerCoreSecond);
+    (*running)->wait();
+    *running = nullptr;
+  }
   if (!r.synthetic) r.world->add_cpu_running(-1, sg4::Engine::get_clock());
   ++r.activities;
   return sg4::Engine::get_clock() - t0;
@@ -379,6 +373,34 @@ void worker_actor(Rank& r, int w) {
   }
 }
 
+// The pin thread's receive of one batch (unpickling: the fd receive, the mmap), with the GIL held. While the loop
+// runs Python with the GIL it still drops it at every op it calls (PyTorch's bindings release it around each one),
+// so the pin thread takes it at the loop's next op, microseconds away, and the loop waits for it instead.
+// Validation run 38 (finding 6): with the loop's whole piece held, the pin-bound cases' errors fell one for one with
+// the pin thread's simulated wait for the GIL (within calls, slope -1.02 over 340 cases), and the pin thread off its
+// core in the cases (3.9% of the wall) was no more than in the probes with no loop beside it (4.6%).
+void receive_with_gil(Rank& r, double receive_s, std::int64_t batch) {
+  World& world = *r.world;
+  if (!r.main_python || r.main_python->get_state() != sg4::Activity::State::STARTED) {
+    GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, batch);
+    run_cpu(r, receive_s);
+    return;
+  }
+  const sg4::ExecPtr loop = r.main_python;
+  const double g0 = sg4::Engine::get_clock();
+  loop->suspend();
+  if (!r.synthetic) world.add_cpu_running(-1, g0);
+  run_cpu(r, receive_s);
+  const double g1 = sg4::Engine::get_clock();
+  if (!r.synthetic) world.add_cpu_running(+1, g1);
+  loop->resume();
+  const double held_s = world.window.overlap(g0, g1);
+  r.gil_held_pin_s += held_s;
+  r.gil_wait_main_s += held_s;
+  r.gil_held_main_s -= held_s;  // the loop's GilHold counts its whole piece as held
+  if (!r.synthetic) world.trace->span(r.id, kMainTrack, "wait for the GIL (the pin thread's receive)", g0, g1, batch);
+}
+
 void pin_thread_actor(Rank& r) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
@@ -393,31 +415,7 @@ void pin_thread_actor(Rank& r) {
       sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
       world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", t0, sg4::Engine::get_clock(), b.batch);
     }
-    const double receive_s = world.profile->ipc.receive_s_per_batch * speed_factor;  // unpickling (fd receive, mmap)
-    if (r.main_python && r.main_python->get_state() == sg4::Activity::State::STARTED) {
-      // The loop is running Python with the GIL, but it drops the GIL at every op it calls (PyTorch's bindings
-      // release it around each one), so the pin thread takes it at the loop's next op, microseconds away, and the
-      // loop waits for it instead. Validation run 38 (finding 6): with the loop's whole piece held, the pin-bound
-      // cases' errors fell one for one with the pin thread's simulated wait for the GIL (within calls, slope -1.02
-      // over 340 cases), and the pin thread off its core in the cases (3.9% of the wall) was no more than in the
-      // probes with no loop beside it (4.6%).
-      const sg4::ExecPtr loop = r.main_python;
-      const double g0 = sg4::Engine::get_clock();
-      loop->suspend();
-      if (!r.synthetic) world.add_cpu_running(-1, g0);
-      run_cpu(r, receive_s);
-      const double g1 = sg4::Engine::get_clock();
-      if (!r.synthetic) world.add_cpu_running(+1, g1);
-      loop->resume();
-      const double held_s = world.window.overlap(g0, g1);
-      r.gil_held_pin_s += held_s;
-      r.gil_wait_main_s += held_s;
-      r.gil_held_main_s -= held_s;  // the loop's GilHold counts its whole piece as held
-      if (!r.synthetic) world.trace->span(r.id, kMainTrack, "wait for the GIL (the pin thread's receive)", g0, g1, b.batch);
-    } else {
-      GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, b.batch);
-      run_cpu(r, receive_s);
-    }
+    receive_with_gil(r, world.profile->ipc.receive_s_per_batch * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
     // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
     // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
@@ -811,7 +809,7 @@ class MainLoop {
     if (s_.training.host_s_per_step > 0.0) {
       const double t0 = sg4::Engine::get_clock();
       // The loop's Python drops the GIL at every op: beside a pin thread, the pin thread's receive takes it at the
-      // loop's next op (run_loop_python, pin_thread_actor) and lands inside the loop's step (its Python
+      // loop's next op (receive_with_gil) and lands inside the loop's step (its Python
       // stretched) rather than between steps. The slices of CPython's switch interval pace the memory map's
       // chunks, and hand the lock over where the loop waits for the map with the GIL held.
       // A loop that needs the memory map also stalls whenever the pin thread works on a worker's mapping.
@@ -827,7 +825,7 @@ class MainLoop {
         if (i == 0) host_s = s_.training.host_s_per_step * wander_.time_factor(r_.rng);  // drawn with the GIL held
         for (int c = 0; c < chunks; ++c) {
           if (map_shared) wait_for_memory_map(step);
-          run_loop_python(r_, host_s / slices / chunks);
+          run_cpu(r_, host_s / slices / chunks, &r_.main_python);  // the pin thread may suspend it
         }
       }
       const double t1 = sg4::Engine::get_clock();
