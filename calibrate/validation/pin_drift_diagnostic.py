@@ -22,10 +22,8 @@ error - (ratio - 1), against the simulated pin thread's wait for the GIL (the re
 pooled and within each call (validation-runs.md run 38, finding 6).
 """
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -187,7 +185,7 @@ def within_call_fit(points: Sequence[Tuple[str, float, float]]) -> Tuple[float, 
         my = sum(p[1] for p in pts) / len(pts)
         dx += [p[0] - mx for p in pts]
         dy += [p[1] - my for p in pts]
-    if len(dx) < 2:
+    if len(dx) < 2 or max(dx) == min(dx):  # no spread within any call: no line
         return float("nan"), float("nan"), len(dx)
     slope, _, corr = linear_fit(dx, dy)
     return slope, corr, len(dx)
@@ -199,16 +197,10 @@ def simulated_pin_gil_wait(pipeplan: str, scenarios_dir: str, tag: str, case_id:
     base = os.path.join(scenarios_dir, f"{tag}_{case_id}")
     if not os.path.isfile(base + ".json"):
         return None
-    cmd = [pipeplan, "simulate", base + ".json", "--format", "json"]
-    if os.path.isfile(base + ".profile.json"):
-        cmd += ["--profile", base + ".profile.json"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    if run.returncode != 0:
-        return None
-    try:
-        return float(json.loads(run.stdout)["gil"]["pin_thread_wait_fraction"])
-    except (ValueError, KeyError, TypeError):
-        return None
+    profile = base + ".profile.json" if os.path.isfile(base + ".profile.json") else None
+    wait = convert._get(convert.run_pipeplan(pipeplan, base + ".json", profile).get("result"),
+                        "gil.pin_thread_wait_fraction")
+    return float(wait) if isinstance(wait, (int, float)) else None
 
 
 def main(argv=None) -> int:
@@ -219,6 +211,10 @@ def main(argv=None) -> int:
     ap.add_argument("--gil", metavar="PIPEPLAN", help="the pipeplan binary: also fit the pin-bound tensors' error "
                     "beside the drift against the simulated pin thread's wait for the GIL (run 38, finding 6)")
     args = ap.parse_args(argv)
+    if args.gil and not (os.path.isfile(args.gil) and os.access(args.gil, os.X_OK)):
+        print(f"pin_drift_diagnostic: --gil {args.gil}: not an executable file; expected the pipeplan binary "
+              "(build/cli/pipeplan)", file=sys.stderr)
+        return 2
     try:
         tags = call_tags(args.table_calls)
     except OSError as e:
@@ -298,11 +294,16 @@ def main(argv=None) -> int:
             print(f"GIL: fewer than two pin-bound tensor cases simulated from {scenarios_dir}; nothing to fit")
             return 0
         gx, gy = [p[1] for p in gil_points], [p[2] for p in gil_points]
+        head = (f"GIL: {len(gil_points)} pin-bound tensor cases, the simulated pin thread waiting for the GIL "
+                f"{100 * pct(gx, 0.1):.2f} / {100 * pct(gx, 0.5):.2f} / {100 * pct(gx, 0.9):.2f}% of the window "
+                f"(p10 / median / p90)")
+        if max(gx) == min(gx):
+            # the model since run 38's finding 6: the pin thread never waits for the loop, nothing to fit against
+            print(f"{head}, the same in every case; error - (ratio - 1): median {100 * pct(gy, 0.5):+.1f}%")
+            return 0
         g_slope, g_icpt, g_corr = linear_fit(gx, gy)
         w_slope, w_corr, w_n = within_call_fit(gil_points)
-        print(f"GIL: {len(gil_points)} pin-bound tensor cases, the simulated pin thread waiting for the GIL "
-              f"{100 * pct(gx, 0.1):.2f} / {100 * pct(gx, 0.5):.2f} / {100 * pct(gx, 0.9):.2f}% of the window "
-              f"(p10 / median / p90); error - (ratio - 1) = {g_slope:.2f} x that {100 * g_icpt:+.1f}%, correlation "
+        print(f"{head}; error - (ratio - 1) = {g_slope:.2f} x that {100 * g_icpt:+.1f}%, correlation "
               f"{g_corr:.2f}; within calls ({w_n} cases) slope {w_slope:.2f}, correlation {w_corr:.2f}")
     return 0
 

@@ -161,3 +161,9 @@ class WithinCallFit(unittest.TestCase):
         self.assertAlmostEqual(slope, 0.5)
         self.assertEqual(n, 2)
         self.assertTrue(math.isnan(pd.within_call_fit([("A", 0.0, 0.0)])[0]))
+
+    def test_no_spread_within_calls_gives_no_line(self):
+        # the model since run 38's finding 6: every case's simulated GIL wait is 0, nothing to fit against
+        slope, corr, n = pd.within_call_fit([("A", 0.0, 0.01), ("A", 0.0, -0.02), ("B", 0.0, 0.03), ("B", 0.0, 0.0)])
+        self.assertTrue(math.isnan(slope) and math.isnan(corr))
+        self.assertEqual(n, 4)
