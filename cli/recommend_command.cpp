@@ -1,5 +1,5 @@
 // pipeplan recommend [SCENARIO.json] [--profile P] [--steps N] [--seed S] [--set K=V]... [--replications R]
-//                    [--max-changes N] [--jobs J] [--format text|json] [-o OUT]
+//                    [--max-changes N] [--knobs K1,K2] [--jobs J] [--format text|json] [-o OUT]
 //
 // Which of PyTorch's input-pipeline knobs to change, and by how much it would help: a greedy search over
 // one-knob changes (num_workers, prefetch_factor, pin_memory, non_blocking, the copy stream,
@@ -9,7 +9,8 @@
 // its synthetic-data rate (the GPU sets the pace), or after --max-changes. A worker count it raised is
 // then trimmed to the fewest workers within kMinGain of the same rate: more workers only add CPU
 // contention and memory. Knobs that change what the job computes (batch_size, the model, a sync the loop
-// reads) are never moved: the report's suggestion names those.
+// reads) are never moved: the report's suggestion names those. --knobs narrows the search to some of the knobs
+// (a job whose CPU budget fixes num_workers asks what else helps).
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,31 @@ std::vector<std::string> with(std::vector<std::string> sets, const std::string& 
 }
 
 std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+// Every key moves() may change, in the order --help lists them.
+const std::vector<std::string>& knob_keys() {
+  static const std::vector<std::string> keys{"loader.num_workers",     "loader.prefetch_factor", "loader.pin_memory",
+                                             "loader.persistent_workers", "loader.in_order",     "transfer.non_blocking",
+                                             "transfer.copy_stream",   "ddp.bucket_cap_mb"};
+  return keys;
+}
+
+// --knobs' comma-separated keys, each one of knob_keys(); empty text: all of them.
+std::set<std::string> parse_knobs(const std::string& text) {
+  const auto& keys = knob_keys();
+  if (text.empty()) return {keys.begin(), keys.end()};
+  std::set<std::string> out;
+  std::stringstream in(text);
+  for (std::string key; std::getline(in, key, ',');) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string expected = "comma-separated keys among";
+      for (const auto& k : keys) expected += " " + k;
+      throw InputError("", "--knobs", key.empty() ? "(empty)" : key, expected);
+    }
+    out.insert(key);
+  }
+  return out;
+}
 
 // The one-knob changes worth simulating from scenario `s`, as KEY=VALUE.
 std::vector<std::string> moves(const Scenario& s) {
@@ -165,10 +191,15 @@ int recommend_command(int argc, char** argv) {
   int jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   int replications = 3;
   int max_changes = 4;
+  std::string knobs_text;
   add_common_options(options, common);
   options.add_options()
       ("replications", po::value(&replications), "seeds per point, their mean compared (default 3)")
       ("max-changes", po::value(&max_changes), "at most this many knobs changed (default 4)")
+      ("knobs", po::value(&knobs_text),
+       "only these may change, comma-separated (default: all): loader.num_workers, loader.prefetch_factor, "
+       "loader.pin_memory, loader.persistent_workers, loader.in_order, transfer.non_blocking, "
+       "transfer.copy_stream, ddp.bucket_cap_mb")
       ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)");
   if (!parse_command_line(argc, argv, options, common)) return 0;
   if (jobs < 1 || jobs > 1024) throw InputError("", "--jobs", std::to_string(jobs), "an integer in [1, 1024]");
@@ -176,6 +207,7 @@ int recommend_command(int argc, char** argv) {
     throw InputError("", "--replications", std::to_string(replications), "an integer in [1, 100]");
   if (max_changes < 1 || max_changes > 10)
     throw InputError("", "--max-changes", std::to_string(max_changes), "an integer in [1, 10]");
+  const std::set<std::string> knobs = parse_knobs(knobs_text);
 
   const Profile profile = load_profile(common.profile_path);
   const std::string scenario_path = scenario_path_or_default(common.positional.empty() ? "" : common.positional[0]);
@@ -201,7 +233,11 @@ int recommend_command(int argc, char** argv) {
     }
     std::vector<Point> candidates;
     for (const auto& move : moves(load_scenario(common, profile, current.sets)))
-      candidates.push_back(Point{with(current.sets, move), 0.0, 0.0, {}});
+      if (knobs.count(key_of(move))) candidates.push_back(Point{with(current.sets, move), 0.0, 0.0, {}});
+    if (candidates.empty()) {
+      stopped = "none of the knobs --knobs allows has a move left from here";
+      break;
+    }
     evaluate(candidates, common, profile, replications, jobs);
     evaluated += candidates.size();
     const Point* best = nullptr;
@@ -286,13 +322,15 @@ int recommend_command(int argc, char** argv) {
                          {"synthetic_baseline_samples_per_s", synthetic},
                          {"bottleneck", current.first["bottleneck"]["stage"]},
                          {"suggestion", current.first["bottleneck"]["suggestion"]}}},
-        {"stopped", stopped}, {"trimmed", trimmed}, {"points_simulated", evaluated}};
+        {"stopped", stopped}, {"trimmed", trimmed}, {"points_simulated", evaluated},
+        {"knobs", nlohmann::json(std::vector<std::string>(knobs.begin(), knobs.end()))}};
     report = out.dump(2) + "\n";
   } else {
     std::ostringstream o;
     char line[512];
     o << "pipeplan recommend: " << chosen.name << " (profile " << profile.file << "), each point the mean of "
-      << replications << " seed(s), " << evaluated << " points simulated\n\n";
+      << replications << " seed(s), " << evaluated << " points simulated"
+      << (knobs_text.empty() ? "" : ", only " + knobs_text + " moved") << "\n\n";
     std::snprintf(line, sizeof line, "  now%36s %10s samples/s  bottleneck %s\n", "", sim::with_thousands(start.samples_per_s).c_str(),
                   start.first["bottleneck"]["stage"].get<std::string>().c_str());
     o << line;

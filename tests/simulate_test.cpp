@@ -989,10 +989,31 @@ TEST(Recommend, RaisesWorkersToTheFewestThatFeedTheGpu) {
                                                  "--set", "loader.persistent_workers=true"});
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(json::parse(two.out)["recommended"]["set"]["loader.num_workers"], "7") << two.out;
+  // --knobs without num_workers: the workers bound the job and no other knob raises their rate on the flat
+  // profile, so nothing changes; with it, the same 7 workers
+  const auto others = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--format", "json", "--jobs",
+                                                    "2", "--knobs", "loader.prefetch_factor,loader.pin_memory"});
+  ASSERT_EQ(others.exit_code, 0) << others.err;
+  EXPECT_TRUE(json::parse(others.out)["changes"].empty()) << others.out;
+  EXPECT_EQ(json::parse(others.out)["knobs"], json({"loader.pin_memory", "loader.prefetch_factor"}));
+  const auto workers = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--format", "json",
+                                                     "--jobs", "2", "--knobs", "loader.num_workers"});
+  ASSERT_EQ(workers.exit_code, 0) << workers.err;
+  EXPECT_EQ(json::parse(workers.out)["recommended"]["set"], json({{"loader.num_workers", "7"}})) << workers.out;
+  // a knob with no move left (in_order already false): stopped, saying why
+  const auto none = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--format", "json", "--jobs",
+                                                  "2", "--set", "loader.in_order=false", "--knobs", "loader.in_order"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(json::parse(none.out)["stopped"].get<std::string>().find("--knobs"), std::string::npos) << none.out;
   // bad input: one line, exit 2
   const auto bad = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--max-changes", "0"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--max-changes"), std::string::npos) << bad.err;
+  const auto bad_knob = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--knobs",
+                                                      "loader.num_workers,loader.batch_size"});
+  EXPECT_EQ(bad_knob.exit_code, 2);
+  EXPECT_NE(bad_knob.err.find("got loader.batch_size"), std::string::npos) << bad_knob.err;
+  EXPECT_EQ(std::count(bad_knob.err.begin(), bad_knob.err.end(), '\n'), 1) << bad_knob.err;
   std::remove(path.c_str());
 }
 
