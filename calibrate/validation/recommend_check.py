@@ -20,6 +20,12 @@ Changes other than num_workers are listed; the sweeps measured nothing to check 
 Then the pin_memory families (a pinned and an unpinned case, same call, each maybe repeated): from each unpinned
 first case, does recommend turn pin_memory on, and did the call measure the pinned setting faster (the means of
 the repeats; within PIN_TIE of each other counts as a tie, where either answer is right)?
+
+Then the other knobs' families (prefetch_factor, persistent_workers, in_order, the copy's non_blocking and stream):
+from each setting a family measured, recommend with `--knobs` limited to the family's knobs (the family measured
+nothing else), and the setting it lands on against the family's measured settings (knob_verdict), with the call's
+own repeat spread (the largest, as the table's tau within noise; at least PIN_TIE) as what the ground truth can
+tell apart.
 """
 import argparse
 import json
@@ -39,6 +45,17 @@ def measured_by_workers(rows: Sequence[Dict]) -> Dict[int, float]:
     for r in rows:
         by.setdefault(int(r["knobs"]["num_workers"]), []).append(float(r["measured"]["samples_per_s"]))
     return {w: statistics.fmean(v) for w, v in sorted(by.items())}
+
+
+def family_settings(fam: Dict, rows: Dict[str, Dict]) -> List[Dict]:
+    """Each setting a family measured: its first case, its measured rate the mean over the setting's repeats. A
+    family lists only each setting's first case (its repeats sit in later rows); the table's `measured_means`
+    average them. A report without those (a hand-made one) gives each case's own rate."""
+    means = fam.get("measured_means")
+    if not means or len(means) != len(fam["cases"]):
+        return [rows[c] for c in fam["cases"] if c in rows]
+    return [dict(rows[c], measured=dict(rows[c]["measured"], samples_per_s=float(m)))
+            for c, m in zip(fam["cases"], means) if c in rows]
 
 
 def rate_at(curve: Dict[int, float], workers: int) -> Tuple[float, bool]:
@@ -71,10 +88,45 @@ def pin_verdict(measured_gain: float, recommends_pin: bool, tie: float = PIN_TIE
     return "right" if recommends_pin == (measured_gain > 0) else "wrong"
 
 
-def recommend(binary: str, scenario: str, profile: Optional[str]) -> Dict:
+# A family's suffix -> the scenario keys it varies and the report's knob name of each (a missing in_order is
+# PyTorch's default, True).
+KNOB_FAMILIES = {
+    "prefetch_factor": (("loader.prefetch_factor", "prefetch_factor"),),
+    "persistent_workers": (("loader.persistent_workers", "persistent_workers"),),
+    "in_order": (("loader.in_order", "in_order"),),
+    "in_order_image": (("loader.in_order", "in_order"),),
+    "non_blocking_stream": (("transfer.non_blocking", "non_blocking"), ("transfer.copy_stream", "copy_stream")),
+}
+
+
+def knob_text(value) -> str:
+    """A knob's value as recommend's JSON writes it ("true", "4", "side")."""
+    return str(value).lower()
+
+
+def setting_of(knobs: Dict, keys: Sequence[Tuple[str, str]]) -> Tuple[str, ...]:
+    """A case's setting of a family's knobs, as recommend writes them."""
+    return tuple(knob_text(knobs.get(name, True if name == "in_order" else None)) for _, name in keys)
+
+
+def knob_verdict(means: Dict[Tuple[str, ...], float], recommended: Tuple[str, ...], tie: float = PIN_TIE) -> str:
+    """recommend's setting against a family's measured means per setting: "unmeasured" (the family did not measure
+    it), "tie" (every measured setting within `tie` of the best: any answer is right), "right" (it measured within
+    `tie` of the best) or "wrong"."""
+    if recommended not in means:
+        return "unmeasured"
+    best = max(means.values())
+    if min(means.values()) >= (1.0 - tie) * best:
+        return "tie"
+    return "right" if means[recommended] >= (1.0 - tie) * best else "wrong"
+
+
+def recommend(binary: str, scenario: str, profile: Optional[str], knobs: Sequence[str] = ()) -> Dict:
     cmd = [binary, "recommend", scenario, "--format", "json"]
     if profile:
         cmd += ["--profile", profile]
+    if knobs:
+        cmd += ["--knobs", ",".join(knobs)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
@@ -98,21 +150,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scen_dir = os.path.join(a.report, "scenarios")
     call_dirs = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}
 
-    def recommend_from(row_id: str) -> Dict:
+    def recommend_from(row_id: str, knobs: Sequence[str] = ()) -> Dict:
         """recommend on the case's scenario as the table wrote it, with the profile --profile-from names."""
         stem = os.path.join(scen_dir, row_id.replace(":", "_"))
         if a.profile_from == "call":
             prof = os.path.join(call_dirs[row_id.split(":")[0]], "profile.json")
         else:
             prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
-        return recommend(a.pipeplan, stem + ".json", prof)
+        return recommend(a.pipeplan, stem + ".json", prof, knobs)
     lines = ["| call | start | recommended | measured there / best (linear between counts: a lower bound) | measured knee (within 3%) | workers over the knee |",
              "|---|---|---|---|---|---|"]
     fractions, over = [], []
     for name, fam in report["families"].items():
         if not name.endswith(":num_workers"):
             continue
-        members = [rows[c] for c in fam["cases"] if c in rows]
+        members = family_settings(fam, rows)
         curve = measured_by_workers(members)
         if len(curve) < 4:
             continue
@@ -146,7 +198,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for name, fam in report["families"].items():
         if ":pin_memory_" not in name:
             continue
-        members = [rows[c] for c in fam["cases"] if c in rows]
+        members = family_settings(fam, rows)
         pinned = [r["measured"]["samples_per_s"] for r in members if r["knobs"]["pin_memory"]]
         unpinned = [r for r in members if not r["knobs"]["pin_memory"]]
         if not pinned or not unpinned:
@@ -168,6 +220,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lines.append("")
         lines.append(f"pin_memory: {sum(verdicts.values())} unpinned starts: " + ", ".join(
             f"{verdicts.get(v, 0)} {v}" for v in ("right", "tie", "wrong")) + f" (a tie: within {PIN_TIE:.0%})")
+    lines += ["", "| call | family | start | measured there | recommended (only the family's knobs) | measured there / best "
+              "| verdict |", "|---|---|---|---|---|---|---|"]
+    knob_verdicts: Dict[str, int] = {}
+    for name, fam in report["families"].items():
+        tag, family = name.split(":", 1)
+        keys = KNOB_FAMILIES.get(family)
+        if not keys:
+            continue
+        members = family_settings(fam, rows)
+        by: Dict[Tuple[str, ...], List[float]] = {}
+        for r in members:
+            by.setdefault(setting_of(r["knobs"], keys), []).append(float(r["measured"]["samples_per_s"]))
+        means = {k: statistics.fmean(v) for k, v in by.items()}
+        if len(means) < 2:
+            continue
+        best = max(means.values())
+
+        def shown(setting: Tuple[str, ...]) -> str:
+            return ", ".join(f"{n}={v}" for (_, n), v in zip(keys, setting))
+        for r in members:
+            if int(r.get("repeat") or 0) != 0:
+                continue
+            start = setting_of(r["knobs"], keys)
+            out = recommend_from(r["id"], [k for k, _ in keys])
+            if "error" in out:
+                lines.append(f"| {tag} | {family} | {shown(start)} | {means[start]:,.0f}/s | failed: {out['error']} | | |")
+                continue
+            rec_set = out["recommended"]["set"]
+            rec = tuple(knob_text(rec_set.get(k, v)) for (k, _), v in zip(keys, start))
+            # the ground truth orders settings only beyond its call's repeat spread (as the table's tau within noise)
+            v = knob_verdict(means, rec, max(PIN_TIE, fam.get("ground_truth_noise") or 0.0))
+            knob_verdicts[v] = knob_verdicts.get(v, 0) + 1
+            there = f"{means[rec] / best:.3f}" if rec in means else "not measured"
+            lines.append(f"| {tag} | {family} | {shown(start)} | {means[start]:,.0f}/s | "
+                         f"{'no change' if rec == start else shown(rec)} | {there} | {v} |")
+    if knob_verdicts:
+        lines.append("")
+        lines.append(f"other knobs: {sum(knob_verdicts.values())} starts: " + ", ".join(
+            f"{knob_verdicts.get(v, 0)} {v}" for v in ("right", "tie", "wrong", "unmeasured"))
+            + f" (right: the setting it lands on measured within the call's repeat spread, at least {PIN_TIE:.0%}, of "
+              f"the family's best; a tie: every measured setting within it)")
     text = "\n".join(lines)
     print(text)
     if a.md:

@@ -44,6 +44,30 @@ class PinVerdictTest(unittest.TestCase):
         self.assertEqual(R.pin_verdict(0.02, False), "tie")       # within 5%: either answer
         self.assertEqual(R.pin_verdict(-0.049, True), "tie")
 
+    def test_a_family_setting_is_the_mean_of_its_repeats(self):
+        # a family lists each setting's first case; the table's measured_means average the repeats
+        rows = {"r1:00-a": {"id": "r1:00-a", "measured": {"samples_per_s": 90.0}},
+                "r1:01-b": {"id": "r1:01-b", "measured": {"samples_per_s": 210.0}}}
+        fam = {"cases": ["r1:00-a", "r1:01-b"], "measured_means": [100.0, 200.0]}
+        self.assertEqual([r["measured"]["samples_per_s"] for r in R.family_settings(fam, rows)], [100.0, 200.0])
+        self.assertEqual(rows["r1:00-a"]["measured"]["samples_per_s"], 90.0)  # the report's rows untouched
+        self.assertEqual([r["measured"]["samples_per_s"] for r in R.family_settings({"cases": fam["cases"]}, rows)],
+                         [90.0, 210.0])
+
+    def test_knob_verdicts(self):
+        means = {("1",): 500.0, ("2",): 700.0, ("4",): 690.0}
+        self.assertEqual(R.knob_verdict(means, ("4",)), "right")       # 690 >= 0.95 x 700 = 665
+        self.assertEqual(R.knob_verdict(means, ("1",)), "wrong")       # 500 < 665
+        self.assertEqual(R.knob_verdict(means, ("8",)), "unmeasured")
+        self.assertEqual(R.knob_verdict(means, ("1",), 0.30), "tie")  # a call whose repeats spread 30%: 500 >= 490
+        self.assertEqual(R.knob_verdict({("true",): 1000.0, ("false",): 960.0}, ("false",)), "tie")  # 4% apart
+
+    def test_a_setting_as_recommend_writes_it(self):
+        keys = R.KNOB_FAMILIES["non_blocking_stream"]
+        self.assertEqual(R.setting_of({"non_blocking": True, "copy_stream": "side"}, keys), ("true", "side"))
+        # a case without in_order ran PyTorch's default, in order
+        self.assertEqual(R.setting_of({"num_workers": 8}, R.KNOB_FAMILIES["in_order_image"]), ("true",))
+
 
 
 class EndToEndTest(unittest.TestCase):
@@ -63,9 +87,16 @@ class EndToEndTest(unittest.TestCase):
                  for i, (w, v) in enumerate([(2, 500), (4, 900), (8, 1600), (12, 2000), (16, 2040)])]
         pair = [row("r1:10-pin", "r1:pin_memory_tensor", 8, 3600, True),
                 row("r1:11-nopin", "r1:pin_memory_tensor", 8, 3000, False)]
-        report = {"meta": {"calls": [{"tag": "r1", "results": "unused"}]}, "rows": sweep + pair,
+        # a prefetch_factor family: pf1 500/s, pf2 700, pf4 690. The stand-in, asked with --knobs
+        # loader.prefetch_factor, changes nothing from pf1 (500 / 700 = 0.714: wrong) and says 8 from the others
+        # (not measured)
+        prefetch = [row(f"r1:2{i}-pf{pf}", "r1:prefetch_factor", 4, v) for i, (pf, v) in enumerate([(1, 500), (2, 700), (4, 690)])]
+        for r, pf in zip(prefetch, (1, 2, 4)):
+            r["knobs"]["prefetch_factor"] = pf
+        report = {"meta": {"calls": [{"tag": "r1", "results": "unused"}]}, "rows": sweep + pair + prefetch,
                   "families": {"r1:num_workers": {"cases": [r["id"] for r in sweep]},
-                               "r1:pin_memory_tensor": {"cases": [r["id"] for r in pair]}}}
+                               "r1:pin_memory_tensor": {"cases": [r["id"] for r in pair]},
+                               "r1:prefetch_factor": {"cases": [r["id"] for r in prefetch]}}}
         with tempfile.TemporaryDirectory() as tmp:
             os.makedirs(os.path.join(tmp, "scenarios"))
             with open(os.path.join(tmp, "report.json"), "w") as f:
@@ -73,7 +104,11 @@ class EndToEndTest(unittest.TestCase):
             fake = os.path.join(tmp, "pipeplan")
             with open(fake, "w") as f:
                 f.write("#!/bin/sh\n"
-                        "case \"$2\" in\n"
+                        "case \"$2 $*\" in\n"
+                        "  *pf1*--knobs\\ loader.prefetch_factor*) echo '{\"recommended\": {\"set\": {}}}' ;;\n"
+                        "  *-pf*--knobs\\ loader.prefetch_factor*) "
+                        "echo '{\"recommended\": {\"set\": {\"loader.prefetch_factor\": \"8\"}}}' ;;\n"
+                        "  *-pf*) echo 'no --knobs' >&2; exit 1 ;;\n"
                         "  *nopin*) echo '{\"recommended\": {\"set\": {\"loader.pin_memory\": \"true\"}}}' ;;\n"
                         "  *) echo '{\"recommended\": {\"set\": {\"loader.num_workers\": \"10\"}}}' ;;\n"
                         "esac\n")
@@ -86,6 +121,9 @@ class EndToEndTest(unittest.TestCase):
         self.assertIn("2 starts: measured at the recommendation / best measured: median 0.882", out)
         self.assertIn("| r1 | pin_memory_tensor | 3,000/s | pin_memory=true | +20.0% | right |", out)
         self.assertIn("pin_memory: 1 unpinned starts: 1 right, 0 tie, 0 wrong", out)
+        self.assertIn("| r1 | prefetch_factor | prefetch_factor=1 | 500/s | no change | 0.714 | wrong |", out)
+        self.assertIn("| r1 | prefetch_factor | prefetch_factor=2 | 700/s | prefetch_factor=8 | not measured | unmeasured |", out)
+        self.assertIn("other knobs: 3 starts: 0 right, 0 tie, 1 wrong, 2 unmeasured", out)
 
 
 if __name__ == "__main__":
