@@ -62,7 +62,7 @@ std::vector<std::string> with(std::vector<std::string> sets, const std::string& 
 
 std::string bool_text(bool b) { return b ? "true" : "false"; }
 
-// Every key moves() may change, in the order --help lists them.
+// Every key moves() may change (--help and the --knobs error list them from here).
 const std::vector<std::string>& knob_keys() {
   static const std::vector<std::string> keys{"loader.num_workers",     "loader.prefetch_factor", "loader.pin_memory",
                                              "loader.persistent_workers", "loader.in_order",     "transfer.non_blocking",
@@ -192,14 +192,13 @@ int recommend_command(int argc, char** argv) {
   int replications = 3;
   int max_changes = 4;
   std::string knobs_text;
+  std::string knobs_help = "only these may change, comma-separated (default: all):";
+  for (const auto& k : knob_keys()) knobs_help += " " + k;
   add_common_options(options, common);
   options.add_options()
       ("replications", po::value(&replications), "seeds per point, their mean compared (default 3)")
       ("max-changes", po::value(&max_changes), "at most this many knobs changed (default 4)")
-      ("knobs", po::value(&knobs_text),
-       "only these may change, comma-separated (default: all): loader.num_workers, loader.prefetch_factor, "
-       "loader.pin_memory, loader.persistent_workers, loader.in_order, transfer.non_blocking, "
-       "transfer.copy_stream, ddp.bucket_cap_mb")
+      ("knobs", po::value(&knobs_text), knobs_help.c_str())
       ("jobs,j", po::value(&jobs), "simulations at once (default: the number of cores)");
   if (!parse_command_line(argc, argv, options, common)) return 0;
   if (jobs < 1 || jobs > 1024) throw InputError("", "--jobs", std::to_string(jobs), "an integer in [1, 1024]");

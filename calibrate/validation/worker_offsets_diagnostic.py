@@ -17,28 +17,25 @@ over a window as long as the case's.
 Medians over cases, since the correlation across 8 workers of one case is itself noisy (sd about 0.35).
 """
 import argparse
-import gzip
 import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+from pin_drift_diagnostic import pearson  # noqa: E402
+
 QUARTERS = 4
 
 
 def correlation(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
     """Pearson's r of two equal-length sequences; None without spread in either."""
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    va = sum((x - ma) ** 2 for x in a)
-    vb = sum((y - mb) ** 2 for y in b)
-    if va <= 0 or vb <= 0:
-        return None
-    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(va * vb)
+    r = pearson(a, b)
+    return None if math.isnan(r) else r
 
 
 def quarter_means(intervals_by_worker: Sequence[Sequence[Tuple[float, float]]], lo: float, hi: float,
@@ -92,13 +89,12 @@ def simulated_case(pipeplan: str, scenario: str, profile: Optional[str], seed: i
     """persistence() of the simulator's workers over `window_s` after the 20th step of a trace of the scenario."""
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.json")
-        cmd = [pipeplan, "simulate", scenario, "--seed", str(seed), "--trace", trace, "--format", "json"]
         steps_needed = 40 + int(window_s * 200)  # at least the window at up to 200 steps/s
-        cmd += ["--steps", str(steps_needed)] + (["--profile", profile] if profile else [])
-        if subprocess.run(cmd, capture_output=True, text=True, timeout=600).returncode != 0:
+        run = convert.run_pipeplan(pipeplan, scenario, profile, timeout_s=600,
+                                   extra=["--seed", str(seed), "--steps", str(steps_needed), "--trace", trace])
+        if "error" in run:
             return None
-        with open(trace) as f:
-            events = json.load(f)
+        events = convert.read_json(trace)
     events = events["traceEvents"] if isinstance(events, dict) else events
     steps = sorted(e["ts"] for e in events if e.get("ph") == "X" and e.get("name") == "training step (python)")
     if len(steps) < 40:
@@ -144,10 +140,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tag, name = r["id"].split(":", 1)
         if tag not in cases_by_call:
             path = os.path.join(calls.get(tag, ""), "cases.json")
-            path = path if os.path.isfile(path) else path + ".gz"
-            if not os.path.isfile(path):
+            if not (os.path.isfile(path) or os.path.isfile(path + ".gz")):
                 continue
-            d = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
+            d = convert.read_json(path)  # or its .gz
             cases_by_call[tag] = {c["id"]: c for c in (d["cases"] if isinstance(d, dict) else d)}
         got = measured_case(cases_by_call[tag].get(name) or {})
         if not got:
