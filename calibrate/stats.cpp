@@ -218,6 +218,133 @@ std::vector<std::vector<double>> without_common_mode(const std::vector<std::vect
   return out;
 }
 
+double ou_window_mean_variance(double x) {
+  if (x < 1e-6) return 1.0 - x / 3.0;  // the series, where the formula loses its digits
+  return 2.0 * (x - 1.0 + std::exp(-x)) / (x * x);
+}
+
+double ou_adjacent_window_covariance(double x) {
+  if (x < 1e-6) return 1.0 - x;
+  const double a = -std::expm1(-x) / x;
+  return a * a;
+}
+
+namespace {
+
+// x = T / tau with c(x) / g(x) = r, for 0 < r < 1 (the ratio falls from 1 at x -> 0 to 0), by bisection in log x.
+double window_ratio_to_x(double r) {
+  double lo = std::log(1e-6), hi = std::log(1e4);
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi), x = std::exp(mid);
+    if (ou_adjacent_window_covariance(x) / ou_window_mean_variance(x) > r)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return std::exp(0.5 * (lo + hi));
+}
+
+}  // namespace
+
+std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>& chunk_durations_s, double window_s,
+                                          double fast_tau_s) {
+  if (!(window_s > 0.0)) return std::nullopt;
+  // each thread's duration-weighted mean log rate in each whole window, and the chunks' log rates
+  std::vector<std::vector<double>> window_means;
+  std::vector<double> ys;
+  for (const auto& thread : chunk_durations_s) {
+    double total_s = 0.0;
+    for (double d : thread)
+      if (d > 0.0) total_s += d;
+    const auto whole = static_cast<std::size_t>(std::floor(total_s / window_s));
+    std::vector<double> sum(whole, 0.0), weight(whole, 0.0);
+    double at_s = 0.0;
+    for (double d : thread) {
+      if (!(d > 0.0)) continue;
+      const auto k = static_cast<std::size_t>(std::floor((at_s + 0.5 * d) / window_s));  // by the chunk's middle
+      at_s += d;
+      if (k >= whole) continue;
+      sum[k] += -std::log(d) * d;
+      weight[k] += d;
+      ys.push_back(-std::log(d));
+    }
+    std::vector<double> means;
+    for (std::size_t k = 0; k < whole && weight[k] > 0.0; ++k) means.push_back(sum[k] / weight[k]);
+    window_means.push_back(std::move(means));
+  }
+  std::size_t windows = 0, pairs = 0;
+  for (const auto& m : window_means) {
+    windows += m.size();
+    if (m.size() >= 2) pairs += m.size() - 1;
+  }
+  if (pairs == 0 || ys.size() < 4) return std::nullopt;
+  const double m = mean(ys);
+  double s = 0.0;
+  for (double y : ys) s += (y - m) * (y - m);
+  s /= static_cast<double>(ys.size());
+  double v = 0.0, c = 0.0;
+  for (const auto& wm : window_means) {
+    for (std::size_t k = 0; k < wm.size(); ++k) {
+      v += (wm[k] - m) * (wm[k] - m);
+      if (k + 1 < wm.size()) c += (wm[k] - m) * (wm[k + 1] - m);
+    }
+  }
+  v /= static_cast<double>(windows);
+  c /= static_cast<double>(pairs);
+
+  SlowWander out;
+  out.window_s = window_s;
+  out.windows = static_cast<int>(windows);
+  out.window_variance = v;
+  out.adjacent_covariance = c;
+  const double x_fast = fast_tau_s > 0.0 ? window_s / fast_tau_s : 1e4;
+  const double g_fast = ou_window_mean_variance(x_fast), c_fast = ou_adjacent_window_covariance(x_fast);
+  double var_slow = 0.0, x_slow = 0.0;
+  for (int iter = 0; iter < 100; ++iter) {
+    const double var_fast = std::max(0.0, s - var_slow);
+    const double v_left = v - var_fast * g_fast, c_left = c - var_fast * c_fast;
+    if (v_left <= 0.0 || c_left <= 0.0) {
+      var_slow = 0.0;
+      break;
+    }
+    const double r = c_left / v_left;
+    x_slow = r >= 1.0 ? window_s / 3600.0 : window_ratio_to_x(r);
+    const double next = std::min(s, v_left / ou_window_mean_variance(x_slow));
+    const bool settled = std::abs(next - var_slow) <= 1e-12 + 1e-9 * next;
+    var_slow = next;
+    if (settled) break;
+  }
+  if (var_slow > 0.0) {
+    out.cv = std::sqrt(std::expm1(var_slow));
+    out.correlation_s = std::min(3600.0, window_s / x_slow);
+  }
+  // the cross-sectional view: which threads are slow in one window and in the next
+  double r_sum = 0.0;
+  int r_n = 0;
+  for (std::size_t k = 0;; ++k) {
+    std::vector<double> a, b;
+    for (const auto& wm : window_means)
+      if (k + 1 < wm.size()) {
+        a.push_back(wm[k]);
+        b.push_back(wm[k + 1]);
+      }
+    if (a.size() < 3) break;
+    const double ma = mean(a), mb = mean(b);
+    double sab = 0.0, saa = 0.0, sbb = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      sab += (a[i] - ma) * (b[i] - mb);
+      saa += (a[i] - ma) * (a[i] - ma);
+      sbb += (b[i] - mb) * (b[i] - mb);
+    }
+    if (saa > 0.0 && sbb > 0.0) {
+      r_sum += sab / std::sqrt(saa * sbb);
+      ++r_n;
+    }
+  }
+  if (r_n > 0) out.across_threads_adjacent_correlation = r_sum / r_n;
+  return out;
+}
+
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,
                              int threads) {
   const double extra_per_core = static_cast<double>(threads - cores) / cores;

@@ -84,6 +84,38 @@ struct CoreWander {
 };
 std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks);
 
+// An Ornstein-Uhlenbeck process of unit variance and correlation time tau, averaged over windows of length T
+// (x = T / tau): the variance of one window's mean, 2 (x - 1 + e^-x) / x^2 (1 as x -> 0: the window sees one
+// level; 2 / x for long windows), and the covariance of two adjacent windows' means, ((1 - e^-x) / x)^2.
+double ou_window_mean_variance(double x);
+double ou_adjacent_window_covariance(double x);
+
+// The slower part of a core's wander (validation run 39, finding 6: in the cases the workers' mean batch times
+// correlate 0.30 between the halves of a window, the one-part model's 0.06): the wander modelled as two independent
+// Ornstein-Uhlenbeck parts in log rate, the fast one as fit_core_wander reads it (its correlation time `fast_tau_s`)
+// and a slow one. Each thread's log rate y = -ln(duration) is averaged over consecutive windows of `window_s`
+// (duration-weighted; only whole windows); pooled over threads, around the mean of all chunks,
+//   V = mean of (ybar_k - m)^2,  C = mean of (ybar_k - m)(ybar_k+1 - m)  (adjacent windows of one thread),
+//   S = the chunks' own variance of y = sigma_f^2 + sigma_s^2.
+// Then V = sigma_f^2 g(T/tau_f) + sigma_s^2 g(T/tau_s) and C = the same with the adjacent covariance c: with
+// sigma_f^2 = S - sigma_s^2, r = (C - sigma_f^2 c_f) / (V - sigma_f^2 g_f) = c(x) / g(x) gives x = T / tau_s
+// (r >= 1: tau_s = 3600 s, a fixed offset per thread) and sigma_s^2 = (V - sigma_f^2 g_f) / g(x), iterated to a
+// fixed point. No slow part (cv 0) when what the windows keep is no more than the fast part leaves or adjacent
+// windows do not correlate beyond it. Also, for comparison with the cases (worker_offsets_diagnostic.py): the
+// correlation across threads of adjacent windows' means, averaged over window pairs (needs 3 threads).
+// Empty with fewer than two whole windows in every thread.
+struct SlowWander {
+  double cv = 0.0;             // sqrt(exp(sigma_s^2) - 1)
+  double correlation_s = 0.0;  // tau_s; 0 with no slow part
+  double window_s = 0.0;
+  int windows = 0;             // whole windows over all threads
+  double window_variance = 0.0;       // V
+  double adjacent_covariance = 0.0;   // C
+  std::optional<double> across_threads_adjacent_correlation;
+};
+std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>& chunk_durations_s, double window_s,
+                                          double fast_tau_s);
+
 // The chunk durations less what all threads share at the same time: the simulator's wander is each
 // worker's own (independent), and a machine-wide slow spell slows every worker alike, which makes no
 // batch overtake another. Threads start together; each chunk's log rate y = -ln(duration) is set

@@ -189,6 +189,85 @@ TEST(CoreWander, CorrelationTimeFromTheLagAutocorrelation) {
   EXPECT_NEAR(w->correlation_s, -w->lag_s / std::log(0.5), 1e-9);
 }
 
+TEST(OuWindowMeans, ByHandAndInTheLimits) {
+  // x = 1: 2 (1 - 1 + e^-1) = 0.735759; (1 - e^-1)^2 = 0.399576
+  EXPECT_NEAR(ou_window_mean_variance(1.0), 2.0 * std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(ou_adjacent_window_covariance(1.0), std::pow(1.0 - std::exp(-1.0), 2), 1e-12);
+  // a window much shorter than tau sees one level: both -> 1
+  EXPECT_NEAR(ou_window_mean_variance(1e-8), 1.0, 1e-8);
+  EXPECT_NEAR(ou_adjacent_window_covariance(1e-8), 1.0, 1e-7);
+  EXPECT_NEAR(ou_window_mean_variance(1e-3), 1.0 - 1e-3 / 3.0, 1e-6);
+  // a window much longer: var -> 2 / x (the integral of the autocorrelation, 2 tau, over T), cov -> 1 / x^2
+  EXPECT_NEAR(ou_window_mean_variance(1000.0), 2.0 / 1000.0 * (1.0 - 1.0 / 1000.0), 1e-12);
+  EXPECT_NEAR(ou_adjacent_window_covariance(1000.0), 1e-6, 1e-12);
+}
+
+// Chunks of 0.05 s of work at log rate fast(t) + slow(t) + offset: two independent Ornstein-Uhlenbeck parts (moved on
+// exactly at each chunk's start) and a fixed offset per thread.
+std::vector<std::vector<double>> two_part_chunks(int threads, double seconds, double sigma_fast, double tau_fast_s,
+                                                 double sigma_slow, double tau_slow_s,
+                                                 const std::vector<double>& offsets, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    double fast = sigma_fast * z(rng), slow = sigma_slow * z(rng), at_s = 0.0;
+    const double offset = offsets.empty() ? 0.0 : offsets[static_cast<std::size_t>(t) % offsets.size()];
+    while (at_s < seconds) {
+      const double d = 0.05 * std::exp(-(fast + slow + offset));
+      out[static_cast<std::size_t>(t)].push_back(d);
+      at_s += d;
+      const double rf = std::exp(-d / tau_fast_s), rs = std::exp(-d / tau_slow_s);
+      fast = rf * fast + std::sqrt(1.0 - rf * rf) * sigma_fast * z(rng);
+      slow = rs * slow + std::sqrt(1.0 - rs * rs) * sigma_slow * z(rng);
+    }
+  }
+  return out;
+}
+
+// Threads held +-0.1 apart in log rate for the whole log, under white chunk noise: a slow part of
+// cv sqrt(e^0.01 - 1) = 0.1003 that does not decay (tau far beyond the 30 s log), and the threads' order kept
+// from window to window.
+TEST(SlowWander, FixedOffsetsPerThreadAreASlowPartThatDoesNotDecay) {
+  const auto chunks = two_part_chunks(8, 30.0, 0.05, 0.01, 0.0, 1.0, {0.1, -0.1}, 11);
+  const auto w = fit_slow_wander(chunks, 5.0, 0.01);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NEAR(w->cv, 0.1003, 0.01);
+  EXPECT_GT(w->correlation_s, 60.0);
+  EXPECT_EQ(w->window_s, 5.0);
+  EXPECT_GE(w->windows, 8 * 5);  // 5 or 6 whole windows per thread
+  ASSERT_TRUE(w->across_threads_adjacent_correlation.has_value());
+  EXPECT_GT(*w->across_threads_adjacent_correlation, 0.9);
+}
+
+// A slow part of sigma 0.08 and tau 4 s beneath a fast one of sigma 0.10 and tau 0.5 s (the H200 VM's fast wander):
+// 64 threads x 60 s give 768 windows, enough to read the slow part's size within 20% and its time within a
+// factor of 1.6.
+TEST(SlowWander, RecoversASlowOrnsteinUhlenbeckPartBeneathTheFastOne) {
+  const auto chunks = two_part_chunks(64, 60.0, 0.10, 0.5, 0.08, 4.0, {}, 23);
+  const auto w = fit_slow_wander(chunks, 5.0, 0.5);
+  ASSERT_TRUE(w.has_value());
+  const double expected_cv = std::sqrt(std::expm1(0.08 * 0.08));
+  EXPECT_NEAR(w->cv, expected_cv, 0.2 * expected_cv);
+  EXPECT_GT(w->correlation_s, 4.0 / 1.6);
+  EXPECT_LT(w->correlation_s, 4.0 * 1.6);
+}
+
+// The fast part alone (sigma 0.10, tau 0.5 s): what the 5 s windows keep is what it leaves, so no slow part
+// beyond sampling noise (its cv under a third of the fast part's).
+TEST(SlowWander, NoSlowPartWhereTheFastOneExplainsTheWindows) {
+  const auto chunks = two_part_chunks(64, 60.0, 0.10, 0.5, 0.0, 1.0, {}, 31);
+  const auto w = fit_slow_wander(chunks, 5.0, 0.5);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_LT(w->cv, 0.033);
+}
+
+TEST(SlowWander, EmptyWithoutTwoWholeWindows) {
+  EXPECT_FALSE(fit_slow_wander({{1.0, 1.0, 1.0, 1.0}}, 5.0, 0.5).has_value());
+  EXPECT_FALSE(fit_slow_wander({{1.0, 1.0, 1.0, 1.0}}, 0.0, 0.5).has_value());
+  EXPECT_TRUE(fit_slow_wander({{1.0, 1.0, 1.0, 1.0}}, 2.0, 0.5).has_value());
+}
+
 TEST(OversubscriptionCost, SolvesTheSimulatorsFormula) {
   // 16 cores give 1600 images/s; 32 threads give 1500: 1600/1500 - 1 = 1/15, extra/core = 1.
   EXPECT_NEAR(oversubscription_cost(1600, 1500, 16, 32), 1.0 / 15.0, 1e-12);
