@@ -102,6 +102,9 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.cpu.core_speed_cv = r.number("core_speed_cv", p.cpu.core_speed_cv, Range::between(0, 2));
     p.cpu.core_speed_correlation_s =
         r.number("core_speed_correlation_s", p.cpu.core_speed_correlation_s, Range::between(0, 3600));
+    p.cpu.core_speed_slow_cv = r.number("core_speed_slow_cv", p.cpu.core_speed_slow_cv, Range::between(0, 2));
+    p.cpu.core_speed_slow_correlation_s =
+        r.number("core_speed_slow_correlation_s", p.cpu.core_speed_slow_correlation_s, Range::between(0, 3600));
     r.finish();
   }
   if (!missing("host")) {

@@ -29,6 +29,11 @@ struct CpuProfile {
   // robin runs at the slowest one's pace. 0 = steady cores.
   double core_speed_cv = 0.0;
   double core_speed_correlation_s = 1.0;
+  // A slower second part of the same wander, independent of the first and added to it in log speed (validation
+  // run 39, finding 6: the cases' workers keep their order between the halves of a window more than the one part
+  // leaves them). 0 = one part, the model up to the thirty-sixth session. calibrate logs it, not yet writes it.
+  double core_speed_slow_cv = 0.0;
+  double core_speed_slow_correlation_s = 10.0;
 };
 
 struct HostProfile {

@@ -322,23 +322,36 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 // One thread's core speed wander (profile cpu.core_speed_cv, core_speed_correlation_s): a deviation
 // (x > 0: a slow spell) drawn from the stationary distribution, moved on at each piece of work's start.
 // The machine's cores wander whichever thread runs on them: the workers, the pin thread and the main thread
-// each have one (validation run 15, finding 7).
+// each have one (validation run 15, finding 7). With cpu.core_speed_slow_cv a second, slower part of its own
+// moves beside it and their factors multiply (no draws for it otherwise: one-part runs are unchanged).
 class CoreWander {
  public:
   CoreWander(const CpuProfile& cpu, Rng& rng)
-      : cv_(cpu.core_speed_cv), tau_s_(cpu.core_speed_correlation_s), sigma_ln_(lognormal_sigma(cpu.core_speed_cv)),
-        x_(cpu.core_speed_cv > 0.0 ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
+      : fast_(cpu.core_speed_cv, cpu.core_speed_correlation_s, rng),
+        slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
-    if (cv_ <= 0.0) return 1.0;
     const double now = sg4::Engine::get_clock();
-    x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
-    at_s_ = now;
-    return wander_time_factor(x_, cv_);
+    return fast_.time_factor(now, rng) * slow_.time_factor(now, rng);
   }
 
  private:
-  double cv_, tau_s_, sigma_ln_, x_, at_s_;
+  class Part {
+   public:
+    Part(double cv, double tau_s, Rng& rng)
+        : cv_(cv), tau_s_(tau_s), sigma_ln_(lognormal_sigma(cv)),
+          x_(cv > 0.0 ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
+    double time_factor(double now, Rng& rng) {
+      if (cv_ <= 0.0) return 1.0;
+      x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
+      at_s_ = now;
+      return wander_time_factor(x_, cv_);
+    }
+
+   private:
+    double cv_, tau_s_, sigma_ln_, x_, at_s_;
+  };
+  Part fast_, slow_;
 };
 
 void worker_actor(Rank& r, int w) {

@@ -405,6 +405,40 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
   EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
 }
 
+// The wander's slower part (cpu.core_speed_slow_cv) is a second factor of the same law beside the first. Both
+// redrawn each batch (correlation 1 us), each of cv 0.2: a pin-bound step is 10 ms x exp(x1 + s^2/2) x exp(x2 +
+// s^2/2), x1 + x2 ~ N(0, 2 s^2): mean 10 ms x exp(2 s^2), p90 10 ms x exp(1.2816 sqrt(2) s + s^2). The slow part
+// alone gives what the fast part alone does (the previous test's figures).
+TEST(Simulate, TheSlowerWanderPartMultipliesTheFastOne) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 4}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", true}};
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["training"] = {{"step_s", 0.001}, {"steps", 4000}};
+  const double cv = 0.2;
+  const double s2 = std::log1p(cv * cv);
+  json prof = json::parse(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0,
+              "core_speed_cv": 0.0, "core_speed_correlation_s": 1e-6,
+              "core_speed_slow_cv": 0.2, "core_speed_slow_correlation_s": 1e-6},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  const json slow_only = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(slow_only), 0.010 * std::exp(s2), 0.010 * 0.02);
+  EXPECT_NEAR(slow_only["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2),
+              0.010 * 0.03);
+  prof["cpu"]["core_speed_cv"] = cv;
+  const json both = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(both), 0.010 * std::exp(2 * s2), 0.010 * 0.02);
+  EXPECT_NEAR(both["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(2 * s2) + s2),
+              0.010 * 0.03);
+  // out of range: one line naming the key, exit 2 (checked by the reader like every profile number)
+  prof["cpu"]["core_speed_slow_cv"] = -0.1;
+  const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                 pipeplan::test::write_temp(prof.dump())});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("cpu.core_speed_slow_cv"), std::string::npos) << bad.err;
+}
+
 // Copies: 64 x 3 MB = 192 MB per batch; pinned 50 GB/s -> 3.84 ms, pageable 10 GB/s -> 19.2 ms;
 // the GPU step is 10 ms.
 TEST(Simulate, PinningAndStreamsMoveTheStepAsTheCopyModelSays) {
@@ -556,8 +590,9 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.0064 / 0.0364, 0.01);
   for (const auto& stage : r["stages"])
-    if (stage["name"] == "host_loop")
+    if (stage["name"] == "host_loop") {
       EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 64 / 0.0364, 64 / 0.0364 * 1e-9);
+    }
   // A wait long against the work (9 ms after each 1 ms piece: a loss of 0.9) ends when the work does. The work
   // runs from 0.64 to 19.84 ms into the step; the loop runs 0.36 ms of its piece, waits 9, runs 1, and waits until
   // the work ends: 1.36 ms of its Python in the work's 19.2, a loss of 17.84 ms, 47.84 ms a step. Waiting the whole
@@ -680,7 +715,9 @@ TEST(Simulate, AHostBoundStepsSyncWaitsForTheWorkLaunchedLast) {
   EXPECT_EQ(simulate(no_tail)["bottleneck"]["suggestion"].get<std::string>().find("sync"), std::string::npos);
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
   for (const auto& stage : r["stages"])
-    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.032, 1e-6);
+    if (stage["name"] == "host_loop") {
+      EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.032, 1e-6);
+    }
   s["training"]["sync_every_steps"] = 0;
   EXPECT_NEAR(step_mean(simulate(s)), 0.030, 0.030 * 0.002);
   s["training"]["sync_every_steps"] = 4;
