@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -19,6 +20,7 @@
 #include "calibrate/profile_writer.hpp"
 #include "calibrate/provenance.hpp"
 #include "calibrate/sections.hpp"
+#include "calibrate/wander_log.hpp"
 
 namespace pipeplan::calibrate {
 
@@ -109,6 +111,7 @@ int run(int argc, char** argv) {
   std::string out = "profile.json";
   std::string only;
   std::string storage_path;
+  std::string wander_log;
   po::options_description desc(
       "Usage: pipeplan calibrate [--out PROFILE.json] [--only SECTION,...] [--quick] [--storage-path DIR]\n"
       "Measures this machine and writes a pipeplan-profile/1 hardware profile (docs/profile.md).\n"
@@ -118,7 +121,10 @@ int run(int argc, char** argv) {
       "out,o", po::value(&out), "profile to write (default profile.json); rewritten after each section")(
       "only", po::value(&only), "comma-separated sections to run (default: all)")(
       "quick", "about a minute in all (fewer sizes and trials); the full run takes at most 5 minutes")(
-      "storage-path", po::value(&storage_path), "directory for the storage test files (default: a temporary one)");
+      "storage-path", po::value(&storage_path), "directory for the storage test files (default: a temporary one)")(
+      "wander-from-log", po::value(&wander_log),
+      "measure nothing: refit the core-speed wander (with its slower part) from an earlier run's log (its "
+      "'wander chunk seconds' lines) and print it as JSON");
 
   po::variables_map vm;
   try {
@@ -131,6 +137,17 @@ int run(int argc, char** argv) {
     std::cout << desc << "\nSections:\n";
     for (const auto& s : all_sections()) std::cout << "  " << s.name << std::string(10 - s.name.size(), ' ') << s.description << "\n";
     std::cout << "\nEnvironment: PIPEPLAN_CALIBRATE_SCALE=tiny shrinks every section to seconds (tests only).\n";
+    return 0;
+  }
+
+  if (vm.count("wander-from-log")) {
+    std::ifstream in(wander_log);
+    if (!in) throw BadOption{"--wander-from-log: '" + wander_log + "' cannot be read (expected a calibrate log)"};
+    const auto fit = refit_wander_log(in);
+    if (!fit)
+      throw BadOption{"--wander-from-log: '" + wander_log +
+                      "' has no 'decode: wander chunk seconds' line (expected the log of a full decode section)"};
+    std::cout << fit->dump(1) << std::endl;
     return 0;
   }
 

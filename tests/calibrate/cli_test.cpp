@@ -58,6 +58,33 @@ TEST(CalibrateCli, UnknownOptionAndBadPathAreExit2) {
   EXPECT_EQ(run({"--out", "/nonexistent/dir/profile.json"}), 2);
 }
 
+// --wander-from-log reads the chunk lines back and fits them as the decode section does: two threads whose
+// chunks hold 1.0 and 0.5 s for good (the fit_core_wander hand case: cv 0.357246, correlation 3600 s) and no
+// paused lines (null). A log without chunk lines, or none at all, is one line and exit 2.
+TEST(CalibrateCli, WanderFromLogRefitsTheLoggedChunks) {
+  TempDir dir;
+  const auto log = dir.path() / "calibrate.log";
+  std::ofstream(log) << "calibrate: decode: start\n"
+                     << "calibrate: decode: wander chunk seconds, thread 0: 1.0 1.0 1.0 1.0\n"
+                     << "calibrate: decode: wander chunk seconds, thread 1: 0.5 0.5 0.5 0.5\n";
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(run({"--wander-from-log", log.string()}), 0);
+  const auto fit = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  EXPECT_NEAR(fit["no_pause"]["fast"]["cv"].get<double>(), 0.357246, 1e-6);
+  EXPECT_EQ(fit["no_pause"]["fast"]["correlation_s"].get<double>(), 3600.0);
+  EXPECT_EQ(fit["no_pause"]["threads"].get<int>(), 2);
+  EXPECT_NEAR(fit["no_pause"]["seconds"].get<double>(), 4.0, 1e-12);
+  EXPECT_TRUE(fit["paused"].is_null());
+  const auto empty = dir.path() / "empty.log";
+  std::ofstream(empty) << "calibrate: decode: start\n";
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"--wander-from-log", empty.string()}), 2);
+  EXPECT_EQ(run({"--wander-from-log", (dir.path() / "absent.log").string()}), 2);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("empty.log"), std::string::npos) << err;
+  EXPECT_NE(err.find("absent.log"), std::string::npos) << err;
+}
+
 TEST(CalibrateCli, HelpIsExit0) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(run({"--help"}), 0);
