@@ -687,6 +687,61 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None}
 
 
+def slow_wander_refit(calibrate_binary: str, log_path: str) -> Optional[Dict[str, Any]]:
+    """`pipeplan calibrate --wander-from-log` on a call's calibrate.log: its logged chunk times refit with the
+    wander's slower part (calibrate/wander_log.hpp). None where the log or the binary is missing or the refit
+    fails (the case keeps one part)."""
+    if not (os.path.isfile(log_path) and os.path.isfile(calibrate_binary)):
+        return None
+    try:
+        p = subprocess.run([calibrate_binary, "--wander-from-log", log_path], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    try:
+        return json.loads(p.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def split_wander(total_cv: float, own_cv: float, slow_cv: float, slow_correlation_s: float
+                 ) -> Tuple[float, float, float]:
+    """The case's wander (total_cv: the probes' or the profile's, one part) cut into a fast and a slow part in the
+    share calibrate's threads showed (their own log variance ln(1 + own_cv^2), of which ln(1 + slow_cv^2) slow):
+    variances in log speed add, so the case keeps its total spread. Returns (fast cv, slow cv, slow correlation
+    s); no slow part (total_cv, 0, 0) without an own variance or a slow one."""
+    own_var = math.log1p(own_cv ** 2)
+    slow_var = math.log1p(slow_cv ** 2)
+    if own_var <= 0.0 or slow_var <= 0.0 or total_cv <= 0.0:
+        return total_cv, 0.0, 0.0
+    share = min(1.0, slow_var / own_var)
+    total_var = math.log1p(total_cv ** 2)
+    return (math.sqrt(math.expm1(total_var * (1.0 - share))), math.sqrt(math.expm1(total_var * share)),
+            min(3600.0, slow_correlation_s))
+
+
+def with_slow_wander(profile: Dict[str, Any], refit: Optional[Dict[str, Any]], which: str = "no_pause"
+                     ) -> Optional[Dict[str, Any]]:
+    """A copy of the case's profile with its cpu wander split by split_wander on the refit's `which` log (None
+    where the refit has no slow part: the profile stands)."""
+    part = (refit or {}).get(which) or {}
+    own, slow = part.get("own") or {}, part.get("slow") or {}
+    if not own.get("cv") or not slow.get("cv"):
+        return None
+    out = json.loads(json.dumps(profile))
+    cpu = out.setdefault("cpu", {})
+    fast_cv, slow_cv, slow_s = split_wander(float(cpu.get("core_speed_cv") or 0.0), float(own["cv"]),
+                                            float(slow["cv"]), float(slow.get("correlation_s") or 0.0))
+    if slow_cv <= 0.0:
+        return None
+    cpu["core_speed_cv"] = round(fast_cv, 4)
+    cpu["core_speed_slow_cv"] = round(slow_cv, 4)
+    cpu["core_speed_slow_correlation_s"] = round(slow_s, 3)
+    return out
+
+
 def transport_on_cpu_clock(transport: Dict[str, Any]) -> Dict[str, Any]:
     """The transport component with its loops' CPU time per batch in place of their wall time, where the
     harness took it (since run 11): the receive loop's main-thread CPU, the pin loop's pin-thread CPU. The
@@ -2550,6 +2605,13 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--slow-wander", choices=["off", "no-pause", "paused"], default="off",
+                    help="a what-if: split each case's wander into a fast and a slow part in the share its call's "
+                         "calibrate.log shows (refit by --calibrate-binary --wander-from-log; no-pause: the 6 s log, "
+                         "paused: the 24 s log with a 2 ms pause per chunk, since the thirty-sixth session) "
+                         "(default %(default)s: one part)")
+    ap.add_argument("--calibrate-binary", default="build/calibrate/pipeplan-calibrate",
+                    help="pipeplan-calibrate, for --slow-wander (default %(default)s)")
     ap.add_argument("--launch-tail", choices=["loop", "off"], default="loop",
                     help="a host-bound step's kernels end no earlier than its last launch plus the GPU time launched "
                          "last: loop: the plain synthetic loop's step less its launches in the host probes around the "
@@ -2647,6 +2709,17 @@ def main(argv=None) -> int:
                 duty_shapes[step_key(c)] = case_duty_shape(call_components, run_profile, c)
             duty_shape = duty_shapes.get(step_key(c))
             scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate, duty_tau)
+            if getattr(a, "slow_wander", "off") != "off" and (case_profile or run_profile) is not None:
+                if "slow_refit" not in run:
+                    run["slow_refit"] = slow_wander_refit(
+                        a.calibrate_binary, os.path.join(os.path.dirname(run["profile"] or ""), "calibrate.log"))
+                split = with_slow_wander(case_profile or run_profile, run["slow_refit"],
+                                         "paused" if a.slow_wander == "paused" else "no_pause")
+                if split is not None:
+                    case_profile = split
+                    c.setdefault("convert", {})["slow_wander"] = {
+                        k: split["cpu"][k] for k in ("core_speed_cv", "core_speed_slow_cv",
+                                                     "core_speed_slow_correlation_s")}
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

@@ -2137,5 +2137,41 @@ class MissGroupsTest(unittest.TestCase):
         self.assertEqual(convert.failing_families(fams), [("r1:b", 0.6)])
 
 
+
+class SlowWanderSplit(unittest.TestCase):
+    """--slow-wander: the case's one-part wander cut in the share calibrate's threads showed, variances in log
+    speed adding up to the case's own."""
+
+    def test_split_keeps_the_total_log_variance_in_the_calibrated_share(self):
+        # calibrate: own cv 0.107 (var ln(1.011449) = 0.011384), slow cv 0.0508 (var 0.0025774): share 0.22641
+        fast, slow, tau = convert.split_wander(0.12, 0.107, 0.0508, 3600.0)
+        total = math.log1p(0.12 ** 2)
+        share = math.log1p(0.0508 ** 2) / math.log1p(0.107 ** 2)
+        self.assertAlmostEqual(math.log1p(fast ** 2) + math.log1p(slow ** 2), total, places=12)
+        self.assertAlmostEqual(math.log1p(slow ** 2) / total, share, places=12)
+        self.assertAlmostEqual(share, 0.22641, places=4)
+        self.assertEqual(tau, 3600.0)
+
+    def test_no_slow_part_leaves_the_wander_whole(self):
+        self.assertEqual(convert.split_wander(0.12, 0.107, 0.0, 5.0), (0.12, 0.0, 0.0))
+        self.assertEqual(convert.split_wander(0.12, 0.0, 0.05, 5.0), (0.12, 0.0, 0.0))
+        # a slow part larger than the own (sampling noise) takes it all, no more
+        fast, slow, _ = convert.split_wander(0.10, 0.05, 0.08, 5.0)
+        self.assertEqual(fast, 0.0)
+        self.assertAlmostEqual(slow, 0.10, places=12)
+
+    def test_with_slow_wander_copies_the_profile(self):
+        prof = {"cpu": {"core_speed_cv": 0.12, "core_speed_correlation_s": 0.8, "cores": 16}}
+        refit = {"no_pause": {"own": {"cv": 0.107, "correlation_s": 1.0},
+                              "slow": {"cv": 0.0508, "correlation_s": 5000.0}}, "paused": None}
+        out = convert.with_slow_wander(prof, refit)
+        self.assertEqual(prof["cpu"]["core_speed_cv"], 0.12)  # the input is untouched
+        self.assertEqual(out["cpu"]["core_speed_correlation_s"], 0.8)
+        self.assertEqual(out["cpu"]["core_speed_slow_correlation_s"], 3600.0)
+        self.assertAlmostEqual(out["cpu"]["core_speed_slow_cv"], round(convert.split_wander(0.12, 0.107, 0.0508,
+                                                                                            5000.0)[1], 4))
+        self.assertIsNone(convert.with_slow_wander(prof, refit, "paused"))
+        self.assertIsNone(convert.with_slow_wander(prof, None))
+
 if __name__ == "__main__":
     unittest.main()
