@@ -137,9 +137,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cases_by_call: Dict[str, Dict[str, Dict]] = {}
     measured, simulated = [], []
     for r in wanted:
-        tag, name = r["id"].split(":", 1)
+        # a pooled report's ids are "tag:case" (meta.calls names each tag's folder); one call's are the case's own
+        tag, name = r["id"].split(":", 1) if ":" in r["id"] else ("", r["id"])
         if tag not in cases_by_call:
-            path = os.path.join(calls.get(tag, ""), "cases.json")
+            path = (os.path.join(calls.get(tag, ""), "cases.json") if tag else
+                    str((report.get("meta") or {}).get("cases_path") or "").removesuffix(".gz"))
             if not (os.path.isfile(path) or os.path.isfile(path + ".gz")):
                 continue
             d = convert.read_json(path)  # or its .gz
