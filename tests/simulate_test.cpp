@@ -382,18 +382,30 @@ TEST(Simulate, WanderingCoresCostOnlyInOrderRoundRobin) {
 // wander redrawn each batch (correlation 1 us): a step is 10 ms x exp(x + s^2/2), x ~ N(0, s^2), s^2 = ln(1 +
 // cv^2). cv 0.2: mean 10 ms x 1.04 = 10.4 ms (769 samples/s), p90 10 ms x exp(1.2816 s + s^2/2) = 13.15 ms.
 // Steady cores: every step 10 ms.
-TEST(Simulate, ThePinThreadWandersWithTheCores) {
+// A pin-bound loader (the pin thread's 10 ms receive a batch, everything else nearly free) and a profile with steady
+// cores whose wander, once given a cv, is redrawn at each batch (correlation 1 us).
+json pin_bound_scenario() {
   json s = base_scenario();
   s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 4}, {"collate_s_per_batch", 0.0},
                  {"pin_memory", true}};
   s["dataset"]["load_s_per_sample"] = 1e-5;
   s["training"] = {{"step_s", 0.001}, {"steps", 4000}};
+  return s;
+}
+
+json pin_bound_profile() {
+  return json::parse(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0,
+              "core_speed_cv": 0.0, "core_speed_correlation_s": 1e-6,
+              "core_speed_slow_cv": 0.0, "core_speed_slow_correlation_s": 1e-6},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+}
+
+TEST(Simulate, ThePinThreadWandersWithTheCores) {
+  const json s = pin_bound_scenario();
   const double cv = 0.2;
   const double s2 = std::log1p(cv * cv);
-  json prof = json::parse(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0,
-              "core_speed_cv": 0.0, "core_speed_correlation_s": 1e-6},
-      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  json prof = pin_bound_profile();
   const json steady = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(steady["bottleneck"]["stage"], "pin_thread");
   EXPECT_NEAR(step_mean(steady), 0.010, 0.010 * 0.005);
@@ -410,18 +422,11 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
 // s^2/2), x1 + x2 ~ N(0, 2 s^2): mean 10 ms x exp(2 s^2), p90 10 ms x exp(1.2816 sqrt(2) s + s^2). The slow part
 // alone gives what the fast part alone does (the previous test's figures).
 TEST(Simulate, TheSlowerWanderPartMultipliesTheFastOne) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 4}, {"collate_s_per_batch", 0.0},
-                 {"pin_memory", true}};
-  s["dataset"]["load_s_per_sample"] = 1e-5;
-  s["training"] = {{"step_s", 0.001}, {"steps", 4000}};
+  const json s = pin_bound_scenario();
   const double cv = 0.2;
   const double s2 = std::log1p(cv * cv);
-  json prof = json::parse(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0,
-              "core_speed_cv": 0.0, "core_speed_correlation_s": 1e-6,
-              "core_speed_slow_cv": 0.2, "core_speed_slow_correlation_s": 1e-6},
-      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  json prof = pin_bound_profile();
+  prof["cpu"]["core_speed_slow_cv"] = cv;
   const json slow_only = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(slow_only), 0.010 * std::exp(s2), 0.010 * 0.02);
   EXPECT_NEAR(slow_only["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2),
