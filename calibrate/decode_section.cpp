@@ -19,6 +19,7 @@
 
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
+#include "calibrate/wander_log.hpp"
 
 namespace pipeplan::calibrate {
 
@@ -241,10 +242,10 @@ std::vector<std::vector<double>> chunk_durations(const Jpeg& jpeg, int threads, 
 // The slow part of the threads' own wander (fit_slow_wander on the chunks with what they share removed; the fast
 // part's time from the same chunks), as one log line that names what was measured.
 void log_slow_wander(const RunContext& ctx, const std::vector<std::vector<double>>& chunks, int lag_chunks,
-                     double window_s, const std::string& what) {
-  const auto own = without_common_mode(chunks);
-  const auto fast = fit_core_wander(own, lag_chunks);
-  const auto slow = fast ? fit_slow_wander(own, window_s, fast->correlation_s) : std::nullopt;
+                     double window_s, const std::string& what, double gap_s = 0.0) {
+  const auto own = without_common_mode(chunks, gap_s);
+  const auto fast = fit_core_wander(own, lag_chunks, gap_s);
+  const auto slow = fast ? fit_slow_wander(own, window_s, fast->correlation_s, gap_s) : std::nullopt;
   if (!slow) return;
   ctx.log(strf("decode: core speed slow wander over %s, each thread's own (logged, not used): slow cv %.4f, "
                "slow correlation time %.2f s (fast part: cv %.3f, correlation time %.2f s; %d windows of %.1f s, "
@@ -434,10 +435,12 @@ SectionOutcome run_decode(const RunContext& ctx) {
     if (wander_threads > 1) {
       const double paused_s = ctx.by_scale(0.5, 1.5, 24.0);
       bool ok_paused = true;
-      const auto paused = chunk_durations(typical, wander_threads, chunk_images, paused_s, ok_paused, 0.002);
+      const auto paused = chunk_durations(typical, wander_threads, chunk_images, paused_s, ok_paused,
+                                            kWanderLogPauseS);
       if (ok_paused) {
         log_slow_wander(ctx, paused, lag_chunks, 3.0,
-                        strf("%d threads x %.1f s, 2 ms pause after each chunk", wander_threads, paused_s));
+                        strf("%d threads x %.1f s, 2 ms pause after each chunk", wander_threads, paused_s),
+                        kWanderLogPauseS);
         for (std::size_t t = 0; t < paused.size(); ++t) {
           std::string line = strf("decode: wander chunk seconds paused, thread %zu:", t);
           for (double d : paused[t]) line += strf(" %.4f", d);

@@ -124,7 +124,8 @@ std::optional<double> round_to_round_correlation(const std::vector<std::vector<d
   return sum / static_cast<double>(rates_by_round.size() - 1);
 }
 
-std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks) {
+std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks,
+                                          double gap_s) {
   if (lag_chunks < 1) return std::nullopt;
   std::vector<std::vector<double>> y;
   double sum = 0.0, seconds = 0.0;
@@ -156,7 +157,7 @@ std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>
   CoreWander w;
   const double var = ss / static_cast<double>(n);
   w.cv = std::sqrt(std::expm1(var));
-  w.lag_s = lag_chunks * seconds / static_cast<double>(n);
+  w.lag_s = lag_chunks * (seconds / static_cast<double>(n) + gap_s);
   w.lag_autocorrelation = lag_base > 0.0 ? lagged / lag_base : 0.0;
   if (w.lag_autocorrelation <= 0.0)
     w.correlation_s = 0.01;
@@ -167,7 +168,8 @@ std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>
   return w;
 }
 
-std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s) {
+std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s,
+                                                     double gap_s) {
   // each thread's chunks as [start, end) intervals from the common start, with their log rate
   struct Chunk {
     double start_s, end_s, y;
@@ -182,7 +184,7 @@ std::vector<std::vector<double>> without_common_mode(const std::vector<std::vect
       threads[t].push_back({at_s, at_s + d, -std::log(d)});
       y_sum += threads[t].back().y;
       ++n;
-      at_s += d;
+      at_s += d + gap_s;
     }
   }
   std::vector<std::vector<double>> out(threads.size());
@@ -247,7 +249,7 @@ double window_ratio_to_x(double r) {
 }  // namespace
 
 std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>& chunk_durations_s, double window_s,
-                                          double fast_tau_s) {
+                                          double fast_tau_s, double gap_s) {
   if (!(window_s > 0.0)) return std::nullopt;
   // each thread's duration-weighted mean log rate in each whole window, and the chunks' log rates
   std::vector<std::vector<double>> window_means;
@@ -255,14 +257,14 @@ std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>
   for (const auto& thread : chunk_durations_s) {
     double total_s = 0.0;
     for (double d : thread)
-      if (d > 0.0) total_s += d;
+      if (d > 0.0) total_s += d + gap_s;
     const auto whole = static_cast<std::size_t>(std::floor(total_s / window_s));
     std::vector<double> sum(whole, 0.0), weight(whole, 0.0);
     double at_s = 0.0;
     for (double d : thread) {
       if (!(d > 0.0)) continue;
       const auto k = static_cast<std::size_t>(std::floor((at_s + 0.5 * d) / window_s));  // by the chunk's middle
-      at_s += d;
+      at_s += d + gap_s;
       if (k >= whole) continue;
       sum[k] += -std::log(d) * d;
       weight[k] += d;

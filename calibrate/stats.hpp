@@ -82,7 +82,10 @@ struct CoreWander {
   double lag_s = 0.0;
   double lag_autocorrelation = 0.0;
 };
-std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks);
+// gap_s: time between a thread's chunks that is not in their durations (a pause after each chunk), counted in the
+// time axis (lag_s, correlation_s) and nowhere else.
+std::optional<CoreWander> fit_core_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks,
+                                          double gap_s = 0.0);
 
 // An Ornstein-Uhlenbeck process of unit variance and correlation time tau, averaged over windows of length T
 // (x = T / tau): the variance of one window's mean, 2 (x - 1 + e^-x) / x^2 (1 as x -> 0: the window sees one
@@ -113,8 +116,9 @@ struct SlowWander {
   double adjacent_covariance = 0.0;   // C
   std::optional<double> across_threads_adjacent_correlation;
 };
+// gap_s as in fit_core_wander: each chunk spans its duration plus the gap in time (windows, their time constant).
 std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>& chunk_durations_s, double window_s,
-                                          double fast_tau_s);
+                                          double fast_tau_s, double gap_s = 0.0);
 
 // The chunk durations less what all threads share at the same time: the simulator's wander is each
 // worker's own (independent), and a machine-wide slow spell slows every worker alike, which makes no
@@ -123,7 +127,9 @@ std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>
 // thread's chunks weighted by their overlap), scaled by sqrt(m / (m + 1)) for m other threads (y less
 // the mean of m independent others varies (1 + 1/m) times as much), and turned back into a duration
 // around the overall mean rate. Non-positive durations are dropped.
-std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s);
+// gap_s as in fit_core_wander: each thread's chunks are placed in time with the gap after each.
+std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s,
+                                                     double gap_s = 0.0);
 
 // Sizes from `first` to `last` bytes, multiplying by `factor` (last included if hit).
 std::vector<double> geometric_sizes(double first, double last, double factor);

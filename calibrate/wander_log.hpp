@@ -12,6 +12,10 @@
 
 namespace pipeplan::calibrate {
 
+// The pause after each chunk of the decode section's paused wander log (a worker's sleep between batches); the
+// fits count it in the time axis (gap_s), the log's lines do not carry it.
+inline constexpr double kWanderLogPauseS = 0.002;
+
 // Per set of chunk lines (`no_pause`: the 6 s log the profile's cpu.core_speed_* come from; `paused`: the log
 // pausing 2 ms after each chunk, since the thirty-sixth session), an object with threads, seconds (the longest
 // thread's), the plain fit (`fast`: cv, correlation_s, as the profile's keys), each thread's own (`own`, what the

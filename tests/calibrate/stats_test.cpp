@@ -262,6 +262,32 @@ TEST(SlowWander, NoSlowPartWhereTheFastOneExplainsTheWindows) {
   EXPECT_LT(w->cv, 0.033);
 }
 
+// A pause after each chunk (the paused log's 2 ms) is time but not work: it counts in the time axis only. Eight
+// 1 s chunks fill two 4 s windows; with a 1 s gap after each they span 16 s, four windows. The hand case of
+// SpreadAndCorrelationByHand (mean chunk 0.75 s) with a 0.25 s gap puts its lag 1 s apart, and its cv stays.
+TEST(SlowWander, APauseAfterEachChunkCountsInTimeOnly) {
+  const std::vector<std::vector<double>> chunks = {{1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}};
+  EXPECT_EQ(fit_slow_wander(chunks, 4.0, 0.5)->windows, 2);
+  EXPECT_EQ(fit_slow_wander(chunks, 4.0, 0.5, 1.0)->windows, 4);
+  const auto plain = fit_core_wander({{1.0, 1.0, 1.0, 1.0}, {0.5, 0.5, 0.5, 0.5}}, 1);
+  const auto paused = fit_core_wander({{1.0, 1.0, 1.0, 1.0}, {0.5, 0.5, 0.5, 0.5}}, 1, 0.25);
+  ASSERT_TRUE(plain.has_value() && paused.has_value());
+  EXPECT_NEAR(paused->lag_s, 1.0, 1e-12);
+  EXPECT_NEAR(paused->cv, plain->cv, 1e-12);
+  // without_common_mode places the chunks with the gap. Thread 0: four 1 s chunks (rate 1); thread 1: 4 s then 2 s
+  // (rates 1/4, 1/2). With a 1 s gap thread 0 runs at [0,1], [2,3], [4,5], [6,7] and thread 1 at [0,4], [5,7]: thread
+  // 0's last chunk is set against thread 1's second, own log rate (0 - ln(1/2)) sqrt(1/2), and its third meets
+  // neither (kept as its own deviation from the mean). Without the gap all four meet thread 1's first chunk: the last
+  // one's own log rate is ln(4) sqrt(1/2). The mean log rate of the six chunks: -ln(8) / 6.
+  const std::vector<std::vector<double>> two = {{1.0, 1.0, 1.0, 1.0}, {4.0, 2.0}};
+  const double y_mean = -std::log(8.0) / 6.0;
+  const auto with_gap = without_common_mode(two, 1.0);
+  const auto no_gap = without_common_mode(two, 0.0);
+  EXPECT_NEAR(with_gap[0][3], std::exp(-(y_mean + std::log(2.0) * std::sqrt(0.5))), 1e-12);
+  EXPECT_NEAR(with_gap[0][2], 1.0, 1e-12);
+  EXPECT_NEAR(no_gap[0][3], std::exp(-(y_mean + std::log(4.0) * std::sqrt(0.5))), 1e-12);
+}
+
 TEST(SlowWander, EmptyWithoutTwoWholeWindows) {
   EXPECT_FALSE(fit_slow_wander({{1.0, 1.0, 1.0, 1.0}}, 5.0, 0.5).has_value());
   EXPECT_FALSE(fit_slow_wander({{1.0, 1.0, 1.0, 1.0}}, 0.0, 0.5).has_value());
