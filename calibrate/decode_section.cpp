@@ -239,14 +239,13 @@ std::vector<std::vector<double>> chunk_durations(const Jpeg& jpeg, int threads, 
   return out;
 }
 
-// The slow part of the threads' own wander (fit_slow_wander on the chunks with what they share removed; the fast
-// part's time from the same chunks), as one log line that names what was measured.
+// The slow part of the threads' own wander (fit_own_wander), as one log line that names what was measured.
 void log_slow_wander(const RunContext& ctx, const std::vector<std::vector<double>>& chunks, int lag_chunks,
                      double window_s, const std::string& what, double gap_s = 0.0) {
-  const auto own = without_common_mode(chunks, gap_s);
-  const auto fast = fit_core_wander(own, lag_chunks, gap_s);
-  const auto slow = fast ? fit_slow_wander(own, window_s, fast->correlation_s, gap_s) : std::nullopt;
-  if (!slow) return;
+  const auto own = fit_own_wander(chunks, lag_chunks, window_s, gap_s);
+  if (!own || !own->slow) return;
+  const CoreWander* fast = &own->fast;
+  const SlowWander* slow = &*own->slow;
   ctx.log(strf("decode: core speed slow wander over %s, each thread's own (logged, not used): slow cv %.4f, "
                "slow correlation time %.2f s (fast part: cv %.3f, correlation time %.2f s; %d windows of %.1f s, "
                "variance %.3g, adjacent covariance %.3g); the threads' window means correlate %.2f from one window "
@@ -419,7 +418,7 @@ SectionOutcome run_decode(const RunContext& ctx) {
       ctx.log(strf("decode: core speed wander, each thread's own (shared part removed; logged, not used): cv %.3f, "
                    "autocorrelation %.2f at %.2f s -> correlation time %.2f s",
                    own->cv, own->lag_autocorrelation, own->lag_s, own->correlation_s));
-      log_slow_wander(ctx, chunks, lag_chunks, 1.5, strf("%d threads x %.1f s, no pause", wander_threads, wander_s));
+      log_slow_wander(ctx, chunks, lag_chunks, kSlowWindowNoPauseS, strf("%d threads x %.1f s, no pause", wander_threads, wander_s));
     }
     for (std::size_t t = 0; t < chunks.size(); ++t) {
       std::string line = strf("decode: wander chunk seconds, thread %zu:", t);
@@ -438,7 +437,7 @@ SectionOutcome run_decode(const RunContext& ctx) {
       const auto paused = chunk_durations(typical, wander_threads, chunk_images, paused_s, ok_paused,
                                             kWanderLogPauseS);
       if (ok_paused) {
-        log_slow_wander(ctx, paused, lag_chunks, 3.0,
+        log_slow_wander(ctx, paused, lag_chunks, kSlowWindowPausedS,
                         strf("%d threads x %.1f s, 2 ms pause after each chunk", wander_threads, paused_s),
                         kWanderLogPauseS);
         for (std::size_t t = 0; t < paused.size(); ++t) {

@@ -102,6 +102,23 @@ double spread_cv(const std::vector<double>& rates) {
   return std::sqrt(ss / static_cast<double>(rates.size())) / m;
 }
 
+namespace {
+
+// Pearson's r of two equal-length series; empty where either has no spread.
+std::optional<double> pearson(const std::vector<double>& a, const std::vector<double>& b) {
+  const double ma = mean(a), mb = mean(b);
+  double sab = 0.0, saa = 0.0, sbb = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  if (saa <= 0.0 || sbb <= 0.0) return std::nullopt;
+  return sab / std::sqrt(saa * sbb);
+}
+
+}  // namespace
+
 std::optional<double> round_to_round_correlation(const std::vector<std::vector<double>>& rates_by_round) {
   if (rates_by_round.size() < 2) return std::nullopt;
   const std::size_t n = rates_by_round.front().size();
@@ -111,15 +128,9 @@ std::optional<double> round_to_round_correlation(const std::vector<std::vector<d
     const std::vector<double>& a = rates_by_round[r - 1];
     const std::vector<double>& b = rates_by_round[r];
     if (a.size() != n || b.size() != n) return std::nullopt;
-    const double ma = mean(a), mb = mean(b);
-    double sab = 0.0, saa = 0.0, sbb = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-      sab += (a[i] - ma) * (b[i] - mb);
-      saa += (a[i] - ma) * (a[i] - ma);
-      sbb += (b[i] - mb) * (b[i] - mb);
-    }
-    if (saa <= 0.0 || sbb <= 0.0) return std::nullopt;
-    sum += sab / std::sqrt(saa * sbb);
+    const auto r_ab = pearson(a, b);
+    if (!r_ab) return std::nullopt;
+    sum += *r_ab;
   }
   return sum / static_cast<double>(rates_by_round.size() - 1);
 }
@@ -331,20 +342,21 @@ std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>
         b.push_back(wm[k + 1]);
       }
     if (a.size() < 3) break;
-    const double ma = mean(a), mb = mean(b);
-    double sab = 0.0, saa = 0.0, sbb = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      sab += (a[i] - ma) * (b[i] - mb);
-      saa += (a[i] - ma) * (a[i] - ma);
-      sbb += (b[i] - mb) * (b[i] - mb);
-    }
-    if (saa > 0.0 && sbb > 0.0) {
-      r_sum += sab / std::sqrt(saa * sbb);
+    if (const auto r_ab = pearson(a, b)) {
+      r_sum += *r_ab;
       ++r_n;
     }
   }
   if (r_n > 0) out.across_threads_adjacent_correlation = r_sum / r_n;
   return out;
+}
+
+std::optional<OwnWander> fit_own_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks,
+                                        double window_s, double gap_s) {
+  const auto own = chunk_durations_s.size() > 1 ? without_common_mode(chunk_durations_s, gap_s) : chunk_durations_s;
+  const auto fast = fit_core_wander(own, lag_chunks, gap_s);
+  if (!fast) return std::nullopt;
+  return OwnWander{*fast, fit_slow_wander(own, window_s, fast->correlation_s, gap_s)};
 }
 
 double oversubscription_cost(double aggregate_rate_at_cores, double aggregate_rate_at_threads, int cores,

@@ -127,6 +127,16 @@ std::optional<SlowWander> fit_slow_wander(const std::vector<std::vector<double>>
 // thread's chunks weighted by their overlap), scaled by sqrt(m / (m + 1)) for m other threads (y less
 // the mean of m independent others varies (1 + 1/m) times as much), and turned back into a duration
 // around the overall mean rate. Non-positive durations are dropped.
+// Each thread's own wander, fast and slow: the chunks less what the threads share (without_common_mode, with two or
+// more threads), fit_core_wander on them and fit_slow_wander in `window_s` windows with the fast part's time.
+// Empty where the fast fit is; `slow` empty where fit_slow_wander is.
+struct OwnWander {
+  CoreWander fast;
+  std::optional<SlowWander> slow;
+};
+std::optional<OwnWander> fit_own_wander(const std::vector<std::vector<double>>& chunk_durations_s, int lag_chunks,
+                                        double window_s, double gap_s = 0.0);
+
 // gap_s as in fit_core_wander: each thread's chunks are placed in time with the gap after each.
 std::vector<std::vector<double>> without_common_mode(const std::vector<std::vector<double>>& chunk_durations_s,
                                                      double gap_s = 0.0);

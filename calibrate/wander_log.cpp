@@ -34,20 +34,18 @@ nlohmann::json refit(const Chunks& chunks, double window_s, double gap_s) {
   if (n == 0) return nullptr;
   const int lag_chunks = std::max(1, static_cast<int>(std::lround(0.3 / (sum_s / static_cast<double>(n)))));
   nlohmann::json out = {{"threads", chunks.size()}, {"seconds", seconds}, {"fast", wander_json(fit_core_wander(chunks, lag_chunks, gap_s))}};
-  const Chunks own = chunks.size() > 1 ? without_common_mode(chunks, gap_s) : chunks;
-  const auto own_fit = fit_core_wander(own, lag_chunks, gap_s);
-  out["own"] = wander_json(own_fit);
+  const auto own = fit_own_wander(chunks, lag_chunks, window_s, gap_s);
+  out["own"] = wander_json(own ? std::optional<CoreWander>(own->fast) : std::nullopt);
   out["slow"] = nullptr;
-  if (own_fit) {
-    if (const auto slow = fit_slow_wander(own, window_s, own_fit->correlation_s, gap_s)) {
-      out["slow"] = {{"cv", slow->cv},
-                     {"correlation_s", slow->correlation_s},
-                     {"window_s", slow->window_s},
-                     {"windows", slow->windows},
-                     {"across_threads_adjacent_correlation",
-                      slow->across_threads_adjacent_correlation ? nlohmann::json(*slow->across_threads_adjacent_correlation)
-                                                                : nlohmann::json(nullptr)}};
-    }
+  if (own && own->slow) {
+    const SlowWander& slow = *own->slow;
+    out["slow"] = {{"cv", slow.cv},
+                   {"correlation_s", slow.correlation_s},
+                   {"window_s", slow.window_s},
+                   {"windows", slow.windows},
+                   {"across_threads_adjacent_correlation",
+                    slow.across_threads_adjacent_correlation ? nlohmann::json(*slow.across_threads_adjacent_correlation)
+                                                             : nlohmann::json(nullptr)}};
   }
   return out;
 }
@@ -69,7 +67,8 @@ std::optional<nlohmann::json> refit_wander_log(std::istream& log) {
     (is_paused ? paused : plain).push_back(std::move(d));
   }
   if (plain.empty() && paused.empty()) return std::nullopt;
-  return nlohmann::json{{"no_pause", refit(plain, 1.5, 0.0)}, {"paused", refit(paused, 3.0, kWanderLogPauseS)}};
+  return nlohmann::json{{"no_pause", refit(plain, kSlowWindowNoPauseS, 0.0)},
+                        {"paused", refit(paused, kSlowWindowPausedS, kWanderLogPauseS)}};
 }
 
 }  // namespace pipeplan::calibrate

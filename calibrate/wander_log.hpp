@@ -15,6 +15,9 @@ namespace pipeplan::calibrate {
 // The pause after each chunk of the decode section's paused wander log (a worker's sleep between batches); the
 // fits count it in the time axis (gap_s), the log's lines do not carry it.
 inline constexpr double kWanderLogPauseS = 0.002;
+// The windows the slow part is read in: 1.5 s over the 6 s log without pauses, 3 s over the 24 s paused one.
+inline constexpr double kSlowWindowNoPauseS = 1.5;
+inline constexpr double kSlowWindowPausedS = 3.0;
 
 // Per set of chunk lines (`no_pause`: the 6 s log the profile's cpu.core_speed_* come from; `paused`: the log
 // pausing 2 ms after each chunk, since the thirty-sixth session), an object with threads, seconds (the longest

@@ -331,6 +331,7 @@ class CoreWander {
         slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
+    if (!fast_.on() && !slow_.on()) return 1.0;  // steady cores: no clock read on every piece of work
     const double now = sg4::Engine::get_clock();
     return fast_.time_factor(now, rng) * slow_.time_factor(now, rng);
   }
@@ -341,8 +342,9 @@ class CoreWander {
     Part(double cv, double tau_s, Rng& rng)
         : cv_(cv), tau_s_(tau_s), sigma_ln_(lognormal_sigma(cv)),
           x_(cv > 0.0 ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
+    bool on() const { return cv_ > 0.0; }
     double time_factor(double now, Rng& rng) {
-      if (cv_ <= 0.0) return 1.0;
+      if (!on()) return 1.0;
       x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
       at_s_ = now;
       return wander_time_factor(x_, cv_);
