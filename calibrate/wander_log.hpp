@@ -15,7 +15,7 @@ namespace pipeplan::calibrate {
 // The pause after each chunk of the decode section's paused wander log (a worker's sleep between batches); the
 // fits count it in the time axis (gap_s), the log's lines do not carry it.
 inline constexpr double kWanderLogPauseS = 0.002;
-// The windows the slow part is read in: 1.5 s over the 6 s log without pauses, 3 s over the 24 s paused one.
+// The windows the slow part is read in: 1.5 s over the 6 s log without pauses, 3 s over the paused one (12 s since run 41, 24 s in run 41's logs).
 inline constexpr double kSlowWindowNoPauseS = 1.5;
 inline constexpr double kSlowWindowPausedS = 3.0;
 
