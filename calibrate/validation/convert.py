@@ -336,6 +336,16 @@ def read_json(path: str) -> Any:
         return json.load(f)
 
 
+def table_call_dirs(calls_path: str) -> List[str]:
+    """The result folders of the calls a list like table_calls.txt names (one folder name per line, under
+    calibrate/validation/results/; blank lines and # comments skipped), in its order. OSError where the list cannot
+    be read."""
+    with open(calls_path) as f:
+        names = [ln.split()[0] for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+    results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    return [os.path.join(results, n) for n in names]
+
+
 def read_call_json(results_dir: str, name: str) -> Any:
     """A device call's cases.json (or its .gz) or profile.json for the diagnostics; where it is missing or not JSON,
     one line on stderr naming the file and what was expected, and exit code 2 (a call without calibration, like run

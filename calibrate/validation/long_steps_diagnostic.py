@@ -84,23 +84,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     dirs = list(args.results)
     if not dirs:
         try:
-            with open(args.calls) as f:
-                names = [ln.split()[0] for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+            dirs = convert.table_call_dirs(args.calls)
         except OSError as e:
             print(f"long_steps_diagnostic: {args.calls}: {e.strerror}; expected the table's list of calls",
                   file=sys.stderr)
             return 2
-        dirs = [os.path.join(HERE, "results", n) for n in names]
     found: List[Dict[str, Any]] = []
     for d in dirs:
-        path = os.path.join(d, "cases.json")
-        try:
-            doc = convert.read_json(path)
-        except (OSError, ValueError) as e:
-            print(f"long_steps_diagnostic: {path}: cannot read ({e}); expected a harness cases.json",
-                  file=sys.stderr)
-            return 2
-        for c in doc.get("cases") or []:
+        for c in convert.read_call_json(d, "cases.json").get("cases") or []:
             if not case_matches(c, args.kind, args.workers, args.step, args.pinned):
                 continue
             a = case_anatomy(c)

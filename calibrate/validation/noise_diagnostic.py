@@ -178,21 +178,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     dirs = list(args.results)
     if not dirs:
         try:
-            with open(args.calls) as f:
-                names = [ln.split()[0] for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+            dirs = convert.table_call_dirs(args.calls)
         except OSError as e:
             print(f"noise_diagnostic: {args.calls}: {e.strerror}", file=sys.stderr)
             return 2
-        dirs = [os.path.join(HERE, "results", n) for n in names]
     rows: List[Dict[str, Any]] = []
     for d in dirs:
-        path = os.path.join(d, "cases.json")
-        try:
-            doc = convert.read_json(path)
-        except (OSError, ValueError) as e:
-            print(f"noise_diagnostic: {path}: cannot read ({e})", file=sys.stderr)
-            return 2
-        rows += setting_rows(doc.get("cases") or [], args.window_s)
+        rows += setting_rows(convert.read_call_json(d, "cases.json").get("cases") or [], args.window_s)
     if not rows:
         print("noise_diagnostic: no setting was measured twice with timelines (harness --timeline)")
         return 0
