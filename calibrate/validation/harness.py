@@ -439,28 +439,76 @@ def set_probe_timing(window_s: float, settle_s: float = 1.0) -> None:
 MIN_BATCHES_PER_WORKER = 3   # a case's measured window holds at least this many batches a worker (full mode)
 
 
+_sched_getcpu = None
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on now (glibc's sched_getcpu, through ctypes; about a microsecond), -1 where
+    it cannot be read."""
+    global _sched_getcpu
+    if _sched_getcpu is None:
+        try:
+            import ctypes
+            _sched_getcpu = ctypes.CDLL(None).sched_getcpu
+        except (OSError, AttributeError):
+            _sched_getcpu = False
+    if not _sched_getcpu:
+        return -1
+    try:
+        return int(_sched_getcpu())
+    except OSError:
+        return -1
+
+
 class Timeline:
     """--timeline: each batch's start (its first __getitem__) and end (collate returned) per worker,
     in shared memory, in perf_counter seconds (CLOCK_MONOTONIC on Linux: one clock for the forked
-    workers and the main process), to see when and why workers sit idle in a case."""
+    workers and the main process), to see when and why workers sit idle in a case. Beside each batch (since run
+    42's plan): the worker thread's CPU seconds over the same span and the CPU it ran on at its start and its end,
+    to tell a slow core (CPU seconds as long as the wall) from a worker kept off its core (CPU seconds short of it),
+    and whether a slow spell stays with a worker or with a CPU (validation-runs.md run 41; run 40, finding 3)."""
     STRIDE = 1 + 2 * TL_PER_SLOT
+    CPU_STRIDE = 3 * TL_PER_SLOT      # per batch: thread CPU seconds, CPU at the start, CPU at the end
 
     def __init__(self):
         self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.STRIDE)
+        self.cpu_arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.CPU_STRIDE)
         self.batch_t0 = None          # per process, as InSitu.pending_s
+        self.batch_c0 = 0.0
+        self.batch_cpu0 = -1
 
     def start(self, t):
         if self.batch_t0 is None:
             self.batch_t0 = t
+            self.batch_c0 = time.thread_time()
+            self.batch_cpu0 = current_cpu()
 
     def end(self, t):
-        j = InSitu.slot() * self.STRIDE
+        w = InSitu.slot()
+        j = w * self.STRIDE
         n = int(self.arr[j])
         if n < TL_PER_SLOT:
             self.arr[j + 1 + 2 * n] = self.batch_t0 if self.batch_t0 is not None else t
             self.arr[j + 2 + 2 * n] = t
+            k = w * self.CPU_STRIDE + 3 * n
+            started = self.batch_t0 is not None
+            self.cpu_arr[k] = time.thread_time() - self.batch_c0 if started else 0.0
+            self.cpu_arr[k + 1] = self.batch_cpu0 if started else -1
+            self.cpu_arr[k + 2] = current_cpu()
             self.arr[j] = n + 1
         self.batch_t0 = None
+
+    def per_worker_cpu(self):
+        """{worker id: [[thread CPU seconds, CPU at the start, CPU at the end], ...]}, in the order of per_worker's
+        batches."""
+        out = {}
+        for w in range(N_SLOTS):
+            n = int(self.arr[w * self.STRIDE])
+            if n:
+                k = w * self.CPU_STRIDE
+                out[str(w)] = [[round(self.cpu_arr[k + 3 * i], 6), int(self.cpu_arr[k + 3 * i + 1]),
+                                int(self.cpu_arr[k + 3 * i + 2])] for i in range(n)]
+        return out
 
     def per_worker(self, origin_s):
         out = {}
@@ -817,6 +865,35 @@ def cpu_stat():
         return sum(v), idle
     except Exception:
         return None
+
+
+def per_cpu_stat():
+    """{cpu number: (busy ticks, steal ticks)} from /proc/stat's cpuN lines (busy: all but idle and iowait; steal:
+    time the hypervisor ran something else while this vCPU wanted to run), or None."""
+    try:
+        out = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                if not line.startswith("cpu") or line.startswith("cpu "):
+                    continue
+                parts = line.split()
+                v = [int(x) for x in parts[1:]]
+                idle = v[3] + (v[4] if len(v) > 4 else 0)
+                out[int(parts[0][3:])] = (sum(v[:8]) - idle, v[7] if len(v) > 7 else 0)
+        return out
+    except (OSError, ValueError):
+        return None
+
+
+def per_cpu_seconds(s0, s1):
+    """Pure: {"busy_s": [...], "steal_s": [...]} per CPU (in CPU order) between two per_cpu_stat() readings, in
+    seconds (USER_HZ ticks), or None where either is missing or they name different CPUs."""
+    if not s0 or not s1 or set(s0) != set(s1):
+        return None
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    cpus = sorted(s0)
+    return {"busy_s": [round((s1[c][0] - s0[c][0]) / hz, 3) for c in cpus],
+            "steal_s": [round((s1[c][1] - s0[c][1]) / hz, 3) for c in cpus]}
 
 
 def busy_cores(s0, s1, ncpu):
@@ -2218,7 +2295,7 @@ class Harness:
         # the probe's main loop and not within its 1.5 s; a slower transient would show here)
         head = None
         wall0 = time.perf_counter()
-        stat0 = None
+        stat0 = cpus0 = None
         # the loop thread's minor faults over the measured window (since run 29's session: validation-runs.md run 29,
         # finding 5): does a pinned case's loop fault in steady state, as the pin parts' windows counted it?
         from pace_thread import thread_minor_faults
@@ -2271,6 +2348,7 @@ class Harness:
                     i += 1
                     if i == skip:
                         stat0 = cpu_stat()
+                        cpus0 = per_cpu_stat()
                         loop_faults0 = thread_minor_faults(loop_tid)
                         ins0 = insitu.snapshot()
                         raw0 = insitu.raw()
@@ -2305,6 +2383,7 @@ class Harness:
                 gc.enable()
         wall_end = time.perf_counter()
         stat1 = cpu_stat()
+        cpus1 = per_cpu_stat()
         ins1 = insitu.snapshot()
         spread = worker_spread(insitu.per_worker(raw0, insitu.raw())) if nw > 1 else None
         wcpu1 = workers_cpu_s(worker_pids)
@@ -2349,6 +2428,8 @@ class Harness:
             "first_batch_s": T1[0] - T0[0],
             "wall_s": wall_end - wall0,
             "cpu_busy_cores": busy_cores(stat0, stat1, os.cpu_count()),
+            # each CPU's busy and stolen seconds over the window (since run 42's plan): where the machine's time went
+            "per_cpu": per_cpu_seconds(cpus0, cpus1),
             "in_situ": dict(InSitu.diff(ins0, ins1), **workers_cpu_per_batch(wcpu0, wcpu1, InSitu.diff(ins0, ins1)),
                             method=(
                 "perf_counter and thread_time around each __getitem__ and collate_fn call inside the "
@@ -2375,10 +2456,13 @@ class Harness:
                 "clock": "perf_counter seconds from the loop's start; main: per step, next() called, batch in hand, .to() "
                          "returned (copied), last launch returned, after the sync, batch dropped (released); workers: "
                          "per worker id, each batch's first "
-                         "__getitem__ start and collate end",
+                         "__getitem__ start and collate end; workers_cpu: per worker id, in the same order, each "
+                         "batch's thread CPU seconds over that span and the CPU it ran on at its start and its end "
+                         "(sched_getcpu; -1 unknown)",
                 "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
                                        "synced": r6(T3), "released": r6(T4)},
-                "workers": insitu.timeline.per_worker(wall0)}
+                "workers": insitu.timeline.per_worker(wall0),
+                "workers_cpu": insitu.timeline.per_worker_cpu()}
             if pin_meter is not None and pin_meter.intervals is not None:
                 # the pin thread's pin_memory() calls (touch and copy of each batch), for when it works on the
                 # workers' mappings against the loop's host work (validation run 23, finding 5)

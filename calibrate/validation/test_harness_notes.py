@@ -8,19 +8,21 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def harness_functions(*names):
-    """The named top-level functions of harness.py, compiled on their own (they must use only builtins)."""
+def harness_functions(*names, env=None):
+    """The named top-level functions of harness.py, compiled on their own (they must use only builtins and what
+    `env` gives them)."""
     with open(os.path.join(HERE, "harness.py")) as f:
         tree = ast.parse(f.read())
     found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
     assert {n.name for n in found} == set(names), f"harness.py lacks {set(names) - {n.name for n in found}}"
-    ns = {}
+    ns = dict(env or {})
     exec(compile(ast.Module(body=found, type_ignores=[]), "harness.py", "exec"), ns)
     return [ns[n] for n in names]
 
 
 host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
     "host_probe_note", "loop_parts_note", "memory_map_verdict_note")
+(per_cpu_seconds,) = harness_functions("per_cpu_seconds", env={"os": os})
 
 
 class CaseLogNotes(unittest.TestCase):
@@ -58,6 +60,18 @@ class CaseLogNotes(unittest.TestCase):
         # since run 26's plan: next()'s wall and the loop thread's CPU inside it
         m.update(data_wait_s={"mean": 0.0017}, data_wait_cpu_s={"mean": 0.0012})
         self.assertEqual(loop_parts_note(m), "loop next() 1.70 (cpu 1.20) / .to() 7.30 / launches 25.70 / drop 6.00 ms, ")
+
+
+class PerCpuSecondsTest(unittest.TestCase):
+    def test_busy_and_stolen_seconds_per_cpu_between_two_readings(self):
+        hz = os.sysconf("SC_CLK_TCK")
+        s0 = {0: (100, 5), 1: (200, 0)}
+        s1 = {0: (100 + 2 * hz, 5 + hz // 2), 1: (200 + hz, 0)}
+        self.assertEqual(per_cpu_seconds(s0, s1), {"busy_s": [2.0, 1.0], "steal_s": [round((hz // 2) / hz, 3), 0.0]})
+
+    def test_missing_or_mismatched_readings_give_none(self):
+        self.assertIsNone(per_cpu_seconds(None, {0: (1, 0)}))
+        self.assertIsNone(per_cpu_seconds({0: (1, 0)}, {0: (2, 0), 1: (3, 0)}))
 
 
 if __name__ == "__main__":

@@ -273,6 +273,45 @@ class StallLineTest(unittest.TestCase):
         self.assertAlmostEqual(r["base_s"], 0.02)
         self.assertIsNone(T.loop_stall_per_pin_overlap({"skip": 0, "main": tl["main"]}))
 
+class BatchCpuSplitTest(unittest.TestCase):
+    def test_a_slow_core_shows_between_cpus_and_on_the_core(self):
+        # two workers, each 12 batches of 1 s wall; worker "0" runs its first 6 on CPU 3 and its last 6 on CPU 5,
+        # worker "1" its first 6 on CPU 5 and its last 6 on CPU 3. CPU 5 is slow: its batches take 1.5 s, all of it
+        # on the core (CPU seconds = wall); CPU 3's take 1 s, 0.9 s of it on the core.
+        workers, cpu = {"0": [], "1": []}, {"0": [], "1": []}
+        for w, first, second in (("0", 3, 5), ("1", 5, 3)):
+            t = 0.0
+            for k in range(12):
+                c = first if k < 6 else second
+                wall = 1.5 if c == 5 else 1.0
+                workers[w].append([t, t + wall])
+                cpu[w].append([wall if c == 5 else 0.9, c, c])
+                t += wall
+        r = T.batch_cpu_split(workers, cpu, 0.0, 100.0)
+        self.assertEqual(r["batches"], 24)
+        # off the core: 12 x 0.1 s of 12 x 1 + 12 x 1.5 = 30 s of wall
+        self.assertAlmostEqual(r["off_core_share"], 1.2 / 30.0)
+        # the slowest tenth (the longest 3 of 24 batches: from rank int(0.9 x 24) = 21 on, all CPU 5's) ran on the
+        # core the whole time; the other 21 (9 of 1.5 s, 12 of 1 s) average 25.5 / 21 s
+        self.assertAlmostEqual(r["slowest_tenth_on_core"], 1.0)
+        self.assertAlmostEqual(r["rest_on_core"], (9 * 1.5 + 12 * 0.9) / 25.5)
+        self.assertAlmostEqual(r["slowest_tenth_over_rest"], 1.5 / (25.5 / 21))
+        # between CPUs: means 1.0 and 1.5, cv = 0.25 / 1.25; between workers: both 1.25, no spread
+        self.assertAlmostEqual(r["spread_between_cpus_cv"], 0.2)
+        self.assertAlmostEqual(r["spread_between_workers_cv"], 0.0)
+        self.assertAlmostEqual(r["moved_within_batch_share"], 0.0)
+        self.assertAlmostEqual(r["new_cpu_share"], 2 / 24)   # each worker changed CPU once
+
+    def test_batches_outside_the_window_or_without_cpu_data_are_left_out(self):
+        workers = {"0": [[float(k), k + 1.0] for k in range(12)]}
+        cpu = {"0": [[1.0, 0, 1]] * 12}   # each batch began on CPU 0 and ended on CPU 1
+        r = T.batch_cpu_split(workers, cpu, 1.0, 11.0)
+        self.assertEqual(r["batches"], 10)
+        self.assertAlmostEqual(r["moved_within_batch_share"], 1.0)
+        self.assertIsNone(r["spread_between_cpus_cv"])   # no batch stayed on one CPU
+        self.assertIsNone(T.batch_cpu_split(workers, {}, 0.0, 100.0))
+
+
 if __name__ == "__main__":
     unittest.main()
 

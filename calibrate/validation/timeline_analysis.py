@@ -461,6 +461,59 @@ def loop_stall_per_pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, f
     return stall_line([(ends[j], launched[j]) for j in range(skip, min(len(ends), len(launched)))], pin)
 
 
+def group_mean_cv(groups: Dict[Any, List[float]], min_per_group: int = 3) -> Optional[float]:
+    """Pure: the spread (population cv) of the groups' means, over groups of at least min_per_group values; None
+    with fewer than two such groups."""
+    means = [sum(v) / len(v) for v in groups.values() if len(v) >= min_per_group]
+    if len(means) < 2:
+        return None
+    m = sum(means) / len(means)
+    return math.sqrt(sum((x - m) ** 2 for x in means) / len(means)) / m if m > 0 else None
+
+
+def batch_cpu_split(workers: Dict[str, List[List[float]]], workers_cpu: Dict[str, List[List[float]]],
+                    lo: float, hi: float) -> Optional[Dict[str, Any]]:
+    """Pure: a timeline's batches (harness `workers`: [start, end] per worker, and `workers_cpu`: [thread CPU
+    seconds, CPU at the start, CPU at the end] in the same order; since run 42's plan) inside [lo, hi] -> how much of
+    their wall the workers spent off their cores, whether the slowest tenth of the batches are slow on the core or
+    off it, and whether batch times differ more between CPUs or between workers (a slow spell that stays with a
+    core shows as a spread between CPUs, one that stays with a worker as a spread between workers). Batches that
+    started and ended on different CPUs count in the shares but not in the groups. None without such data."""
+    walls, cpus, by_cpu, by_worker, moved, switched, last_cpu = [], [], {}, {}, 0, 0, {}
+    for w, ivs in workers.items():
+        cs = workers_cpu.get(w) or []
+        for (a, b), c in zip(ivs, cs):
+            if a < lo or b > hi or b <= a:
+                continue
+            wall, cpu_s, c0, c1 = b - a, float(c[0]), int(c[1]), int(c[2])
+            walls.append(wall)
+            cpus.append(cpu_s)
+            if c0 != c1:
+                moved += 1
+            else:
+                by_cpu.setdefault(c0, []).append(wall)
+                by_worker.setdefault(w, []).append(wall)
+            if w in last_cpu and last_cpu[w] != c0:
+                switched += 1
+            last_cpu[w] = c1
+    if len(walls) < 10:
+        return None
+    order = sorted(range(len(walls)), key=lambda i: walls[i])
+    slow = order[int(0.9 * len(order)):]
+    rest = order[:int(0.9 * len(order))]
+
+    def on_core(ix: Sequence[int]) -> float:
+        return sum(cpus[i] for i in ix) / sum(walls[i] for i in ix)
+    return {"batches": len(walls),
+            "off_core_share": 1.0 - sum(cpus) / sum(walls),
+            "slowest_tenth_on_core": on_core(slow), "rest_on_core": on_core(rest),
+            "slowest_tenth_over_rest": (sum(walls[i] for i in slow) / len(slow)) / (sum(walls[i] for i in rest) / len(rest)),
+            "moved_within_batch_share": moved / len(walls),
+            "new_cpu_share": switched / len(walls),
+            "spread_between_cpus_cv": group_mean_cv(by_cpu),
+            "spread_between_workers_cv": group_mean_cv(by_worker)}
+
+
 def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
             in_order: bool = True) -> Optional[Dict[str, Any]]:
     """Pure: the timeline dict of one case -> worker busy and idle shares, delivery latencies. What needs
@@ -534,7 +587,22 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
         "loop_stall": loop_stall_per_batch(timeline) if "launched" in main else None,
         "loop_stall_per_pin_overlap": loop_stall_per_pin_overlap(timeline) if "launched" in main else None,
         "waiting_step_share": waiting_step_share(timeline),
+        "cpu_split": (batch_cpu_split(timeline["workers"], timeline["workers_cpu"], lo, hi)
+                      if timeline.get("workers_cpu") else None),
     }
+
+
+def cpu_split_text(cs: Optional[Dict[str, Any]]) -> str:
+    """Pure: batch_cpu_split's figures in one clause of timeline_analysis's line ('' without them)."""
+    if not cs:
+        return ""
+
+    def cv(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+    return (f"  workers off their cores {cs['off_core_share']:.1%} of their batches' wall; the slowest tenth "
+            f"({cs['slowest_tenth_over_rest']:.2f}x the rest) on the core {cs['slowest_tenth_on_core']:.0%} "
+            f"against {cs['rest_on_core']:.0%}; batch means spread {cv(cs['spread_between_cpus_cv'])} between CPUs, "
+            f"{cv(cs['spread_between_workers_cv'])} between workers; {cs['new_cpu_share']:.0%} of batches on a new CPU")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -583,7 +651,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     + (f"  pin thread copying {r['pin_overlap']['pin_busy_share']:.0%} of the window: "
                        f"{r['pin_overlap']['pin_during_host_share']:.0%} of it in the loop's host work (its share of the "
                        f"window {r['pin_overlap']['host_share_of_window']:.0%}), {r['pin_overlap']['pin_during_wait_share']:.0%} "
-                       f"in its waits ({r['pin_overlap']['wait_share_of_window']:.0%})" if r.get("pin_overlap") else ""))
+                       f"in its waits ({r['pin_overlap']['wait_share_of_window']:.0%})" if r.get("pin_overlap") else "")
+                    + cpu_split_text(r.get("cpu_split")))
     print("\n".join(rows) if rows else "no case with a timeline (run harness.py with --timeline)")
     return 0
 
