@@ -1705,6 +1705,40 @@ def waiting_step_share(case: Dict[str, Any]) -> Optional[float]:
     return timeline_analysis.waiting_step_share(tl)
 
 
+def long_step_share(case: Dict[str, Any]) -> Optional[float]:
+    """The share of the case's steady steps longer than 1.5x their median, as the simulator counts its own
+    (timeline_analysis.long_step_share, sim/step_stats.hpp), or None without a timeline."""
+    tl = _one_epoch_timeline(case)
+    if tl is None:
+        return None
+    import timeline_analysis   # noqa: E402
+    return timeline_analysis.long_step_share(tl)
+
+
+# The share of long steps at which the p90 step moves from the short steps to the long ones.
+LONG_SHARE_EDGE = 0.10
+
+
+def long_share_sides(rows: Sequence[Dict[str, Any]], edge: float = LONG_SHARE_EDGE) -> Optional[Dict[str, Any]]:
+    """Pure: the cases whose long steps' share was measured and simulated, split by whether the two fall on the same
+    side of `edge` (a tenth: where the p90 step changes kind), with the abs error of the p90 step in each group and
+    the two shares' medians. How many of the p90 step's misses are a case landing on the other side of the edge
+    from the model (validation-runs.md run 41, finding 6). None without such cases."""
+    pairs = [(r["measured"]["long_step_share"], r["pipeplan"]["long_step_fraction"], abs(r["pipeplan"]["step_p90_err"]))
+             for r in rows if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
+             and r["pipeplan"].get("long_step_fraction") is not None
+             and r["measured"].get("long_step_share") is not None]
+    if not pairs:
+        return None
+    same = [e for m, p, e in pairs if (m > edge) == (p > edge)]
+    other = [e for m, p, e in pairs if (m > edge) != (p > edge)]
+    return dict(step_p90_err_groups(same, other) if same else {"n": 0, "n_other": len(other)},
+                edge=edge, n_cases=len(pairs),
+                measured_median=median([m for m, _, _ in pairs]), simulated_median=median([p for _, p, _ in pairs]),
+                other_side_p90_err_share_beyond_15=(sum(1 for e in other if e > 0.15) /
+                                                    max(1, sum(1 for _, _, e in pairs if e > 0.15))))
+
+
 # Where this share of a case's steps wait (about one in ten), its p90 step falls on the edge between the short
 # steps and the long ones, and a few points of waiting steps either way move it by the whole wait (the twentieth
 # session: the image ResNet-50 cases at 8 workers wait on one step in eight). The band is 10% within a factor of
@@ -1807,6 +1841,7 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "out_of_order_fraction": (tl or {}).get("out_of_order_share"),
                      "loop_in_situ_s": loop_in_situ_s(case),
                      "waiting_step_share": waiting_step_share(case),
+                     "long_step_share": long_step_share(case),
                      "p90_step_halves_diff": p90_step_halves_diff(case),
                      # validation run 26, finding 2: the loop's loss per second of pin_memory() inside its steps,
                      # for the loops the model stalls on the memory map (the pin-parts probe's rate beside it)
@@ -1842,6 +1877,7 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 "workers_busy_fraction": next((st.get("busy_fraction") for st in (r.get("stages") or [])
                                                if st.get("name") == "workers"), None),
                 "out_of_order_fraction": _get(r, "loader.out_of_order_fraction"),
+                "long_step_fraction": _get(r, "long_step_fraction"),
                 "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
                 "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
                 # how many different stages the seeds named: more than one puts the case on an edge between two
@@ -2037,6 +2073,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "pooled_inputs": pooled_cmp,
                 "p90_edge": edge_cmp,
                 "p90_edge_flagged": flagged_edge_summary(pr),
+                "long_share_sides": long_share_sides(pr),
                 "p90_halves": p90_halves_summary(pr),
                 "seeds_split": split_cmp,
                 "repeated_settings": {"n": len(rep_thr),
@@ -2314,6 +2351,14 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"its steps over 1.5x the median; the measured p90 inside the p80-p95 band it names in "
                  f"{_pct(pf['share_measured_inside_p80_p95'], False)}): abs error of the p90 step "
                  f"{_groups_md(pf, 'others')} | | | |")
+    ls = p.get("long_share_sides") or {}
+    if ls.get("n_cases"):
+        L.append(f"| (diagnostic) the long steps' share (over 1.5x the median step), measured over {ls['n_cases']} "
+                 f"cases with a timeline and simulated: median {_pct(ls['measured_median'], False)} measured, "
+                 f"{_pct(ls['simulated_median'], False)} simulated; on the same side of {100 * ls['edge']:.0f}% (the "
+                 f"p90 step of the same kind) in {ls['n']}: abs error of the p90 step "
+                 f"{_groups_md(ls, 'on opposite sides') if ls['n'] else 'n/a'}; the opposite sides hold "
+                 f"{_pct(ls['other_side_p90_err_share_beyond_15'], False)} of these cases' p90 step errors beyond 15% | | | |")
     ph = p.get("p90_halves") or {}
     if ph.get("n"):
         L.append(f"| (diagnostic) the ground truth's own precision of the p90 step: over {ph['n']} cases with a "

@@ -20,7 +20,6 @@ Without RESULTS_DIR it reads every call listed in calibrate/validation/table_cal
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import statistics
 import sys
@@ -29,26 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402
-
-LONG_STEP_OVER_MEDIAN = 1.5   # sim/step_stats.hpp kLongStepOverMedian
-MIN_STEPS = 40                # fewer steps say nothing about a one-in-ten share
-
-
-def long_step_anatomy(next_start_s: Sequence[float], num_workers: int) -> Optional[Dict[str, Any]]:
-    """Pure: from the times each step's next() was called (the measured window's), the steps' count, the long
-    steps' share (over LONG_STEP_OVER_MEDIAN x the median step), the share of the long steps that the busiest
-    position of the workers' round (step index mod num_workers) holds, and the three most common gaps between
-    consecutive long steps, as (gap in steps, count). None with fewer than MIN_STEPS steps."""
-    steps = [b - a for a, b in zip(next_start_s, next_start_s[1:])]
-    if len(steps) < MIN_STEPS:
-        return None
-    threshold = LONG_STEP_OVER_MEDIAN * statistics.median(steps)
-    longs = [i for i, s in enumerate(steps) if s > threshold]
-    top = None
-    if longs and num_workers > 0:
-        top = collections.Counter(i % num_workers for i in longs).most_common(1)[0][1] / len(longs)
-    gaps = collections.Counter(b - a for a, b in zip(longs, longs[1:])).most_common(3)
-    return {"steps": len(steps), "long_share": len(longs) / len(steps), "top_position_share": top, "gaps": gaps}
+from timeline_analysis import LONG_STEP_OVER_MEDIAN, MIN_STEPS, long_step_anatomy  # noqa: E402
 
 
 def case_matches(case: Dict[str, Any], kind: str, workers: int, step: str, pinned: str) -> bool:

@@ -61,6 +61,26 @@ class StatsTest(unittest.TestCase):
         self.assertAlmostEqual(got["share_measured_inside_p80_p95"], 0.5)
         self.assertIsNone(convert.flagged_edge_summary([row(0.1, False)]))
 
+    def test_long_share_sides_by_hand(self):
+        def row(measured, simulated, err):
+            return {"pipeplan": {"step_p90_err": err, "long_step_fraction": simulated},
+                    "measured": {"long_step_share": measured}}
+        rows = [row(0.05, 0.08, 0.02),    # both short of a tenth: same side
+                row(0.12, 0.14, -0.10),   # both above: same side
+                row(0.06, 0.13, 0.45),    # measured short, simulated long: opposite
+                row(0.16, 0.09, -0.35),   # measured long, simulated short: opposite
+                row(0.04, 0.02, 0.20),    # same side, a miss beyond 15% all the same
+                row(None, 0.1, 0.3), row(0.1, None, 0.3)]   # a share missing: left out
+        got = convert.long_share_sides(rows)
+        self.assertEqual((got["n_cases"], got["n"], got["n_other"]), (5, 3, 2))
+        self.assertAlmostEqual(got["median_abs_step_p90_err"], 0.10)         # 0.02, 0.10, 0.20
+        self.assertAlmostEqual(got["other_median_abs_step_p90_err"], 0.40)   # 0.45, 0.35
+        self.assertAlmostEqual(got["measured_median"], 0.06)
+        self.assertAlmostEqual(got["simulated_median"], 0.09)
+        # three misses beyond 15% (0.45, 0.35, 0.20), two of them on opposite sides
+        self.assertAlmostEqual(got["other_side_p90_err_share_beyond_15"], 2 / 3)
+        self.assertIsNone(convert.long_share_sides([row(None, 0.1, 0.3)]))
+
     def test_seeds_merge_the_edge_flag_by_majority_and_average_the_band(self):
         def res(p80, p95, flag):
             return {"throughput": {"samples_per_s": 100.0}, "bottleneck": {"stage": "workers"},

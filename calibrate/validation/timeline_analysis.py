@@ -16,6 +16,7 @@ and its index leaves when the loop takes batch j - prefetch_factor x num_workers
 """
 import argparse
 import bisect
+import collections
 import json
 import math
 import statistics
@@ -459,6 +460,34 @@ def loop_stall_per_pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, f
     skip = int(timeline["skip"])
     ends, launched = main["next_end"], main["launched"]
     return stall_line([(ends[j], launched[j]) for j in range(skip, min(len(ends), len(launched)))], pin)
+
+
+LONG_STEP_OVER_MEDIAN = 1.5   # sim/step_stats.hpp kLongStepOverMedian
+MIN_STEPS = 40                # fewer steps say nothing about a one-in-ten share
+
+
+def long_step_anatomy(next_start_s: Sequence[float], num_workers: int) -> Optional[Dict[str, Any]]:
+    """Pure: from the times each step's next() was called (the measured window's), the steps' count, the long
+    steps' share (over LONG_STEP_OVER_MEDIAN x the median step), the share of the long steps that the busiest
+    position of the workers' round (step index mod num_workers) holds, and the three most common gaps between
+    consecutive long steps, as (gap in steps, count). None with fewer than MIN_STEPS steps."""
+    steps = [b - a for a, b in zip(next_start_s, next_start_s[1:])]
+    if len(steps) < MIN_STEPS:
+        return None
+    threshold = LONG_STEP_OVER_MEDIAN * statistics.median(steps)
+    longs = [i for i, s in enumerate(steps) if s > threshold]
+    top = None
+    if longs and num_workers > 0:
+        top = collections.Counter(i % num_workers for i in longs).most_common(1)[0][1] / len(longs)
+    gaps = collections.Counter(b - a for a, b in zip(longs, longs[1:])).most_common(3)
+    return {"steps": len(steps), "long_share": len(longs) / len(steps), "top_position_share": top, "gaps": gaps}
+
+
+def long_step_share(timeline: Dict[str, Any]) -> Optional[float]:
+    """The measured window's long steps' share (long_step_anatomy over main.next_start after `skip`), or None."""
+    main = timeline.get("main") or {}
+    a = long_step_anatomy((main.get("next_start") or [])[int(timeline.get("skip") or 0):], 0)
+    return None if a is None else a["long_share"]
 
 
 def group_mean_cv(groups: Dict[Any, List[float]], min_per_group: int = 3) -> Optional[float]:
