@@ -488,10 +488,10 @@ class Timeline:
         j = w * self.STRIDE
         n = int(self.arr[j])
         if n < TL_PER_SLOT:
-            self.arr[j + 1 + 2 * n] = self.batch_t0 if self.batch_t0 is not None else t
+            started = self.batch_t0 is not None
+            self.arr[j + 1 + 2 * n] = self.batch_t0 if started else t
             self.arr[j + 2 + 2 * n] = t
             k = w * self.CPU_STRIDE + 3 * n
-            started = self.batch_t0 is not None
             self.cpu_arr[k] = time.thread_time() - self.batch_c0 if started else 0.0
             self.cpu_arr[k + 1] = self.batch_cpu0 if started else -1
             self.cpu_arr[k + 2] = current_cpu()
@@ -890,7 +890,7 @@ def per_cpu_seconds(s0, s1):
     seconds (USER_HZ ticks), or None where either is missing or they name different CPUs."""
     if not s0 or not s1 or set(s0) != set(s1):
         return None
-    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    hz = os.sysconf("SC_CLK_TCK")
     cpus = sorted(s0)
     return {"busy_s": [round((s1[c][0] - s0[c][0]) / hz, 3) for c in cpus],
             "steal_s": [round((s1[c][1] - s0[c][1]) / hz, 3) for c in cpus]}

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402
-from timeline_analysis import LONG_STEP_OVER_MEDIAN, MIN_STEPS, long_step_anatomy  # noqa: E402
+from timeline_analysis import LONG_STEP_OVER_MEDIAN, MIN_STEPS, long_step_anatomy, timeline_long_steps  # noqa: E402,F401
 
 
 def case_matches(case: Dict[str, Any], kind: str, workers: int, step: str, pinned: str) -> bool:
@@ -41,12 +41,8 @@ def case_matches(case: Dict[str, Any], kind: str, workers: int, step: str, pinne
 
 def case_anatomy(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """A case's long_step_anatomy from its timeline's measured window (its `skip` warm-up steps left out)."""
-    t = (case.get("measured") or {}).get("timeline") or {}
-    main = t.get("main")
-    if not isinstance(main, dict) or not main.get("next_start"):
-        return None
-    return long_step_anatomy(main["next_start"][int(t.get("skip") or 0):],
-                             int((case.get("knobs") or {}).get("num_workers") or 0))
+    return timeline_long_steps((case.get("measured") or {}).get("timeline") or {},
+                               int((case.get("knobs") or {}).get("num_workers") or 0))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -483,10 +483,17 @@ def long_step_anatomy(next_start_s: Sequence[float], num_workers: int) -> Option
     return {"steps": len(steps), "long_share": len(longs) / len(steps), "top_position_share": top, "gaps": gaps}
 
 
+def timeline_long_steps(timeline: Dict[str, Any], num_workers: int) -> Optional[Dict[str, Any]]:
+    """long_step_anatomy of a case's measured window (main.next_start after its `skip` warm-up steps), or None."""
+    main = timeline.get("main")
+    if not isinstance(main, dict) or not main.get("next_start"):
+        return None
+    return long_step_anatomy(main["next_start"][int(timeline.get("skip") or 0):], num_workers)
+
+
 def long_step_share(timeline: Dict[str, Any]) -> Optional[float]:
-    """The measured window's long steps' share (long_step_anatomy over main.next_start after `skip`), or None."""
-    main = timeline.get("main") or {}
-    a = long_step_anatomy((main.get("next_start") or [])[int(timeline.get("skip") or 0):], 0)
+    """The measured window's long steps' share (timeline_long_steps), or None."""
+    a = timeline_long_steps(timeline, 0)
     return None if a is None else a["long_share"]
 
 
