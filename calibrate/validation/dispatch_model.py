@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""A small event model of an in-order DataLoader with a pin thread, written apart from the simulator.
+
+It keeps only the dispatch: PyTorch's `_try_put_index` (prefetch_factor * num_workers indices out at the start, one
+more each time the loop takes a batch, to the next worker in a fixed cycle), workers that run their indices one
+after another, a single pin thread that serves batches in the order they arrive (FIFO), and a loop that takes them in
+index order and spends a fixed time on each. A worker's batch time wanders as a log-normal Ornstein-Uhlenbeck
+process (cv, correlation time), as the simulator's core wander does. No GIL, no memory map, no GPU: what the shape
+of the steps owes to the dispatch alone.
+
+Why: validation-runs.md run 42, finding 7. The 4-worker warm tensor read's steps come in waves in the simulator
+(three at the loop's pace, then a wait for the round's last worker) and evenly spread in the cases. This model,
+which shares no code with sim/, gives the simulator's waves for the same inputs: the waves are what the dispatch
+itself does at those costs, and the cases land on the other side of the knee between the workers and the pin
+thread.
+
+    python3 calibrate/validation/dispatch_model.py --workers 4 --batch-ms 73 --cv 0.11 --pin-ms 16.5 --loop-ms 11.5
+
+prints the median and p90 step and the throughput in batches a second, over seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Inputs, in seconds. batch_s: a worker's mean time for one batch; send_s: the worker's hand-off after it (the
+    worker is busy, the batch not yet at the pin thread); pin_s: the pin thread's time per batch (0: no pin thread);
+    loop_s: the loop's time per step once it holds the batch."""
+    workers: int = 4
+    prefetch_factor: int = 2
+    batch_s: float = 0.073
+    cv: float = 0.11
+    correlation_s: float = 0.3
+    send_s: float = 0.0
+    pin_s: float = 0.016
+    loop_s: float = 0.0115
+
+
+def ou_log_speed(x: float, dt_s: float, correlation_s: float, sigma: float, z: float) -> float:
+    """Pure: an Ornstein-Uhlenbeck log factor moved on by dt_s (stationary sd sigma); correlation 0 redraws it."""
+    a = math.exp(-dt_s / correlation_s) if correlation_s > 0 else 0.0
+    return a * x + math.sqrt(max(0.0, 1.0 - a * a)) * sigma * z
+
+
+def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100) -> Dict[str, float]:
+    """Simulates `steps` steps; returns the median and p90 of the steps after `warmup` (seconds, from one batch in
+    hand to the next) and the batches a second over them."""
+    rng = random.Random(seed)
+    sigma = math.sqrt(math.log(1.0 + d.cv * d.cv)) if d.cv > 0 else 0.0
+    log_speed = [rng.gauss(0.0, sigma) if sigma > 0 else 0.0 for _ in range(d.workers)]
+    last_draw_s = [0.0] * d.workers
+
+    def batch_time_s(w: int, now: float) -> float:
+        if sigma <= 0:
+            return d.batch_s
+        log_speed[w] = ou_log_speed(log_speed[w], now - last_draw_s[w], d.correlation_s, sigma, rng.gauss(0.0, 1.0))
+        last_draw_s[w] = now
+        return d.batch_s * math.exp(log_speed[w] - sigma * sigma / 2.0)   # mean batch_s
+
+    queued: List[List[int]] = [[] for _ in range(d.workers)]
+    busy = [False] * d.workers
+    events: List = []          # (time, order, kind, worker, batch): one kind, a batch arriving at the pin thread
+    order = 0
+    sent = 0
+    cycle = 0
+
+    def push(t: float, kind: str, w: int, j: int) -> None:
+        nonlocal order
+        heapq.heappush(events, (t, order, kind, w, j))
+        order += 1
+
+    def start(w: int, now: float) -> None:
+        j = queued[w].pop(0)
+        busy[w] = True
+        push(now + batch_time_s(w, now) + d.send_s, "arrive", w, j)
+
+    def send_index(now: float) -> None:
+        nonlocal sent, cycle
+        w = cycle % d.workers
+        cycle += 1
+        queued[w].append(sent)
+        sent += 1
+        if not busy[w]:
+            start(w, now)
+
+    for _ in range(d.prefetch_factor * d.workers):
+        send_index(0.0)
+    pin_free_s = 0.0
+    ready_s: Dict[int, float] = {}
+    loop_free_s = 0.0
+    in_hand_s: List[float] = []
+    while len(in_hand_s) < steps:
+        t, _, _, w, j = heapq.heappop(events)
+        # a batch reaches the pin thread as its worker frees (its batch time and its send both done)
+        busy[w] = False
+        if queued[w]:
+            start(w, t)
+        pin_free_s = max(t, pin_free_s) + d.pin_s      # FIFO: in the order batches arrive
+        ready_s[j] = pin_free_s
+        while len(in_hand_s) in ready_s:
+            k = len(in_hand_s)
+            got = max(ready_s.pop(k), loop_free_s)
+            in_hand_s.append(got)
+            loop_free_s = got + d.loop_s
+            send_index(got)     # _try_put_index after the batch is handed out
+    gaps = sorted(b - a for a, b in zip(in_hand_s[warmup:], in_hand_s[warmup + 1:]))
+    n = len(gaps)
+    whole = n // d.workers * d.workers    # whole rounds: a window cut inside a wave would bias the rate
+    return {"step_p50_s": gaps[n // 2], "step_p90_s": gaps[int(0.9 * (n - 1))],
+            "batches_per_s": whole / (in_hand_s[warmup + whole] - in_hand_s[warmup])}
+
+
+def over_seeds(d: Dispatch, seeds: Sequence[int], steps: int = 3000) -> Dict[str, float]:
+    """Pure given the seeds: the mean of run()'s figures over them."""
+    rs = [run(d, steps, s) for s in seeds]
+    return {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--prefetch-factor", type=int, default=2)
+    ap.add_argument("--batch-ms", type=float, default=73.0, help="a worker's mean time per batch")
+    ap.add_argument("--cv", type=float, default=0.11, help="the batch time's cv (log-normal wander)")
+    ap.add_argument("--correlation-s", type=float, default=0.3)
+    ap.add_argument("--send-ms", type=float, default=0.0)
+    ap.add_argument("--pin-ms", type=float, default=16.0, help="the pin thread's time per batch (0: none)")
+    ap.add_argument("--loop-ms", type=float, default=11.5)
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--seeds", type=int, default=3)
+    a = ap.parse_args(argv)
+    if a.workers < 1 or a.prefetch_factor < 1 or a.batch_ms <= 0 or a.loop_ms < 0 or a.pin_ms < 0 or a.steps < 200:
+        ap.error("workers and prefetch factor >= 1, batch-ms > 0, loop-ms and pin-ms >= 0, steps >= 200")
+    d = Dispatch(a.workers, a.prefetch_factor, a.batch_ms / 1e3, a.cv, a.correlation_s, a.send_ms / 1e3,
+                 a.pin_ms / 1e3, a.loop_ms / 1e3)
+    r = over_seeds(d, range(1, a.seeds + 1), a.steps)
+    print(f"step median {r['step_p50_s'] * 1e3:.1f} ms, p90 {r['step_p90_s'] * 1e3:.1f} ms, "
+          f"{r['batches_per_s']:.1f} batches/s (mean of {a.seeds} seeds, {a.steps} steps each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
