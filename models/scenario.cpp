@@ -204,6 +204,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.loader.collate_in_shared_memory = r.boolean("collate_in_shared_memory", false);
     s.loader.worker_s_per_batch = r.number("worker_s_per_batch", 0.0, Range::between(0, 3600));
     s.loader.pin_thread_wait_s_per_batch = r.number("pin_thread_wait_s_per_batch", 0.0, Range::between(0, 3600));
+    s.loader.main_next_s_per_batch = r.number("main_next_s_per_batch", 0.0, Range::between(0, 60));
     if (r.has("slow_worker")) {
       ObjectReader slow = r.object("slow_worker");
       const double max_index = std::max(0, s.loader.num_workers - 1);

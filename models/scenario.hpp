@@ -70,6 +70,12 @@ struct LoaderConfig {
   // worker's resource sharer and the kernel's waits inside the receive (validation run 36: its wall per batch is
   // its CPU / 0.956 in pin-bound probes). Holds no core, no GIL, no memory map.
   double pin_thread_wait_s_per_batch = 0.0;
+  // The main thread's own Python in next() once the batch is there, with workers: the in-order bookkeeping and the
+  // next index's hand-out (_process_data, _try_put_index). It runs before the batch's copy is enqueued, so with a
+  // sync every step the GPU waits for it (validation run 42, finding 8: about 0.2 ms a step, measured by the probes
+  // around each case as the main thread's CPU per batch of a pinning loader). An unpinned loader's receive
+  // (ipc.receive_s_per_batch) is usually measured as the whole of next(): leave this 0 there unless it is not.
+  double main_next_s_per_batch = 0.0;
   int slow_worker = -1;              // index of a straggling worker (-1: none)
   double slow_worker_factor = 1.0;   // how many times longer its batches take
 };
@@ -172,6 +178,8 @@ struct Scenario {
   double batch_bytes() const { return loader.batch_size * dataset.item_bytes; }
   // The training loop's host time per step: its own (Python, launches) plus DDP's host work.
   double loop_host_s() const { return training.host_s_per_step + ddp_host_s(); }
+  // The loop thread's Python in next() a step beside its own (loader.main_next_s_per_batch; workers only).
+  double main_next_s() const { return loader.num_workers > 0 ? loader.main_next_s_per_batch : 0.0; }
   // A host-bound loop's wait a step for the kernels launched last: the launch tail, once every sync.
   double sync_tail_s_per_step() const {
     return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;

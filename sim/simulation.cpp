@@ -631,6 +631,7 @@ class MainLoop {
       if (!r_.synthetic && wait_end_s > wait_start_s) w_.trace->span(r_.id, kMainTrack, "wait for batch", wait_start_s, wait_end_s, step);
       if (!r_.synthetic) {
         if (s_.loader.num_workers > 0) put_next_index(per_epoch);
+        next_bookkeeping(step);
         copy_to_device(step, samples);
       }
       launch_step(step);
@@ -700,6 +701,24 @@ class MainLoop {
     const double t1 = sg4::Engine::get_clock();
     r_.main_receive_busy_s += w_.window.overlap(t0, t1);
     w_.trace->span(r_.id, kMainTrack, "receive batch", t0, t1, b.batch);
+  }
+
+  // The rest of next() on the loop's thread once the batch is there (loader.main_next_s_per_batch): Python with the
+  // GIL, before the copy is enqueued, so a loop that syncs each step leaves the GPU idle for it (run 42, finding 8).
+  // The pin thread's receive takes the GIL from it as from the loop's own Python (receive_with_gil): the pin thread's
+  // measured time off its core (loader.pin_thread_wait_s_per_batch) comes from probes whose main thread ran next()
+  // beside it, so its waits behind next() are already in that figure.
+  void next_bookkeeping(std::int64_t step) {
+    const double next_s = s_.main_next_s();
+    if (next_s <= 0.0) return;
+    const double t0 = sg4::Engine::get_clock();
+    {
+      GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
+      run_cpu(r_, next_s * wander_.time_factor(r_.rng), &r_.main_python);
+    }
+    const double t1 = sg4::Engine::get_clock();
+    r_.host_busy_s += w_.window.overlap(t0, t1);
+    w_.trace->span(r_.id, kMainTrack, "next(): the loader's own Python", t0, t1, step);
   }
 
   // Dropping an unpinned batch after its step unmaps the worker's shared memory on the loop's thread, outside

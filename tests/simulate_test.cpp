@@ -690,6 +690,32 @@ TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
 }
 
+// The rest of next() on the loop's thread (loader.main_next_s_per_batch; validation run 42, finding 8): Python that
+// runs before the batch's copy is enqueued. A GPU-bound loop (10 ms of kernels, 1 ms of launches) that syncs every
+// step leaves the GPU idle for it: 2 + 10 = 12 ms a step (the copy of a 32 KB batch adds microseconds). Without a
+// sync the host runs ahead (1 + 2 ms of Python against 10 of kernels): 10 ms. A host-bound loop (4 ms of launches
+// on a 1 ms step, no sync) pays it every step: 4 + 2 = 6 ms, which is the host_loop stage's capacity too.
+TEST(Simulate, TheLoadersOwnPythonInNextDelaysAStepThatSyncs) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}, {"pin_memory", true},
+                 {"main_next_s_per_batch", 0.002}};
+  s["transfer"] = {{"non_blocking", true}};
+  s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.001}, {"sync_every_steps", 1}, {"steps", 300}};
+  EXPECT_NEAR(step_mean(simulate(s)), 0.012, 0.012 * 0.005);
+  json without = s;
+  without["loader"]["main_next_s_per_batch"] = 0.0;
+  EXPECT_NEAR(step_mean(simulate(without)), 0.010, 0.010 * 0.005);
+  s["training"]["sync_every_steps"] = 0;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.010, 0.010 * 0.005);
+  s["training"] = {{"step_s", 0.001}, {"host_s_per_step", 0.004}, {"sync_every_steps", 0}, {"steps", 300}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.006, 0.006 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  for (const auto& stage : r["stages"])
+    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.006, 1e-6);
+}
+
 // The GPU work launched last (training.launch_tail_s; validation run 25): a host-bound step's kernels end no earlier
 // than its last launch plus the tail. With a sync every step the loop waits for it: 30 + 2 = 32 ms a step, in the
 // synthetic twin too (its plain loop is the user's measure of it). A pinned, non_blocking batch and no sync: the

@@ -320,6 +320,30 @@ def pin_probe(window_s, batches, cpu, busy_workers, workers=8, pin=True):
             "pin_thread_cpu_s_per_batch": cpu, "busy_workers": busy_workers}
 
 
+class MainNextTest(unittest.TestCase):
+    def test_the_pinned_probes_main_thread_cpu_per_batch(self):
+        # the probe before: 0.20 ms of the loop thread's CPU a batch, the one after 0.30 ms: 0.25 ms
+        before, after = pin_probe(1.5, 75, 0.0192, 3.9), pin_probe(1.5, 75, 0.0192, 3.9)
+        before["main_thread_cpu_s_per_batch"], after["main_thread_cpu_s_per_batch"] = 0.0002, 0.0003
+        self.assertAlmostEqual(convert.main_next_s({"probe": before, "probe_after": after}), 0.00025)
+        # an unpinned probe's main thread also receives the batch (its next() is the receive): left out; so is an
+        # inline (0-worker) one, whose main thread loads; none left: None
+        unpinned = dict(after, pin_memory=False)
+        self.assertAlmostEqual(convert.main_next_s({"probe": before, "probe_after": unpinned}), 0.0002)
+        self.assertIsNone(convert.main_next_s({"probe": unpinned, "probe_after": dict(before, workers=0)}))
+        self.assertIsNone(convert.main_next_s({}))
+
+    def test_the_scenario_carries_it_for_pinned_cases_when_asked(self):
+        c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
+        c["components"]["probe"] = dict(pin_probe(1.5, 75, 0.0192, 3.9), main_thread_cpu_s_per_batch=0.00021)
+        self.assertNotIn("main_next_s_per_batch", convert.scenario_for(c, {"cpu_cores": 16})["loader"])
+        s = convert.scenario_for(c, {"cpu_cores": 16}, main_next="probes")
+        self.assertAlmostEqual(s["loader"]["main_next_s_per_batch"], 0.00021)
+        c["knobs"]["pin_memory"] = False
+        self.assertNotIn("main_next_s_per_batch",
+                         convert.scenario_for(c, {"cpu_cores": 16}, main_next="probes")["loader"])
+
+
 class PinThreadWaitTest(unittest.TestCase):
     def test_wall_less_cpu_of_the_pin_bound_probes(self):
         # 1.5 s for 75 batches: 20 ms a batch, 19.2 ms of it on the CPU -> 0.8 ms off the core; the probe after:
@@ -360,7 +384,7 @@ class ScenarioTest(unittest.TestCase):
         "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch",
-                   "pin_thread_wait_s_per_batch"},
+                   "pin_thread_wait_s_per_batch", "main_next_s_per_batch"},
         "transfer": {"non_blocking", "copy_stream"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step", "launch_tail_s",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
