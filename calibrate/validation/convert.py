@@ -62,7 +62,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
-                                   pin_thread_wait="probes", transport_busy="probes", main_next="off")
+                                   pin_thread_wait="probes", transport_busy="probes", main_next="probes")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -950,7 +950,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
                  launch_tail: str = "loop", memory_map_wait: str = "pin-parts",
-                 pin_thread_wait: str = "probes", main_next: str = "off") -> Dict[str, Any]:
+                 pin_thread_wait: str = "probes", main_next: str = "probes") -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
@@ -960,8 +960,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
     the simulator's full stop. pin_thread_wait: "probes" (the default since run 38) gives a pinned case the pin
     thread's time off its core per batch from its probes (pin_thread_wait_s), "off" none (validation-runs.md run 37,
-    findings 2-4; run 38, finding 2). main_next: "probes" gives a pinned case with workers the loop thread's own
-    CPU in next() from its probes (main_next_s, loader.main_next_s_per_batch), "off" none (run 42, finding 8)."""
+    findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
+    workers the loop thread's own CPU in next() from its probes (main_next_s, loader.main_next_s_per_batch), "off"
+    none (run 42, finding 8)."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -1597,7 +1598,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         launch_tail=getattr(a, "launch_tail", "loop"),
                         memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
                         pin_thread_wait=getattr(a, "pin_thread_wait", "probes"),
-                        main_next=getattr(a, "main_next", "off"))
+                        main_next=getattr(a, "main_next", "probes"))
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -2645,10 +2646,10 @@ def main(argv=None) -> int:
                          "probes (default since run 38), from its pin-bound probes' wall less CPU per batch (run 36, "
                          "finding 6: about 4%% of the wall, the same on every lease; run 37, finding 2); or off, the "
                          "pin thread on its CPU all the time (the default up to run 37)")
-    ap.add_argument("--main-next", choices=["probes", "off"], default="off",
+    ap.add_argument("--main-next", choices=["probes", "off"], default="probes",
                     help="a pinned case's loop-thread CPU in next() per batch (loader.main_next_s_per_batch): probes, "
-                         "from the pinned probes around it (run 42, finding 8), or off, none (the simulator's next() "
-                         "free once the batch is there)")
+                         "from the pinned probes around it (default since run 42: finding 8), or off, none (the "
+                         "simulator's next() free once the batch is there; the default up to run 41)")
     ap.add_argument("--transport-busy", choices=["loops", "probes"], default="probes",
                     help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
                          "brought to one idle core: the probes' own (default since run 38; run 37, finding 3) or the "
