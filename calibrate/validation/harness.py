@@ -1245,16 +1245,24 @@ class Harness:
         call, on the first pinned case with workers; about 8 s; never costs the case (errors recorded)."""
         t0 = time.perf_counter()
         dev, t = self.dev, self.t
+        call_s: List[float] = []        # each .to() call's host time, until it returns (the copy enqueued)
 
         def copy(batch):
+            c0 = time.perf_counter()
             to_dev(t, batch, dev.device, nb)
+            call_s.append(time.perf_counter() - c0)
             dev.sync()
         windows = []
         try:
             for consume_name in ("drop", "copy", "drop", "copy"):
+                call_s.clear()
                 q = self._time_k_workers(kind, bs, k, window_s=1.5, seed=43, pin=True,
                                          consume=copy if consume_name == "copy" else None)
                 windows.append({"main_loop": consume_name, "batches": q.get("batches"),
+                                # since run 43's plan (validation-runs.md run 42, finding 8): the loop's host time
+                                # in the .to() call of a pinned batch, the other half of the gap between a sync
+                                # and the next step's copy (warm-up and settling batches included)
+                                "copy_call_s": float(np.median(call_s)) if call_s else None,
                                 "pin_thread_cpu_s_per_batch": q.get("pin_thread_cpu_s_per_batch"),
                                 "pin_copy_s_per_batch": q.get("pin_copy_s_per_batch"),
                                 "pin_thread_cpu_s_per_batch_halves": q.get("pin_thread_cpu_s_per_batch_halves"),
@@ -1269,7 +1277,9 @@ class Harness:
         log(f"component probe_main_loop[{kind}/b{bs}/w{k}]: pin thread CPU per batch " + ", ".join(
             f"{w['main_loop']} {ms(w['pin_thread_cpu_s_per_batch'])} (halves "
             + "/".join(ms(h) for h in (w["pin_thread_cpu_s_per_batch_halves"] or [None, None])) + ")"
-            for w in windows) + f" ({time.perf_counter() - t0:.1f}s)")
+            for w in windows) + "; the .to() call " + ", ".join(ms(w.get("copy_call_s")) for w in windows
+                                                              if w["main_loop"] == "copy")
+            + f" ms ({time.perf_counter() - t0:.1f}s)")
         return {"kind": kind, "batch_size": bs, "workers": k, "non_blocking": nb, "windows": windows,
                 "method": "the case's probe (K workers, pinned, 2K warm-up batches, 1.5 s window) four times: the main "
                           "loop drops each batch, or copies it to the GPU and syncs (no step); alternating"}
