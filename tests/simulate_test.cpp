@@ -690,6 +690,23 @@ TEST(Simulate, HostBoundLoopRunsAtItsPythonTime) {
   EXPECT_NEAR(r["synthetic_baseline"]["samples_per_s"].get<double>(), samples_per_s(r), samples_per_s(r) * 0.01);
 }
 
+// Four identical workers that start together stay in phase (validation run 42, finding 7; the same hand calculation
+// as calibrate/validation/test_dispatch_model.py, an event model of the dispatch written apart from sim/): each
+// 73 ms round's four batches arrive together, the loop (11.5 ms a step, synced) takes three at its own pace and
+// waits for the next round: steps of 11.5, 11.5, 11.5 and 73 - 3 x 11.5 = 38.5 ms, so the median step is the loop's
+// and the p90 the wait; 4 batches per 73 ms. The round's next indices go out as the loop takes its batches, while
+// the workers still run their second batch: none waits for one, so nothing pulls them apart.
+TEST(Simulate, FourInPhaseWorkersMakeWavesOfLoopStepsAndOneWait) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.073 / 64;
+  s["loader"] = {{"batch_size", 64}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.0115}, {"sync_every_steps", 1}, {"steps", 400}};
+  json r = simulate(s);
+  EXPECT_NEAR(r["step_time_s"]["p50"].get<double>(), 0.0115, 0.0115 * 0.01);
+  EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.0385, 0.0385 * 0.01);
+  EXPECT_NEAR(samples_per_s(r), 64 * 4 / 0.073, 64 * 4 / 0.073 * 0.01);
+}
+
 // The rest of next() on the loop's thread (loader.main_next_s_per_batch; validation run 42, finding 8): Python that
 // runs before the batch's copy is enqueued. A GPU-bound loop (10 ms of kernels, 1 ms of launches) that syncs every
 // step leaves the GPU idle for it: 2 + 10 = 12 ms a step (the copy of a 32 KB batch adds microseconds). Without a
