@@ -466,9 +466,12 @@ class Timeline:
     workers and the main process), to see when and why workers sit idle in a case. Beside each batch (since run
     42's plan): the worker thread's CPU seconds over the same span and the CPU it ran on at its start and its end,
     to tell a slow core (CPU seconds as long as the wall) from a worker kept off its core (CPU seconds short of it),
-    and whether a slow spell stays with a worker or with a CPU (validation-runs.md run 41; run 40, finding 3)."""
+    and whether a slow spell stays with a worker or with a CPU (validation-runs.md run 41; run 40, finding 3). Since
+    run 43's plan also the worker thread's CPU clock at the batch's start, so that its CPU between one batch's end and
+    the next one's start (the index's fetch, the hand-off to its feeder thread) can be told from the worker process's
+    other CPU: whether the send runs in series with the loads or beside the next batch (run 42, finding 7)."""
     STRIDE = 1 + 2 * TL_PER_SLOT
-    CPU_STRIDE = 3 * TL_PER_SLOT      # per batch: thread CPU seconds, CPU at the start, CPU at the end
+    CPU_STRIDE = 4 * TL_PER_SLOT      # per batch: thread CPU seconds, CPU at the start, CPU at the end, thread clock
 
     def __init__(self):
         self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.STRIDE)
@@ -491,23 +494,25 @@ class Timeline:
             started = self.batch_t0 is not None
             self.arr[j + 1 + 2 * n] = self.batch_t0 if started else t
             self.arr[j + 2 + 2 * n] = t
-            k = w * self.CPU_STRIDE + 3 * n
+            k = w * self.CPU_STRIDE + 4 * n
             self.cpu_arr[k] = time.thread_time() - self.batch_c0 if started else 0.0
             self.cpu_arr[k + 1] = self.batch_cpu0 if started else -1
             self.cpu_arr[k + 2] = current_cpu()
+            self.cpu_arr[k + 3] = self.batch_c0 if started else -1.0
             self.arr[j] = n + 1
         self.batch_t0 = None
 
     def per_worker_cpu(self):
-        """{worker id: [[thread CPU seconds, CPU at the start, CPU at the end], ...]}, in the order of per_worker's
-        batches."""
+        """{worker id: [[thread CPU seconds, CPU at the start, CPU at the end, the thread's CPU clock at the start],
+        ...]}, in the order of per_worker's batches."""
         out = {}
         for w in range(N_SLOTS):
             n = int(self.arr[w * self.STRIDE])
             if n:
                 k = w * self.CPU_STRIDE
-                out[str(w)] = [[round(self.cpu_arr[k + 3 * i], 6), int(self.cpu_arr[k + 3 * i + 1]),
-                                int(self.cpu_arr[k + 3 * i + 2])] for i in range(n)]
+                out[str(w)] = [[round(self.cpu_arr[k + 4 * i], 6), int(self.cpu_arr[k + 4 * i + 1]),
+                                int(self.cpu_arr[k + 4 * i + 2]), round(self.cpu_arr[k + 4 * i + 3], 6)]
+                               for i in range(n)]
         return out
 
     def per_worker(self, origin_s):
@@ -2467,8 +2472,8 @@ class Harness:
                          "returned (copied), last launch returned, after the sync, batch dropped (released); workers: "
                          "per worker id, each batch's first "
                          "__getitem__ start and collate end; workers_cpu: per worker id, in the same order, each "
-                         "batch's thread CPU seconds over that span and the CPU it ran on at its start and its end "
-                         "(sched_getcpu; -1 unknown)",
+                         "batch's thread CPU seconds over that span, the CPU it ran on at its start and its end "
+                         "(sched_getcpu; -1 unknown) and the thread's CPU clock (time.thread_time) at its start",
                 "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
                                        "synced": r6(T3), "released": r6(T4)},
                 "workers": insitu.timeline.per_worker(wall0),

@@ -302,6 +302,24 @@ class BatchCpuSplitTest(unittest.TestCase):
         self.assertAlmostEqual(r["moved_within_batch_share"], 0.0)
         self.assertAlmostEqual(r["new_cpu_share"], 2 / 24)   # each worker changed CPU once
 
+    def test_the_worker_threads_cpu_between_batches(self):
+        # worker 0: batches of 1 s wall and 0.9 s CPU, 0.5 s apart; its thread's CPU clock at each start 10.0, 10.95,
+        # 11.9: 0.05 s of CPU between batches (the clock ran 0.95 s from one start to the next, 0.9 of it in the
+        # batch). Worker 1's entries are the older three-field kind: left out. The window [0, 4] holds worker 0's
+        # three batches, so two pairs.
+        workers = {"0": [[0.0, 1.0], [1.5, 2.5], [3.0, 4.0]], "1": [[0.0, 1.0], [1.2, 2.2]]}
+        cpu = {"0": [[0.9, 0, 0, 10.0], [0.9, 0, 0, 10.95], [0.9, 0, 0, 11.9]], "1": [[0.9, 1, 1], [0.9, 1, 1]]}
+        r = T.between_batches_cpu(workers, cpu, 0.0, 4.0)
+        self.assertEqual(r["pairs"], 2)
+        self.assertAlmostEqual(r["cpu_s_median"], 0.05)
+        self.assertAlmostEqual(r["wall_s_median"], 0.5)
+        # the last batch past the window's end: one pair; none with three-field entries only
+        self.assertEqual(T.between_batches_cpu(workers, cpu, 0.0, 3.5)["pairs"], 1)
+        self.assertIsNone(T.between_batches_cpu({"1": workers["1"]}, {"1": cpu["1"]}, 0.0, 4.0))
+        # a start clock of -1 (a batch the harness saw end without its start) breaks the pair
+        cpu["0"][1][3] = -1.0
+        self.assertIsNone(T.between_batches_cpu(workers, cpu, 0.0, 4.0))
+
     def test_batches_outside_the_window_or_without_cpu_data_are_left_out(self):
         workers = {"0": [[float(k), k + 1.0] for k in range(12)]}
         cpu = {"0": [[1.0, 0, 1]] * 12}   # each batch began on CPU 0 and ended on CPU 1

@@ -541,6 +541,7 @@ def batch_cpu_split(workers: Dict[str, List[List[float]]], workers_cpu: Dict[str
     def on_core(ix: Sequence[int]) -> float:
         return sum(cpus[i] for i in ix) / sum(walls[i] for i in ix)
     return {"batches": len(walls),
+            "between_batches": between_batches_cpu(workers, workers_cpu, lo, hi),
             "off_core_share": 1.0 - sum(cpus) / sum(walls),
             "slowest_tenth_on_core": on_core(slow), "rest_on_core": on_core(rest),
             "slowest_tenth_over_rest": (sum(walls[i] for i in slow) / len(slow)) / (sum(walls[i] for i in rest) / len(rest)),
@@ -628,6 +629,29 @@ def analyse(timeline: Dict[str, Any], num_workers: int, prefetch_factor: int,
     }
 
 
+def between_batches_cpu(workers: Dict[str, List[List[float]]], workers_cpu: Dict[str, List[List[float]]],
+                        lo: float, hi: float) -> Optional[Dict[str, Any]]:
+    """Pure: a worker thread's CPU and wall between one batch's end (collate returned) and its next batch's start
+    (first __getitem__), over the consecutive pairs of batches inside [lo, hi] whose workers_cpu entries carry the
+    thread's CPU clock at the start (the fourth field, harness since run 43's plan): CPU = next start's clock less
+    (this start's clock + this batch's CPU). What the worker's own thread does between batches (the index's fetch,
+    the hand-off of the batch to its feeder thread), against the model's other CPU per batch, which it runs in series
+    with the loads (validation-runs.md run 42, finding 7). {"pairs", "cpu_s_median", "wall_s_median"}; None
+    without such pairs."""
+    cpu_gaps, wall_gaps = [], []
+    for w, ivs in workers.items():
+        cs = workers_cpu.get(w) or []
+        for (a, b), (c, d) in zip(zip(ivs, cs), zip(ivs[1:], cs[1:])):
+            if len(b) < 4 or len(d) < 4 or b[3] < 0 or d[3] < 0 or a[0] < lo or c[1] > hi:
+                continue
+            cpu_gaps.append(float(d[3]) - (float(b[3]) + float(b[0])))
+            wall_gaps.append(c[0] - a[1])
+    if not cpu_gaps:
+        return None
+    return {"pairs": len(cpu_gaps), "cpu_s_median": statistics.median(cpu_gaps),
+            "wall_s_median": statistics.median(wall_gaps)}
+
+
 def cpu_split_text(cs: Optional[Dict[str, Any]]) -> str:
     """Pure: batch_cpu_split's figures in one clause of timeline_analysis's line ('' without them)."""
     if not cs:
@@ -638,7 +662,9 @@ def cpu_split_text(cs: Optional[Dict[str, Any]]) -> str:
     return (f"  workers off their cores {cs['off_core_share']:.1%} of their batches' wall; the slowest tenth "
             f"({cs['slowest_tenth_over_rest']:.2f}x the rest) on the core {cs['slowest_tenth_on_core']:.0%} "
             f"against {cs['rest_on_core']:.0%}; batch means spread {cv(cs['spread_between_cpus_cv'])} between CPUs, "
-            f"{cv(cs['spread_between_workers_cv'])} between workers; {cs['new_cpu_share']:.0%} of batches on a new CPU")
+            f"{cv(cs['spread_between_workers_cv'])} between workers; {cs['new_cpu_share']:.0%} of batches on a new CPU"
+            + (f"; between batches {bb['cpu_s_median'] * 1e3:.2f} ms of the worker thread's CPU in "
+               f"{bb['wall_s_median'] * 1e3:.2f} ms" if (bb := cs.get("between_batches")) else ""))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
