@@ -41,9 +41,9 @@ double effective_input_threads(const Scenario& s, const Profile& p) {
   double others = 0.0;
   if (s.loader.pin_memory) {
     others += std::min(1.0, (receive_s + bytes / p.host.pin_copy_bytes_per_s) / step_s);  // pin thread
-    others += std::min(1.0, (s.loop_host_s() + s.main_next_s()) / step_s);             // main thread
+    others += std::min(1.0, s.loop_thread_s() / step_s);                               // main thread
   } else {
-    others += std::min(1.0, (unpinned_receive_s(p, bytes) + s.loop_host_s() + s.main_next_s()) / step_s);
+    others += std::min(1.0, (unpinned_receive_s(p, bytes) + s.loop_thread_s()) / step_s);
   }
   return s.node.gpus * (s.loader.num_workers + others);
 }
@@ -116,8 +116,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                                s.training.memory_map_wait_s)
           : 0.0;
   // A sync every k steps also waits, once in k, for the kernels launched last (training.launch_tail_s).
-  if (s.loop_host_s() + s.main_next_s() > 0.0)
-    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_host_s() + s.main_next_s() + pin_gil_s + pin_map_s) / share +
+  if (s.loop_thread_s() > 0.0)
+    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_thread_s() + pin_gil_s + pin_map_s) / share +
                                                             s.sync_tail_s_per_step())});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});

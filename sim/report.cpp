@@ -278,7 +278,7 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     d.explanation = "communication-bound: the gradient all-reduce is exposed after backward" + waits;
     return d;
   }
-  d.stage = s.loop_host_s() > 0.0 ? "host_loop" : "h2d_copy";
+  d.stage = s.loop_thread_s() > 0.0 ? "host_loop" : "h2d_copy";
   if (d.stage == "host_loop")
     d.explanation = "host-bound: the training loop's Python takes " + ms(s.training.host_s_per_step) + " per step" +
                     (s.ddp_host_s() > 0.0 ? " and DDP's reducer " + ms(s.ddp_host_s()) : "") +

@@ -1117,7 +1117,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   } else {
     add_stage("main_inline_load", "the main thread loading, collating (and pinning) each batch itself (num_workers=0)", frac(inline_load));
   }
-  if (s.loop_host_s() > 0.0)
+  if (s.loop_thread_s() > 0.0)
     add_stage("host_loop", s.ddp_host_s() > 0.0 ? "the training loop's Python per step (holds the GIL) and DDP's host work"
                                                  : "the training loop's Python per step (holds the GIL)",
               frac(host));

@@ -626,8 +626,9 @@ def main_next_s(comp: Dict[str, Any]) -> Optional[float]:
     enqueue the batch's copy (validation-runs.md run 42, finding 8: about 0.2 ms, and the compute-bound cases'
     steps that much longer than their GPU time). The mean of the pinned probes with workers that have it; None
     without one."""
-    got = [float(p["main_thread_cpu_s_per_batch"]) for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
-           if p.get("pin_memory") and int(p.get("workers") or 0) > 0 and float(p.get("main_thread_cpu_s_per_batch") or 0) > 0]
+    got = [v for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
+           if p.get("pin_memory") and int(p.get("workers") or 0) > 0
+           and (v := positive_mean(p.get("main_thread_cpu_s_per_batch"))) is not None]
     return sum(got) / len(got) if got else None
 
 
