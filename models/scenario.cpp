@@ -223,6 +223,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.transfer.non_blocking = r.boolean("non_blocking", false);
     s.transfer.copy_stream = r.choice("copy_stream", "default", {"default", "side"}) == "side" ? CopyStream::kSide
                                                                                               : CopyStream::kDefault;
+    s.transfer.copy_call_s_per_batch = r.number("copy_call_s_per_batch", 0.0, Range::between(0, 60));
     r.finish();
   }
   {

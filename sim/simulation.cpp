@@ -794,7 +794,23 @@ class MainLoop {
     }
   }
 
+  // The .to() call's own host time (transfer.copy_call_s_per_batch): Python with the GIL before the copy is
+  // enqueued, so like next() it delays the GPU after a sync (validation run 43).
+  void copy_call(std::int64_t step) {
+    const double call_s = s_.transfer.copy_call_s_per_batch;
+    if (call_s <= 0.0) return;
+    const double t0 = sg4::Engine::get_clock();
+    {
+      GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
+      run_cpu(r_, call_s * wander_.time_factor(r_.rng), &r_.main_python);
+    }
+    const double t1 = sg4::Engine::get_clock();
+    r_.host_busy_s += w_.window.overlap(t0, t1);
+    w_.trace->span(r_.id, kMainTrack, ".to(): the copy call", t0, t1, step);
+  }
+
   void copy_to_device(std::int64_t step, int samples) {
+    copy_call(step);
     const double duration_s = h2d_copy_s(s_, p_, samples);
     const bool pinned = s_.loader.pin_memory;
     const bool side = s_.transfer.copy_stream == CopyStream::kSide;

@@ -87,6 +87,8 @@ TEST(CliErrors, BadValues) {
        {"simulate", "{S}"}, {"training.step_s_vs_gpu_duty[0].step_s", "0"}},
       {"negative map needs", R"({"training": {"step_s": 0.01, "memory_map_needs_per_step": -3}})", {"simulate", "{S}"},
        {"training.memory_map_needs_per_step", "-3", "[0, 1000000]"}},
+      {"negative copy call", R"({"transfer": {"copy_call_s_per_batch": -0.001}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"transfer.copy_call_s_per_batch", "-0.001", "[0, 60]"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }

@@ -733,6 +733,31 @@ TEST(Simulate, TheLoadersOwnPythonInNextDelaysAStepThatSyncs) {
     if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.006, 1e-6);
 }
 
+// The .to() call's own host time (transfer.copy_call_s_per_batch; validation run 43): Python before the copy is
+// enqueued, with next() on the same path. The GPU-bound loop above that syncs every step: 2 ms of next(), 0.5 ms of
+// the call, then 10 ms of kernels: 12.5 ms a step; without a sync, 10 ms. The host-bound loop (4 ms of launches, no
+// sync, no next()) pays the call every step: 4.5 ms, the host_loop stage's capacity too. The analytic bound agrees.
+TEST(Simulate, TheCopyCallsHostTimeDelaysAStepThatSyncs) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}, {"pin_memory", true},
+                 {"main_next_s_per_batch", 0.002}};
+  s["transfer"] = {{"non_blocking", true}, {"copy_call_s_per_batch", 0.0005}};
+  s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.001}, {"sync_every_steps", 1}, {"steps", 300}};
+  EXPECT_NEAR(step_mean(simulate(s)), 0.0125, 0.0125 * 0.005);
+  s["training"]["sync_every_steps"] = 0;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.010, 0.010 * 0.005);
+  s["loader"]["main_next_s_per_batch"] = 0.0;
+  s["training"] = {{"step_s", 0.001}, {"host_s_per_step", 0.004}, {"sync_every_steps", 0}, {"steps", 300}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.0045, 0.0045 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  for (const auto& stage : r["stages"])
+    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.0045, 1e-6);
+  EXPECT_NEAR(r["analytic_bound"]["samples_per_s"].get<double>(), 32 / 0.0045, 32 / 0.0045 * 0.01) << r["analytic_bound"];
+  EXPECT_EQ(r["analytic_bound"]["stage"], "host_loop");
+}
+
 // The GPU work launched last (training.launch_tail_s; validation run 25): a host-bound step's kernels end no earlier
 // than its last launch plus the tail. With a sync every step the loop waits for it: 30 + 2 = 32 ms a step, in the
 // synthetic twin too (its plain loop is the user's measure of it). A pinned, non_blocking batch and no sync: the

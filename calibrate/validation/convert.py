@@ -62,7 +62,8 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
-                                   pin_thread_wait="probes", transport_busy="probes", main_next="probes")
+                                   pin_thread_wait="probes", transport_busy="probes", main_next="probes",
+                                   copy_call="probe")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -406,7 +407,7 @@ def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[s
     for the diagnostics that rebuild it (bracket, burst, component)."""
     duty_shape = case_duty_shape(doc.get("components") or {}, profile, case)
     return case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape, True,
-                       duty_time_constant_s)
+                       duty_time_constant_s, doc.get("components") or {})
 
 
 def share_at_step_start(duty: float, step_s: float, time_constant_s: float) -> float:
@@ -629,6 +630,19 @@ def main_next_s(comp: Dict[str, Any]) -> Optional[float]:
     got = [v for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
            if p.get("pin_memory") and int(p.get("workers") or 0) > 0
            and (v := positive_mean(p.get("main_thread_cpu_s_per_batch"))) is not None]
+    return sum(got) / len(got) if got else None
+
+
+def copy_call_s(call_components: Dict[str, Any]) -> Optional[float]:
+    """The loop's host time in a pinned batch's non_blocking .to() call, once a call: the harness's probe_main_loop
+    component (since run 43's plan) times each .to() call of its copy windows, outside any case, and keeps each
+    window's median (copy_call_s). The mean of those medians; None without them (calls before run 43, a probe
+    that failed or copied blocking, where the call also waits for the copy the model already has)."""
+    pm = call_components.get("probe_main_loop") or {}
+    if "error" in pm or not pm.get("non_blocking"):
+        return None
+    got = [float(w["copy_call_s"]) for w in pm.get("windows") or []
+           if w.get("main_loop") == "copy" and (w.get("copy_call_s") or 0) > 0]
     return sum(got) / len(got) if got else None
 
 
@@ -951,7 +965,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
                  launch_tail: str = "loop", memory_map_wait: str = "pin-parts",
-                 pin_thread_wait: str = "probes", main_next: str = "probes") -> Dict[str, Any]:
+                 pin_thread_wait: str = "probes", main_next: str = "probes",
+                 copy_call: Optional[float] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
     to one idle core (the simulator applies the same curve at its busy cores). load_curve_from:
@@ -963,7 +978,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     thread's time off its core per batch from its probes (pin_thread_wait_s), "off" none (validation-runs.md run 37,
     findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
     workers the loop thread's own CPU in next() from its probes (main_next_s, loader.main_next_s_per_batch), "off"
-    none (run 42, finding 8)."""
+    none (run 42, finding 8). copy_call: the call's .to() host time (copy_call_s), given to a pinned non_blocking
+    case as transfer.copy_call_s_per_batch; None: none."""
     k, comp, m = case["knobs"], case["components"], case["measured"]
     bs, nw = int(k["batch_size"]), int(k["num_workers"])
     load = comp["load"]
@@ -1106,7 +1122,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         "dataset": dataset,
         "storage": {"page_cache_hit_ratio": 0.0 if k.get("storage") == "cold" else 1.0},
         "loader": loader,
-        "transfer": {"non_blocking": bool(k["non_blocking"]), "copy_stream": k["copy_stream"]},
+        "transfer": dict({"non_blocking": bool(k["non_blocking"]), "copy_stream": k["copy_stream"]},
+                         **({"copy_call_s_per_batch": round(copy_call, 7)}
+                            if copy_call and k["pin_memory"] and k["non_blocking"] else {})),
         "training": training,
     }
 
@@ -1586,12 +1604,13 @@ def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
                 duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
-                duty_time_constant_s: Optional[float] = None
+                duty_time_constant_s: Optional[float] = None, call_components: Optional[Dict[str, Any]] = None
                 ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
     """One case's scenario and, where it differs from the call's profile, its own profile (the main
     side's transport as the probes around it found it, the workers' wander from the probes). Notes what
     it took from the probes under c["convert"]. a: convert's options (min_steps, gpu_duty, load_curve,
-    transport, wander)."""
+    transport, wander, copy_call). call_components: the call's components (its once-a-call probes)."""
+    call_copy_s = copy_call_s(call_components or {}) if getattr(a, "copy_call", "probe") == "probe" else None
     scen = scenario_for(cold_case_probes(c, getattr(a, "cold_probe", "after")), machine, a.min_steps, cpu_curve,
                         gpu_duty=a.gpu_duty != "off", duty_shape=duty_shape,
                         duty_time_constant_s=duty_time_constant_s, load_curve_from=a.load_curve,
@@ -1599,7 +1618,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         launch_tail=getattr(a, "launch_tail", "loop"),
                         memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
                         pin_thread_wait=getattr(a, "pin_thread_wait", "probes"),
-                        main_next=getattr(a, "main_next", "probes"))
+                        main_next=getattr(a, "main_next", "probes"), copy_call=call_copy_s)
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -2651,6 +2670,10 @@ def main(argv=None) -> int:
                     help="a pinned case's loop-thread CPU in next() per batch (loader.main_next_s_per_batch): probes, "
                          "from the pinned probes around it (default since run 42: finding 8), or off, none (the "
                          "simulator's next() free once the batch is there; the default up to run 41)")
+    ap.add_argument("--copy-call", choices=["probe", "off"], default="probe",
+                    help="a pinned non_blocking case's .to() call host time (transfer.copy_call_s_per_batch): probe, "
+                         "the call's probe_main_loop copy windows (harness since run 43), or off, none (the "
+                         "simulator's copy enqueued for free; the only choice for calls before run 43)")
     ap.add_argument("--transport-busy", choices=["loops", "probes"], default="probes",
                     help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
                          "brought to one idle core: the probes' own (default since run 38; run 37, finding 3) or the "
@@ -2786,7 +2809,8 @@ def main(argv=None) -> int:
             if a.gpu_duty == "measured" and step_key(c) not in duty_shapes:
                 duty_shapes[step_key(c)] = case_duty_shape(call_components, run_profile, c)
             duty_shape = duty_shapes.get(step_key(c))
-            scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate, duty_tau)
+            scen, case_profile = case_inputs(c, machine, run_profile, a, cpu_curve, duty_shape, simulate, duty_tau,
+                                             call_components)
             if getattr(a, "slow_wander", "off") != "off" and (case_profile or run_profile) is not None:
                 if "slow_refit" not in run:
                     run["slow_refit"] = slow_wander_refit(

@@ -346,6 +346,35 @@ class MainNextTest(unittest.TestCase):
                          convert.scenario_for(c, {"cpu_cores": 16}, main_next="probes")["loader"])
 
 
+class CopyCallTest(unittest.TestCase):
+    def probe_main_loop(self, nb=True, calls=(0.0002, 0.0003)):
+        windows = [{"main_loop": "drop", "copy_call_s": None}]
+        windows += [{"main_loop": "copy", "copy_call_s": s} for s in calls]
+        return {"probe_main_loop": {"non_blocking": nb, "windows": windows}}
+
+    def test_the_mean_of_the_copy_windows_medians(self):
+        # two copy windows, 0.20 and 0.30 ms a call: 0.25 ms; the drop windows make no call
+        self.assertAlmostEqual(convert.copy_call_s(self.probe_main_loop()), 0.00025)
+        # a blocking probe's call also waits for the copy, which the model has apart: none; nor from a failed
+        # probe, an older call without the figure, or no probe at all
+        self.assertIsNone(convert.copy_call_s(self.probe_main_loop(nb=False)))
+        self.assertIsNone(convert.copy_call_s({"probe_main_loop": {"error": "RuntimeError: x", "non_blocking": True}}))
+        self.assertIsNone(convert.copy_call_s(self.probe_main_loop(calls=(None, None))))
+        self.assertIsNone(convert.copy_call_s({}))
+
+    def test_the_scenario_carries_it_for_pinned_non_blocking_cases(self):
+        c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
+        c["knobs"]["non_blocking"] = True
+        s = convert.scenario_for(c, {"cpu_cores": 16}, copy_call=0.00025)
+        self.assertAlmostEqual(s["transfer"]["copy_call_s_per_batch"], 0.00025)
+        self.assertNotIn("copy_call_s_per_batch", convert.scenario_for(c, {"cpu_cores": 16})["transfer"])
+        for knob in ("pin_memory", "non_blocking"):
+            off = json.loads(json.dumps(c))
+            off["knobs"][knob] = False
+            self.assertNotIn("copy_call_s_per_batch",
+                             convert.scenario_for(off, {"cpu_cores": 16}, copy_call=0.00025)["transfer"])
+
+
 class PinThreadWaitTest(unittest.TestCase):
     def test_wall_less_cpu_of_the_pin_bound_probes(self):
         # 1.5 s for 75 batches: 20 ms a batch, 19.2 ms of it on the CPU -> 0.8 ms off the core; the probe after:
@@ -387,7 +416,7 @@ class ScenarioTest(unittest.TestCase):
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch",
                    "pin_thread_wait_s_per_batch", "main_next_s_per_batch"},
-        "transfer": {"non_blocking", "copy_stream"},
+        "transfer": {"non_blocking", "copy_stream", "copy_call_s_per_batch"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step", "launch_tail_s",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
     }
