@@ -709,16 +709,21 @@ class MainLoop {
   // measured time off its core (loader.pin_thread_wait_s_per_batch) comes from probes whose main thread ran next()
   // beside it, so its waits behind next() are already in that figure.
   void next_bookkeeping(std::int64_t step) {
-    const double next_s = s_.main_next_s();
-    if (next_s <= 0.0) return;
+    loop_python(step, s_.main_next_s(), "next(): the loader's own Python");
+  }
+
+  // A stretch of the loop thread's Python outside its step's launches (next(), the .to() call): with the GIL, on the
+  // loop's CPU (the pin thread's receive may suspend it), counted in the host_loop stage's busy time.
+  void loop_python(std::int64_t step, double cpu_s, const char* what) {
+    if (cpu_s <= 0.0) return;
     const double t0 = sg4::Engine::get_clock();
     {
       GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
-      run_cpu(r_, next_s * wander_.time_factor(r_.rng), &r_.main_python);
+      run_cpu(r_, cpu_s * wander_.time_factor(r_.rng), &r_.main_python);
     }
     const double t1 = sg4::Engine::get_clock();
     r_.host_busy_s += w_.window.overlap(t0, t1);
-    w_.trace->span(r_.id, kMainTrack, "next(): the loader's own Python", t0, t1, step);
+    w_.trace->span(r_.id, kMainTrack, what, t0, t1, step);
   }
 
   // Dropping an unpinned batch after its step unmaps the worker's shared memory on the loop's thread, outside
@@ -797,16 +802,7 @@ class MainLoop {
   // The .to() call's own host time (transfer.copy_call_s_per_batch): Python with the GIL before the copy is
   // enqueued, so like next() it delays the GPU after a sync (validation run 43).
   void copy_call(std::int64_t step) {
-    const double call_s = s_.transfer.copy_call_s_per_batch;
-    if (call_s <= 0.0) return;
-    const double t0 = sg4::Engine::get_clock();
-    {
-      GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
-      run_cpu(r_, call_s * wander_.time_factor(r_.rng), &r_.main_python);
-    }
-    const double t1 = sg4::Engine::get_clock();
-    r_.host_busy_s += w_.window.overlap(t0, t1);
-    w_.trace->span(r_.id, kMainTrack, ".to(): the copy call", t0, t1, step);
+    loop_python(step, s_.transfer.copy_call_s_per_batch, ".to(): the copy call");
   }
 
   void copy_to_device(std::int64_t step, int samples) {
