@@ -22,6 +22,8 @@
 #   PIPEPLAN_CALIBRATE_ARGS    extra arguments for the calibrate binary
 #   PIPEPLAN_HARNESS_BUDGET_S  cap on the harness budget (default 420 full, 120 quick)
 #   PIPEPLAN_HARNESS_ARGS      extra arguments for harness.py (e.g. --families num_workers,step)
+#   PIPEPLAN_MAIN_LOOP_PROBE   1: the user helper after the harness also runs --main-loop (the loop's next() and
+#                              .to() call beside 8 pinning workers, about 10 s more; the harness gets 15 s less)
 #   PIPEPLAN_STEP_PROBE        1: time example_step.py's ResNet-50 step with pipeplan_probe.py --step first;
 #                              2: also its --memory-map beside (tensor, label) samples (step_fragment_pairs.json)
 set -u
@@ -100,7 +102,8 @@ if [ "${PIPEPLAN_STEP_PROBE:-0}" = 2 ]; then
 fi
 
 # ---- 2. the harness, with what is left of the budget
-LEFT=$(( TOTAL - $(elapsed) - 30 ))
+MAIN_LOOP=${PIPEPLAN_MAIN_LOOP_PROBE:-0}
+LEFT=$(( TOTAL - $(elapsed) - 30 - ( MAIN_LOOP == 1 ? 15 : 0 ) ))
 BUDGET=$(( LEFT < H_CAP ? LEFT : H_CAP ))
 if [ "$BUDGET" -lt 30 ]; then
   say "only ${LEFT}s left: harness not run"; exit 1
@@ -114,10 +117,13 @@ rc=${PIPESTATUS[0]}
 say "harness exit $rc$( [ "$rc" = 124 ] && echo ' (timed out; cases.json keeps the finished cases)')"
 # ---- 3. the user helper on the same images (its one- and K-worker timings need torch: only here)
 if [ $(( TOTAL - $(elapsed) )) -ge 20 ] && [ -d "$DATA/jpeg" ]; then
-  say "pipeplan_probe.py on the harness's images, --num-workers 8"
-  timeout -k 5 25 python3 calibrate/validation/pipeplan_probe.py \
+  PROBE_CAP=25; ML_FLAG=
+  if [ "$MAIN_LOOP" = 1 ] && [ $(( TOTAL - $(elapsed) )) -ge 35 ]; then PROBE_CAP=40; ML_FLAG=--main-loop; fi
+  say "pipeplan_probe.py on the harness's images, --num-workers 8 $ML_FLAG"
+  # shellcheck disable=SC2086
+  timeout -k 5 $PROBE_CAP python3 calibrate/validation/pipeplan_probe.py \
     --dataset calibrate/validation/harness.py:image_dataset_from_dir --dataset-args "[\"$DATA\"]" \
-    --batch-size 64 --num-workers 8 --samples 200 --max-seconds 10 --out "$OUT/probe_fragment.json" \
+    --batch-size 64 --num-workers 8 --samples 200 --max-seconds 10 $ML_FLAG --out "$OUT/probe_fragment.json" \
     >> "$OUT/probe.log" 2>&1
   say "pipeplan_probe exit $?"
 fi

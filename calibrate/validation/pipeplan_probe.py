@@ -62,6 +62,12 @@ memory_map_wait_s; docs/scenario.md). Blocks beside the receive alone (the batch
 them and say how much of the loss comes with the receive. The validation
 harness's same probe read 0.73 / 0.84 / 0.92 where the real pinned cases' own timelines read 0.73-0.79 / 0.89 / 0.79
 (docs/validation-runs.md, run 28). Needs CUDA.
+
+The loop's own side (--main-loop, with --dataset and --num-workers K): DataLoader(your dataset, K workers,
+pin_memory=True) in four windows, drop, copy, drop, copy: the loop thread's CPU a batch in the drop windows is its
+Python in next() (loader.main_next_s_per_batch), each copy window's median .to(device, non_blocking=True) call its
+copy call (transfer.copy_call_s_per_batch). A loop that syncs every step leaves the GPU idle for both (validation
+runs 42 and 43). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -72,6 +78,7 @@ import json
 import math
 import os
 import random
+import statistics
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -850,6 +857,107 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
     return out
 
 
+MAIN_LOOP_WINDOW_S = 1.5    # each drop or copy window of time_main_loop (the harness's probe window)
+MAIN_LOOP_SETTLE_S = 1.0    # batches dropped before the first window: a fresh pin thread is dearer for about 1 s
+
+
+def _to_device(batch: Any, device: Any) -> Any:
+    """batch.to(device, non_blocking=True) through tuples, lists and dicts, as a training loop moves its batch."""
+    if hasattr(batch, "to") and hasattr(batch, "data_ptr"):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device(b, device) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _to_device(v, device) for k, v in batch.items()}
+    return batch
+
+
+def main_loop_window(source: Any, mode: str, window_s: float, copy: Optional[Callable[[Any], None]] = None,
+                     clock: Callable[[], float] = time.perf_counter,
+                     thread_clock: Callable[[], float] = time.thread_time) -> Dict[str, Any]:
+    """One window of the loop's own side of a pinning loader: take batches from `source` for window_s (at least 3):
+    "drop" drops each (the loop thread's CPU per batch is then next()'s own: the in-order bookkeeping and the next
+    index's hand-out), "copy" hands each to `copy` and times that call (the .to() call: dispatch, the caching
+    allocator, cudaMemcpyAsync; `copy` syncs after it, outside the timing). {"main_loop", "batches", "window_s",
+    "main_thread_cpu_s_per_batch" (drop windows), "copy_call_s" (copy windows: the median call)}."""
+    calls: List[float] = []
+    n, cpu0, a = 0, thread_clock(), clock()
+    while n < 3 or clock() - a < window_s:
+        batch = next(source)
+        if mode == "copy" and copy is not None:
+            c0 = clock()
+            copy(batch)
+            calls.append(clock() - c0)
+        n += 1
+        del batch
+    out: Dict[str, Any] = {"main_loop": mode, "batches": n, "window_s": clock() - a}
+    if mode == "drop":
+        out["main_thread_cpu_s_per_batch"] = (thread_clock() - cpu0) / n
+    else:
+        out["copy_call_s"] = statistics.median(calls) if calls else None
+    return out
+
+
+def main_loop_figures(windows: Sequence[Dict[str, Any]]) -> Dict[str, Optional[float]]:
+    """Pure: the loop thread's CPU in next() a batch (the mean of the drop windows') and the .to() call's host time
+    (the mean of the copy windows' medians); None where no window has it."""
+    nxt = [float(w["main_thread_cpu_s_per_batch"]) for w in windows
+           if w.get("main_loop") == "drop" and (w.get("main_thread_cpu_s_per_batch") or 0) > 0]
+    call = [float(w["copy_call_s"]) for w in windows if w.get("main_loop") == "copy" and (w.get("copy_call_s") or 0) > 0]
+    return {"main_next_s": _mean_or_none(nxt), "copy_call_s": _mean_or_none(call)}
+
+
+def loop_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch and
+    transfer.copy_call_s_per_batch (docs/scenario.md); {} from a failed one."""
+    f = main_loop_figures(res.get("windows") or [])
+    frag: Dict[str, Any] = {}
+    if f["main_next_s"] is not None:
+        frag["loader"] = {"main_next_s_per_batch": round(f["main_next_s"], 7)}
+    if f["copy_call_s"] is not None:
+        frag["transfer"] = {"copy_call_s_per_batch": round(f["copy_call_s"], 7)}
+    return frag
+
+
+def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_workers: int = 4,
+                   window_s: float = MAIN_LOOP_WINDOW_S, settle_s: float = MAIN_LOOP_SETTLE_S) -> Dict[str, Any]:
+    """Your loader as the training loop sees it: DataLoader(dataset, num_workers, pin_memory=True), 2K batches to
+    bring the workers up, settle_s of dropped batches, then four windows in turn, drop, copy, drop, copy
+    (main_loop_window; the copy to CUDA non_blocking, a sync after each call). The loop thread's own Python beside
+    the batch's wait and its .to() call run between a sync and the next step's copy: a loop that syncs every step
+    leaves the GPU idle for both (validation runs 42 and 43: 0.13-0.35 ms and 0.16-0.32 ms a batch). Needs CUDA
+    (pin_memory). {"windows", "num_workers", "batch_size"}."""
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: a pinning loader and the copy need one")
+    dl = DataLoader(dataset, batch_size=batch_size, shuffle=not isinstance(dataset, IterableDataset), drop_last=True,
+                    num_workers=num_workers, collate_fn=collate_fn, pin_memory=True, persistent_workers=True,
+                    prefetch_factor=2)
+
+    def endless():                             # epoch after epoch; an epoch without a whole batch would spin
+        while True:
+            n = 0
+            for batch in dl:
+                n += 1
+                yield batch
+            if n == 0:
+                raise ValueError(f"the dataset gives no whole batch of {batch_size}")
+    source = endless()
+    for _ in range(2 * num_workers):
+        next(source)
+    until = time.perf_counter() + settle_s
+    while time.perf_counter() < until:
+        next(source)
+
+    def copy(batch):
+        _to_device(batch, "cuda")
+        torch.cuda.synchronize()
+    windows = [main_loop_window(source, mode, window_s, copy) for mode in ("drop", "copy", "drop", "copy")]
+    del source, dl
+    return {"windows": windows, "num_workers": num_workers, "batch_size": batch_size}
+
+
 def _mean_or_none(xs: Sequence[float]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
@@ -973,6 +1081,10 @@ def main(argv=None) -> int:
                     help="with --step, --dataset and --num-workers K: also time the step alone and beside a thread "
                          "pin_memory()ing your loader's batches in interleaved blocks; fills "
                          "training.host_needs_memory_map and memory_map_wait_s (needs CUDA)")
+    ap.add_argument("--main-loop", action="store_true",
+                    help="with --dataset and --num-workers K: also time the training loop's own side of your pinning "
+                         "loader, its Python in next() and the batch's .to() call; fills loader.main_next_s_per_batch "
+                         "and transfer.copy_call_s_per_batch (needs CUDA)")
     ap.add_argument("--dataset-args", default="[]",
                     help="JSON list of positional args for the dataset callable")
     ap.add_argument("--collate", default=None, help="module:callable collate_fn "
@@ -1051,6 +1163,11 @@ def main(argv=None) -> int:
               f"{a.step!r}, --dataset {a.dataset!r}, --num-workers {a.num_workers!r}); expected all three: your step "
               f"runs beside a pin thread working on your loader's batches", file=sys.stderr)
         return 2
+    if a.main_loop and (not a.dataset or not a.num_workers or a.num_workers < 1):
+        print(f"pipeplan_probe: --main-loop: needs --dataset and --num-workers K >= 1 (got --dataset {a.dataset!r}, "
+              f"--num-workers {a.num_workers!r}); expected both: the loop's side of a loader with workers",
+              file=sys.stderr)
+        return 2
     step_fn = None
     if a.step:
         try:
@@ -1083,6 +1200,10 @@ def main(argv=None) -> int:
         mm = measure_memory_map(a, step_fn, ds, coll)
         res["memory_map"] = mm
         frag = merge_fragments(frag, memory_map_fragment(mm))
+    if a.main_loop:
+        ml = measure_main_loop(a, ds, coll)
+        res["main_loop"] = ml
+        frag = merge_fragments(frag, loop_fragment(ml))
     if base is not None:
         frag = scenario_with(base, frag, batch_size=a.batch_size if a.dataset else None, num_workers=a.num_workers)
     text = json.dumps(frag, indent=2)
@@ -1165,6 +1286,28 @@ def measure_memory_map(a: argparse.Namespace, step_fn: Callable[[], Any], ds: An
         mm = {"error": f"{e.__class__.__name__}: {e}"}
     print(_human_memory_map(mm), file=sys.stderr)
     return mm
+
+
+def measure_main_loop(a: argparse.Namespace, ds: Any, coll: Any) -> Dict[str, Any]:
+    """--main-loop as the CLI asked for it, its human summary on stderr; {"error": why} without CUDA (the fragment
+    then has none of its keys)."""
+    try:
+        ml = time_main_loop(ds, collate_fn=coll, batch_size=a.batch_size, num_workers=a.num_workers)
+    except Exception as e:                     # the rest of the probe stands without it
+        ml = {"error": f"{e.__class__.__name__}: {e}"}
+    print(_human_main_loop(ml), file=sys.stderr)
+    return ml
+
+
+def _human_main_loop(ml: Dict[str, Any]) -> str:
+    f = main_loop_figures(ml.get("windows") or [])
+    if f["main_next_s"] is None and f["copy_call_s"] is None:
+        return f"main loop              not measured ({ml.get('error', 'no reading')}): its keys left to you"
+
+    def ms(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x * 1e3:.3f} ms"
+    return (f"main loop              next() {ms(f['main_next_s'])} of the loop thread's CPU a batch, the .to() call "
+            f"{ms(f['copy_call_s'])} ({len(ml.get('windows') or [])} windows, {ml.get('num_workers')} workers, pinned)")
 
 
 def _human_memory_map(mm: Dict[str, Any]) -> str:

@@ -1929,6 +1929,78 @@ class ProbeStepTest(unittest.TestCase):
         self.assertGreater(mm["main_thread_wait_fraction"], 0.0)
         self.assertGreater(mm["pin_thread_held_fraction"], 0.0)
 
+    def test_main_loop_window_on_a_fake_clock(self):
+        # a drop window: each next() advances the wall 2 ms and the thread's CPU 0.25 ms; 1.5 s of window -> 750
+        # batches, 0.25 ms of CPU each. A copy window: each call advances the wall 0.3 ms more (the .to() call), the
+        # median call 0.3 ms; the CPU figure is a drop window's only (a copy's sync spins)
+        clock = {"wall": 0.0, "cpu": 0.0}
+
+        def source():
+            while True:
+                clock["wall"] += 0.002
+                clock["cpu"] += 0.00025
+                yield object()
+
+        def copy(batch):
+            clock["wall"] += 0.0003
+        drop = probe.main_loop_window(source(), "drop", 1.5, clock=lambda: clock["wall"],
+                                      thread_clock=lambda: clock["cpu"])
+        self.assertEqual(drop["batches"], 750)
+        self.assertAlmostEqual(drop["main_thread_cpu_s_per_batch"], 0.00025)
+        self.assertNotIn("copy_call_s", drop)
+        cp = probe.main_loop_window(source(), "copy", 1.5, copy, clock=lambda: clock["wall"],
+                                    thread_clock=lambda: clock["cpu"])
+        self.assertAlmostEqual(cp["copy_call_s"], 0.0003)
+        self.assertNotIn("main_thread_cpu_s_per_batch", cp)
+        # a slow source still gives 3 batches
+        slow = probe.main_loop_window(iter([1, 2, 3, 4]), "drop", 0.0)
+        self.assertEqual(slow["batches"], 3)
+
+    def test_loop_fragment_by_hand(self):
+        windows = [{"main_loop": "drop", "main_thread_cpu_s_per_batch": 0.0002},
+                   {"main_loop": "copy", "copy_call_s": 0.0003},
+                   {"main_loop": "drop", "main_thread_cpu_s_per_batch": 0.0003},
+                   {"main_loop": "copy", "copy_call_s": 0.0002}]
+        self.assertEqual(probe.loop_fragment({"windows": windows}),
+                         {"loader": {"main_next_s_per_batch": 0.00025}, "transfer": {"copy_call_s_per_batch": 0.00025}})
+        # without CUDA: no keys, and the summary says why
+        failed = {"error": "RuntimeError: no CUDA device: a pinning loader and the copy need one"}
+        self.assertEqual(probe.loop_fragment(failed), {})
+        self.assertIn("not measured (RuntimeError: no CUDA", probe._human_main_loop(failed))
+        self.assertIn("next() 0.250 ms", probe._human_main_loop({"windows": windows, "num_workers": 4}))
+
+    @unittest.skipUnless(os.access(os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"), os.X_OK),
+                         "build/cli/pipeplan not built")
+    def test_loop_fragment_runs_in_pipeplan(self):
+        # the keys are the simulator's: merged into the bundled default scenario (pinned, 8 workers) it simulates
+        # with both in the loop's host time: the host_loop stage's time a batch grows by their sum (0.5 ms), over the
+        # loop's share of its core (models/analytic.cpp; within 2% on the default scenario)
+        pipeplan = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
+        base = json.load(open(os.path.join(HERE, "..", "..", "scenarios", "default.json")))
+        windows = [{"main_loop": "drop", "main_thread_cpu_s_per_batch": 0.0002},
+                   {"main_loop": "copy", "copy_call_s": 0.0003}]
+
+        def host_loop_capacity(sc):
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "s.json")
+                json.dump(sc, open(path, "w"))
+                p = subprocess.run([pipeplan, "simulate", "--scenario", path, "--format", "json"],
+                                   capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return next(s["capacity_samples_per_s"] for s in json.loads(p.stdout)["stages"] if s["name"] == "host_loop")
+        with_loop = probe.scenario_with(base, probe.loop_fragment({"windows": windows}))
+        self.assertEqual(with_loop["transfer"]["copy_call_s_per_batch"], 0.0003)
+        bs = base["loader"]["batch_size"]
+        before, after = host_loop_capacity(base), host_loop_capacity(with_loop)
+        self.assertAlmostEqual(bs / after - bs / before, 0.0005, delta=0.0005 * 0.02)
+
+    def test_main_loop_cli_needs_a_dataset_and_workers(self):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--step", "x:y", "--main-loop"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        self.assertIn("--main-loop: needs --dataset and --num-workers K >= 1", p.stderr)
+
     def test_memory_map_cli_needs_its_three_inputs(self):
         p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--step", "x:y", "--memory-map"],
                            capture_output=True, text=True)
