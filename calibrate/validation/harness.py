@@ -1230,12 +1230,18 @@ class Harness:
                         times.append(e0.elapsed_time(e1) / 1e3)
                         spans.append(time.perf_counter() - a)
                 if len(times) >= 3:
+                    # each step's own time too (since run 44's plan): run 43's tensor_u8 loop at duty 0.85 ran
+                    # its GPU step at the rested time or near the sustained one in spells (validation-runs.md run
+                    # 43, finding 3), where the curve's mean alone makes every step the same
                     points.append({"target_duty": duty, "duty": round(sum(times) / sum(spans), 4),
-                                   "step_s": sum(times) / len(times), "steps": len(times)})
+                                   "step_s": sum(times) / len(times), "steps": len(times),
+                                   "step_p90_s": float(np.percentile(times, 90)),
+                                   "steps_s": [round(x, 7) for x in times]})
         except Exception as e:                           # never costs the step component
             return {"step": key, "points": points, "error": f"{e.__class__.__name__}: {e}"}
-        log(f"component gpu_duty_curve[{key}]: " + ", ".join(f"duty {q['duty']:.2f} -> {q['step_s']*1e3:.2f} ms"
-                                                             for q in points) + f" ({time.perf_counter()-t0:.1f}s)")
+        log(f"component gpu_duty_curve[{key}]: " + ", ".join(f"duty {q['duty']:.2f} -> {q['step_s']*1e3:.2f} ms "
+                                                             f"(p90 {q['step_p90_s']*1e3:.2f})" for q in points)
+            + f" ({time.perf_counter()-t0:.1f}s)")
         return {"step": key, "points": points,
                 "method": "one step launched every isolated_step / duty seconds (host sleeps between, sync after "
                           "each), 1.2 s per duty, the last 0.6 s timed: GPU event time per step, duty = GPU time / wall"}
