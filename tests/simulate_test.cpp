@@ -756,6 +756,10 @@ TEST(Simulate, TheCopyCallsHostTimeDelaysAStepThatSyncs) {
     if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.0045, 1e-6);
   EXPECT_NEAR(r["analytic_bound"]["samples_per_s"].get<double>(), 32 / 0.0045, 32 / 0.0045 * 0.01) << r["analytic_bound"];
   EXPECT_EQ(r["analytic_bound"]["stage"], "host_loop");
+  const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+  EXPECT_NE(why.find("takes 4.00 ms per step plus 0.50 ms in the loader's next() and the batch's .to() call"),
+            std::string::npos)
+      << why;
 }
 
 // The GPU work launched last (training.launch_tail_s; validation run 25): a host-bound step's kernels end no earlier
