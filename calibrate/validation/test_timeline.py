@@ -273,6 +273,35 @@ class StallLineTest(unittest.TestCase):
         self.assertAlmostEqual(r["base_s"], 0.02)
         self.assertIsNone(T.loop_stall_per_pin_overlap({"skip": 0, "main": tl["main"]}))
 
+class SyncWaitSpells(unittest.TestCase):
+    def timeline(self, waits, skip=2):
+        launched = [float(i) for i in range(len(waits))]
+        return {"skip": skip, "main": {"launched": launched, "synced": [l + w for l, w in zip(launched, waits)]}}
+
+    def test_spells_by_hand(self):
+        # 2 warm-up steps, then 30 steps: 10 ms waits with one spell of 5 steps at 11.5 ms (1.5 ms over the median):
+        # long share 5/30, longest run 5; the waits' mean 10.25 ms, variance 0.3125 ms^2, and the lag-one sum has 4
+        # pairs inside the spell (+1.25 x +1.25 ms), 2 at its edges (-0.25 x +1.25) and 23 outside (+0.0625):
+        # (6.25 - 0.625 + 1.4375) / 29 / 0.3125 = 0.779
+        waits = [0.05, 0.05] + [0.010] * 10 + [0.0115] * 5 + [0.010] * 15
+        s = T.sync_wait_spells(self.timeline(waits))
+        self.assertEqual(s["steps"], 30)
+        self.assertAlmostEqual(s["p50_s"], 0.010)
+        self.assertAlmostEqual(s["p90_s"], 0.0115)
+        self.assertAlmostEqual(s["long_share"], 5 / 30)
+        self.assertEqual(s["longest_run"], 5)
+        self.assertAlmostEqual(s["lag_one"], (6.25 - 0.625 + 1.4375) / 29 / 0.3125, places=6)
+        # the same five long steps spread apart: no run, and the autocorrelation falls below zero
+        spread = [0.05, 0.05] + ([0.010] * 5 + [0.0115]) * 5
+        s = T.sync_wait_spells(self.timeline(spread))
+        self.assertEqual(s["longest_run"], 1)
+        self.assertLess(s["lag_one"], 0.0)
+
+    def test_none_without_enough_synced_steps(self):
+        self.assertIsNone(T.sync_wait_spells(self.timeline([0.01] * 21)))   # 19 after the skip
+        self.assertIsNone(T.sync_wait_spells({"skip": 0, "main": {"next_start": [0.0]}}))
+
+
 class BatchCpuSplitTest(unittest.TestCase):
     def test_a_slow_core_shows_between_cpus_and_on_the_core(self):
         # two workers, each 12 batches of 1 s wall; worker "0" runs its first 6 on CPU 3 and its last 6 on CPU 5,
