@@ -778,6 +778,18 @@ def _pin_each(batch: Any) -> None:
         x.pin_memory()
 
 
+def endless_batches(dl: Any, batch_size: int):
+    """The loader's batches epoch after epoch (persistent workers carry over); an epoch without a whole batch would
+    spin, so it raises instead."""
+    while True:
+        n = 0
+        for batch in dl:
+            n += 1
+            yield batch
+        if n == 0:
+            raise ValueError(f"the dataset gives no whole batch of {batch_size}")
+
+
 def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=None, batch_size: int = 64,
                          num_workers: int = 4, sync: Optional[Callable[[Any], None]] = None,
                          block_steps: int = MEMORY_MAP_BLOCK_STEPS, rounds: int = MEMORY_MAP_ROUNDS,
@@ -800,15 +812,7 @@ def time_step_beside_pin(step_fn: Callable[[], Any], dataset: Any, collate_fn=No
                     num_workers=num_workers, collate_fn=collate_fn, pin_memory=False, persistent_workers=True,
                     prefetch_factor=2)
 
-    def endless():                             # epoch after epoch; an epoch without a whole batch would spin
-        while True:
-            n = 0
-            for batch in dl:
-                n += 1
-                yield batch
-            if n == 0:
-                raise ValueError(f"the dataset gives no whole batch of {batch_size}")
-    source = endless()
+    source = endless_batches(dl, batch_size)
     for _ in range(2 * num_workers):           # the workers up and their first batches through
         next(source)
     for _ in range(3):                         # the step warm, as time_step's warm-up
@@ -935,15 +939,7 @@ def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_work
                     num_workers=num_workers, collate_fn=collate_fn, pin_memory=True, persistent_workers=True,
                     prefetch_factor=2)
 
-    def endless():                             # epoch after epoch; an epoch without a whole batch would spin
-        while True:
-            n = 0
-            for batch in dl:
-                n += 1
-                yield batch
-            if n == 0:
-                raise ValueError(f"the dataset gives no whole batch of {batch_size}")
-    source = endless()
+    source = endless_batches(dl, batch_size)
     for _ in range(2 * num_workers):
         next(source)
     until = time.perf_counter() + settle_s
