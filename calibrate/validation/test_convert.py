@@ -1994,6 +1994,12 @@ class ProbeStepTest(unittest.TestCase):
         before, after = host_loop_capacity(base), host_loop_capacity(with_loop)
         self.assertAlmostEqual(bs / after - bs / before, 0.0005, delta=0.0005 * 0.02)
 
+    def test_endless_batches_go_epoch_after_epoch(self):
+        src = probe.endless_batches([1, 2], batch_size=8)
+        self.assertEqual([next(src) for _ in range(5)], [1, 2, 1, 2, 1])
+        with self.assertRaises(ValueError):       # no whole batch in an epoch: an error, not a spin
+            next(probe.endless_batches([], batch_size=8))
+
     def test_main_loop_cli_needs_a_dataset_and_workers(self):
         p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--step", "x:y", "--main-loop"],
                            capture_output=True, text=True)
