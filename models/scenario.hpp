@@ -183,8 +183,10 @@ struct Scenario {
   double loop_host_s() const { return training.host_s_per_step + ddp_host_s(); }
   // The loop thread's Python in next() a step beside its own (loader.main_next_s_per_batch; workers only).
   double main_next_s() const { return loader.num_workers > 0 ? loader.main_next_s_per_batch : 0.0; }
+  // The loop thread's time a step outside its own step's Python: the rest of next() and the batch's .to() call.
+  double loop_batch_s() const { return main_next_s() + transfer.copy_call_s_per_batch; }
   // Everything the loop's thread runs a step with a loader: its own host time, the rest of next() and the .to() call.
-  double loop_thread_s() const { return loop_host_s() + main_next_s() + transfer.copy_call_s_per_batch; }
+  double loop_thread_s() const { return loop_host_s() + loop_batch_s(); }
   // A host-bound loop's wait a step for the kernels launched last: the launch tail, once every sync.
   double sync_tail_s_per_step() const {
     return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;

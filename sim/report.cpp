@@ -281,8 +281,8 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
   d.stage = s.loop_thread_s() > 0.0 ? "host_loop" : "h2d_copy";
   if (d.stage == "host_loop")
     d.explanation = "host-bound: the training loop's Python takes " + ms(s.training.host_s_per_step) + " per step" +
-                    (s.main_next_s() + s.transfer.copy_call_s_per_batch > 0.0
-                         ? " plus " + ms(s.main_next_s() + s.transfer.copy_call_s_per_batch) +
+                    (s.loop_batch_s() > 0.0
+                         ? " plus " + ms(s.loop_batch_s()) +
                                " in the loader's next() and the batch's .to() call"
                          : "") +
                     (s.ddp_host_s() > 0.0 ? " and DDP's reducer " + ms(s.ddp_host_s()) : "") +

@@ -39,7 +39,7 @@ from typing import List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
-from pipeplan_probe import tensors_in  # noqa: E402  (the tensors of a collated batch)
+from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
 
 import numpy as np  # noqa: E402
 
@@ -758,16 +758,6 @@ def synthetic_loop_host(model, gb, steps, batches=None, spans=None):
     return summarize(host), (time.perf_counter() - t0) / steps
 
 
-def to_dev(t, batch, device, nb):
-    if isinstance(batch, t.Tensor):
-        return batch.to(device, non_blocking=nb)
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_dev(t, b, device, nb) for b in batch)
-    if isinstance(batch, dict):
-        return {k: to_dev(t, v, device, nb) for k, v in batch.items()}
-    return batch
-
-
 def touch_pages(t, batch):
     """Reads one byte of every 4 KiB page of each tensor of `batch` (GIL released inside): every page faulted in."""
     for x in tensors_in(batch):
@@ -1255,12 +1245,12 @@ class Harness:
         pin thread CPU into the window's two halves (a start-up transient would show in the first). Once per
         call, on the first pinned case with workers; about 8 s; never costs the case (errors recorded)."""
         t0 = time.perf_counter()
-        dev, t = self.dev, self.t
+        dev = self.dev
         call_s: List[float] = []        # each .to() call's host time, until it returns (the copy enqueued)
 
         def copy(batch):
             c0 = time.perf_counter()
-            to_dev(t, batch, dev.device, nb)
+            to_device(batch, dev.device, nb)
             call_s.append(time.perf_counter() - c0)
             dev.sync()
         windows = []
@@ -1300,10 +1290,10 @@ class Harness:
         c = self.doc["components"]["step"]
         if key in c:
             return c[key]
-        t, dev = self.t, self.dev
+        dev = self.dev
         t0 = time.perf_counter()
         model = self.step_model(step_name)
-        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        gb = to_device(self.sample_batch(kind, bs), dev.device, False)
         for _ in range(3):
             loss = model(gb)
         float(loss.item())
@@ -1398,9 +1388,9 @@ class Harness:
         c = self.doc["components"].setdefault("host_under_load", {})
         if key in c:
             return c[key]
-        t, dev = self.t, self.dev
+        dev = self.dev
         model = self.step_model(step_name)
-        gb = to_dev(t, self.sample_batch(kind, bs), dev.device, False)
+        gb = to_device(self.sample_batch(kind, bs), dev.device, False)
         for _ in range(3):
             float(model(gb).item())
         n = 8 if self.quick else 20
@@ -1451,7 +1441,7 @@ class Harness:
         host-time window takes (8 quick, 30 full): what the loops beside a DataLoader run."""
         self.comp_load(kind)
         model = self.step_model(step_name)
-        gb = to_dev(self.t, self.sample_batch(kind, bs), self.dev.device, False)
+        gb = to_device(self.sample_batch(kind, bs), self.dev.device, False)
         for _ in range(3):
             float(model(gb).item())
         return model, gb, (8 if self.quick else 30)
@@ -1516,7 +1506,7 @@ class Harness:
             next_cpu_s.append(time.thread_time() - c0)
             a = time.perf_counter()
             next_s.append(a - w0)
-            on_gpu = to_dev(self.t, batch, self.dev.device, nb)
+            on_gpu = to_device(batch, self.dev.device, nb)
             b = time.perf_counter()
             loss = model(on_gpu if step_on_copy else gb)
             h = time.perf_counter()
@@ -2347,12 +2337,12 @@ class Harness:
                     nc = time.thread_time() - nc0
                     if side is not None:
                         with t.cuda.stream(side):
-                            gb = to_dev(t, batch, dev.device, nb)
+                            gb = to_device(batch, dev.device, nb)
                         t.cuda.current_stream().wait_stream(side)
                         for x in tensors_in(gb):
                             x.record_stream(t.cuda.current_stream())
                     else:
-                        gb = to_dev(t, batch, dev.device, nb)
+                        gb = to_device(batch, dev.device, nb)
                     tc = time.perf_counter()
                     loss = model(gb)
                     t2 = time.perf_counter()

@@ -865,14 +865,16 @@ MAIN_LOOP_WINDOW_S = 1.5    # each drop or copy window of time_main_loop (the ha
 MAIN_LOOP_SETTLE_S = 1.0    # batches dropped before the first window: a fresh pin thread is dearer for about 1 s
 
 
-def _to_device(batch: Any, device: Any) -> Any:
-    """batch.to(device, non_blocking=True) through tuples, lists and dicts, as a training loop moves its batch."""
-    if hasattr(batch, "to") and hasattr(batch, "data_ptr"):
-        return batch.to(device, non_blocking=True)
+def to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
+    """batch.to(device, non_blocking=...) on each tensor of a collated batch (tensors_in's structure: tuples, lists
+    and dicts of tensors), the structure kept and anything else passed through, as a training loop moves its batch.
+    The validation harness moves its batches with it too."""
+    if hasattr(batch, "pin_memory") and hasattr(batch, "data_ptr"):
+        return batch.to(device, non_blocking=non_blocking)
     if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(b, device) for b in batch)
+        return type(batch)(to_device(b, device, non_blocking) for b in batch)
     if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
+        return {k: to_device(v, device, non_blocking) for k, v in batch.items()}
     return batch
 
 
@@ -947,7 +949,7 @@ def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_work
         next(source)
 
     def copy(batch):
-        _to_device(batch, "cuda")
+        to_device(batch, "cuda")
         torch.cuda.synchronize()
     windows = [main_loop_window(source, mode, window_s, copy) for mode in ("drop", "copy", "drop", "copy")]
     del source, dl

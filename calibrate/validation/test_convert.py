@@ -1994,6 +1994,24 @@ class ProbeStepTest(unittest.TestCase):
         before, after = host_loop_capacity(base), host_loop_capacity(with_loop)
         self.assertAlmostEqual(bs / after - bs / before, 0.0005, delta=0.0005 * 0.02)
 
+    def test_to_device_moves_each_tensor_and_keeps_the_structure(self):
+        class FakeTensor:                      # what tensors_in takes for a tensor: pin_memory and data_ptr
+            def __init__(self, name):
+                self.name = name
+
+            def pin_memory(self):
+                return self
+
+            def data_ptr(self):
+                return 0
+
+            def to(self, device, non_blocking=False):
+                return (self.name, device, non_blocking)
+        batch = (FakeTensor("x"), [FakeTensor("y"), 7], {"z": FakeTensor("z")})
+        self.assertEqual(probe.to_device(batch, "cuda"),
+                         (("x", "cuda", True), [("y", "cuda", True), 7], {"z": ("z", "cuda", True)}))
+        self.assertEqual(probe.to_device(FakeTensor("x"), "cuda", non_blocking=False), ("x", "cuda", False))
+
     def test_endless_batches_go_epoch_after_epoch(self):
         src = probe.endless_batches([1, 2], batch_size=8)
         self.assertEqual([next(src) for _ in range(5)], [1, 2, 1, 2, 1])
