@@ -1932,7 +1932,8 @@ class ProbeStepTest(unittest.TestCase):
     def test_main_loop_window_on_a_fake_clock(self):
         # a drop window: each next() advances the wall 2 ms and the thread's CPU 0.25 ms; 1.5 s of window -> 750
         # batches, 0.25 ms of CPU each. A copy window: each call advances the wall 0.3 ms more (the .to() call), the
-        # median call 0.3 ms; the CPU figure is a drop window's only (a copy's sync spins)
+        # median call 0.3 ms; the sync after it (the transfer, 0.6 ms) is not the call's; the CPU figure is a drop
+        # window's only (a copy's sync spins)
         clock = {"wall": 0.0, "cpu": 0.0}
 
         def source():
@@ -1943,14 +1944,18 @@ class ProbeStepTest(unittest.TestCase):
 
         def copy(batch):
             clock["wall"] += 0.0003
+
+        def sync():
+            clock["wall"] += 0.0006
         drop = probe.main_loop_window(source(), "drop", 1.5, clock=lambda: clock["wall"],
                                       thread_clock=lambda: clock["cpu"])
         self.assertEqual(drop["batches"], 750)
         self.assertAlmostEqual(drop["main_thread_cpu_s_per_batch"], 0.00025)
         self.assertNotIn("copy_call_s", drop)
-        cp = probe.main_loop_window(source(), "copy", 1.5, copy, clock=lambda: clock["wall"],
+        cp = probe.main_loop_window(source(), "copy", 1.5, copy, sync, clock=lambda: clock["wall"],
                                     thread_clock=lambda: clock["cpu"])
         self.assertAlmostEqual(cp["copy_call_s"], 0.0003)
+        self.assertEqual(cp["batches"], 1.5 // 0.0029 + 1)  # each batch's wall: 2 + 0.3 + 0.6 ms
         self.assertNotIn("main_thread_cpu_s_per_batch", cp)
         # a slow source still gives 3 batches
         slow = probe.main_loop_window(iter([1, 2, 3, 4]), "drop", 0.0)
