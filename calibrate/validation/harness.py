@@ -1202,8 +1202,8 @@ class Harness:
 
     def gpu_duty_curve(self, model, gb, key, iso_s):
         """The step's GPU time at steady duties 0.25, 0.5 and 0.75: steps launched periodically, the host
-        sleeping between them (the GPU idle), for about 1.2 s per duty, the last half timed by events; the
-        duty achieved is the steps' GPU time over the wall time of that half. Run 12 found the loop's step
+        sleeping between them (the GPU idle), for duty_window_s per duty, all but its first DUTY_SETTLE_S timed
+        by events; the duty achieved is the steps' GPU time over the wall time of the timed part. Run 12 found the loop's step
         inside the cases climbing with the GPU's busy share from the isolated time to the sustained one
         (mm:25: 26.0 ms at busy 0.12-0.21, 28.2-29.0 at 0.60-0.75, 30.0 at 0.95); convert models it as a
         line between the two ends unless this curve is there (`training.step_s_vs_gpu_duty`). Once per
@@ -1246,7 +1246,8 @@ class Harness:
         return {"step": key, "points": points,
                 "method": "one step launched every isolated_step / duty seconds (host sleeps between, sync after "
                           f"each), {duty_window_s(0.25):.1f} s per duty ({duty_window_s(0.75):.1f} s at the top one), "
-                          "all but the first 0.6 s timed: GPU event time per step, duty = GPU time / wall"}
+                          f"all but the first {DUTY_SETTLE_S:.1f} s timed: GPU event time per step, duty = GPU time "
+                          "/ wall"}
 
     def probe_main_loop(self, kind, bs, k, nb):
         """Does what the main loop does with a batch change the pin thread's cost? Runs 11-12 found the

@@ -885,8 +885,9 @@ def main_loop_window(source: Any, mode: str, window_s: float, copy: Optional[Cal
     "drop" drops each (the loop thread's CPU per batch is then next()'s own: the in-order bookkeeping and the next
     index's hand-out), "copy" hands each to `copy` and times that call (the .to() call: dispatch, the caching
     allocator, cudaMemcpyAsync), then calls `sync` outside the timing (the transfer itself is the copy engine's,
-    not the loop's host time; run 44's first GPU run timed it inside: 0.76 ms where the call is 0.15). {"main_loop", "batches", "window_s",
-    "main_thread_cpu_s_per_batch" (drop windows), "copy_call_s" (copy windows: the median call)}."""
+    not the loop's host time; run 44's first GPU run timed it inside: 0.76 ms where the call is 0.15).
+    {"main_loop", "batches", "window_s", "main_thread_cpu_s_per_batch" (drop windows), "copy_call_s" (copy
+    windows: the median call)}."""
     calls: List[float] = []
     n, cpu0, a = 0, thread_clock(), clock()
     while n < 3 or clock() - a < window_s:
