@@ -1664,11 +1664,11 @@ class HarnessCasesTest(unittest.TestCase):
         kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
         steps = {c["knobs"]["step"] for c in cases}
         self.assertEqual(steps, {"mm:5", "mm:25", "mm:60", "resnet50"})
-        # by hand: 13 cases x 6 s, one (kind, batch size) with workers at 38 s, three GEMM steps at 12 s and
-        # ResNet-50's at 19 s (runs 32-33's 10 and 17 s plus the duty curve's 1.8 s longer top duty since run 45),
-        # and the one heavy case's probes at 37 s
+        # by hand: 13 cases x 6 s, one (kind, batch size) with workers at 38 s, three GEMM steps at 15 s and
+        # ResNet-50's at 22 s (runs 32-33's 10 and 17 s plus the duty curve's 1.8 s longer top duty since run 45 and
+        # its 3 s fourth duty since run 46's plan), and the one heavy case's probes at 37 s
         self.assertEqual(len(cases), 13)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 38.0 + 3 * 12.0 + 19.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 38.0 + 3 * 15.0 + 22.0 + 37.0)
         # once its step is measured the probes are still to come; once they ran (kept per step, kind, batch
         # size and workers, as run_case keeps them) nothing more
         done = {"transport": {k: {} for k in kinds},
@@ -1677,38 +1677,38 @@ class HarnessCasesTest(unittest.TestCase):
         done["host_beside_workers"] = {"resnet50/image/b64/w8": {}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0)
         # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
-        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 38.0 + 19.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 38.0 + 22.0 + 37.0)
         # a GIL call: four ResNet-50 cases of one (kind, batch size, workers), pinned and not, two rounds; run 31's
         # GIL ran the probes once, before its first case (its other cases took 35-42 s with 25 s windows)
         gil = h.build_cases(False, ["pin_memory_gil"], 2)
         self.assertEqual(len(gil), 4)
         self.assertEqual({h.heavy_probe_key(c["knobs"]) for c in gil}, {"resnet50/tensor_f32/b64/w8"})
-        self.assertAlmostEqual(h.setup_overhead_s(gil, {}), 4 * 6.0 + 38.0 + 19.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(gil, {}), 4 * 6.0 + 38.0 + 22.0 + 37.0)
 
     def test_later_cases_are_left_out_before_a_case_gets_a_one_second_window(self):
         h = load_harness()
         # run 45's B2b: ten cases, four data kinds, 292 s left at its first case (309 s budget, 13.7 s of data
         # generation, 3 s reserve), probes settling 1 s. By hand: 10 x (6 + 2) + 4 kinds x 38 + five step models
-        # (mm:10 on four kinds, mm:25 on images) x 12 = 292 s of setup: nothing left, the 1 s floor (the call
-        # measured its image case in 24 steps)
+        # (mm:10 on four kinds, mm:25 on images) x 15 = 307 s of setup: nothing left, the 1 s floor (the call,
+        # with 12 s a step model then, measured its image case in 24 steps)
         cases = h.build_cases(False, ["data_kind", "storage_tensor", "storage_image"])
         self.assertEqual(len(cases), 10)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}, 1.0), 292.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}, 1.0), 307.0)
         self.assertAlmostEqual(h.case_allowance_s(292.0, cases, {}, 1.0), 1.0)
-        # left out, repeats first and the latest first: r2 (09) -> 284 s, 0.76 s; r1 (04) -> 276 s, 1.70 s; then
-        # the cold image case (08) -> 268 s, (292 - 268) / 7 x 0.85 = 2.91 s; then the warm one (07), the last on
-        # mm:25, so its step model goes too -> 248 s, 44 / 6 x 0.85 = 6.23 s
+        # left out, repeats first and the latest first: r2 (09) -> 299 s, the floor; r1 (04) -> 291 s, the floor;
+        # then the cold image case (08) -> 283 s, (292 - 283) / 7 x 0.85 = 1.09 s; then the warm one (07), the last
+        # on mm:25, so its step model goes too -> 260 s, 32 / 6 x 0.85 = 4.53 s
         self.assertEqual(h.cases_to_leave_out(292.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7])
         kept = [c for i, c in enumerate(cases) if i not in (9, 4, 8, 7)]
-        self.assertAlmostEqual(h.case_allowance_s(292.0, kept, {}, 1.0), 44 / 6 * 0.85)
+        self.assertAlmostEqual(h.case_allowance_s(292.0, kept, {}, 1.0), 32 / 6 * 0.85)
         # with the window long enough already nothing goes; the case about to run never goes
         self.assertEqual(h.cases_to_leave_out(600.0, cases, {}, 1.0, 3.0), [])
         self.assertEqual(h.cases_to_leave_out(10.0, cases[:1], {}, 1.0, 3.0), [])
         self.assertEqual(h.cases_to_leave_out(1.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7, 6, 5, 3, 2, 1])
         # the calls that ran with windows of 3 s and more keep every case (A1 num_workers/step: 13 cases, 390 s
-        # left after the main-loop probe's 15 s; 13 x 8 + 38 + 3 x 12 + 19 + 37 = 234 s, (390 - 234) / 13 x 0.85)
+        # left after the main-loop probe's 15 s; 13 x 8 + 38 + 3 x 15 + 22 + 37 = 246 s, (390 - 246) / 13 x 0.85)
         a1 = h.build_cases(False, ["num_workers", "step"])
-        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 234) / 13 * 0.85)
+        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 246) / 13 * 0.85)
         self.assertEqual(h.cases_to_leave_out(390.0, a1, {}, 1.0, 3.0), [])
 
     def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):

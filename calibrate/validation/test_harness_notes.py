@@ -34,6 +34,9 @@ class DutyWindowTest(unittest.TestCase):
         # keep run 44's 0.6 s
         settle_s = 0.6
         self.assertGreaterEqual(duty_window_s(0.75) - settle_s, 4 * 0.5)
+        # run 45's 2.4 s windows: one hump every 1.0 s (0.98-1.12 over seven points), so two periods at least at
+        # both high duties (0.9 since run 46's plan)
+        self.assertGreaterEqual(duty_window_s(0.9) - settle_s, 2 * 1.12)
         self.assertAlmostEqual(duty_window_s(0.5) - settle_s, 0.6)
         self.assertAlmostEqual(duty_window_s(0.25) - settle_s, 0.6)
 
