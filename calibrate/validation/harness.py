@@ -312,16 +312,24 @@ class PinThreadMeter:
 
 # Seconds a case spends outside its measured window (run 12's logs): its probes before and after, the
 # DataLoader's start and warm-up (about 6 s); the components of a (data kind, batch size) measured for
-# the first time (transport, in_worker, load_scaling and, since run 13, probe_main_loop: 34.2 s for b64
-# images in run 32's A1, 37.8 s in run 33's step call; 22-31 s in run 12 without the last);
+# the first time (transport, in_worker, load_scaling, worker_start, the load and collate components: 22-24 s for
+# b64 images in run 45, 13-16 s for tensor_f32, tokens and tensor_u8; with probe_main_loop 34.2-37.8 s in runs
+# 32-33, which FIRST_PIN_PROBES_S charges apart since run 46's plan);
 # a step model measured for the first time (with its duty and burst curves: GEMM steps
 # 6.5-12.8 s in runs 32-33; resnet50 16.8 s, NEW_HEAVY_STEP_S; 1.8 s more for the duty curve's longer top duty
-# since run 45, duty_window_s, and 3.0 s more for its fourth duty, 0.9, since run 46: run 45's GEMM steps took 8.3-14.3 s). A host-heavy loop with workers (ResNet-50) also
+# since run 45, duty_window_s, and 3.0 s more for its fourth duty, 0.9, since run 46's plan: run 45's GEMM steps
+# took 8.3-14.3 s). A host-heavy loop with workers (ResNet-50) also
 # runs four host probes before its first case of a (step, kind, batch size, workers) (host_under_load,
 # host_beside_loader, host_beside_workers, host_beside_pin_parts, kept per key: 36.7 s in run 32's A1, whose
 # last case started with 22 s left, took 65.6 s and ran the harness 37 s past its budget; HEAVY_PROBES_S).
-CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 38.0, 15.0
+CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 24.0, 15.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
+# Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
+# host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
+# NEW_COMPONENTS_S (38 s for every new kind) and the second nowhere; run 45's later kinds took 13-16 s of components
+# (tensor_f32, tokens, tensor_u8) and images 22-24, so B2b's four kinds were charged 88 s more than they took and its
+# first cases got 1 s windows.
+FIRST_PIN_PROBES_S = 27.0
 
 
 def transport_key(knobs: dict) -> str:
@@ -367,16 +375,21 @@ def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Opt
     return None
 
 
-def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> float:
+def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick: bool = False) -> float:
     """Pure: the time the cases still to run will spend outside their measured windows (CASE_SETUP_S
     each, plus the settling of its two loader probes, NEW_COMPONENTS_S per (kind, batch size) with workers
     not yet measured, NEW_STEP_S per step model not yet measured (NEW_HEAVY_STEP_S for a host-heavy one) and
-    HEAVY_PROBES_S per host-heavy loop with workers not yet probed), for the harness's time allowance per case."""
+    HEAVY_PROBES_S per host-heavy loop with workers not yet probed, and FIRST_PIN_PROBES_S once before the first warm
+    pinned case with workers while probe_main_loop is still to run: full mode only), for the harness's time allowance
+    per case."""
+    first_pin_probes_due = not quick and "probe_main_loop" not in (components or {}) and any(
+        c["knobs"]["num_workers"] > 0 and c["knobs"]["pin_memory"] and c["knobs"].get("storage") != "cold"
+        for c in cases_left)
     seen_tr = set((components or {}).get("transport") or {})
     steps = (components or {}).get("step") or {}
     seen_step = set(steps)
     seen_probes = set((components or {}).get("host_beside_workers") or {})
-    total = 0.0
+    total = FIRST_PIN_PROBES_S if first_pin_probes_due else 0.0
     for case in cases_left:
         k = case["knobs"]
         total += CASE_SETUP_S + 2 * probe_settle_s
@@ -394,10 +407,10 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0) -> flo
     return total
 
 
-def case_allowance_s(rem_s: float, cases_left, components, probe_settle_s: float = 0.0) -> float:
+def case_allowance_s(rem_s: float, cases_left, components, probe_settle_s: float = 0.0, quick: bool = False) -> float:
     """Pure: the measured window the first of cases_left gets with rem_s of the budget left: an even share of what
     their setup (setup_overhead_s) leaves, less 15%, between 1 s and CASE_WINDOW_S."""
-    overhead = setup_overhead_s(cases_left, components, probe_settle_s)
+    overhead = setup_overhead_s(cases_left, components, probe_settle_s, quick)
     return min(max((rem_s - overhead) / max(len(cases_left), 1) * 0.85, 1.0), CASE_WINDOW_S)
 
 
@@ -2568,7 +2581,7 @@ class Harness:
                                     f"others still to run get a {MIN_CASE_WINDOW_S:.0f} s window")
                     log(f"case {cases.index(out)+1}/{len(cases)} {out['id']}: skipped ({out['error']})")
                 pending = [c for c in pending if c["status"] != "skipped"]
-            allowance = case_allowance_s(rem, pending, self.doc["components"], PROBE_SETTLE_S)
+            allowance = case_allowance_s(rem, pending, self.doc["components"], PROBE_SETTLE_S, self.quick)
             c0 = time.perf_counter()
             try:
                 case["status"] = "running"

@@ -1642,13 +1642,16 @@ class HarnessCasesTest(unittest.TestCase):
         h = load_harness()
         cases = h.build_cases(False, ["batch_size", "prefetch_factor"])
         # by hand: every case pays CASE_SETUP_S; each new (kind, batch size) with workers NEW_COMPONENTS_S
-        # once; each new step model NEW_STEP_S once
+        # once; each new step model NEW_STEP_S once; the call's once-only pin probes (probe_main_loop, the light
+        # loop's host_beside_pin_parts) FIRST_PIN_PROBES_S, as these cases are pinned with workers
         kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
         steps = {f"{c['knobs']['step']}/{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases}
-        expected = len(cases) * h.CASE_SETUP_S + len(kinds) * h.NEW_COMPONENTS_S + len(steps) * h.NEW_STEP_S
+        self.assertTrue(any(c["knobs"]["pin_memory"] and c["knobs"]["num_workers"] > 0 for c in cases))
+        expected = (len(cases) * h.CASE_SETUP_S + len(kinds) * h.NEW_COMPONENTS_S + len(steps) * h.NEW_STEP_S
+                    + h.FIRST_PIN_PROBES_S)
         self.assertAlmostEqual(h.setup_overhead_s(cases, {}), expected)
         # what is measured already costs nothing more
-        done = {"transport": {k: {} for k in kinds}, "step": {k: {} for k in steps}}
+        done = {"transport": {k: {} for k in kinds}, "step": {k: {} for k in steps}, "probe_main_loop": {}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), len(cases) * h.CASE_SETUP_S)
         self.assertEqual(h.setup_overhead_s([], {}), 0.0)
         # the probes before and after each case settle (harness default 1 s since run 24): 2 s more a case
@@ -1664,51 +1667,62 @@ class HarnessCasesTest(unittest.TestCase):
         kinds = {f"{c['knobs']['kind']}/b{c['knobs']['batch_size']}" for c in cases if c["knobs"]["num_workers"] > 0}
         steps = {c["knobs"]["step"] for c in cases}
         self.assertEqual(steps, {"mm:5", "mm:25", "mm:60", "resnet50"})
-        # by hand: 13 cases x 6 s, one (kind, batch size) with workers at 38 s, three GEMM steps at 15 s and
-        # ResNet-50's at 22 s (runs 32-33's 10 and 17 s plus the duty curve's 1.8 s longer top duty since run 45 and
-        # its 3 s fourth duty since run 46's plan), and the one heavy case's probes at 37 s
+        # by hand: 13 cases x 6 s, one (kind, batch size) with workers at 24 s, the call's pin probes at 27 s, three
+        # GEMM steps at 15 s and ResNet-50's at 22 s (runs 32-33's 10 and 17 s plus the duty curve's 1.8 s longer top
+        # duty since run 45 and its 3 s fourth duty since run 46's plan), and the one heavy case's probes at 37 s
         self.assertEqual(len(cases), 13)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 38.0 + 3 * 15.0 + 22.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 24.0 + 27.0 + 3 * 15.0 + 22.0 + 37.0)
         # once its step is measured the probes are still to come; once they ran (kept per step, kind, batch
         # size and workers, as run_case keeps them) nothing more
-        done = {"transport": {k: {} for k in kinds},
+        done = {"transport": {k: {} for k in kinds}, "probe_main_loop": {},
                 "step": {f"{s}/image/b64": {} for s in steps}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0)
         done["host_beside_workers"] = {"resnet50/image/b64/w8": {}}
         self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0)
         # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
-        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 38.0 + 22.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 24.0 + 27.0 + 22.0 + 37.0)
         # a GIL call: four ResNet-50 cases of one (kind, batch size, workers), pinned and not, two rounds; run 31's
         # GIL ran the probes once, before its first case (its other cases took 35-42 s with 25 s windows)
         gil = h.build_cases(False, ["pin_memory_gil"], 2)
         self.assertEqual(len(gil), 4)
         self.assertEqual({h.heavy_probe_key(c["knobs"]) for c in gil}, {"resnet50/tensor_f32/b64/w8"})
-        self.assertAlmostEqual(h.setup_overhead_s(gil, {}), 4 * 6.0 + 38.0 + 22.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(gil, {}), 4 * 6.0 + 24.0 + 27.0 + 22.0 + 37.0)
+        # once probe_main_loop ran (or with no warm pinned case with workers left) the pin probes are not charged
+        self.assertAlmostEqual(h.setup_overhead_s(gil, {"probe_main_loop": {}}), 4 * 6.0 + 24.0 + 22.0 + 37.0)
+        unpinned = [c for c in gil if not c["knobs"]["pin_memory"]]
+        self.assertAlmostEqual(h.setup_overhead_s(unpinned, {}), 2 * 6.0 + 24.0 + 22.0 + 37.0)
+        # quick mode runs no probe_main_loop
+        self.assertAlmostEqual(h.setup_overhead_s(gil, {}, 0.0, True), 4 * 6.0 + 24.0 + 22.0 + 37.0)
 
     def test_later_cases_are_left_out_before_a_case_gets_a_one_second_window(self):
         h = load_harness()
         # run 45's B2b: ten cases, four data kinds, 292 s left at its first case (309 s budget, 13.7 s of data
-        # generation, 3 s reserve), probes settling 1 s. By hand: 10 x (6 + 2) + 4 kinds x 38 + five step models
-        # (mm:10 on four kinds, mm:25 on images) x 15 = 307 s of setup: nothing left, the 1 s floor (the call,
-        # with 12 s a step model then, measured its image case in 24 steps)
+        # generation, 3 s reserve), probes settling 1 s. By hand: 10 x (6 + 2) + 4 kinds x 24 + the pin probes'
+        # 27 + five step models (mm:10 on four kinds, mm:25 on images) x 15 = 278 s of setup: (292 - 278) / 10 x
+        # 0.85 = 1.19 s (the call, whose estimate then was 292 s, measured its image case in 24 steps; it spent
+        # 219 s outside its windows)
         cases = h.build_cases(False, ["data_kind", "storage_tensor", "storage_image"])
         self.assertEqual(len(cases), 10)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}, 1.0), 307.0)
-        self.assertAlmostEqual(h.case_allowance_s(292.0, cases, {}, 1.0), 1.0)
-        # left out, repeats first and the latest first: r2 (09) -> 299 s, the floor; r1 (04) -> 291 s, the floor;
-        # then the cold image case (08) -> 283 s, (292 - 283) / 7 x 0.85 = 1.09 s; then the warm one (07), the last
-        # on mm:25, so its step model goes too -> 260 s, 32 / 6 x 0.85 = 4.53 s
-        self.assertEqual(h.cases_to_leave_out(292.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7])
-        kept = [c for i, c in enumerate(cases) if i not in (9, 4, 8, 7)]
-        self.assertAlmostEqual(h.case_allowance_s(292.0, kept, {}, 1.0), 32 / 6 * 0.85)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}, 1.0), 278.0)
+        self.assertAlmostEqual(h.case_allowance_s(292.0, cases, {}, 1.0), 14 / 10 * 0.85)
+        # left out, repeats first and the latest first: r2 (09) -> 270 s, 22 / 9 x 0.85 = 2.08 s; r1 (04) -> 262 s,
+        # 30 / 8 x 0.85 = 3.19 s: enough
+        self.assertEqual(h.cases_to_leave_out(292.0, cases, {}, 1.0, 3.0), [9, 4])
+        kept = [c for i, c in enumerate(cases) if i not in (9, 4)]
+        self.assertAlmostEqual(h.case_allowance_s(292.0, kept, {}, 1.0), 30 / 8 * 0.85)
+        # with less left the first runs of others go too, the latest first: at 270 s, after both repeats
+        # (262 - 270 < 0, the floor), the cold image case (08) -> 254 s, 16 / 7 x 0.85 = 1.94 s; the warm one (07),
+        # the last on mm:25, its step model with it -> 231 s, 39 / 6 x 0.85 = 5.53 s
+        self.assertEqual(h.cases_to_leave_out(270.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7])
         # with the window long enough already nothing goes; the case about to run never goes
         self.assertEqual(h.cases_to_leave_out(600.0, cases, {}, 1.0, 3.0), [])
         self.assertEqual(h.cases_to_leave_out(10.0, cases[:1], {}, 1.0, 3.0), [])
         self.assertEqual(h.cases_to_leave_out(1.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7, 6, 5, 3, 2, 1])
         # the calls that ran with windows of 3 s and more keep every case (A1 num_workers/step: 13 cases, 390 s
-        # left after the main-loop probe's 15 s; 13 x 8 + 38 + 3 x 15 + 22 + 37 = 246 s, (390 - 246) / 13 x 0.85)
+        # left after the main-loop probe's 15 s; 13 x 8 + 24 + 27 + 3 x 15 + 22 + 37 = 259 s, (390 - 259) / 13 x
+        # 0.85; the call spent 267 s outside its windows)
         a1 = h.build_cases(False, ["num_workers", "step"])
-        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 246) / 13 * 0.85)
+        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 259) / 13 * 0.85)
         self.assertEqual(h.cases_to_leave_out(390.0, a1, {}, 1.0, 3.0), [])
 
     def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):
