@@ -231,8 +231,13 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     for (auto& q : r.array_of_objects("step_vs_gpu_duty")) {
       const double duty = q.required_number("duty", Range::unit_interval());
       const double rel = q.required_number("relative_time", {0.0, 10.0, true});
+      double rel_p90 = 0.0;
+      if (q.has("relative_p90_time")) {  // a p90 below the point's median cannot come from one set of steps
+        rel_p90 = q.required_number("relative_p90_time", {0.0, 10.0, true});
+        if (rel_p90 < rel) q.fail("relative_p90_time", rel_p90, "a number at least the point's relative_time");
+      }
       q.finish();
-      p.compute.step_vs_gpu_duty.push_back({duty, rel});
+      p.compute.step_vs_gpu_duty.push_back({duty, rel, rel_p90});
     }
     std::sort(p.compute.step_vs_gpu_duty.begin(), p.compute.step_vs_gpu_duty.end(),
               [](const RelativeDutyPoint& a, const RelativeDutyPoint& b) { return a.duty < b.duty; });

@@ -114,6 +114,9 @@ struct CopyProfile {
 struct RelativeDutyPoint {
   double duty = 0.0;
   double relative_time = 1.0;
+  // calibrate's p90 step at this duty over the rested step (since run 46's plan: the GPU clock's humps at a high
+  // duty widen the step's spread, validation-runs.md run 45, finding 2); 0 where not measured. A record for now.
+  double relative_p90_time = 0.0;
 };
 
 struct ComputeProfile {

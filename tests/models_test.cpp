@@ -238,6 +238,27 @@ TEST(Profile, TheWrittenOrderConcurrentReadsAreNotAnInput) {
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
+// calibrate's duty curve keeps each point's p90 step since run 46's plan (the GPU clock's humps at a high duty,
+// validation-runs.md run 45, finding 2): read where present (0 where not), and a p90 below the point's median
+// names its JSON path.
+TEST(Profile, TheDutyCurvesP90IsReadAndNotBelowItsMedian) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "compute": {"step_vs_gpu_duty": [{"duty": 0.0, "relative_time": 1.0},
+                                       {"duty": 0.83, "relative_time": 1.06, "relative_p90_time": 1.14}]}})");
+  const Profile p = parse_profile(doc, "p.json", nullptr);
+  ASSERT_EQ(p.compute.step_vs_gpu_duty.size(), 2u);
+  EXPECT_EQ(p.compute.step_vs_gpu_duty[0].relative_p90_time, 0.0);
+  EXPECT_DOUBLE_EQ(p.compute.step_vs_gpu_duty[1].relative_p90_time, 1.14);
+  doc["compute"]["step_vs_gpu_duty"][1]["relative_p90_time"] = 1.02;
+  try {
+    parse_profile(doc, "p.json", nullptr);
+    FAIL() << "a p90 below the median was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("relative_p90_time"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("p.json"), std::string::npos) << e.what();
+  }
+}
+
 // A section in the file is taken whole; only a missing section comes from the fallback profile
 // (docs/profile.md): a cpu section without core_speed_cv has no wander, whatever the fallback has.
 TEST(Profile, APresentSectionIsTakenWholeAMissingOneFromTheFallback) {
