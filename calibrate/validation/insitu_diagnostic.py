@@ -53,6 +53,40 @@ def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
     return scen, own or prof or profile
 
 
+def loader_costs_in_situ(case, scen, base, cpu_curve):
+    """Pure: the scenario with the case's own load and collate costs (`measured.in_situ`, timed inside its workers,
+    or inside the main process with num_workers=0) in place of the probes'. base "table": brought to one idle core at
+    the case's busy cores, by the curves the simulator applies (the dataset's own for the load), as the table's
+    profile keeps the machine's curve (a main-process load as measured: see below); base "step": as measured, with no
+    load curve. A cold case's wall includes the
+    wait for the disk, which the simulator adds itself: its CPU time instead. The main process's collate (num_workers
+    =0) is not into shared memory. Unchanged without both costs."""
+    ins = case["measured"]["in_situ"]
+    if not (ins.get("getitem_wall_s") and ins.get("collate_wall_s")):
+        return scen
+    scen = json.loads(json.dumps(scen))
+    cold = case["knobs"].get("storage") == "cold"
+    load_s = (ins.get("getitem_cpu_s") or ins["getitem_wall_s"]) if cold else ins["getitem_wall_s"]
+    collate_s = ins["collate_wall_s"]
+    workers = int(case["knobs"]["num_workers"])
+    if base == "table" and workers > 0:
+        # (with num_workers=0 the case's busy cores count torch's own threads inside the main process's decode,
+        # which its in-situ time already holds and the simulated main thread, one core, does not slow again)
+        busy = float(case["measured"].get("cpu_busy_cores") or 1.0)
+        load_curve = scen["dataset"].get("load_speed_vs_busy_cores") or cpu_curve
+        load_s *= convert.relative_core_speed(load_curve, busy)
+        collate_s *= convert.relative_core_speed(cpu_curve, busy)
+    scen["dataset"]["load_s_per_sample"]["mean"] = load_s
+    scen["loader"]["collate_s_per_batch"] = collate_s
+    if workers > 0:
+        scen["loader"]["collate_in_shared_memory"] = True   # timed in the workers, into shared memory
+    if base == "step":
+        # in-situ costs already include the slowdown of the busy cores: no speed curve, neither the machine's nor the
+        # dataset's own
+        scen["dataset"].pop("load_speed_vs_busy_cores", None)
+    return scen
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
@@ -83,26 +117,7 @@ def main() -> int:
             else:
                 scen = convert.scenario_for(c, doc["machine"])
             cold = c["knobs"].get("storage") == "cold"
-            if c["knobs"]["num_workers"] > 0 and ins.get("getitem_wall_s") and ins.get("collate_wall_s"):
-                # a cold case's wall time includes the wait for the disk, which the simulator adds itself:
-                # its CPU time instead (which already holds the page-cache fill: not added again, below)
-                load_s = (ins.get("getitem_cpu_s") or ins["getitem_wall_s"]) if cold else ins["getitem_wall_s"]
-                collate_s = ins["collate_wall_s"]
-                if a.base == "table":
-                    # the table's profile keeps the machine's curve (its main side and loop were brought to one
-                    # idle core by it): the in-situ costs go to one idle core too, at the case's measured busy
-                    # cores, by the curves the simulator applies to them (the dataset's own for the load)
-                    busy = float(c["measured"].get("cpu_busy_cores") or 1.0)
-                    load_curve = scen["dataset"].get("load_speed_vs_busy_cores") or cpu_curve
-                    load_s *= convert.relative_core_speed(load_curve, busy)
-                    collate_s *= convert.relative_core_speed(cpu_curve, busy)
-                scen["dataset"]["load_s_per_sample"]["mean"] = load_s
-                scen["loader"]["collate_s_per_batch"] = collate_s
-                scen["loader"]["collate_in_shared_memory"] = True   # timed in the workers, into shared memory
-                if a.base == "step":
-                    # in-situ costs already include the slowdown of the busy cores: no speed curve,
-                    # neither the machine's (below) nor the dataset's own
-                    scen["dataset"].pop("load_speed_vs_busy_cores", None)
+            scen = loader_costs_in_situ(c, scen, a.base, cpu_curve)
             if a.base == "step":
                 prof = base_profile
                 tr = c["components"].get("transport")

@@ -67,3 +67,41 @@ class TableBase(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoaderCostsInSitu(unittest.TestCase):
+    """loader_costs_in_situ against hand-built cases: the workers' own costs, or the main process's with
+    num_workers=0 (run 45's A1 w0 case: the in-situ diagnostic had left its load at the probes')."""
+    CURVE = [{"busy_cores": 1, "relative_speed": 1.0}, {"busy_cores": 9, "relative_speed": 0.8}]
+
+    def case(self, workers, busy=9.0, storage="warm"):
+        return {"knobs": {"num_workers": workers, "storage": storage},
+                "measured": {"cpu_busy_cores": busy,
+                             "in_situ": {"getitem_wall_s": 0.0040, "getitem_cpu_s": 0.0035, "collate_wall_s": 0.020}}}
+
+    def scen(self):
+        return {"dataset": {"load_s_per_sample": {"mean": 0.0050, "cv": 0.1}},
+                "loader": {"collate_s_per_batch": 0.030}}
+
+    def test_workers_costs_go_to_one_idle_core_at_the_cases_busy_cores(self):
+        out = diag.loader_costs_in_situ(self.case(8), self.scen(), "table", self.CURVE)
+        # 9 busy cores: relative speed 0.8 by the machine's curve (no dataset curve here)
+        self.assertAlmostEqual(out["dataset"]["load_s_per_sample"]["mean"], 0.0040 * 0.8)
+        self.assertAlmostEqual(out["loader"]["collate_s_per_batch"], 0.020 * 0.8)
+        self.assertTrue(out["loader"]["collate_in_shared_memory"])
+
+    def test_the_main_process_load_is_taken_as_measured(self):
+        # num_workers=0: the case's busy cores (torch's threads in the main process's decode) are not a slowdown
+        # the simulated main thread applies again; the collate is not into shared memory
+        base = self.scen()
+        out = diag.loader_costs_in_situ(self.case(0, busy=14.5), base, "table", self.CURVE)
+        self.assertAlmostEqual(out["dataset"]["load_s_per_sample"]["mean"], 0.0040)
+        self.assertAlmostEqual(out["loader"]["collate_s_per_batch"], 0.020)
+        self.assertNotIn("collate_in_shared_memory", out["loader"])
+        self.assertAlmostEqual(base["dataset"]["load_s_per_sample"]["mean"], 0.0050)   # the input is left alone
+
+    def test_a_cold_case_takes_its_cpu_and_a_case_without_costs_is_unchanged(self):
+        out = diag.loader_costs_in_situ(self.case(4, busy=1.0, storage="cold"), self.scen(), "step", self.CURVE)
+        self.assertAlmostEqual(out["dataset"]["load_s_per_sample"]["mean"], 0.0035)
+        bare = {"knobs": {"num_workers": 8}, "measured": {"in_situ": {"getitem_wall_s": 0.004}}}
+        self.assertEqual(diag.loader_costs_in_situ(bare, self.scen(), "table", self.CURVE), self.scen())
