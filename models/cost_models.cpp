@@ -79,6 +79,12 @@ double gpu_busy_share_after(double share, double dt_s, bool busy, double time_co
   return busy ? 1.0 - (1.0 - share) * keep : share * keep;
 }
 
+double clock_hump_factor(double t_s, double amplitude, double period_s, double high_share) {
+  if (amplitude <= 0.0 || period_s <= 0.0 || high_share <= 0.0 || high_share >= 1.0) return 1.0;
+  const double phase = std::fmod(std::max(t_s, 0.0), period_s) / period_s;
+  return 1.0 + amplitude * ((phase < high_share ? 1.0 : 0.0) - high_share);
+}
+
 double share_at_step_start(double duty, double step_s, double time_constant_s) {
   if (duty >= 1.0) return 1.0;
   if (duty <= 0.0 || step_s <= 0.0 || time_constant_s <= 0.0) return 0.0;

@@ -104,6 +104,13 @@ double relative_core_speed(const std::vector<SpeedPoint>& curve, double busy);
 constexpr double kGpuDutyTimeConstantS = 1.0;
 double gpu_busy_share_after(double share, double dt_s, bool busy, double time_constant_s = kGpuDutyTimeConstantS);
 
+// The GPU clock's humps at a high duty (validation-runs.md run 45, finding 2: the H200 at duty 0.80-0.85 runs a
+// step up to 1.2x its low for about 0.26 s of every 1.04 s, and not at 0.5 or below): the factor on a step that
+// starts at t_s, 1 + amplitude x (w - high_share), w = 1 for the first high_share of each period_s and 0 after.
+// Its mean over a period is 1, so the duty curve's mean holds; the high level is 1 + amplitude (1 - high_share),
+// the low one 1 - amplitude high_share. 1 with no amplitude, period or high share.
+double clock_hump_factor(double t_s, double amplitude, double period_s, double high_share);
+
 // The busy share (the average above, with this time constant) each step of a steady periodic loop starts
 // with: busy step_s, idle step_s (1 - duty) / duty; with a = exp(-step/tau), b = exp(-idle/tau),
 // b (1 - a) / (1 - a b). The duty itself as tau grows; 0 and 1 at the ends. A curve measured at steady

@@ -61,6 +61,10 @@ std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfi
   return out;
 }
 
+double GpuClockHumps::amplitude_at(double duty) const {
+  return piecewise_linear(amplitude_vs_gpu_duty, duty, &HumpPoint::duty, &HumpPoint::amplitude, 0.0);
+}
+
 double TrainingConfig::step_s_at_duty(double duty) const {
   return piecewise_linear(step_s_vs_gpu_duty, duty, &DutyPoint::duty, &DutyPoint::step_s, step_s());
 }
@@ -266,6 +270,25 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
                                    : kGpuDutyTimeConstantS;
     s.training.gpu_duty_time_constant_s =
         r.number("gpu_duty_time_constant_s", tau_default, Range::between(0.001, 3600));
+    if (r.has("gpu_clock_humps")) {
+      ObjectReader h = r.object("gpu_clock_humps");
+      GpuClockHumps& humps = s.training.gpu_clock_humps;
+      humps.period_s = h.number("period_s", 1.0, Range::between(0.001, 3600));
+      humps.high_share = h.required_number("high_share", {0.0, 1.0, true});
+      if (humps.high_share >= 1.0) h.fail("high_share", humps.high_share, "a number in (0, 1)");
+      for (auto& q : h.array_of_objects("amplitude_vs_gpu_duty")) {
+        const double duty = q.required_number("duty", Range::unit_interval());
+        // the low level, 1 - amplitude x high_share, must stay above 0
+        const double amplitude = q.required_number("amplitude", Range::non_negative());
+        if (amplitude * humps.high_share >= 1.0)
+          q.fail("amplitude", amplitude, "a number >= 0 below 1 / high_share (the low level above 0)");
+        q.finish();
+        humps.amplitude_vs_gpu_duty.push_back({duty, amplitude});
+      }
+      std::sort(humps.amplitude_vs_gpu_duty.begin(), humps.amplitude_vs_gpu_duty.end(),
+                [](const HumpPoint& a, const HumpPoint& b) { return a.duty < b.duty; });
+      h.finish();
+    }
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
     s.training.host_needs_memory_map = r.boolean("host_needs_memory_map", false);

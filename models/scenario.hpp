@@ -96,6 +96,22 @@ struct DutyPoint {
   double step_s = 0.0;
 };
 
+struct HumpPoint {
+  double duty = 0.0;
+  double amplitude = 0.0;
+};
+
+// training.gpu_clock_humps: the GPU clock's humps at a high duty (validation-runs.md run 45, finding 2), a
+// one-second two-level wave on the step's GPU time whose amplitude follows the GPU's long-run duty (its busy share
+// averaged over one period). Empty amplitude curve: none.
+struct GpuClockHumps {
+  double period_s = 1.0;
+  double high_share = 0.25;
+  std::vector<HumpPoint> amplitude_vs_gpu_duty;  // sorted by duty; linear between points, flat beyond
+  bool enabled() const { return !amplitude_vs_gpu_duty.empty(); }
+  double amplitude_at(double duty) const;
+};
+
 struct TrainingConfig {
   double forward_s = 0.0;   // with backward_s; when only step_s is given, forward = step/3
   double backward_s = 0.0;  // backward + optimizer
@@ -133,6 +149,7 @@ struct TrainingConfig {
   // as the H200's clock: validation run 14, finding 11) lets a burst of back-to-back steps slow down
   // within a few steps and a step after a long wait run rested.
   double gpu_duty_time_constant_s = kGpuDutyTimeConstantS;
+  GpuClockHumps gpu_clock_humps;
 
   double step_s() const { return forward_s + backward_s; }
   // The step's GPU time at a recent busy share `duty` (linear between points, flat beyond); step_s

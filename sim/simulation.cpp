@@ -502,6 +502,9 @@ void compute_stream_actor(Rank& r) {
   double previous_end_s = 0.0;
   double busy_share = 0.0, busy_share_at_s = 0.0;  // the GPU's recent duty (a rested GPU at start)
   const bool duty_curve = !s.training.step_s_vs_gpu_duty.empty();
+  // the clock's humps follow the long-run duty: the busy share averaged over one of their periods
+  const GpuClockHumps& humps = s.training.gpu_clock_humps;
+  double hump_share = 0.0, hump_share_at_s = 0.0;
   for (;;) {
     StreamOp op = r.compute.queue.pop();
     if (op.kind == StreamOp::Kind::kCopy) {  // default-stream copy: serialized with kernels
@@ -523,6 +526,10 @@ void compute_stream_actor(Rank& r) {
       // the step's time at the GPU's duty so far; its own draw (step_cv) kept as a ratio
       busy_share = gpu_busy_share_after(busy_share, start_s - busy_share_at_s, false, s.training.gpu_duty_time_constant_s);
       op.duration_s *= s.training.step_s_at_duty(busy_share) / s.training.step_s();
+    }
+    if (humps.enabled()) {
+      hump_share = gpu_busy_share_after(hump_share, start_s - hump_share_at_s, false, humps.period_s);
+      op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(hump_share), humps.period_s, humps.high_share);
     }
     const double forward_share = s.training.forward_s / s.training.step_s();
     sg4::this_actor::sleep_for(op.duration_s * forward_share);
@@ -549,6 +556,10 @@ void compute_stream_actor(Rank& r) {
     if (duty_curve) {
       busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true, s.training.gpu_duty_time_constant_s);
       busy_share_at_s = kernels_end_s;
+    }
+    if (humps.enabled()) {
+      hump_share = gpu_busy_share_after(hump_share, kernels_end_s - start_s, true, humps.period_s);
+      hump_share_at_s = kernels_end_s;
     }
     r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches
     // nor finish before the work launched last has run (training.launch_tail_s)

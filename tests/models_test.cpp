@@ -118,6 +118,56 @@ TEST(GpuDuty, TheTimeConstantFromABurstRamp) {
 
 // A profile with calibrate's constant: a scenario without its own curve takes the profile's shape re-read at a
 // step's start under it, and the constant. 30 ms back to back, 1.2 x rested: rested 25 ms.
+// The clock's humps (training.gpu_clock_humps; validation-runs.md run 45, finding 2) by hand: amplitude 0.1, a
+// one-second period, high the first 0.3 of it: 1 + 0.1 x 0.7 = 1.07 while high, 1 - 0.1 x 0.3 = 0.97 after; their
+// mean over a period is 1 (0.3 x 1.07 + 0.7 x 0.97).
+TEST(GpuDuty, TheClocksHumpsAreATwoLevelWaveWithMeanOne) {
+  EXPECT_DOUBLE_EQ(clock_hump_factor(0.1, 0.1, 1.0, 0.3), 1.07);
+  EXPECT_DOUBLE_EQ(clock_hump_factor(0.5, 0.1, 1.0, 0.3), 0.97);
+  EXPECT_DOUBLE_EQ(clock_hump_factor(7.2, 0.1, 1.0, 0.3), 1.07);   // the eighth period's high part
+  double sum = 0.0;
+  const int n = 10000;
+  for (int i = 0; i < n; ++i) sum += clock_hump_factor((i + 0.5) / n * 2.0, 0.1, 1.0, 0.3);  // two periods
+  EXPECT_NEAR(sum / n, 1.0, 1e-9);
+  EXPECT_EQ(clock_hump_factor(0.1, 0.0, 1.0, 0.3), 1.0);
+  EXPECT_EQ(clock_hump_factor(0.1, 0.1, 1.0, 1.0), 1.0);
+  EXPECT_EQ(clock_hump_factor(0.1, 0.1, 0.0, 0.3), 1.0);
+}
+
+// The scenario's humps: their amplitude read off the duty (linear, flat beyond), and a bad high share or an
+// amplitude that would take the low level to zero named by path.
+TEST(GpuDuty, TheHumpsAmplitudeFollowsTheDutyAndBadValuesAreNamed) {
+  Profile p;
+  json j = {{"training", {{"step_s", 0.030}, {"gpu_clock_humps", {{"period_s", 1.04}, {"high_share", 0.3},
+      {"amplitude_vs_gpu_duty", json::array({{{"duty", 0.9}, {"amplitude", 0.1}}, {{"duty", 0.5}, {"amplitude", 0.0}}})}}}}}};
+  const Scenario s = parse_scenario(j, "x.json", p);
+  ASSERT_TRUE(s.training.gpu_clock_humps.enabled());
+  EXPECT_DOUBLE_EQ(s.training.gpu_clock_humps.period_s, 1.04);
+  EXPECT_DOUBLE_EQ(s.training.gpu_clock_humps.amplitude_at(0.7), 0.05);
+  EXPECT_DOUBLE_EQ(s.training.gpu_clock_humps.amplitude_at(0.2), 0.0);
+  EXPECT_DOUBLE_EQ(s.training.gpu_clock_humps.amplitude_at(1.0), 0.1);
+  EXPECT_FALSE(parse_scenario({{"training", {{"step_s", 0.030}}}}, "x.json", p).training.gpu_clock_humps.enabled());
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, json>>{
+           {"high_share", 1.0}, {"high_share", 0.0}, {"period_s", 0.0}}) {
+    json b = j;
+    b["training"]["gpu_clock_humps"][key] = bad;
+    try {
+      parse_scenario(b, "x.json", p);
+      ADD_FAILURE() << key << " = " << bad.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("training.gpu_clock_humps." + key), std::string::npos) << e.what();
+    }
+  }
+  json b = j;
+  b["training"]["gpu_clock_humps"]["amplitude_vs_gpu_duty"][0]["amplitude"] = 1.0 / 0.3;
+  try {
+    parse_scenario(b, "x.json", p);
+    ADD_FAILURE() << "an amplitude of 1 / high_share was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("amplitude_vs_gpu_duty[0].amplitude"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuDuty, AProfilesConstantComesWithItsShape) {
   Profile p;
   p.compute.step_vs_gpu_duty = {{0.0, 1.0}, {0.5, 1.05}, {1.0, 1.2}};

@@ -304,6 +304,29 @@ TEST(Simulate, GpuStepFollowsItsDuty) {
   EXPECT_EQ(busy["bottleneck"]["stage"], "gpu_compute");
 }
 
+// The clock's humps (training.gpu_clock_humps; validation-runs.md run 45, finding 2) on a GPU-bound loop of 10 ms
+// steps (a fast loader, duty 1): amplitude 0.1 at every duty, high the first 0.3 of each second. By hand: steps at
+// 10.7 ms for 0.3 s of each second and at 9.7 ms for 0.7 s, so 0.3 / 0.0107 = 28.0 and 0.7 / 0.0097 = 72.2 steps a
+// second: 28% of the steps long, the p90 step 10.7 ms, the mean 1 / 100.2 s = 9.98 ms. The amplitude follows the
+// long-run duty: zero at duty 1 (rising to it from 0.1 at 0.5), so the same loop runs flat.
+TEST(Simulate, TheClocksHumpsWidenTheStepAtTheirDuty) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 8}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0}};
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["training"] = {{"step_s", 0.010}, {"steps", 2000}, {"warmup_steps", 200},
+                   {"gpu_clock_humps", {{"period_s", 1.0}, {"high_share", 0.3}, {"amplitude_vs_gpu_duty",
+                       json::array({{{"duty", 0.0}, {"amplitude", 0.1}}, {{"duty", 1.0}, {"amplitude", 0.1}}})}}}};
+  const json humped = simulate(s);
+  EXPECT_NEAR(humped["step_time_s"]["p90"].get<double>(), 0.0107, 0.0107 * 0.01);
+  EXPECT_NEAR(step_mean(humped), 1.0 / 100.2, 0.01 * 0.00998);
+  EXPECT_NEAR(samples_per_s(humped), 8 * 100.2, 8 * 100.2 * 0.01);
+  s["training"]["gpu_clock_humps"]["amplitude_vs_gpu_duty"] =
+      json::array({{{"duty", 0.5}, {"amplitude", 0.1}}, {{"duty", 1.0}, {"amplitude", 0.0}}});
+  const json flat = simulate(s);
+  EXPECT_NEAR(flat["step_time_s"]["p90"].get<double>(), 0.010, 0.010 * 0.005);
+  EXPECT_NEAR(samples_per_s(flat), 800.0, 800.0 * 0.005);
+}
+
 // The same shape from the profile (calibrate's compute.step_vs_gpu_duty, relative to an isolated
 // step: 1.0 at duty 0, 3.0 at duty 1) for a scenario that gives only its synthetic-data step (30 ms,
 // back to back): 10 ms rested, the same fixed point, GPU busy 0.125; `[]` in the scenario turns it off.
