@@ -41,6 +41,7 @@ import os
 import shlex
 import subprocess
 import sys
+import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1601,6 +1602,31 @@ def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
     return dict(c, components=dict(comps, probe=comps["probe_warm"]))
 
 
+def gpu_clock_humps(components: Dict[str, Any], key: str) -> Optional[Dict[str, Any]]:
+    """training.gpu_clock_humps from a call's duty curves (harness since run 44: each point's per-step times,
+    `steps_s`; validation-runs.md run 45, finding 2): the period and high share, medians over the call's humped points
+    (duty_hump_diagnostic.hump_reading), and step model `key`'s amplitude at each of its points and at duty 1 (its
+    sustained interval): a two-level wave whose high level is its p90, so amplitude = (p90 / mean - 1) / (1 - high
+    share), 0 where the step is flat. None without a humped point in the call or per-step times for `key`."""
+    import duty_hump_diagnostic as humps_diag   # it imports this module: here, not at the top
+    curves = (components or {}).get("gpu_duty_curves") or {}
+    readings = {k: [(float(p.get("duty") or 0.0), humps_diag.hump_reading(p.get("steps_s") or [], float(p.get("duty") or 0.0)))
+                    for p in (c.get("points") or [])] for k, c in curves.items()}
+    humped = [r for pts in readings.values() for _, r in pts if r and r["spells"]]
+    periods = [r["period_s"] for r in humped if r["period_s"] is not None]
+    own = [(d, r) for d, r in readings.get(key) or [] if r is not None]
+    if not humped or not periods or not own:
+        return None
+    high_share = statistics.median(r["high_share"] for r in humped)
+    points = [{"duty": round(min(d, 1.0), 4), "amplitude": round(max(0.0, (r["p90_over_mean"] - 1.0) / (1.0 - high_share)), 4)}
+              for d, r in own]
+    sus = (((components or {}).get("step") or {}).get(key) or {}).get("sustained_interval_s") or {}
+    if sus.get("mean") and sus.get("p90"):
+        points.append({"duty": 1.0, "amplitude": round(max(0.0, (sus["p90"] / sus["mean"] - 1.0) / (1.0 - high_share)), 4)})
+    return {"period_s": round(statistics.median(periods), 4), "high_share": round(high_share, 4),
+            "amplitude_vs_gpu_duty": sorted(points, key=lambda q: q["duty"])}
+
+
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
                 duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
@@ -1673,6 +1699,11 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         if wander["correlation_s"] is not None:
             cpu["core_speed_correlation_s"] = round(wander["correlation_s"], 4)
         c.setdefault("convert", {})["wander"] = wander
+    if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
+        humps = gpu_clock_humps(call_components or {}, step_key(c))
+        if humps is not None:
+            scen["training"]["gpu_clock_humps"] = humps
+            c.setdefault("convert", {})["gpu_clock_humps"] = humps
     return scen, case_profile
 
 
@@ -2733,6 +2764,10 @@ def main(argv=None) -> int:
                          "batch (the model since run 17). Run 28's interleaved probe read 0.73 where the GIL call's "
                          "pinned cases' own lines read 0.79 and 0.73 (validation-runs.md run 28, finding 1) "
                          "(default %(default)s)")
+    ap.add_argument("--gpu-humps", choices=["off", "duty-curve"], default="off",
+                    help="the GPU clock's humps at a high duty (validation-runs.md run 45, finding 2): duty-curve "
+                         "writes training.gpu_clock_humps from the call's duty curves' per-step times (harness since "
+                         "run 44) where they show humps; a what-if until the 0.9 duty point is measured (off)")
     ap.add_argument("--gpu-duty", choices=["measured", "linear", "off"], default="measured",
                     help="the GPU step's time against its recent busy share, from the step component's isolated "
                          "time (rested) to its sustained one (back to back): in between the call's measured "

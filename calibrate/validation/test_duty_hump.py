@@ -67,3 +67,41 @@ class HumpTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConvertHumpsTest(unittest.TestCase):
+    """convert.gpu_clock_humps: training.gpu_clock_humps from a call's duty curves, by hand."""
+
+    def components(self):
+        # step model A: flat at duty 0.5; at 0.8, 200 steps of 10 ms with 1.2x humps of 20 steps every 80 (a step's
+        # wall 12.5 ms: 1.0 s apart, high share 60 / 200 = 0.3 of the steps); sustained back to back: mean 11 ms,
+        # p90 11.11 ms
+        humped = humped_series(200, 0.010, 80, 20, 16, 1.2)
+        mean = sum(humped) / len(humped)
+        return {"gpu_duty_curves": {"A": {"points": [
+                    {"duty": 0.5, "steps_s": [0.010] * 60},
+                    {"duty": round(0.8 * mean / 0.010, 6), "steps_s": humped}]}},
+                "step": {"A": {"sustained_interval_s": {"mean": 0.011, "p90": 0.01111}}}}
+
+    def test_the_calls_period_and_share_and_the_models_amplitude(self):
+        import convert
+        comps = self.components()
+        humped = comps["gpu_duty_curves"]["A"]["points"][1]["steps_s"]
+        r = H.hump_reading(humped, comps["gpu_duty_curves"]["A"]["points"][1]["duty"])
+        h = convert.gpu_clock_humps(comps, "A")
+        self.assertAlmostEqual(h["period_s"], round(r["period_s"], 4))
+        self.assertAlmostEqual(h["high_share"], 0.3)
+        amps = {round(q["duty"], 1): q["amplitude"] for q in h["amplitude_vs_gpu_duty"]}
+        # a flat point: p90 = mean, amplitude 0; the humped one: (p90 / mean - 1) / (1 - 0.3); duty 1 from the
+        # sustained interval: (11.11 / 11 - 1) / 0.7 = 0.01 / 0.7
+        self.assertEqual(amps[0.5], 0.0)
+        self.assertAlmostEqual(amps[0.8], round((r["p90_over_mean"] - 1) / 0.7, 4))
+        self.assertAlmostEqual(amps[1.0], round(0.01 / 0.7, 4))
+        self.assertGreater(amps[0.8], 0.1)
+
+    def test_no_humps_without_a_humped_point_or_the_step_models_curve(self):
+        import convert
+        comps = self.components()
+        self.assertIsNone(convert.gpu_clock_humps(comps, "B"))
+        comps["gpu_duty_curves"]["A"]["points"] = comps["gpu_duty_curves"]["A"]["points"][:1]
+        self.assertIsNone(convert.gpu_clock_humps(comps, "A"))
