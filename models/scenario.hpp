@@ -102,8 +102,8 @@ struct HumpPoint {
 };
 
 // training.gpu_clock_humps: the GPU clock's humps at a high duty (validation-runs.md run 45, finding 2), a
-// one-second two-level wave on the step's GPU time whose amplitude follows the GPU's long-run duty (its busy share
-// averaged over one period). Empty amplitude curve: none.
+// one-second two-level wave on the step's GPU time whose amplitude follows the GPU's busy share (the duty curve's
+// where the scenario has one, else averaged over one period). Empty amplitude curve: none.
 struct GpuClockHumps {
   double period_s = 1.0;
   double high_share = 0.25;

@@ -502,7 +502,9 @@ void compute_stream_actor(Rank& r) {
   double previous_end_s = 0.0;
   double busy_share = 0.0, busy_share_at_s = 0.0;  // the GPU's recent duty (a rested GPU at start)
   const bool duty_curve = !s.training.step_s_vs_gpu_duty.empty();
-  // the clock's humps follow the long-run duty: the busy share averaged over one of their periods
+  // the clock's humps' amplitude at the duty curve's busy share where there is a curve (averaged over one of their
+  // periods it passed the humps' band during a rested start and widened steps a flat loop at 0.98 never shows:
+  // validation-runs.md run 45, finding 2), else at the share averaged over one period
   const GpuClockHumps& humps = s.training.gpu_clock_humps;
   double hump_share = 0.0, hump_share_at_s = 0.0;
   for (;;) {
@@ -529,7 +531,7 @@ void compute_stream_actor(Rank& r) {
     }
     if (humps.enabled()) {
       hump_share = gpu_busy_share_after(hump_share, start_s - hump_share_at_s, false, humps.period_s);
-      op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(hump_share), humps.period_s, humps.high_share);
+      op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(duty_curve ? busy_share : hump_share), humps.period_s, humps.high_share);
     }
     const double forward_share = s.training.forward_s / s.training.step_s();
     sg4::this_actor::sleep_for(op.duration_s * forward_share);
