@@ -2580,7 +2580,7 @@ class Harness:
                     out["error"] = (f"budget: {self.remaining():.1f}s left, left out so that {case['id']} and the "
                                     f"others still to run get a {MIN_CASE_WINDOW_S:.0f} s window")
                     log(f"case {cases.index(out)+1}/{len(cases)} {out['id']}: skipped ({out['error']})")
-                pending = [c for c in pending if c["status"] != "skipped"]
+                pending = [c for c in pending if c.get("status") != "skipped"]
             allowance = case_allowance_s(rem, pending, self.doc["components"], PROBE_SETTLE_S, self.quick)
             c0 = time.perf_counter()
             try:
