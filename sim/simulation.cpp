@@ -506,6 +506,7 @@ void compute_stream_actor(Rank& r) {
   // periods it passed the humps' band during a rested start and widened steps a flat loop at 0.98 never shows:
   // validation-runs.md run 45, finding 2), else at the share averaged over one period
   const GpuClockHumps& humps = s.training.gpu_clock_humps;
+  const bool own_hump_share = humps.enabled() && !duty_curve;
   double hump_share = 0.0, hump_share_at_s = 0.0;
   for (;;) {
     StreamOp op = r.compute.queue.pop();
@@ -530,8 +531,9 @@ void compute_stream_actor(Rank& r) {
       op.duration_s *= s.training.step_s_at_duty(busy_share) / s.training.step_s();
     }
     if (humps.enabled()) {
-      hump_share = gpu_busy_share_after(hump_share, start_s - hump_share_at_s, false, humps.period_s);
-      op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(duty_curve ? busy_share : hump_share), humps.period_s, humps.high_share);
+      if (own_hump_share) hump_share = gpu_busy_share_after(hump_share, start_s - hump_share_at_s, false, humps.period_s);
+      op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(own_hump_share ? hump_share : busy_share),
+                                         humps.period_s, humps.high_share);
     }
     const double forward_share = s.training.forward_s / s.training.step_s();
     sg4::this_actor::sleep_for(op.duration_s * forward_share);
@@ -559,7 +561,7 @@ void compute_stream_actor(Rank& r) {
       busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true, s.training.gpu_duty_time_constant_s);
       busy_share_at_s = kernels_end_s;
     }
-    if (humps.enabled()) {
+    if (own_hump_share) {
       hump_share = gpu_busy_share_after(hump_share, kernels_end_s - start_s, true, humps.period_s);
       hump_share_at_s = kernels_end_s;
     }

@@ -34,15 +34,7 @@ FLAT_RATIO = 1.05     # high / low below this: no humps
 MIN_STEPS = 20        # fewer timed steps say nothing of a period
 
 
-def percentile(xs: Sequence[float], q: float) -> float:
-    """Pure: the q-quantile (0..1) by linear interpolation between order statistics."""
-    s = sorted(xs)
-    if not s:
-        raise ValueError("no values")
-    pos = q * (len(s) - 1)
-    i = int(pos)
-    frac = pos - i
-    return s[i] if i + 1 >= len(s) else s[i] * (1 - frac) + s[i + 1] * frac
+percentile = convert.percentile   # the q-quantile (0..1), linear between order statistics
 
 
 def high_spells(high: Sequence[bool], bridge: int = BRIDGE_STEPS) -> List[tuple]:
