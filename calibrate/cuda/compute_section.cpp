@@ -15,6 +15,7 @@
 
 #include "calibrate/cuda/cuda_util.hpp"
 #include "calibrate/cuda/kernels.hpp"
+#include "calibrate/duty_pacing.hpp"
 #include "calibrate/gpu.hpp"
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
@@ -175,8 +176,9 @@ SectionOutcome run_compute(const RunContext& ctx) {
 
   // The GPU's duty (compute.step_vs_gpu_duty): a GPU holds its boost clock while it rests. The H200 ran
   // a 25 ms matmul step in 25.0 ms after a rest and 29.9 ms back to back, and in between inside real
-  // input-bound loops (validation run 12). A "step" of GEMMs (about 25 ms) is launched every
-  // step / duty seconds, the host sleeping between (the GPU idle); the last half of each duty's window
+  // input-bound loops (validation run 12). A "step" of GEMMs (about 25 ms) is launched again and again, the
+  // host sleeping between (the GPU idle) as long as keeps the window at its duty (rest_for_duty_s, since
+  // run 47: a fixed period overshot once the step heated); the last half of each duty's window
   // is timed by events; duty 0 is one step after 0.3 s of rest. Relative to that isolated step.
   // Never costs the section: a failure leaves a note.
   const double gemm_s = flop_per_gemm / flops_alone;
@@ -209,15 +211,17 @@ SectionOutcome run_compute(const RunContext& ctx) {
       const bool humps_possible = target > 0.5 && target < 1.0;
       const double window_s = humps_possible ? ctx.by_scale(1.2, 3.0, 3.0) : ctx.by_scale(0.3, 1.0, 1.5);
       const double settle_s = humps_possible ? std::min(0.6, window_s / 2) : window_s / 2;
-      const double period_s = iso_s / target;
       std::vector<double> times;
       double busy_s = 0.0, span_s = 0.0;
+      double run_busy_s = 0.0;  // GPU time of every step in this duty's window, the settling ones too
       const double start = now_s();
       while (now_s() - start < window_s) {
         const double a0 = now_s();
         auto t = step_s();
         if (!t.ok()) return t.problem();
-        const double rest_s = period_s - (now_s() - a0);
+        run_busy_s += t.value();
+        // paced on the steps' achieved time, not the rested one (rest_for_duty_s says why)
+        const double rest_s = rest_for_duty_s(run_busy_s, now_s() - start, target);
         if (rest_s > 0.0) std::this_thread::sleep_for(std::chrono::duration<double>(rest_s));
         if (a0 - start >= settle_s) {  // the clock settled to this duty
           times.push_back(t.value());

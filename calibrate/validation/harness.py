@@ -478,6 +478,18 @@ def duty_window_s(duty: float) -> float:
     return 3.0 if duty > 0.5 else 1.2
 
 
+def rest_for_duty_s(busy_s: float, wall_s: float, target_duty: float) -> float:
+    """The sleep after a duty-curve step that brings the window's duty so far back to the target: the GPU time so
+    far over the target, less the wall time so far (both from the window's start, the step just done included).
+    Until run 46 the rest filled a fixed period (rested step / target), and the step lengthens as the GPU heats:
+    run 46 aimed at 0.75 and 0.9 and ran at 0.80-0.83 and 0.99-1.00, leaving the 0.93-0.97 hump band unmeasured.
+    Paced on the achieved time the duty holds whatever the step does, and a sleep's overshoot is paid back by the
+    next rest. calibrate's compute section paces its own curve the same way (calibrate/duty_pacing.hpp)."""
+    if target_duty <= 0.0 or target_duty >= 1.0:
+        return 0.0
+    return max(0.0, busy_s / target_duty - wall_s)
+
+
 def set_case_window(window_s: float) -> None:
     """--case-window-s."""
     global CASE_WINDOW_S
@@ -1245,7 +1257,7 @@ class Harness:
                 "method": f"{bursts} bursts of {n_steps} back-to-back steps, each after 0.3 s of rest, the launches "
                           "queued behind a spin kernel; CUDA events between steps; median per position"}
 
-    def gpu_duty_curve(self, model, gb, key, iso_s):
+    def gpu_duty_curve(self, model, gb, key):
         """The step's GPU time at steady duties 0.25, 0.5, 0.75 and 0.9: steps launched periodically, the host
         sleeping between them (the GPU idle), for duty_window_s per duty, all but its first DUTY_SETTLE_S timed
         by events; the duty achieved is the steps' GPU time over the wall time of the timed part. Run 12 found the loop's step
@@ -1262,8 +1274,8 @@ class Harness:
             # compute-bound cases at a GPU busy share of 0.93-0.97 a p90 step 1.09x their mean that the model, flat
             # there, under-predicts (signed -4 to -9%), at 0.97-0.99 1.02x: where the humps stop is unmeasured
             for duty in (0.25, 0.5, 0.75, 0.9):
-                period_s = iso_s / duty
                 times, spans = [], []
+                window_busy_s = 0.0   # GPU time of every step in this window, the settling ones too
                 start = time.perf_counter()
                 while time.perf_counter() - start < duty_window_s(duty):
                     a = time.perf_counter()
@@ -1272,7 +1284,9 @@ class Harness:
                     model(gb)
                     e1.record()
                     dev.sync()
-                    rest = period_s - (time.perf_counter() - a)
+                    window_busy_s += e0.elapsed_time(e1) / 1e3
+                    # paced on the steps' achieved time since run 47 (rest_for_duty_s says why)
+                    rest = rest_for_duty_s(window_busy_s, time.perf_counter() - start, duty)
                     if rest > 0:
                         time.sleep(rest)
                     if a - start >= DUTY_SETTLE_S:  # the clock settled to this duty
@@ -1292,8 +1306,9 @@ class Harness:
                                                              f"(p90 {q['step_p90_s']*1e3:.2f})" for q in points)
             + f" ({time.perf_counter()-t0:.1f}s)")
         return {"step": key, "points": points,
-                "method": "one step launched every isolated_step / duty seconds (host sleeps between, sync after "
-                          f"each), {duty_window_s(0.25):.1f} s per duty ({duty_window_s(0.75):.1f} s at the top one), "
+                "method": "steps launched one after another, the host sleeping after each as long as brings the "
+                          "window's GPU time / wall back to the duty (sync after each; a fixed period until run 46),"
+                          f" {duty_window_s(0.25):.1f} s per duty ({duty_window_s(0.75):.1f} s at the top one), "
                           f"all but the first {DUTY_SETTLE_S:.1f} s timed: GPU event time per step, duty = GPU time "
                           "/ wall"}
 
@@ -1410,7 +1425,7 @@ class Harness:
             # One per step model (since run 14; about 4 s each): run 13 found the shape depends on the step's
             # length (a 25 ms step keeps 0.07 of its sustained excess at duty 0.25, a 5 ms step 0.35-0.42);
             # gpu_duty_curve stays the call's first, as convert read it until then
-            curve = self.gpu_duty_curve(model, gb, key, g["mean"])
+            curve = self.gpu_duty_curve(model, gb, key)
             self.doc["components"].setdefault("gpu_duty_curves", {})[key] = curve
             self.doc["components"].setdefault("gpu_burst_ramps", {})[key] = self.gpu_burst_ramp(model, gb, key, h["mean"])
             self.doc["components"].setdefault("gpu_duty_curve", curve)

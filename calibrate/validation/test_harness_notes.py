@@ -24,6 +24,7 @@ host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
     "host_probe_note", "loop_parts_note", "memory_map_verdict_note")
 (per_cpu_seconds,) = harness_functions("per_cpu_seconds", env={"os": os})
 (duty_window_s,) = harness_functions("duty_window_s")
+(rest_for_duty_s,) = harness_functions("rest_for_duty_s")
 
 
 class DutyWindowTest(unittest.TestCase):
@@ -39,6 +40,38 @@ class DutyWindowTest(unittest.TestCase):
         self.assertGreaterEqual(duty_window_s(0.9) - settle_s, 2 * 1.12)
         self.assertAlmostEqual(duty_window_s(0.5) - settle_s, 0.6)
         self.assertAlmostEqual(duty_window_s(0.25) - settle_s, 0.6)
+
+
+class DutyPacingTest(unittest.TestCase):
+    def test_rest_by_hand(self):
+        # 20 ms of GPU time in 22 ms of wall: at duty 0.5 the window must last 40 ms, so 18 ms of rest
+        self.assertAlmostEqual(rest_for_duty_s(0.020, 0.022, 0.5), 0.018)
+        self.assertEqual(rest_for_duty_s(0.020, 0.050, 0.5), 0.0)   # behind already: no rest, never negative
+        self.assertEqual(rest_for_duty_s(0.020, 0.021, 1.0), 0.0)   # back to back
+
+    def test_the_duty_holds_while_the_step_heats(self):
+        # a step heating as run 46a2's did (23.7 ms rested, 28.3 ms back to back) with 0.1 ms host time a step and
+        # each sleep 0.08 ms long: 3 s at each target lands within 0.005 of it; the fixed period it replaced
+        # (rested / target) lands where run 46 did, above 0.79 for 0.75 and above 0.94 for 0.9
+        rested_s, hot_s, host_s, oversleep_s = 0.0237, 0.0283, 1e-4, 8e-5
+        for target in (0.25, 0.5, 0.75, 0.9):
+            for paced in (True, False):
+                busy_s = wall_s = 0.0
+                while wall_s < 3.0:
+                    so_far = busy_s / wall_s if wall_s else 0.0
+                    t = rested_s + (hot_s - rested_s) * so_far ** 2
+                    busy_s += t
+                    wall_s += t + host_s
+                    rest = (rest_for_duty_s(busy_s, wall_s, target) if paced
+                            else max(0.0, rested_s / target - (t + host_s)))
+                    if rest > 0:
+                        wall_s += rest + oversleep_s
+                if paced:
+                    self.assertAlmostEqual(busy_s / wall_s, target, delta=0.005)
+                elif target == 0.75:
+                    self.assertGreater(busy_s / wall_s, 0.79)
+                elif target == 0.9:
+                    self.assertGreater(busy_s / wall_s, 0.94)
 
 
 class CaseLogNotes(unittest.TestCase):
