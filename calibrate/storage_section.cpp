@@ -9,7 +9,9 @@
 // per byte for filling the page cache (storage.stream_read_bytes_per_s, buffered_read_cpu_s_per_byte).
 #include <fcntl.h>
 #include <liburing.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -223,6 +225,12 @@ struct ConcurrentColdRead {
   double wall_s = 0, cpu_s = 0;
 };
 
+// The page cache's fill CPU per byte: a cold read's CPU less a warm re-read's of the same bytes (the copy both do),
+// never below 0 (0 without bytes).
+inline double fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, std::size_t bytes) {
+  return bytes > 0 ? std::max(0.0, cold_cpu_s - warm_cpu_s) / static_cast<double>(bytes) : 0.0;
+}
+
 struct BufferedRead {
   std::size_t bytes = 0, file_bytes = 0, files = 0;
   double cold_s = 0, cold_cpu_s = 0, warm_s = 0, warm_cpu_s = 0;
@@ -236,6 +244,11 @@ struct BufferedRead {
   // device serve interleaved readers at the rate the counts above give? A diagnostic, not a model input.
   std::vector<ConcurrentColdRead> concurrent_with_work;
   double work_s_per_file = 0;
+  // The shuffled reads again by as many processes (ConcurrentColdRead::threads counts them), since validation run 47:
+  // the cold tensor cases' four DataLoader worker processes spent about 0.1 ms more CPU a 602 KB file than the
+  // threads' page-cache fill figure gives (validation-runs.md run 47, finding 5), and one process alone did not.
+  // A diagnostic until a run says whether processes reproduce it.
+  std::vector<ConcurrentColdRead> concurrent_processes;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
   // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
@@ -339,6 +352,109 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
   return "";
 }
 
+double monotonic_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// What one reader process sends back through its pipe: plain bytes, no allocation after fork.
+struct ChildRead {
+  double end_s = 0.0, cpu_s = 0.0;  // end on CLOCK_MONOTONIC (shared by the processes)
+  std::uint64_t bytes = 0;
+  int error = 0;  // errno of the first failure, 0 if none
+};
+
+// In a forked reader: read every path whole into one anonymous mapping (no malloc after fork: the parent may have
+// threads), after the start pipe closes. Only system calls; ends with _exit.
+[[noreturn]] void child_read_files(const std::vector<const char*>& paths, std::size_t file_bytes, int start_fd,
+                                   int result_fd) {
+  ChildRead r;
+  void* map = ::mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) r.error = errno;
+  char go = 0;
+  while (::read(start_fd, &go, 1) < 0 && errno == EINTR) {
+  }  // EOF: the parent closed its end, every reader starts now
+  const double c0 = thread_cpu_s();
+  for (std::size_t i = 0; i < paths.size() && r.error == 0; ++i) {
+    const int fd = ::open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      r.error = errno;
+      break;
+    }
+    for (;;) {
+      const ssize_t n = ::read(fd, map, file_bytes);
+      if (n < 0) r.error = errno;
+      if (n <= 0) break;
+      r.bytes += static_cast<std::uint64_t>(n);
+    }
+    ::close(fd);
+  }
+  r.cpu_s = thread_cpu_s() - c0;
+  r.end_s = monotonic_s();
+  [[maybe_unused]] const ssize_t w = ::write(result_fd, &r, sizeof r);
+  ::_exit(0);
+}
+
+// `processes` forked processes read `files` cold, process j every processes-th file from j, as DataLoader workers
+// do: out gets the wall from their common start to the last one's end and their CPU summed.
+std::string time_concurrent_cold_read_processes(const std::vector<std::filesystem::path>& files,
+                                                std::size_t file_bytes, int processes, ConcurrentColdRead& out) {
+  if (std::string err = drop_from_page_cache(files); !err.empty()) return err;
+  std::vector<std::vector<const char*>> shares(static_cast<std::size_t>(processes));
+  for (std::size_t i = 0; i < files.size(); ++i) shares[i % shares.size()].push_back(files[i].c_str());
+  int start[2];
+  if (::pipe2(start, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  std::vector<int> results;
+  std::vector<pid_t> pids;
+  std::string err;
+  for (std::size_t j = 0; j < shares.size() && err.empty(); ++j) {
+    int res[2];
+    if (::pipe2(res, O_CLOEXEC) != 0) {
+      err = std::string("pipe: ") + std::strerror(errno);
+      break;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(start[1]);
+      child_read_files(shares[j], file_bytes, start[0], res[1]);
+    }
+    ::close(res[1]);
+    if (pid < 0) {
+      ::close(res[0]);
+      err = std::string("fork: ") + std::strerror(errno);
+      break;
+    }
+    pids.push_back(pid);
+    results.push_back(res[0]);
+  }
+  ::close(start[0]);
+  const double t0 = monotonic_s();
+  ::close(start[1]);  // every reader sees EOF and starts
+  out = ConcurrentColdRead{processes, 0, 0.0, 0.0};
+  double last_end_s = t0;
+  for (std::size_t j = 0; j < results.size(); ++j) {
+    ChildRead r;
+    ssize_t n;
+    while ((n = ::read(results[j], &r, sizeof r)) < 0 && errno == EINTR) {
+    }
+    ::close(results[j]);
+    int status = 0;
+    while (::waitpid(pids[j], &status, 0) < 0 && errno == EINTR) {
+    }
+    if (n != static_cast<ssize_t>(sizeof r)) {
+      if (err.empty()) err = "a reader process ended without its result";
+      continue;
+    }
+    if (r.error != 0 && err.empty()) err = std::string("reader process: ") + std::strerror(r.error);
+    out.bytes += r.bytes;
+    out.cpu_s += r.cpu_s;
+    last_end_s = std::max(last_end_s, r.end_s);
+  }
+  out.wall_s = last_end_s - t0;
+  return err;
+}
+
 // `count` files of `file_bytes` in `dir`, written, synced and dropped from the page cache, read
 // whole cold and then warm by this one thread; then cold again by each of `concurrent_threads` threads
 // at once (validation runs 2-15: four workers' cold reads waited twice as long as one alone's).
@@ -370,6 +486,10 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
     out.concurrent.push_back(c);
     out.concurrent_in_order.push_back(in_order);
     out.concurrent_with_work.push_back(with_work);
+    ConcurrentColdRead procs;
+    if (std::string err = time_concurrent_cold_read_processes(shuffled, file_bytes, threads, procs); !err.empty())
+      return err;
+    out.concurrent_processes.push_back(procs);
   }
   std::vector<std::filesystem::path> small;
   for (std::size_t i = 0; i < count; ++i) {
@@ -532,7 +652,7 @@ SectionOutcome run_storage(const RunContext& ctx) {
       report.notes.push_back("buffered cold read not measured: " + err);
     } else if (b.bytes > 0 && b.cold_s > b.cold_cpu_s) {
       stream_read_bytes_per_s = static_cast<double>(b.bytes) / (b.cold_s - b.cold_cpu_s);
-      buffered_read_cpu_s_per_byte = std::max(0.0, b.cold_cpu_s - b.warm_cpu_s) / static_cast<double>(b.bytes);
+      buffered_read_cpu_s_per_byte = fill_cpu_s_per_byte(b.cold_cpu_s, b.warm_cpu_s, b.bytes);
       buffered = {{"bytes", b.bytes}, {"files", b.files}, {"file_bytes", b.file_bytes}, {"read_size", b.file_bytes},
                   {"cold_s", b.cold_s}, {"cold_cpu_s", b.cold_cpu_s}, {"warm_s", b.warm_s}, {"warm_cpu_s", b.warm_cpu_s}};
       ctx.log(strf("storage: %zu files of %zu KiB read whole, one thread: cold %.1f MB/s of wall (CPU %.3f s), warm "
@@ -541,7 +661,7 @@ SectionOutcome run_storage(const RunContext& ctx) {
                    buffered_read_cpu_s_per_byte * 1e9));
       // Each reader's wait rate by reader count: the simulator's storage.stream_read_vs_readers (docs/model.md).
       nlohmann::json concurrent = nlohmann::json::array(), in_order = nlohmann::json::array(),
-                     with_work = nlohmann::json::array();
+                     with_work = nlohmann::json::array(), processes = nlohmann::json::array();
       for (std::size_t i = 0; i < b.concurrent.size(); ++i) {  // the three are measured together per thread count
         const ConcurrentColdRead &c = b.concurrent[i], &o = b.concurrent_in_order[i], &w = b.concurrent_with_work[i];
         concurrent.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s}});
@@ -555,7 +675,18 @@ SectionOutcome run_storage(const RunContext& ctx) {
         // the spin's CPU is in cpu_s: the wait left is the device's
         ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
                      w.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(w) / 1e6));
+        if (i < b.concurrent_processes.size()) {
+          const ConcurrentColdRead& q = b.concurrent_processes[i];
+          processes.push_back({{"processes", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s}});
+          // the warm re-read was one thread's: the same bytes, so the fill per byte compares with the threads'
+          ctx.log(strf("storage: the same files read cold by %d processes at once, shuffled: %.1f MB/s in all (CPU "
+                       "%.3f s); page-cache fill %.3f ns/B (%d threads: %.3f, one alone: %.3f)",
+                       q.threads, q.bytes / q.wall_s / 1e6, q.cpu_s,
+                       fill_cpu_s_per_byte(q.cpu_s, b.warm_cpu_s, q.bytes) * 1e9, c.threads,
+                       fill_cpu_s_per_byte(c.cpu_s, b.warm_cpu_s, c.bytes) * 1e9, buffered_read_cpu_s_per_byte * 1e9));
+        }
       }
+      buffered["concurrent_processes"] = processes;
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;
       buffered["concurrent_with_work"] = with_work;

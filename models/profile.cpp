@@ -171,6 +171,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       if (p.storage.stream_read_vs_readers.size() < 2) p.storage.stream_read_vs_readers.clear();
       b.raw("concurrent_in_order");   // the written order beside the shuffled one (seventeenth session): not an input
       b.raw("concurrent_with_work");  // readers with CPU work between files (seventeenth session): not an input
+      b.raw("concurrent_processes");  // the same reads by forked processes (validation run 47, finding 5): not an input
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {

@@ -175,6 +175,15 @@ TEST(CalibrateCli, QuickCpuSectionsWriteASaneProfile) {
     EXPECT_NEAR(st["stream_read_bytes_per_s"].get<double>(),
                 b["bytes"].get<double>() / (b["cold_s"].get<double>() - b["cold_cpu_s"].get<double>()),
                 1e-6 * st["stream_read_bytes_per_s"].get<double>());
+    // the same files read cold again by forked reader processes (DataLoader workers): every byte read once, by
+    // every process, within the wall of their read
+    ASSERT_TRUE(b.contains("concurrent_processes"));
+    ASSERT_FALSE(b["concurrent_processes"].empty());
+    for (const auto& q : b["concurrent_processes"]) {
+      EXPECT_EQ(q["bytes"].get<double>(), b["bytes"].get<double>()) << q.dump();
+      EXPECT_GT(q["wall_s"].get<double>(), 0.0);
+      EXPECT_LE(q["cpu_s"].get<double>(), q["wall_s"].get<double>() * q["processes"].get<double>() * 1.05) << q.dump();
+    }
   }
 
   // host
