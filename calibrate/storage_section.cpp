@@ -244,7 +244,8 @@ struct BufferedRead {
   // device serve interleaved readers at the rate the counts above give? A diagnostic, not a model input.
   std::vector<ConcurrentColdRead> concurrent_with_work;
   double work_s_per_file = 0;
-  // The shuffled reads again by as many processes (ConcurrentColdRead::threads counts them), since validation run 47:
+  // One forked process alone, then the shuffled reads again by as many processes as threads (ConcurrentColdRead::
+  // threads counts them), since validation run 47:
   // the cold tensor cases' four DataLoader worker processes spent about 0.1 ms more CPU a 602 KB file than the
   // threads' page-cache fill figure gives (validation-runs.md run 47, finding 5), and one process alone did not.
   // A diagnostic until a run says whether processes reproduce it.
@@ -475,6 +476,11 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
   if (std::string err = read_files_whole(files, buf, out.warm_s, out.warm_cpu_s, warm_bytes); !err.empty()) return err;
   const std::vector<std::filesystem::path> shuffled = shuffled_order(files);
   out.work_s_per_file = out.cold_s / static_cast<double>(count);
+  {  // one forked process alone first: a process's own cost apart from several reading at once
+    ConcurrentColdRead one;
+    if (std::string err = time_concurrent_cold_read_processes(shuffled, file_bytes, 1, one); !err.empty()) return err;
+    out.concurrent_processes.push_back(one);
+  }
   for (int threads : concurrent_threads) {
     if (static_cast<std::size_t>(threads) * 4 > count) break;  // at least 4 files a thread
     ConcurrentColdRead c, in_order, with_work;
@@ -675,16 +681,17 @@ SectionOutcome run_storage(const RunContext& ctx) {
         // the spin's CPU is in cpu_s: the wait left is the device's
         ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
                      w.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(w) / 1e6));
-        if (i < b.concurrent_processes.size()) {
-          const ConcurrentColdRead& q = b.concurrent_processes[i];
-          processes.push_back({{"processes", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s}});
-          // the warm re-read was one thread's: the same bytes, so the fill per byte compares with the threads'
-          ctx.log(strf("storage: the same files read cold by %d processes at once, shuffled: %.1f MB/s in all (CPU "
-                       "%.3f s); page-cache fill %.3f ns/B (%d threads: %.3f, one alone: %.3f)",
-                       q.threads, q.bytes / q.wall_s / 1e6, q.cpu_s,
-                       fill_cpu_s_per_byte(q.cpu_s, b.warm_cpu_s, q.bytes) * 1e9, c.threads,
-                       fill_cpu_s_per_byte(c.cpu_s, b.warm_cpu_s, c.bytes) * 1e9, buffered_read_cpu_s_per_byte * 1e9));
-        }
+      }
+      for (const ConcurrentColdRead& q : b.concurrent_processes) {
+        processes.push_back({{"processes", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s}});
+        // the warm re-read was one thread's of the same bytes, so each fill per byte compares with the threads'
+        double threads_fill = buffered_read_cpu_s_per_byte;  // one process against one thread alone
+        for (const ConcurrentColdRead& c : b.concurrent)
+          if (c.threads == q.threads) threads_fill = fill_cpu_s_per_byte(c.cpu_s, b.warm_cpu_s, c.bytes);
+        ctx.log(strf("storage: the same files read cold by %d process(es) at once, shuffled: %.1f MB/s in all (CPU "
+                     "%.3f s); page-cache fill %.3f ns/B (as many threads: %.3f, one thread alone: %.3f)",
+                     q.threads, q.bytes / q.wall_s / 1e6, q.cpu_s, fill_cpu_s_per_byte(q.cpu_s, b.warm_cpu_s, q.bytes) * 1e9,
+                     threads_fill * 1e9, buffered_read_cpu_s_per_byte * 1e9));
       }
       buffered["concurrent_processes"] = processes;
       buffered["concurrent"] = concurrent;
