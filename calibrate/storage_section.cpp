@@ -248,7 +248,7 @@ struct BufferedRead {
   // threads counts them), since validation run 47:
   // the cold tensor cases' four DataLoader worker processes spent about 0.1 ms more CPU a 602 KB file than the
   // threads' page-cache fill figure gives (validation-runs.md run 47, finding 5), and one process alone did not.
-  // A diagnostic until a run says whether processes reproduce it.
+  // The simulator's workers take the nearest count's fill CPU (models/profile.hpp, fill_cpu_s_per_byte_vs_processes).
   std::vector<ConcurrentColdRead> concurrent_processes;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,

@@ -1,6 +1,7 @@
 #include "models/profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/input_error.hpp"
 #include "models/json_reader.hpp"
@@ -171,7 +172,22 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       if (p.storage.stream_read_vs_readers.size() < 2) p.storage.stream_read_vs_readers.clear();
       b.raw("concurrent_in_order");   // the written order beside the shuffled one (seventeenth session): not an input
       b.raw("concurrent_with_work");  // readers with CPU work between files (seventeenth session): not an input
-      b.raw("concurrent_processes");  // the same reads by forked processes (validation run 47, finding 5): not an input
+      p.storage.fill_cpu_s_per_byte_vs_processes.clear();
+      if (b.has("concurrent_processes")) {
+        // against the one-thread warm re-read of the same files (its CPU is the copy every read pays)
+        const double warm_cpu_s = b.has("warm_cpu_s") ? b.number("warm_cpu_s", 0.0, Range::non_negative()) : 0.0;
+        for (auto& q : b.array_of_objects("concurrent_processes")) {
+          const double processes = q.number("processes", 0.0, Range::positive());
+          const double bytes = q.number("bytes", 0.0, Range::non_negative());
+          q.number("wall_s", 0.0, Range::non_negative());
+          const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
+          q.finish();
+          if (bytes > 0.0)
+            p.storage.fill_cpu_s_per_byte_vs_processes.push_back({processes, std::max(0.0, cpu_s - warm_cpu_s) / bytes});
+        }
+        std::sort(p.storage.fill_cpu_s_per_byte_vs_processes.begin(), p.storage.fill_cpu_s_per_byte_vs_processes.end(),
+                  [](const auto& a, const auto& c) { return a.processes < c.processes; });
+      }
       b.finish();
     }
     for (auto& q : r.array_of_objects("points")) {
@@ -263,6 +279,15 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
   }
   top.finish();
   return p;
+}
+
+double worker_fill_cpu_s_per_byte(const StorageProfile& storage, int workers, double fallback) {
+  const auto& pts = storage.fill_cpu_s_per_byte_vs_processes;
+  if (pts.empty() || workers < 1) return fallback;
+  const StorageProfile::ProcessFillPoint* best = &pts.front();
+  for (const auto& q : pts)  // sorted: the first of equally near points is the fewer processes
+    if (std::abs(q.processes - workers) < std::abs(best->processes - workers)) best = &q;
+  return best->cpu_s_per_byte;
 }
 
 }  // namespace pipeplan

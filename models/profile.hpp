@@ -84,7 +84,21 @@ struct StorageProfile {
   // empty: every reader waits at the stream rate). Runs 2-15: four workers' cold reads waited twice as long
   // as one alone's.
   std::vector<ReaderSharePoint> stream_read_vs_readers;
+  // The page-cache fill CPU per byte when N forked processes read cold at once (calibrate's
+  // storage.buffered_read.concurrent_processes, since validation run 47: (their CPU - the one-thread warm re-read's)
+  // / bytes; N = 1 is one process alone). DataLoader workers are processes: the H200's cold tensor workers spent about
+  // 1.8x the one-thread figure (validation-runs.md run 47, finding 5), and processes on the build machine 1.5-2x where
+  // threads paid 1x. Sorted by N; empty: not measured (workers take buffered_read_cpu_s_per_byte).
+  struct ProcessFillPoint {
+    double processes = 1.0;
+    double cpu_s_per_byte = 0.0;
+  };
+  std::vector<ProcessFillPoint> fill_cpu_s_per_byte_vs_processes;
 };
+
+// The fill CPU per byte for `workers` reading processes: the measured point with the nearest process count (the
+// fewer on a tie), or `fallback` (the one-thread figure) where none was measured.
+double worker_fill_cpu_s_per_byte(const StorageProfile& storage, int workers, double fallback);
 
 struct RatePoint {
   double bytes = 0.0;

@@ -288,6 +288,38 @@ TEST(Profile, TheWrittenOrderConcurrentReadsAreNotAnInput) {
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
+// Workers are processes (validation-runs.md run 47, finding 5): calibrate's cold reads by forked processes give the
+// page-cache fill per byte by process count, (CPU - the one-thread warm re-read's CPU) / bytes: 1 process 0.03 s of
+// CPU for 1e8 B against 0.01 s warm: 2e-10; 4 processes 0.04 s: 3e-10. A scenario takes the nearest count's for its
+// workers (3 workers: 4 processes, 1 away; 2 workers: 1 and 2 away, so 1 process; 8: 4), the one-thread
+// figure without workers, and its own figure where it sets one.
+TEST(Profile, WorkerProcessesTakeTheProcessesFillCpu) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "storage": {"stream_read_bytes_per_s": 1.6e9, "buffered_read_cpu_s_per_byte": 1e-10,
+        "buffered_read": {"warm_cpu_s": 0.01, "concurrent_processes": [
+          {"processes": 4, "bytes": 1e8, "wall_s": 0.05, "cpu_s": 0.04},
+          {"processes": 1, "bytes": 1e8, "wall_s": 0.1, "cpu_s": 0.03}]}}})");
+  const Profile p = parse_profile(doc, "p.json", nullptr);
+  ASSERT_EQ(p.storage.fill_cpu_s_per_byte_vs_processes.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.storage.fill_cpu_s_per_byte_vs_processes[0].processes, 1.0);  // sorted by count
+  EXPECT_NEAR(p.storage.fill_cpu_s_per_byte_vs_processes[0].cpu_s_per_byte, 2e-10, 1e-22);
+  EXPECT_NEAR(p.storage.fill_cpu_s_per_byte_vs_processes[1].cpu_s_per_byte, 3e-10, 1e-22);
+  auto fill = [&](nlohmann::json loader, nlohmann::json storage = nlohmann::json::object()) {
+    nlohmann::json j = {{"loader", loader}, {"storage", storage}, {"training", {{"step_s", 0.030}}}};
+    return parse_scenario(j, "x.json", p).storage.buffered_read_cpu_s_per_byte;
+  };
+  EXPECT_NEAR(fill({{"num_workers", 3}}), 3e-10, 1e-22);
+  EXPECT_NEAR(fill({{"num_workers", 2}}), 2e-10, 1e-22);
+  EXPECT_NEAR(fill({{"num_workers", 8}}), 3e-10, 1e-22);
+  EXPECT_NEAR(fill({{"num_workers", 0}}), 1e-10, 1e-22);                                   // the main process reads
+  EXPECT_NEAR(fill({{"num_workers", 4}}, {{"buffered_read_cpu_s_per_byte", 5e-10}}), 5e-10, 1e-22);  // its own stands
+  // a profile without process reads: every reader takes the one-thread figure, as before run 47
+  const Profile old = parse_profile(nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "storage": {"buffered_read_cpu_s_per_byte": 1e-10}})"), "p.json", nullptr);
+  const nlohmann::json four = {{"loader", {{"num_workers", 4}}}, {"training", {{"step_s", 0.030}}}};
+  EXPECT_NEAR(parse_scenario(four, "x.json", old).storage.buffered_read_cpu_s_per_byte, 1e-10, 1e-22);
+}
+
 // calibrate's duty curve keeps each point's p90 step since run 46's plan (the GPU clock's humps at a high duty,
 // validation-runs.md run 45, finding 2): read where present (0 where not), and a p90 below the point's median
 // names its JSON path.
