@@ -1632,7 +1632,15 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len(settings), 4)
         self.assertEqual(len(three), 12)
         self.assertEqual([c["repeat"] for c in three], [0] * 4 + [1] * 4 + [2] * 4)
-        self.assertEqual([c["knobs"] for c in three[4:8]], [c["knobs"] for c in settings])
+        # every second round in the reverse order (run 47, finding 6): over rounds 0 and 1 each setting's positions
+        # add to the same 7 (0 + 7, 1 + 6, ...), so a steady drift reaches every setting's mean alike
+        self.assertEqual([c["knobs"] for c in three[4:8]], [c["knobs"] for c in settings][::-1])
+        self.assertEqual([c["knobs"] for c in three[8:12]], [c["knobs"] for c in settings])
+        two = h.build_cases(False, fams, 2)
+        pos = {}
+        for i, c in enumerate(two):
+            pos.setdefault(json.dumps(c["knobs"], sort_keys=True), []).append(i)
+        self.assertEqual({sum(v) for v in pos.values()}, {7})
         self.assertTrue(three[4]["id"].endswith("-r1") and three[8]["id"].endswith("-r2"))
         self.assertEqual(len({c["id"] for c in three}), 12)
         # rounds 1 keeps the old list: the base repeats spread over the run
