@@ -28,6 +28,7 @@
 
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
+#include "models/profile.hpp"
 
 namespace pipeplan::calibrate {
 
@@ -225,10 +226,9 @@ struct ConcurrentColdRead {
   double wall_s = 0, cpu_s = 0;
 };
 
-// The page cache's fill CPU per byte: a cold read's CPU less a warm re-read's of the same bytes (the copy both do),
-// never below 0 (0 without bytes).
-inline double fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, std::size_t bytes) {
-  return bytes > 0 ? std::max(0.0, cold_cpu_s - warm_cpu_s) / static_cast<double>(bytes) : 0.0;
+// The page cache's fill CPU per byte, as the profile reader computes it (models/profile.hpp).
+double fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, std::size_t bytes) {
+  return page_cache_fill_cpu_s_per_byte(cold_cpu_s, warm_cpu_s, static_cast<double>(bytes));
 }
 
 struct BufferedRead {
@@ -353,15 +353,9 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
   return "";
 }
 
-double monotonic_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
 // What one reader process sends back through its pipe: plain bytes, no allocation after fork.
 struct ChildRead {
-  double end_s = 0.0, cpu_s = 0.0;  // end on CLOCK_MONOTONIC (shared by the processes)
+  double end_s = 0.0, cpu_s = 0.0;  // end on now_s()'s steady clock (CLOCK_MONOTONIC: shared by the processes)
   std::uint64_t bytes = 0;
   int error = 0;  // errno of the first failure, 0 if none
 };
@@ -392,7 +386,7 @@ struct ChildRead {
     ::close(fd);
   }
   r.cpu_s = thread_cpu_s() - c0;
-  r.end_s = monotonic_s();
+  r.end_s = now_s();
   [[maybe_unused]] const ssize_t w = ::write(result_fd, &r, sizeof r);
   ::_exit(0);
 }
@@ -430,7 +424,7 @@ std::string time_concurrent_cold_read_processes(const std::vector<std::filesyste
     results.push_back(res[0]);
   }
   ::close(start[0]);
-  const double t0 = monotonic_s();
+  const double t0 = now_s();
   ::close(start[1]);  // every reader sees EOF and starts
   out = ConcurrentColdRead{processes, 0, 0.0, 0.0};
   double last_end_s = t0;

@@ -183,7 +183,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
           const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
           q.finish();
           if (bytes > 0.0)
-            p.storage.fill_cpu_s_per_byte_vs_processes.push_back({processes, std::max(0.0, cpu_s - warm_cpu_s) / bytes});
+            p.storage.fill_cpu_s_per_byte_vs_processes.push_back(
+                {processes, page_cache_fill_cpu_s_per_byte(cpu_s, warm_cpu_s, bytes)});
         }
         std::sort(p.storage.fill_cpu_s_per_byte_vs_processes.begin(), p.storage.fill_cpu_s_per_byte_vs_processes.end(),
                   [](const auto& a, const auto& c) { return a.processes < c.processes; });

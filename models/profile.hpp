@@ -87,14 +87,21 @@ struct StorageProfile {
   // The page-cache fill CPU per byte when N forked processes read cold at once (calibrate's
   // storage.buffered_read.concurrent_processes, since validation run 47: (their CPU - the one-thread warm re-read's)
   // / bytes; N = 1 is one process alone). DataLoader workers are processes: the H200's cold tensor workers spent about
-  // 1.8x the one-thread figure (validation-runs.md run 47, finding 5), and processes on the build machine 1.5-2x where
-  // threads paid 1x. Sorted by N; empty: not measured (workers take buffered_read_cpu_s_per_byte).
+  // 1.8x the one-thread figure (validation-runs.md run 47, finding 5), and processes on the build machine 1.2-2.1x where
+  // threads paid about 1x. Sorted by N; empty: not measured (workers take buffered_read_cpu_s_per_byte).
   struct ProcessFillPoint {
     double processes = 1.0;
     double cpu_s_per_byte = 0.0;
   };
   std::vector<ProcessFillPoint> fill_cpu_s_per_byte_vs_processes;
 };
+
+// The page cache's fill CPU per byte: a cold read's CPU less a warm re-read's of the same bytes (the copy both
+// do), never below 0 (0 without bytes). calibrate's storage section writes its measurements; the profile reader
+// turns its forked readers' into fill_cpu_s_per_byte_vs_processes with it.
+inline double page_cache_fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, double bytes) {
+  return bytes > 0.0 ? (cold_cpu_s > warm_cpu_s ? cold_cpu_s - warm_cpu_s : 0.0) / bytes : 0.0;
+}
 
 // The fill CPU per byte for `workers` reading processes: the measured point with the nearest process count (the
 // fewer on a tie), or `fallback` (the one-thread figure) where none was measured.

@@ -1284,13 +1284,14 @@ class Harness:
                     model(gb)
                     e1.record()
                     dev.sync()
-                    window_busy_s += e0.elapsed_time(e1) / 1e3
+                    step_gpu_s = e0.elapsed_time(e1) / 1e3
+                    window_busy_s += step_gpu_s
                     # paced on the steps' achieved time since run 47 (rest_for_duty_s says why)
                     rest = rest_for_duty_s(window_busy_s, time.perf_counter() - start, duty)
                     if rest > 0:
                         time.sleep(rest)
                     if a - start >= DUTY_SETTLE_S:  # the clock settled to this duty
-                        times.append(e0.elapsed_time(e1) / 1e3)
+                        times.append(step_gpu_s)
                         spans.append(time.perf_counter() - a)
                 if len(times) >= 3:
                     # each step's own time too (since run 44's plan): run 43's tensor_u8 loop at duty 0.85 ran
