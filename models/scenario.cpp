@@ -187,6 +187,9 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     s.storage.stream_read_vs_readers = profile.storage.stream_read_vs_readers;
+    s.storage.worker_reads = r.choice("worker_reads", "per_sample", {"per_sample", "per_batch"}) == "per_batch"
+                                 ? WorkerReads::kPerBatch
+                                 : WorkerReads::kPerSample;
     r.finish();
   }
   {

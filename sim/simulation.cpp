@@ -362,23 +362,57 @@ void worker_actor(Rank& r, int w) {
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
   CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch start
+  const bool reads_per_sample =
+      s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;
   for (;;) {
     Task t = tasks.pop();
-    const double read_start_s = sg4::Engine::get_clock();
-    const double read_cpu_s = read_storage(r, t.samples);
-    const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
-    if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
-    const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
-    double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
-                   read_cpu_s + worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
-    if (w == s.loader.slow_worker) cpu_s *= s.loader.slow_worker_factor;
-    cpu_s *= wander.time_factor(r.rng);
-    const double integral0 = world.cpu_running_integral_at(t0);
-    run_cpu(r, cpu_s);
-    const double t1 = sg4::Engine::get_clock();
-    if (t1 > t0) busy_cores_last_load = (world.cpu_running_integral_at(t1) - integral0) / (t1 - t0);
-    r.worker_busy_s += world.window.overlap(t0, t1);
-    world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
+    const double slow_factor = w == s.loader.slow_worker ? s.loader.slow_worker_factor : 1.0;
+    const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
+    double t1 = 0.0;
+    if (reads_per_sample) {
+      // each sample's read, then its CPU, as PyTorch's fetch calls __getitem__ one index at a time: the worker is a
+      // reader only while it reads, so the device's share follows how many workers read at that moment
+      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
+      const double load_factor = dataset_load_factor(world, busy_now);
+      const double speed_factor = slow_factor * wander.time_factor(r.rng);
+      const double start_s = sg4::Engine::get_clock();
+      double cpu_wall_s = 0.0, busy_integral = 0.0;
+      auto cpu_piece = [&](double core_s) {
+        const double c0 = sg4::Engine::get_clock();
+        const double integral0 = world.cpu_running_integral_at(c0);
+        run_cpu(r, core_s * speed_factor);
+        const double c1 = sg4::Engine::get_clock();
+        cpu_wall_s += c1 - c0;
+        busy_integral += world.cpu_running_integral_at(c1) - integral0;
+        r.worker_busy_s += world.window.overlap(c0, c1);
+      };
+      for (int i = 0; i < t.samples; ++i) {
+        const double read_cpu_s = read_storage(r, 1);
+        cpu_piece(sum_of_draws(s.dataset.load_s_per_sample, 1, r.rng) * load_factor + read_cpu_s);
+      }
+      const double collate_start_s = sg4::Engine::get_clock();
+      world.trace->span(r.id, kWorkerTrack0 + w, "read+load (per sample)", start_s, collate_start_s, t.batch);
+      cpu_piece(collate_cpu_s);
+      t1 = sg4::Engine::get_clock();
+      if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
+      world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, t1, t.batch);
+    } else {
+      const double read_start_s = sg4::Engine::get_clock();
+      const double read_cpu_s = read_storage(r, t.samples);
+      const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
+      if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
+      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
+      double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
+                     read_cpu_s + collate_cpu_s;
+      cpu_s *= slow_factor;
+      cpu_s *= wander.time_factor(r.rng);
+      const double integral0 = world.cpu_running_integral_at(t0);
+      run_cpu(r, cpu_s);
+      t1 = sg4::Engine::get_clock();
+      if (t1 > t0) busy_cores_last_load = (world.cpu_running_integral_at(t1) - integral0) / (t1 - t0);
+      r.worker_busy_s += world.window.overlap(t0, t1);
+      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
+    }
     if (t.batch >= 0) {
       const auto index = static_cast<std::size_t>(t.batch);
       if (index >= r.batch_done_s.size()) r.batch_done_s.resize(index + 1, -1.0);

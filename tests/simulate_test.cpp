@@ -162,6 +162,56 @@ TEST(Simulate, ReadersThatShareTheDeviceWaitAtTheirConcurrentRate) {
   EXPECT_NEAR(samples_per_s(simulate(s, {}, profile)), 40 / shared_s, 40 / shared_s * 0.03);
 }
 
+// The first batch of each of two workers, by worker_reads. The profile as above (alone 100 MB/s, beside another
+// reader 25 MB/s); 10 x 1 MB a batch, 10 ms of CPU a sample (9 ms of __getitem__ + 1 ms of page-cache fill). Both
+// workers get their first index at once: one finds the device idle, the other finds it busy.
+// per_batch (the batch's reads back to back, at the share seen when they start): the first reads its 10 MB alone,
+//   100 ms, then 100 ms of CPU: ready at 200 ms; the second reads beside it, 400 ms + 100 ms: 500 ms.
+// per_sample (PyTorch's fetch: each __getitem__ reads its file, then decodes it): the first's first file alone,
+//   10 ms + 10 ms; from then on each worker starts every read while the other reads (their cycles are 40 ms of
+//   read and 10 ms of CPU, 20 ms apart), so 40 ms + 10 ms a file: 20 + 9 x 50 = 470 ms, and 10 x 50 = 500 ms.
+// The sums, 700 ms against 970 ms, do not depend on which worker wins the device.
+TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
+  json s = one_cold_reader();
+  s["loader"]["num_workers"] = 2;
+  s["dataset"]["load_s_per_sample"] = 0.009;
+  json prof = flat_profile();
+  prof["storage"] = {{"read_bytes_per_s", 1e9}, {"read_iops", 1e9}, {"read_latency_s", 0.0},
+                     {"stream_read_bytes_per_s", 1e8},
+                     {"buffered_read", {{"concurrent", {{{"threads", 2}, {"bytes", 5e7}, {"wall_s", 1.0}, {"cpu_s", 0.0}}}}}}};
+  const std::string profile = pipeplan::test::write_temp(prof.dump());
+  // the sum over the two workers of their first batch's ready time, from the first read's start
+  auto first_batches_s = [&](const std::string& worker_reads, const std::string& batch_end_span) {
+    s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9}, {"worker_reads", worker_reads}};
+    const std::string trace_path = pipeplan::test::write_temp("");
+    simulate(s, {"--trace", trace_path}, profile);
+    std::ifstream in(trace_path);
+    const json trace = json::parse(in);
+    std::remove(trace_path.c_str());
+    std::map<int, std::string> thread_names;
+    for (const auto& e : trace["traceEvents"])
+      if (e["ph"] == "M" && e["name"] == "thread_name") thread_names[e["tid"].get<int>()] = e["args"]["name"];
+    double first_start_us = 1e300;
+    std::map<std::string, double> first_end_us;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const std::string thread = thread_names[e["tid"].get<int>()];
+      if (thread.rfind("worker ", 0) != 0) continue;
+      first_start_us = std::min(first_start_us, e["ts"].get<double>());
+      const double end_us = e["ts"].get<double>() + e["dur"].get<double>();
+      if (e["name"] != batch_end_span) continue;
+      const auto seen = first_end_us.find(thread);
+      first_end_us[thread] = seen == first_end_us.end() ? end_us : std::min(seen->second, end_us);
+    }
+    EXPECT_EQ(first_end_us.size(), 2u) << worker_reads;
+    double sum_s = 0.0;
+    for (const auto& [thread, end_us] : first_end_us) sum_s += (end_us - first_start_us) * 1e-6;
+    return sum_s;
+  };
+  EXPECT_NEAR(first_batches_s("per_batch", "load+collate"), 0.700, 0.005);
+  EXPECT_NEAR(first_batches_s("per_sample", "collate"), 0.970, 0.005);
+}
+
 // No overlap at all (num_workers=0, pageable blocking copy, a sync every step): the step is
 // the sum of the stage times.
 TEST(Simulate, InlineLoadingStepIsTheSumOfStageTimes) {

@@ -1656,6 +1656,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         if latency is not None:
             scen["storage"]["read_latency_s"] = round(latency, 9)
             c.setdefault("convert", {})["cold_read_latency_s"] = latency
+    worker_reads = getattr(a, "worker_reads", "per-sample")
+    if worker_reads != "per-sample" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
+        scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -2723,6 +2726,11 @@ def main(argv=None) -> int:
                          "component (one process loading the dataset's files cold, less its CPU and its bytes at "
                          "calibrate's stream rate; default since run 21's finding 7), or the profile's per-request "
                          "latency alone (until then)")
+    ap.add_argument("--worker-reads", choices=["per-sample", "per-batch"], default="per-sample",
+                    help="a cold case's workers: read and decode one sample at a time as PyTorch's map-style fetch "
+                         "does (the simulator's default since run 48), or read the batch's files back to back, then "
+                         "run their CPU (scenario storage.worker_reads=per_batch; the model until run 48: "
+                         "validation-runs.md run 48, finding 6)")
     ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
                     help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
                          "host_beside_loader timed them beside a live DataLoader where the call has that window "

@@ -4,6 +4,7 @@
     python3 -m unittest discover -s calibrate/validation -p 'test_*.py'
 """
 import importlib.util
+import argparse
 import json
 import math
 import os
@@ -2397,6 +2398,37 @@ class SlowWanderSplit(unittest.TestCase):
                                                                                             5000.0)[1], 4))
         self.assertIsNone(convert.with_slow_wander(prof, refit, "paused"))
         self.assertIsNone(convert.with_slow_wander(prof, None))
+
+
+RUN48B2B = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-03-h200-run48b2b")
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(RUN48B2B, "cases.json.gz")), "run 48's results not in this checkout")
+class WorkerReadsTest(unittest.TestCase):
+    """--worker-reads: the simulator reads a cold case's files one sample at a time unless told per-batch; a warm
+    case reads nothing, so it never carries the key."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.doc = convert.read_json(os.path.join(RUN48B2B, "cases.json"))
+        cls.profile = convert.read_json(os.path.join(RUN48B2B, "profile.json"))
+        cls.curve = cls.profile["cpu"]["speed_vs_busy_cores"]
+
+    def storage(self, cold: bool, worker_reads: str):
+        c = next(c for c in self.doc["cases"]
+                 if c["status"] == "ok" and c["family"] == "storage_tensor" and c["id"].endswith("-cold") == cold)
+        a = argparse.Namespace(**vars(convert.TABLE_OPTIONS), worker_reads=worker_reads)
+        duty_shape = convert.case_duty_shape(self.doc["components"], self.profile, c)
+        scen, _ = convert.case_inputs(json.loads(json.dumps(c)), self.doc["machine"], self.profile, a, self.curve,
+                                      duty_shape, True, None, self.doc["components"])
+        return scen["storage"]
+
+    def test_only_a_cold_case_told_per_batch_carries_the_key(self):
+        self.assertEqual(self.storage(True, "per-batch")["worker_reads"], "per_batch")
+        self.assertNotIn("worker_reads", self.storage(True, "per-sample"))   # the simulator's default
+        self.assertEqual(self.storage(True, "per-sample")["page_cache_hit_ratio"], 0.0)
+        self.assertNotIn("worker_reads", self.storage(False, "per-batch"))
+
 
 if __name__ == "__main__":
     unittest.main()
