@@ -141,6 +141,15 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_TRUE(found);
   s["loader"]["num_workers"] = 4;
   EXPECT_NEAR(samples_per_s(simulate(s)), 40 / per_batch_s, 40 / per_batch_s * 0.02);
+  // One reader alone waits the same in either order, and a batch of 130 (read as 64 pieces of 3 or 2 samples) still
+  // reads and decodes each of its samples once: 130 x 11.001 ms a batch, the same 90.9 samples/s.
+  s["loader"]["num_workers"] = 1;
+  s["loader"]["batch_size"] = 130;
+  s["training"]["steps"] = 60;
+  for (const char* order : {"per_sample", "per_batch"}) {
+    s["storage"]["worker_reads"] = order;
+    EXPECT_NEAR(samples_per_s(simulate(s)), 10 / per_batch_s, 10 / per_batch_s * 0.001) << order;
+  }
 }
 
 // Readers that share the device: calibrate's concurrent cold read says two threads at once each wait at a
