@@ -175,7 +175,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       p.storage.fill_cpu_s_per_byte_vs_processes.clear();
       if (b.has("concurrent_processes")) {
         // against the one-thread warm re-read of the same files (its CPU is the copy every read pays)
-        const double warm_cpu_s = b.has("warm_cpu_s") ? b.number("warm_cpu_s", 0.0, Range::non_negative()) : 0.0;
+        const double warm_cpu_s = b.number("warm_cpu_s", 0.0, Range::non_negative());
         for (auto& q : b.array_of_objects("concurrent_processes")) {
           const double processes = q.number("processes", 0.0, Range::positive());
           const double bytes = q.number("bytes", 0.0, Range::non_negative());

@@ -1,8 +1,8 @@
 // pipeplan_bench: how fast `pipeplan simulate` runs the bundled default scenario (one GPU,
 // 8 workers), and how its wall time grows with steps; then the same scenario read cold from storage
 // (storage.page_cache_hit_ratio=0), whose reads went through a SimGrid disk that grew quadratically with
-// steps until the seventeenth session, sample by sample and batch by batch (storage.worker_reads). A benchmark, not a test: it prints figures and the targets
-// beside them; it fails nothing.
+// steps until the seventeenth session, sample by sample and batch by batch (storage.worker_reads). A
+// benchmark, not a test: it prints figures and the targets beside them; it fails nothing.
 //   build/tests/pipeplan_bench [STEPS...]   (default: 1000 10000 100000)
 #include <chrono>
 #include <cstdio>
