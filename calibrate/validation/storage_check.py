@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Holds the simulator's cold-read model to calibrate's own measurement, outside any case.
+
+calibrate's storage section reads the same 256 files cold with N threads, each doing a fixed CPU work between files
+(profile storage.buffered_read.concurrent_with_work: threads, wall_s, work_s_per_file; file_bytes and files beside
+it). That is a DataLoader worker's cold fetch with nothing else running: read a file, work on it, read the next.
+This script builds the equivalent scenario for each N (N workers, one batch each of files / N samples, the work as
+the per-sample load, no collate, a GPU step too short to matter), simulates it with the call's own profile, and
+prints the simulated wall (the last worker's last read-and-work span) against the measured one, with the workers
+reading sample by sample and batch by batch.
+
+  python3 calibrate/validation/storage_check.py calibrate/validation/results/2026-12-03-h200-run49b2b [...]
+
+Nothing here is fitted: the scenario carries only what calibrate did. Validation run 49, finding 6.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_PIPEPLAN = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
+
+
+def with_work_scenario(buffered, point, worker_reads):
+    """The scenario of calibrate's run with point["threads"] readers: each reads files / threads files whole,
+    cold, with point["work_s_per_file"] of CPU after each."""
+    threads = int(point["threads"])
+    files = int(buffered["files"])
+    if threads <= 0 or files % threads:
+        raise ValueError(f"{files} files do not split evenly over {threads} threads")
+    file_bytes = float(buffered["file_bytes"])
+    return {
+        "schema": "pipeplan-scenario/1",
+        "name": f"calibrate-cold-read-with-work-{threads}",
+        "description": "calibrate's storage.buffered_read.concurrent_with_work run as DataLoader workers",
+        "seed": 1,
+        "node": {"gpus": 1, "cpu_cores": 16},
+        "dataset": {
+            "num_samples": files,
+            "item_bytes": file_bytes,
+            "load_s_per_sample": {"mean": float(point["work_s_per_file"]), "cv": 0.0, "kind": "lognormal"},
+            "sample_bytes": {"mean": file_bytes, "cv": 0.0, "kind": "lognormal"},
+        },
+        "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads},
+        "loader": {"batch_size": files // threads, "num_workers": threads, "pin_memory": False,
+                   "prefetch_factor": 1, "collate_s_per_batch": 1e-6, "worker_start_s": 0.0},
+        "training": {"step_s": 1e-4, "host_s_per_step": 0.0, "steps": threads, "warmup_steps": 0},
+    }
+
+
+def last_read_end_s(trace):
+    """The end of the last worker span that reads or loads (Chrome trace events, microseconds), in seconds."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    ends = [(e["ts"] + e["dur"]) / 1e6 for e in events
+            if e.get("ph") == "X" and ("read" in e.get("name", "") or "load" in e.get("name", ""))]
+    if not ends:
+        raise ValueError("the trace has no read or load span")
+    return max(ends)
+
+
+def simulate_wall_s(pipeplan, scenario, profile_path):
+    with tempfile.TemporaryDirectory(prefix="pipeplan-storage-check-") as tmp:
+        scenario_path = os.path.join(tmp, "scenario.json")
+        trace_path = os.path.join(tmp, "trace.json")
+        with open(scenario_path, "w") as f:
+            json.dump(scenario, f)
+        subprocess.run([pipeplan, "simulate", scenario_path, "--profile", profile_path, "--trace", trace_path],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(trace_path) as f:
+            return last_read_end_s(json.load(f))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("calls", nargs="+", help="validation result folders (each with profile.json)")
+    ap.add_argument("--pipeplan", default=DEFAULT_PIPEPLAN)
+    args = ap.parse_args(argv)
+    print("call                              readers  measured ms  per sample ms       per batch ms")
+    for call in args.calls:
+        profile_path = os.path.join(call, "profile.json")
+        with open(profile_path) as f:
+            buffered = json.load(f).get("storage", {}).get("buffered_read", {})
+        points = buffered.get("concurrent_with_work", [])
+        if not points:
+            print(f"{os.path.basename(call.rstrip('/'))}: no storage.buffered_read.concurrent_with_work in {profile_path}")
+            continue
+        for point in points:
+            measured_s = float(point["wall_s"])
+            row = [f"{os.path.basename(call.rstrip('/')):34s}{int(point['threads']):7d}  {measured_s * 1e3:11.1f}"]
+            for order in ("per_sample", "per_batch"):
+                sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order), profile_path)
+                row.append(f"{sim_s * 1e3:8.1f} ({(sim_s / measured_s - 1) * 100:+6.1f}%)")
+            print("  ".join(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""storage_check.py's pure parts against calibrate's experiment as written (plain Python, no pipeplan)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import storage_check as S  # noqa: E402
+
+# run 49's B2b profile, rounded: 256 files of 640 KiB, four threads with 0.631 ms of work a file
+BUFFERED = {"files": 256, "file_bytes": 655360}
+POINT = {"threads": 4, "wall_s": 0.1614, "work_s_per_file": 0.000631}
+
+
+class WithWorkScenarioTest(unittest.TestCase):
+    def test_each_worker_reads_its_share_of_the_files_once(self):
+        s = S.with_work_scenario(BUFFERED, POINT, "per_sample")
+        # four workers, one batch of 64 each: the 256 files, each read once, cold
+        self.assertEqual(s["loader"]["num_workers"], 4)
+        self.assertEqual(s["loader"]["batch_size"], 64)
+        self.assertEqual(s["training"]["steps"], 4)
+        self.assertEqual(s["dataset"]["num_samples"], 256)
+        self.assertEqual(s["storage"]["page_cache_hit_ratio"], 0.0)
+        self.assertEqual(s["dataset"]["sample_bytes"]["mean"], 655360)
+        # the work between files is the per-sample load, without spread
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.000631)
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.0)
+        self.assertEqual(s["storage"]["worker_reads"], "per_sample")
+        self.assertEqual(S.with_work_scenario(BUFFERED, POINT, "per_batch")["storage"]["worker_reads"], "per_batch")
+
+    def test_uneven_split_is_refused(self):
+        with self.assertRaises(ValueError):
+            S.with_work_scenario(BUFFERED, dict(POINT, threads=3), "per_sample")
+
+
+class LastReadEndTest(unittest.TestCase):
+    def test_last_read_or_load_span_end(self):
+        trace = {"traceEvents": [
+            {"ph": "X", "name": "read+load (per sample)", "ts": 0, "dur": 150000},
+            {"ph": "X", "name": "read", "ts": 10000, "dur": 20000},
+            {"ph": "X", "name": "load+collate", "ts": 30000, "dur": 140000},  # ends at 170 ms: the last
+            {"ph": "X", "name": "collate", "ts": 170000, "dur": 50000},       # not a read or a load
+            {"ph": "C", "name": "batches_in_flight", "ts": 300000},
+        ]}
+        self.assertAlmostEqual(S.last_read_end_s(trace), 0.170)
+
+    def test_no_read_span_is_an_error(self):
+        with self.assertRaises(ValueError):
+            S.last_read_end_s({"traceEvents": [{"ph": "X", "name": "collate", "ts": 0, "dur": 1}]})
+
+
+if __name__ == "__main__":
+    unittest.main()
