@@ -16,11 +16,13 @@ Nothing here is fitted: the scenario carries only what calibrate did. Validation
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402
+
 DEFAULT_PIPEPLAN = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
 
 
@@ -62,15 +64,16 @@ def last_read_end_s(trace):
 
 
 def simulate_wall_s(pipeplan, scenario, profile_path):
+    """The simulated wall of `scenario` (convert's runner: a timeout, and its error as one line)."""
     with tempfile.TemporaryDirectory(prefix="pipeplan-storage-check-") as tmp:
         scenario_path = os.path.join(tmp, "scenario.json")
         trace_path = os.path.join(tmp, "trace.json")
         with open(scenario_path, "w") as f:
             json.dump(scenario, f)
-        subprocess.run([pipeplan, "simulate", scenario_path, "--profile", profile_path, "--trace", trace_path],
-                       check=True, stdout=subprocess.DEVNULL)
-        with open(trace_path) as f:
-            return last_read_end_s(json.load(f))
+        run = convert.run_pipeplan(pipeplan, scenario_path, profile_path, timeout_s=120, extra=["--trace", trace_path])
+        if "error" in run:
+            raise RuntimeError(f"{run['command']}: {run['error']}")
+        return last_read_end_s(convert.read_json(trace_path))
 
 
 def main(argv=None):
@@ -81,8 +84,11 @@ def main(argv=None):
     print("call                              readers  measured ms  per sample ms       per batch ms")
     for call in args.calls:
         profile_path = os.path.join(call, "profile.json")
-        with open(profile_path) as f:
-            buffered = json.load(f).get("storage", {}).get("buffered_read", {})
+        try:
+            buffered = convert.read_json(profile_path).get("storage", {}).get("buffered_read", {})
+        except (OSError, ValueError) as e:
+            print(f"storage_check.py: {profile_path}: {e}", file=sys.stderr)
+            return 2
         points = buffered.get("concurrent_with_work", [])
         if not points:
             print(f"{os.path.basename(call.rstrip('/'))}: no storage.buffered_read.concurrent_with_work in {profile_path}")
@@ -91,7 +97,11 @@ def main(argv=None):
             measured_s = float(point["wall_s"])
             row = [f"{os.path.basename(call.rstrip('/')):34s}{int(point['threads']):7d}  {measured_s * 1e3:11.1f}"]
             for order in ("per_sample", "per_batch"):
-                sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order), profile_path)
+                try:
+                    sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order), profile_path)
+                except (RuntimeError, ValueError) as e:
+                    print(f"storage_check.py: {call}: {e}", file=sys.stderr)
+                    return 2
                 row.append(f"{sim_s * 1e3:8.1f} ({(sim_s / measured_s - 1) * 100:+6.1f}%)")
             print("  ".join(row))
     return 0
