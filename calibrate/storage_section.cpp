@@ -250,6 +250,12 @@ struct BufferedRead {
   // threads' page-cache fill figure gives (validation-runs.md run 47, finding 5), and one process alone did not.
   // The simulator's workers take the nearest count's fill CPU (models/profile.hpp, fill_cpu_s_per_byte_vs_processes).
   std::vector<ConcurrentColdRead> concurrent_processes;
+  // The shuffled reads by 1 and by 4 threads with 0 to 2 ms of CPU after each file (forty-sixth session): does a
+  // reader that pauses between files wait longer a file than one that does not? storage_check.py found the
+  // simulated readers with work 18-21% short of concurrent_with_work at 2-4 threads (validation run 49, finding 6);
+  // this separates the pause's cost from the readers' count. ConcurrentColdRead::threads counts the readers.
+  std::vector<ConcurrentColdRead> pause_sweep;
+  std::vector<double> pause_sweep_work_s;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
   // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
@@ -258,6 +264,8 @@ struct BufferedRead {
 };
 
 constexpr std::size_t kSmallFileBytes = 64u << 10;
+// The CPU a reader spends after each file in the pause sweep: none up to a JPEG worker's decode.
+constexpr double kPauseSweepWorkS[] = {0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3};
 
 // Keeps this thread on its core for `s` seconds of its own CPU time (nothing for s <= 0).
 void spin_cpu_s(double s) {
@@ -491,6 +499,16 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
       return err;
     out.concurrent_processes.push_back(procs);
   }
+  for (int threads : {1, 4}) {
+    if (static_cast<std::size_t>(threads) * 4 > count) break;  // at least 4 files a thread
+    for (double work_s : kPauseSweepWorkS) {
+      ConcurrentColdRead p;
+      if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, p, work_s); !err.empty())
+        return err;
+      out.pause_sweep.push_back(p);
+      out.pause_sweep_work_s.push_back(work_s);
+    }
+  }
   std::vector<std::filesystem::path> small;
   for (std::size_t i = 0; i < count; ++i) {
     std::string name = std::to_string(i);
@@ -687,6 +705,20 @@ SectionOutcome run_storage(const RunContext& ctx) {
                      q.threads, q.bytes / q.wall_s / 1e6, q.cpu_s, fill_cpu_s_per_byte(q.cpu_s, b.warm_cpu_s, q.bytes) * 1e9,
                      threads_fill * 1e9, buffered_read_cpu_s_per_byte * 1e9));
       }
+      nlohmann::json pause_sweep = nlohmann::json::array();
+      for (std::size_t i = 0; i < b.pause_sweep.size(); ++i) {
+        const ConcurrentColdRead& q = b.pause_sweep[i];
+        const double work_s = b.pause_sweep_work_s[i];
+        pause_sweep.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
+                               {"work_s_per_file", work_s}});
+        // the wait a file: the wall less the thread's own CPU (the spin and the read's), over its files
+        const double files_per_thread = static_cast<double>(b.files) / q.threads;
+        const double wait_ms = (q.wall_s - q.cpu_s / q.threads) / files_per_thread * 1e3;
+        ctx.log(strf("storage: pause sweep, %d thread(s), shuffled, %.2f ms of CPU after each file: %.3f ms of wall "
+                     "a file, %.3f ms waited a file (each thread waits at %.1f MB/s)", q.threads, work_s * 1e3,
+                     q.wall_s / files_per_thread * 1e3, wait_ms, per_thread_wait_bytes_per_s(q) / 1e6));
+      }
+      buffered["pause_sweep"] = pause_sweep;
       buffered["concurrent_processes"] = processes;
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;
