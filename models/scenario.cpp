@@ -190,6 +190,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.worker_reads = r.choice("worker_reads", "per_sample", {"per_sample", "per_batch"}) == "per_batch"
                                  ? WorkerReads::kPerBatch
                                  : WorkerReads::kPerSample;
+    s.storage.device_share =
+        r.choice("device_share", "at_start", {"at_start", "follows_readers"}) == "follows_readers"
+            ? DeviceShare::kFollowsReaders
+            : DeviceShare::kAtStart;
     r.finish();
   }
   {

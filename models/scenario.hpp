@@ -48,9 +48,19 @@ struct DatasetConfig {
 // batch at once, e.g. __getitems__ or an iterable dataset; the model until then).
 enum class WorkerReads { kPerBatch, kPerSample };
 
+// How a cold read's device rate follows the other readers. kAtStart (the model until the forty-sixth session): a
+// read's rate is fixed by the count of readers at its start and never changes, so the first of several readers that
+// start together reads at the one-reader rate while the last gets the four-reader one, and a read is not slowed by
+// readers that start after it. kFollowsReaders: every read in flight gets the per-reader rate of the count reading
+// at each moment (the storage host's capacity is n x stream rate(n), capped by the device's bandwidth; SimGrid's
+// non-linear sharing). Calibrate's pause sweep (forty-sixth session) found four readers with 0-2 ms of work a file
+// waiting the four-reader time a file whatever the pause, as readers that move in step would.
+enum class DeviceShare { kAtStart, kFollowsReaders };
+
 struct StorageConfig {
   double page_cache_hit_ratio = 1.0;
   WorkerReads worker_reads = WorkerReads::kPerSample;
+  DeviceShare device_share = DeviceShare::kAtStart;
   double read_bytes_per_s = 0.0;  // resolved from the profile when absent
   double read_iops = 0.0;
   double read_latency_s = 0.0;

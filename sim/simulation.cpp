@@ -296,8 +296,10 @@ double read_storage(Rank& r, int samples) {
   sg4::this_actor::exec_init(device_bytes)->set_host(r.world->storage)->wait();
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
   // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
-  // (calibrate's concurrent buffered reads; the count of readers at this read's start).
-  if (s.storage.stream_read_bytes_per_s > 0.0) {
+  // (calibrate's concurrent buffered reads; the count of readers at this read's start). With
+  // device_share=follows_readers the storage host's sharing already gives each read that rate for the
+  // count at each moment (configure_storage).
+  if (s.storage.stream_read_bytes_per_s > 0.0 && s.storage.device_share == DeviceShare::kAtStart) {
     const double rate = stream_read_rate(s.storage.stream_read_bytes_per_s, s.storage.stream_read_vs_readers, readers);
     const double left_s = bytes / rate - (sg4::Engine::get_clock() - read_start_s);
     if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
@@ -985,6 +987,17 @@ void configure_cpu(sg4::Host* cpu, const Profile& profile, int cores) {
                           });
 }
 
+// The storage device under device_share=follows_readers: n reads in flight share min(bandwidth, n x the
+// per-reader stream rate at n readers), equally, so each read's rate follows the count reading at every moment
+// (a read started alone slows when others join, and speeds up when they finish).
+void configure_storage(sg4::Host* storage, const StorageConfig& st) {
+  if (st.device_share != DeviceShare::kFollowsReaders || st.stream_read_bytes_per_s <= 0.0) return;
+  storage->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [st](double capacity, int n) {
+    if (n <= 0) return capacity;
+    return std::min(capacity, n * stream_read_rate(st.stream_read_bytes_per_s, st.stream_read_vs_readers, n));
+  });
+}
+
 std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   if (s.node.gpus <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
   auto comm = std::make_unique<Comm>();
@@ -1031,6 +1044,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   sg4::Host* cpu = zone->create_host("cpu", kFlopsPerCoreSecond * peak_speed)->set_core_count(scenario.node.cpu_cores);
   configure_cpu(cpu, profile, scenario.node.cpu_cores);
   world.storage = zone->create_host("storage", scenario.storage.read_bytes_per_s);
+  configure_storage(world.storage, scenario.storage);
   sg4::Host* baseline_cpu = zone->create_host("baseline", kFlopsPerCoreSecond)->set_core_count(gpus);
   std::vector<sg4::Host*> gpu_hosts, baseline_gpu_hosts;
   for (int g = 0; g < gpus; ++g) {

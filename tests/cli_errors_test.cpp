@@ -81,6 +81,8 @@ TEST(CliErrors, BadValues) {
        {"transfer.copy_stream", "\"sideways\"", "\"side\""}},
       {"bad worker_reads", R"({"storage": {"worker_reads": "per_file"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
        {"storage.worker_reads", "\"per_file\"", "\"per_sample\"", "\"per_batch\""}},
+      {"bad device_share", R"({"storage": {"device_share": "shared"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"storage.device_share", "\"shared\"", "\"at_start\"", "\"follows_readers\""}},
       {"too many steps", R"({"training": {"step_s": 0.01, "steps": 1e12}})", {"simulate", "{S}"}, {"training.steps"}},
       {"huge workers", R"({"loader": {"num_workers": 100000}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.num_workers"}},
       {"duty > 1", R"({"training": {"step_s": 0.01, "step_s_vs_gpu_duty": [{"duty": 0, "step_s": 0.01}, {"duty": 1.5, "step_s": 0.012}]}})",

@@ -180,6 +180,9 @@ TEST(Simulate, ReadersThatShareTheDeviceWaitAtTheirConcurrentRate) {
 //   10 ms + 10 ms; from then on each worker starts every read while the other reads (their cycles are 40 ms of
 //   read and 10 ms of CPU, 20 ms apart), so 40 ms + 10 ms a file: 20 + 9 x 50 = 470 ms, and 10 x 50 = 500 ms.
 // The sums, 700 ms against 970 ms, do not depend on which worker wins the device.
+// device_share=follows_readers (each read in flight at the rate of the count reading at each moment): the two start
+// together and read side by side at 25 MB/s each, so in either order each worker's batch takes 10 x (40 ms + 10 ms)
+// = 500 ms: 1000 ms in all (the first reader no longer keeps its lone rate once the second joins).
 TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
   json s = one_cold_reader();
   s["loader"]["num_workers"] = 2;
@@ -190,8 +193,10 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
                      {"buffered_read", {{"concurrent", {{{"threads", 2}, {"bytes", 5e7}, {"wall_s", 1.0}, {"cpu_s", 0.0}}}}}}};
   const std::string profile = pipeplan::test::write_temp(prof.dump());
   // the sum over the two workers of their first batch's ready time, from the first read's start
-  auto first_batches_s = [&](const std::string& worker_reads, const std::string& batch_end_span) {
-    s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9}, {"worker_reads", worker_reads}};
+  auto first_batches_s = [&](const std::string& worker_reads, const std::string& batch_end_span,
+                             const std::string& device_share = "at_start") {
+    s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9},
+                    {"worker_reads", worker_reads}, {"device_share", device_share}};
     const std::string trace_path = pipeplan::test::write_temp("");
     simulate(s, {"--trace", trace_path}, profile);
     std::ifstream in(trace_path);
@@ -219,6 +224,8 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
   };
   EXPECT_NEAR(first_batches_s("per_batch", "load+collate"), 0.700, 0.005);
   EXPECT_NEAR(first_batches_s("per_sample", "collate"), 0.970, 0.005);
+  EXPECT_NEAR(first_batches_s("per_batch", "load+collate", "follows_readers"), 1.000, 0.005);
+  EXPECT_NEAR(first_batches_s("per_sample", "collate", "follows_readers"), 1.000, 0.005);
 }
 
 // No overlap at all (num_workers=0, pageable blocking copy, a sync every step): the step is

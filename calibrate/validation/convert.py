@@ -1659,6 +1659,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     worker_reads = getattr(a, "worker_reads", "per-sample")
     if worker_reads != "per-sample" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
         scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
+    device_share = getattr(a, "device_share", "at-start")
+    if device_share != "at-start" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
+        scen["storage"]["device_share"] = device_share.replace("-", "_")
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -2731,6 +2734,10 @@ def main(argv=None) -> int:
                          "does (the simulator's default since run 48), or read the batch's files back to back, then "
                          "run their CPU (scenario storage.worker_reads=per_batch; the model until run 48: "
                          "validation-runs.md run 48, finding 6)")
+    ap.add_argument("--device-share", choices=["at-start", "follows-readers"], default="at-start",
+                    help="a cold read's device rate: fixed by the readers reading at its start (the simulator's "
+                         "default), or following the count reading at each moment (scenario "
+                         "storage.device_share=follows_readers; forty-sixth session, calibrate's pause sweep)")
     ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
                     help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
                          "host_beside_loader timed them beside a live DataLoader where the call has that window "

@@ -26,7 +26,16 @@ import convert  # noqa: E402
 DEFAULT_PIPEPLAN = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
 
 
-def with_work_scenario(buffered, point, worker_reads):
+def per_sample_load_s(buffered, point):
+    """What a case's warm getitem would measure for calibrate's reader: the work after each file plus the warm
+    re-read's CPU a file (the copy out of the page cache; the simulator adds only the cold read's extra, the
+    page-cache fill, and the wait). Before the forty-sixth session this was the work alone, which left 0.14 ms a file
+    of run 49's CPU out and made the per-sample order look 7-10% short on run 49's B2b."""
+    warm_cpu_s_per_file = float(buffered.get("warm_cpu_s", 0.0)) / int(buffered["files"])
+    return float(point["work_s_per_file"]) + warm_cpu_s_per_file
+
+
+def with_work_scenario(buffered, point, worker_reads, device_share="at_start"):
     """The scenario of calibrate's run with point["threads"] readers: each reads files / threads files whole,
     cold, with point["work_s_per_file"] of CPU after each."""
     threads = int(point["threads"])
@@ -43,10 +52,10 @@ def with_work_scenario(buffered, point, worker_reads):
         "dataset": {
             "num_samples": files,
             "item_bytes": file_bytes,
-            "load_s_per_sample": {"mean": float(point["work_s_per_file"]), "cv": 0.0, "kind": "lognormal"},
+            "load_s_per_sample": {"mean": per_sample_load_s(buffered, point), "cv": 0.0, "kind": "lognormal"},
             "sample_bytes": {"mean": file_bytes, "cv": 0.0, "kind": "lognormal"},
         },
-        "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads},
+        "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads, "device_share": device_share},
         "loader": {"batch_size": files // threads, "num_workers": threads, "pin_memory": False,
                    "prefetch_factor": 1, "collate_s_per_batch": 1e-6, "worker_start_s": 0.0},
         "training": {"step_s": 1e-4, "host_s_per_step": 0.0, "steps": threads, "warmup_steps": 0},
@@ -80,8 +89,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("calls", nargs="+", help="validation result folders (each with profile.json)")
     ap.add_argument("--pipeplan", default=DEFAULT_PIPEPLAN)
+    ap.add_argument("--device-share", choices=["at_start", "follows_readers"], default="at_start",
+                    help="the scenario's storage.device_share (default %(default)s)")
     args = ap.parse_args(argv)
-    print("call                              readers  measured ms  per sample ms       per batch ms")
+    print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms")
     for call in args.calls:
         profile_path = os.path.join(call, "profile.json")
         try:
@@ -89,16 +100,20 @@ def main(argv=None):
         except (OSError, ValueError) as e:
             print(f"storage_check.py: {profile_path}: {e}", file=sys.stderr)
             return 2
-        points = buffered.get("concurrent_with_work", [])
+        # concurrent_with_work since the seventeenth session; pause_sweep (1 and 4 readers, 0-2 ms) since the
+        # forty-sixth
+        points = [("with_work", q) for q in buffered.get("concurrent_with_work", [])]
+        points += [("pause_sweep", q) for q in buffered.get("pause_sweep", [])]
         if not points:
             print(f"{os.path.basename(call.rstrip('/'))}: no storage.buffered_read.concurrent_with_work in {profile_path}")
             continue
-        for point in points:
+        for experiment, point in points:
             measured_s = float(point["wall_s"])
-            row = [f"{os.path.basename(call.rstrip('/')):34s}{int(point['threads']):7d}  {measured_s * 1e3:11.1f}"]
+            row = [f"{os.path.basename(call.rstrip('/')):26s}{experiment:12s}{int(point['threads']):7d}"
+                   f"{float(point['work_s_per_file']) * 1e3:9.3f}  {measured_s * 1e3:11.1f}"]
             for order in ("per_sample", "per_batch"):
                 try:
-                    sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order), profile_path)
+                    sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order, args.device_share), profile_path)
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)
                     return 2

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""cold_cases: the table's cold-storage cases alone, scored as the table scores them, in a few minutes.
+
+    python3 calibrate/validation/cold_cases.py [--calls table_calls.txt] [--pipeplan build/cli/pipeplan] \
+        [-- extra convert.py options, e.g. --device-share follows-readers]
+
+Picks every case with knobs.storage == "cold" from the calls listed (default: table_calls.txt, the table's own
+list), writes them with their call's profile to a scratch folder, runs convert.py over them with the table's options
+(`--transport measured`, convert's defaults otherwise, plus whatever follows `--`), and prints each case's signed
+throughput and p90-step errors, then per dataset kind: the count, the median signed error, the median and p90 of the
+absolute error. A model change that touches only cold reads (the storage model) is scored here before the whole
+table (17 minutes) is run. Every figure is convert's; nothing is fitted here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from typing import Any, Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402
+
+
+def cold_only(cases_doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The cases document with only its cold-storage cases (pure; the rest of the document kept: its components
+    and machine are what convert reads beside the cases)."""
+    out = dict(cases_doc)
+    out["cases"] = [c for c in cases_doc.get("cases", []) if (c.get("knobs") or {}).get("storage") == "cold"]
+    return out
+
+
+def percentile(values: List[float], q: float) -> float:
+    """The q-th percentile (0-100), linear between ranks, as the table's summary takes it."""
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    pos = (len(v) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def summary_by_kind(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, float]]:
+    """Per dataset kind: n, the median signed throughput error, the median and p90 |error| (fractions)."""
+    by: Dict[str, List[float]] = {}
+    for r in rows:
+        err = (r.get("pipeplan") or {}).get("err")
+        if err is None:
+            continue
+        by.setdefault(r["knobs"]["kind"], []).append(float(err))
+    return {k: {"n": len(e), "median_signed": statistics.median(e),
+                "median_abs": statistics.median(abs(x) for x in e), "p90_abs": percentile([abs(x) for x in e], 90)}
+            for k, e in sorted(by.items())}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: List[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", default=os.path.join(HERE, "table_calls.txt"))
+    ap.add_argument("--pipeplan", default=os.path.join(ROOT, "build", "cli", "pipeplan"))
+    ap.add_argument("--out-dir", default=None, help="where convert writes (default: a scratch folder, removed)")
+    args = ap.parse_args(argv)
+    try:
+        folders = convert.table_call_dirs(args.calls)
+    except OSError as e:
+        print(f"cold_cases.py: {args.calls}: {e.strerror}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="pipeplan-cold-") as tmp:
+        convert_args: List[str] = []
+        for folder in folders:
+            call = os.path.basename(folder)
+            try:
+                doc = convert.read_json(os.path.join(folder, "cases.json"))  # or its .gz
+            except (OSError, ValueError) as e:
+                print(f"cold_cases.py: {folder}: {e}", file=sys.stderr)
+                return 2
+            cold = cold_only(doc)
+            if not cold["cases"]:
+                continue
+            os.makedirs(os.path.join(tmp, call))
+            with open(os.path.join(tmp, call, "cases.json"), "w") as f:
+                json.dump(cold, f)
+            convert_args += ["--cases", os.path.join(tmp, call, "cases.json"),
+                             "--profile", os.path.join(folder, "profile.json")]
+        if not convert_args:
+            print("cold_cases.py: no cold case in the calls listed", file=sys.stderr)
+            return 2
+        out_dir = args.out_dir or os.path.join(tmp, "report")
+        cmd = [sys.executable, os.path.join(HERE, "convert.py"), *convert_args, "--pipeplan", args.pipeplan,
+               "--transport", "measured", "--out-dir", out_dir, *extra]
+        run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if run.returncode != 0:
+            tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            print(f"cold_cases.py: convert.py exit {run.returncode}: {tail[0]}", file=sys.stderr)
+            return 2
+        report = convert.read_json(os.path.join(out_dir, "report.json"))
+    rows = report.get("rows") or []
+    for r in rows:
+        p = r.get("pipeplan") or {}
+        err, p90 = p.get("err"), p.get("step_p90_err")
+        print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
+              f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
+              f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}")
+    for kind, s in summary_by_kind(rows).items():
+        print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
+              f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""cold_cases.py's pure parts against hand-made cases (plain Python, no pipeplan)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cold_cases as C  # noqa: E402
+
+
+def row(kind, err):
+    return {"id": f"{kind}-{err}", "knobs": {"kind": kind}, "measured": {"samples_per_s": 1.0},
+            "pipeplan": {"err": err}}
+
+
+class ColdOnlyTest(unittest.TestCase):
+    def test_keeps_the_cold_cases_and_the_rest_of_the_document(self):
+        doc = {"machine": "h200", "components": {"x": 1}, "cases": [
+            {"id": "a", "knobs": {"storage": "warm"}}, {"id": "b", "knobs": {"storage": "cold"}},
+            {"id": "c", "knobs": {}}, {"id": "d"}]}
+        out = C.cold_only(doc)
+        self.assertEqual([c["id"] for c in out["cases"]], ["b"])
+        self.assertEqual(out["machine"], "h200")
+        self.assertEqual(out["components"], {"x": 1})
+        self.assertEqual(len(doc["cases"]), 4)  # the input is not changed
+
+
+class SummaryTest(unittest.TestCase):
+    def test_percentile_is_linear_between_ranks(self):
+        self.assertAlmostEqual(C.percentile([1, 2, 3, 4, 5], 50), 3)
+        # rank (5 - 1) x 0.9 = 3.6: 4 + 0.6 x (5 - 4)
+        self.assertAlmostEqual(C.percentile([5, 1, 4, 2, 3], 90), 4.6)
+
+    def test_by_kind_signed_and_absolute(self):
+        rows = [row("tensor_f32", -0.10), row("tensor_f32", 0.02), row("tensor_f32", 0.04),
+                row("image", 0.05), {"id": "x", "knobs": {"kind": "image"}, "measured": {}, "pipeplan": {}}]
+        s = C.summary_by_kind(rows)
+        self.assertEqual(s["tensor_f32"]["n"], 3)
+        self.assertAlmostEqual(s["tensor_f32"]["median_signed"], 0.02)
+        self.assertAlmostEqual(s["tensor_f32"]["median_abs"], 0.04)
+        # |err| sorted 0.02, 0.04, 0.10: rank 1.8 -> 0.04 + 0.8 x 0.06
+        self.assertAlmostEqual(s["tensor_f32"]["p90_abs"], 0.088)
+        self.assertEqual(s["image"]["n"], 1)  # the case without a prediction is left out
+
+
+if __name__ == "__main__":
+    unittest.main()
