@@ -394,6 +394,16 @@ class PinThreadWaitTest(unittest.TestCase):
         comp = {"probe": pin_probe(1.5, 20, 0.01, 7.2), "probe_after": pin_probe(1.5, 75, 0.0201, 3.9)}
         self.assertEqual(convert.pin_thread_wait_s(comp), 0.0)
 
+    def test_a_probe_whose_workers_were_busier_than_its_pin_thread_says_nothing(self):
+        # run 50 A2's case 03: 8 workers 6.14 busy (0.77, under 0.8), 55.4 ms a batch of wall of which 17.4 ms the
+        # pin thread's CPU (0.31 of the wall): the workers set the pace, and the 38 ms "wait" is theirs
+        stalled = pin_probe(1.385, 25, 0.0174, 6.14)
+        self.assertIsNone(convert.pin_thread_wait_s({"probe": stalled}))
+        self.assertAlmostEqual(convert.pin_thread_wait_s({"probe": stalled}, pin_busier=False), 0.0554 - 0.0174)
+        # a pin-bound probe beside it still counts: 19.2 of 20 ms on the CPU (0.96) against workers 0.49
+        comp = {"probe": stalled, "probe_after": pin_probe(1.5, 75, 0.0192, 3.9)}
+        self.assertAlmostEqual(convert.pin_thread_wait_s(comp), 0.0008)
+
     def test_the_scenario_carries_it_for_pinned_cases_unless_off(self):
         c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
         c["components"]["probe"] = pin_probe(1.5, 75, 0.0192, 3.9)
