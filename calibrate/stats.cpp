@@ -372,4 +372,18 @@ std::vector<double> geometric_sizes(double first, double last, double factor) {
   return sizes;
 }
 
+double mean_readers_in_flight(const std::vector<ReadSpan>& spans) {
+  double weighted_s = 0.0, total_s = 0.0;
+  for (const ReadSpan& a : spans) {
+    const double len_s = a.end_s - a.start_s;
+    if (len_s <= 0.0) continue;
+    double overlap_s = 0.0;
+    for (const ReadSpan& b : spans)
+      if (&a != &b) overlap_s += std::max(0.0, std::min(a.end_s, b.end_s) - std::max(a.start_s, b.start_s));
+    weighted_s += len_s + overlap_s;  // len x (1 + overlap / len)
+    total_s += len_s;
+  }
+  return total_s > 0.0 ? weighted_s / total_s : 0.0;
+}
+
 }  // namespace pipeplan::calibrate

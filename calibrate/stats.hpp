@@ -18,6 +18,16 @@ double percentile(std::vector<double> values, double p);
 
 double mean(const std::vector<double>& values);
 
+// One read's span (seconds on one clock): a file's open to its last read().
+struct ReadSpan {
+  double start_s = 0.0, end_s = 0.0;
+};
+// The count of reads in flight during a read, itself included, averaged over every read and weighted by its length:
+// for each span 1 + the other spans' overlap with it / its length. N readers that always read together give N;
+// one reader gives 1. 0 without a span of positive length. (Calibrate's concurrent cold reads: are the readers in
+// step? Forty-sixth session.)
+double mean_readers_in_flight(const std::vector<ReadSpan>& spans);
+
 // y = intercept + slope * x, fitted by least squares on RELATIVE residuals
 // ((fit - y) / y), so a 4 KiB copy weighs as much as a 1 GiB one. A negative intercept
 // (noise at small sizes) is not physical: the fit is then redone through the origin.

@@ -224,7 +224,13 @@ struct ConcurrentColdRead {
   int threads = 0;
   std::size_t bytes = 0;
   double wall_s = 0, cpu_s = 0;
+  // Threads only (forty-sixth session): over every file's read (open to the last read() returning), the mean count
+  // of reads in flight beside it, itself included, weighted by time. 1 for one reader; N for N readers that always
+  // read together (in step); near 1 + (N - 1) x the others' reading share for readers out of step. 0: not measured.
+  double readers_in_flight_mean = 0;
 };
+
+
 
 // The page cache's fill CPU per byte, as the profile reader computes it (models/profile.hpp).
 double fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, std::size_t bytes) {
@@ -278,9 +284,11 @@ void spin_cpu_s(double s) {
 // Reads every file whole (open, read() until EOF, close) through the page cache; adds to wall and
 // CPU seconds. Returns "" or what failed.
 std::string read_files_whole(const std::vector<std::filesystem::path>& files, std::vector<char>& buf, double& wall_s,
-                             double& cpu_s, std::size_t& bytes, double work_s_per_file = 0.0) {
+                             double& cpu_s, std::size_t& bytes, double work_s_per_file = 0.0,
+                             std::vector<ReadSpan>* spans = nullptr) {
   const double t0 = now_s(), c0 = thread_cpu_s();
   for (const auto& f : files) {
+    const double read_start_s = spans ? now_s() : 0.0;
     Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.ok()) return "cannot open " + f.string() + ": " + std::strerror(errno);
     for (;;) {
@@ -289,6 +297,7 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
       if (n == 0) break;
       bytes += static_cast<std::size_t>(n);
     }
+    if (spans) spans->push_back({read_start_s, now_s()});
     spin_cpu_s(work_s_per_file);  // a DataLoader worker decodes between two reads
   }
   cpu_s += thread_cpu_s() - c0;
@@ -339,6 +348,8 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
   std::vector<double> wall(shares.size()), cpu(shares.size());
   std::vector<std::size_t> bytes(shares.size());
   std::vector<std::string> errors(shares.size());
+  std::vector<std::vector<ReadSpan>> spans(shares.size());
+  for (std::size_t j = 0; j < shares.size(); ++j) spans[j].reserve(shares[j].size());  // no allocation while timed
   std::latch start(threads + 1);
   double t0 = 0.0;
   {
@@ -347,17 +358,20 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
       pool.emplace_back([&, j] {
         std::vector<char> buf(file_bytes);
         start.arrive_and_wait();
-        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file);
+        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file, &spans[j]);
       });
     t0 = now_s();
     start.arrive_and_wait();
   }
   out = ConcurrentColdRead{threads, 0, now_s() - t0, 0.0};
+  std::vector<ReadSpan> all;
   for (std::size_t j = 0; j < shares.size(); ++j) {
     if (!errors[j].empty()) return errors[j];
     out.bytes += bytes[j];
     out.cpu_s += cpu[j];
+    all.insert(all.end(), spans[j].begin(), spans[j].end());
   }
+  out.readers_in_flight_mean = mean_readers_in_flight(all);
   return "";
 }
 
@@ -685,14 +699,16 @@ SectionOutcome run_storage(const RunContext& ctx) {
         concurrent.push_back({{"threads", c.threads}, {"bytes", c.bytes}, {"wall_s", c.wall_s}, {"cpu_s", c.cpu_s}});
         in_order.push_back({{"threads", o.threads}, {"bytes", o.bytes}, {"wall_s", o.wall_s}, {"cpu_s", o.cpu_s}});
         with_work.push_back({{"threads", w.threads}, {"bytes", w.bytes}, {"wall_s", w.wall_s}, {"cpu_s", w.cpu_s},
-                             {"work_s_per_file", b.work_s_per_file}});
+                             {"work_s_per_file", b.work_s_per_file},
+                             {"readers_in_flight_mean", w.readers_in_flight_mean}});
         ctx.log(strf("storage: the same files read cold by %d threads at once, in a shuffled order: %.1f MB/s in all "
                      "(CPU %.3f s); each thread waits at %.1f MB/s (one alone: %.1f; in the written order: %.1f)",
                      c.threads, c.bytes / c.wall_s / 1e6, c.cpu_s, per_thread_wait_bytes_per_s(c) / 1e6,
                      stream_read_bytes_per_s / 1e6, per_thread_wait_bytes_per_s(o) / 1e6));
         // the spin's CPU is in cpu_s: the wait left is the device's
-        ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s",
-                     w.threads, b.work_s_per_file * 1e3, per_thread_wait_bytes_per_s(w) / 1e6));
+        ctx.log(strf("storage: %d threads, shuffled, %.3f ms of CPU after each file: each thread waits at %.1f MB/s; "
+                     "%.2f reads in flight during a read", w.threads, b.work_s_per_file * 1e3,
+                     per_thread_wait_bytes_per_s(w) / 1e6, w.readers_in_flight_mean));
       }
       for (const ConcurrentColdRead& q : b.concurrent_processes) {
         processes.push_back({{"processes", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s}});
@@ -710,13 +726,14 @@ SectionOutcome run_storage(const RunContext& ctx) {
         const ConcurrentColdRead& q = b.pause_sweep[i];
         const double work_s = b.pause_sweep_work_s[i];
         pause_sweep.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
-                               {"work_s_per_file", work_s}});
+                               {"work_s_per_file", work_s}, {"readers_in_flight_mean", q.readers_in_flight_mean}});
         // the wait a file: the wall less the thread's own CPU (the spin and the read's), over its files
         const double files_per_thread = static_cast<double>(b.files) / q.threads;
         const double wait_ms = (q.wall_s - q.cpu_s / q.threads) / files_per_thread * 1e3;
         ctx.log(strf("storage: pause sweep, %d thread(s), shuffled, %.2f ms of CPU after each file: %.3f ms of wall "
-                     "a file, %.3f ms waited a file (each thread waits at %.1f MB/s)", q.threads, work_s * 1e3,
-                     q.wall_s / files_per_thread * 1e3, wait_ms, per_thread_wait_bytes_per_s(q) / 1e6));
+                     "a file, %.3f ms waited a file (each thread waits at %.1f MB/s); %.2f reads in flight during a "
+                     "read", q.threads, work_s * 1e3, q.wall_s / files_per_thread * 1e3, wait_ms,
+                     per_thread_wait_bytes_per_s(q) / 1e6, q.readers_in_flight_mean));
       }
       buffered["pause_sweep"] = pause_sweep;
       buffered["concurrent_processes"] = processes;

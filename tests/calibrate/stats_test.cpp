@@ -31,6 +31,21 @@ TEST(Percentile, LinearBetweenClosestRanks) {
 
 TEST(Mean, Simple) { EXPECT_DOUBLE_EQ(mean({1.0, 2.0, 6.0}), 3.0); }
 
+TEST(MeanReadersInFlight, InStepOutOfStepAndAlone) {
+  // one reader, three reads back to back: 1
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight({{0, 1}, {1, 2}, {2, 3}}), 1.0);
+  // four readers reading [0, 1] and [3, 4] together (in step): 4
+  std::vector<ReadSpan> in_step;
+  for (int r = 0; r < 4; ++r) in_step.insert(in_step.end(), {{0, 1}, {3, 4}});
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight(in_step), 4.0);
+  // two readers half a read apart: each 1 s read has the other beside it for 0.5 s -> 1.5
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight({{0, 1}, {0.5, 1.5}}), 1.5);
+  // weighted by length: a 3 s read alone for 2 s and beside a 1 s read for 1 s: (3 + 1) + (1 + 1) over 4 s = 1.5
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight({{0, 3}, {2, 3}}), 1.5);
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight({}), 0.0);
+  EXPECT_DOUBLE_EQ(mean_readers_in_flight({{1, 1}}), 0.0);
+}
+
 TEST(FitLatencyBandwidth, RecoversAnExactLine) {
   // 10 us + bytes / 50 GB/s, sizes 4 KiB .. 1 GiB.
   std::vector<double> bytes, t;
