@@ -364,6 +364,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"main_thread_wait_fraction", r.gil_wait_main_fraction},
         {"pin_thread_wait_fraction", r.gil_wait_pin_fraction}}},
       {"cpu", {{"mean_busy_cores", r.mean_busy_cores}, {"cores", s.node.cpu_cores}}},
+      {"storage", {{"readers_in_flight_mean", r.storage_readers_in_flight_mean}}},
       {"memory_map",
        {{"pin_thread_held_fraction", r.memory_map_held_pin_fraction},
         {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},

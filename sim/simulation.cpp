@@ -169,6 +169,19 @@ struct World {
   std::vector<double> node_step_end_s, baseline_step_end_s;
   double storage_device_bytes = 0.0;
   int storage_readers = 0;  // workers in a storage read right now
+  // Integral of storage_readers over simulated time up to storage_readers_since_s (as cpu_running's), and over every
+  // read its change while the read was in flight and its length: their ratio is the count of reads in flight during
+  // a read, itself included, weighted by length (calibrate's readers_in_flight_mean, for storage_check.py)
+  double storage_readers_integral = 0.0, storage_readers_since_s = 0.0;
+  double storage_read_overlap_integral = 0.0, storage_read_time_s = 0.0;
+  double storage_readers_integral_at(double now_s) const {
+    return storage_readers_integral + storage_readers * (now_s - storage_readers_since_s);
+  }
+  void add_storage_readers(int delta, double now_s) {
+    storage_readers_integral = storage_readers_integral_at(now_s);
+    storage_readers_since_s = now_s;
+    storage_readers += delta;
+  }
   int finished_mains = 0;
   int cpu_running = 0;  // activities running on the node's CPU right now (not the synthetic twin's)
   // Integral of cpu_running over simulated time, up to cpu_running_since_s: average busy cores
@@ -292,7 +305,9 @@ double read_storage(Rank& r, int samples) {
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
   const double read_start_s = sg4::Engine::get_clock();
-  const int readers = ++r.world->storage_readers;
+  r.world->add_storage_readers(+1, read_start_s);
+  const int readers = r.world->storage_readers;
+  const double readers_integral0 = r.world->storage_readers_integral_at(read_start_s);
   sg4::this_actor::exec_init(device_bytes)->set_host(r.world->storage)->wait();
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
   // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
@@ -304,8 +319,10 @@ double read_storage(Rank& r, int samples) {
     const double left_s = bytes / rate - (sg4::Engine::get_clock() - read_start_s);
     if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
   }
-  --r.world->storage_readers;
   const double now = sg4::Engine::get_clock();
+  r.world->storage_read_overlap_integral += r.world->storage_readers_integral_at(now) - readers_integral0;
+  r.world->storage_read_time_s += now - read_start_s;
+  r.world->add_storage_readers(-1, now);
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;
   return bytes * s.storage.buffered_read_cpu_s_per_byte;
@@ -1120,6 +1137,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.window_s = w1 - w0;
   res.mean_busy_cores =
       res.window_s > 0.0 ? (world.cpu_integral_window_end - world.cpu_integral_window_start) / res.window_s : 0.0;
+  res.storage_readers_in_flight_mean =
+      world.storage_read_time_s > 0.0 ? world.storage_read_overlap_integral / world.storage_read_time_s : 0.0;
   std::vector<double> step_times;
   double samples = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {

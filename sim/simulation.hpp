@@ -59,6 +59,8 @@ struct SimResult {
   double out_of_order_fraction = 0.0;    // consecutive batches finished by their workers in reverse order (sim/arrival_order.hpp)
   double batches_delivered_per_s = 0.0;  // per rank
   double mean_busy_cores = 0.0;          // node-wide: CPU work running at once (workers, pin and main threads), window mean
+  // over every cold read of the run: the reads in flight during a read, itself included, length-weighted (0: none)
+  double storage_readers_in_flight_mean = 0.0;
   double gil_wait_main_fraction = 0.0;   // the training loop's time waiting for the pin thread to drop the GIL
   double gil_wait_pin_fraction = 0.0;    // the pin thread's time waiting for the loop to drop it
   double gil_held_main_fraction = 0.0;   // the GIL held by the loop's Python (and an unpinned batch's receive)

@@ -131,6 +131,8 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   const double per_batch_s = 0.100 + 0.010 + 10 * 1e-6;
   json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), 10 / per_batch_s, 10 / per_batch_s * 0.01);
+  // one worker: every read alone (storage.readers_in_flight_mean, calibrate's figure of the same name)
+  EXPECT_DOUBLE_EQ(r["storage"]["readers_in_flight_mean"].get<double>(), 1.0);
   // the analytic capacity of the workers says the same
   bool found = false;
   for (const auto& st : r["stages"]) {
@@ -193,12 +195,13 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
                      {"buffered_read", {{"concurrent", {{{"threads", 2}, {"bytes", 5e7}, {"wall_s", 1.0}, {"cpu_s", 0.0}}}}}}};
   const std::string profile = pipeplan::test::write_temp(prof.dump());
   // the sum over the two workers of their first batch's ready time, from the first read's start
+  double readers_in_flight = 0.0;  // the last simulation's storage.readers_in_flight_mean
   auto first_batches_s = [&](const std::string& worker_reads, const std::string& batch_end_span,
                              const std::string& device_share = "at_start") {
     s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9},
                     {"worker_reads", worker_reads}, {"device_share", device_share}};
     const std::string trace_path = pipeplan::test::write_temp("");
-    simulate(s, {"--trace", trace_path}, profile);
+    readers_in_flight = simulate(s, {"--trace", trace_path}, profile)["storage"]["readers_in_flight_mean"].get<double>();
     std::ifstream in(trace_path);
     const json trace = json::parse(in);
     std::remove(trace_path.c_str());
@@ -226,6 +229,8 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
   EXPECT_NEAR(first_batches_s("per_sample", "collate"), 0.970, 0.005);
   EXPECT_NEAR(first_batches_s("per_batch", "load+collate", "follows_readers"), 1.000, 0.005);
   EXPECT_NEAR(first_batches_s("per_sample", "collate", "follows_readers"), 1.000, 0.005);
+  // the two read side by side in step, so every read has the other beside it for its whole length
+  EXPECT_NEAR(readers_in_flight, 2.0, 0.01);
 }
 
 // No overlap at all (num_workers=0, pageable blocking copy, a sync every step): the step is
@@ -819,7 +824,9 @@ TEST(Simulate, TheLoadersOwnPythonInNextDelaysAStepThatSyncs) {
   EXPECT_NEAR(step_mean(r), 0.006, 0.006 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
   for (const auto& stage : r["stages"])
-    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.006, 1e-6);
+    if (stage["name"] == "host_loop") {
+      EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.006, 1e-6);
+    }
 }
 
 // The .to() call's own host time (transfer.copy_call_s_per_batch; validation run 43): Python before the copy is
@@ -842,7 +849,9 @@ TEST(Simulate, TheCopyCallsHostTimeDelaysAStepThatSyncs) {
   EXPECT_NEAR(step_mean(r), 0.0045, 0.0045 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
   for (const auto& stage : r["stages"])
-    if (stage["name"] == "host_loop") EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.0045, 1e-6);
+    if (stage["name"] == "host_loop") {
+      EXPECT_NEAR(stage["capacity_samples_per_s"].get<double>(), 32 / 0.0045, 1e-6);
+    }
   EXPECT_NEAR(r["analytic_bound"]["samples_per_s"].get<double>(), 32 / 0.0045, 32 / 0.0045 * 0.01) << r["analytic_bound"];
   EXPECT_EQ(r["analytic_bound"]["stage"], "host_loop");
   const std::string why = r["bottleneck"]["explanation"].get<std::string>();

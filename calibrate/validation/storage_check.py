@@ -73,7 +73,9 @@ def last_read_end_s(trace):
 
 
 def simulate_wall_s(pipeplan, scenario, profile_path):
-    """The simulated wall of `scenario` (convert's runner: a timeout, and its error as one line)."""
+    """The simulated wall of `scenario` (convert's runner: a timeout, and its error as one line) and the simulated
+    reads in flight during a read (the report's storage.readers_in_flight_mean; None before the forty-sixth
+    session's simulator)."""
     with tempfile.TemporaryDirectory(prefix="pipeplan-storage-check-") as tmp:
         scenario_path = os.path.join(tmp, "scenario.json")
         trace_path = os.path.join(tmp, "trace.json")
@@ -82,7 +84,13 @@ def simulate_wall_s(pipeplan, scenario, profile_path):
         run = convert.run_pipeplan(pipeplan, scenario_path, profile_path, timeout_s=120, extra=["--trace", trace_path])
         if "error" in run:
             raise RuntimeError(f"{run['command']}: {run['error']}")
-        return last_read_end_s(convert.read_json(trace_path))
+        in_flight = (run["result"].get("storage") or {}).get("readers_in_flight_mean")
+        return last_read_end_s(convert.read_json(trace_path)), in_flight
+
+
+def fmt_in_flight(value):
+    """A reads-in-flight figure, or n/a where it was not measured (calibrate before the forty-sixth session)."""
+    return "n/a" if value is None else f"{float(value):.2f}"
 
 
 def main(argv=None):
@@ -92,7 +100,8 @@ def main(argv=None):
     ap.add_argument("--device-share", choices=["at_start", "follows_readers"], default="at_start",
                     help="the scenario's storage.device_share (default %(default)s)")
     args = ap.parse_args(argv)
-    print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms")
+    print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms"
+          "      in flight: measured / per sample")
     for call in args.calls:
         profile_path = os.path.join(call, "profile.json")
         try:
@@ -111,13 +120,18 @@ def main(argv=None):
             measured_s = float(point["wall_s"])
             row = [f"{os.path.basename(call.rstrip('/')):26s}{experiment:12s}{int(point['threads']):7d}"
                    f"{float(point['work_s_per_file']) * 1e3:9.3f}  {measured_s * 1e3:11.1f}"]
+            in_flight = {}
             for order in ("per_sample", "per_batch"):
                 try:
-                    sim_s = simulate_wall_s(args.pipeplan, with_work_scenario(buffered, point, order, args.device_share), profile_path)
+                    sim_s, in_flight[order] = simulate_wall_s(
+                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share), profile_path)
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)
                     return 2
                 row.append(f"{sim_s * 1e3:8.1f} ({(sim_s / measured_s - 1) * 100:+6.1f}%)")
+            # calibrate's readers_in_flight_mean since after run 50 (absent before)
+            measured_in_flight = point.get("readers_in_flight_mean")
+            row.append(f"{fmt_in_flight(measured_in_flight):>8s} / {fmt_in_flight(in_flight['per_sample'])}")
             print("  ".join(row))
     return 0
 

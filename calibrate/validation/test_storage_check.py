@@ -34,6 +34,12 @@ class WithWorkScenarioTest(unittest.TestCase):
             S.with_work_scenario(BUFFERED, dict(POINT, threads=3), "per_sample")
 
 
+class InFlightFormatTest(unittest.TestCase):
+    def test_missing_is_na(self):
+        self.assertEqual(S.fmt_in_flight(None), "n/a")
+        self.assertEqual(S.fmt_in_flight(3.456), "3.46")
+
+
 class LastReadEndTest(unittest.TestCase):
     def test_last_read_or_load_span_end(self):
         trace = {"traceEvents": [
