@@ -155,6 +155,18 @@ struct Rank {
   std::int64_t activities = 0;
 };
 
+// A count that changes at events (activities running, reads in flight) and its integral over simulated time.
+struct CountOverTime {
+  int now = 0;
+  double integral = 0.0, since_s = 0.0;  // the integral up to since_s
+  double integral_at(double now_s) const { return integral + now * (now_s - since_s); }
+  void add(int delta, double now_s) {
+    integral = integral_at(now_s);
+    since_s = now_s;
+    now += delta;
+  }
+};
+
 struct World {
   const Scenario* scenario = nullptr;
   const Profile* profile = nullptr;
@@ -168,37 +180,17 @@ struct World {
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
   double storage_device_bytes = 0.0;
-  int storage_readers = 0;  // workers in a storage read right now
-  // Integral of storage_readers over simulated time up to storage_readers_since_s (as cpu_running's), and over every
-  // read its change while the read was in flight and its length: their ratio is the count of reads in flight during
-  // a read, itself included, weighted by length (calibrate's readers_in_flight_mean, for storage_check.py)
-  double storage_readers_integral = 0.0, storage_readers_since_s = 0.0;
+  // workers in a storage read right now, and over every read the count's integral while it was in flight and its
+  // length: their ratio is the count of reads in flight during a read, itself included, weighted by length
+  // (calibrate's readers_in_flight_mean, for storage_check.py)
+  CountOverTime storage_readers;
   double storage_read_overlap_integral = 0.0, storage_read_time_s = 0.0;
-  double storage_readers_integral_at(double now_s) const {
-    return storage_readers_integral + storage_readers * (now_s - storage_readers_since_s);
-  }
-  void add_storage_readers(int delta, double now_s) {
-    storage_readers_integral = storage_readers_integral_at(now_s);
-    storage_readers_since_s = now_s;
-    storage_readers += delta;
-  }
   int finished_mains = 0;
-  int cpu_running = 0;  // activities running on the node's CPU right now (not the synthetic twin's)
-  // Integral of cpu_running over simulated time, up to cpu_running_since_s: average busy cores
-  // over an interval are the difference of two readings divided by its length.
-  double cpu_running_integral = 0.0;
-  double cpu_running_since_s = 0.0;
+  // activities running on the node's CPU right now (not the synthetic twin's); average busy cores over an interval
+  // are the difference of two readings of its integral divided by its length
+  CountOverTime cpu_running;
   // the integral's readings at the measured window's start and end: the window's mean busy cores
   double cpu_integral_window_start = 0.0, cpu_integral_window_end = 0.0;
-
-  double cpu_running_integral_at(double now_s) const {
-    return cpu_running_integral + cpu_running * (now_s - cpu_running_since_s);
-  }
-  void add_cpu_running(int delta, double now_s) {
-    cpu_running_integral = cpu_running_integral_at(now_s);
-    cpu_running_since_s = now_s;
-    cpu_running += delta;
-  }
 
   int gpus() const { return scenario->node.gpus; }
 };
@@ -240,7 +232,7 @@ double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
 double run_cpu(Rank& r, double core_seconds, sg4::ExecPtr* running = nullptr) {
   if (core_seconds <= 0.0) return 0.0;
   const double t0 = sg4::Engine::get_clock();
-  if (!r.synthetic) r.world->add_cpu_running(+1, t0);
+  if (!r.synthetic) r.world->cpu_running.add(+1, t0);
   if (running == nullptr) {
     sg4::this_actor::execute(core_seconds * kFlopsPerCoreSecond);
   } else {
@@ -248,7 +240,7 @@ double run_cpu(Rank& r, double core_seconds, sg4::ExecPtr* running = nullptr) {
     (*running)->wait();
     *running = nullptr;
   }
-  if (!r.synthetic) r.world->add_cpu_running(-1, sg4::Engine::get_clock());
+  if (!r.synthetic) r.world->cpu_running.add(-1, sg4::Engine::get_clock());
   ++r.activities;
   return sg4::Engine::get_clock() - t0;
 }
@@ -305,9 +297,9 @@ double read_storage(Rank& r, int samples) {
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
   const double read_start_s = sg4::Engine::get_clock();
-  r.world->add_storage_readers(+1, read_start_s);
-  const int readers = r.world->storage_readers;
-  const double readers_integral0 = r.world->storage_readers_integral_at(read_start_s);
+  r.world->storage_readers.add(+1, read_start_s);
+  const int readers = r.world->storage_readers.now;
+  const double readers_integral0 = r.world->storage_readers.integral_at(read_start_s);
   sg4::this_actor::exec_init(device_bytes)->set_host(r.world->storage)->wait();
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
   // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
@@ -320,9 +312,9 @@ double read_storage(Rank& r, int samples) {
     if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
   }
   const double now = sg4::Engine::get_clock();
-  r.world->storage_read_overlap_integral += r.world->storage_readers_integral_at(now) - readers_integral0;
+  r.world->storage_read_overlap_integral += r.world->storage_readers.integral_at(now) - readers_integral0;
   r.world->storage_read_time_s += now - read_start_s;
-  r.world->add_storage_readers(-1, now);
+  r.world->storage_readers.add(-1, now);
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;
   return bytes * s.storage.buffered_read_cpu_s_per_byte;
@@ -394,18 +386,18 @@ void worker_actor(Rank& r, int w) {
     if (reads_per_sample) {
       // each sample's read, then its CPU, as PyTorch's fetch calls __getitem__ one index at a time: the worker is a
       // reader only while it reads, so the device's share follows how many workers read at that moment
-      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
+      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double load_factor = dataset_load_factor(world, busy_now);
       const double speed_factor = slow_factor * wander.time_factor(r.rng);
       const double start_s = sg4::Engine::get_clock();
       double cpu_wall_s = 0.0, busy_integral = 0.0;
       auto cpu_piece = [&](double core_s) {
         const double c0 = sg4::Engine::get_clock();
-        const double integral0 = world.cpu_running_integral_at(c0);
+        const double integral0 = world.cpu_running.integral_at(c0);
         run_cpu(r, core_s * speed_factor);
         const double c1 = sg4::Engine::get_clock();
         cpu_wall_s += c1 - c0;
-        busy_integral += world.cpu_running_integral_at(c1) - integral0;
+        busy_integral += world.cpu_running.integral_at(c1) - integral0;
         r.worker_busy_s += world.window.overlap(c0, c1);
       };
       // beyond kMaxReadPiecesPerBatch samples, runs of consecutive samples share one read and one CPU piece, so a
@@ -427,15 +419,15 @@ void worker_actor(Rank& r, int w) {
       const double read_cpu_s = read_storage(r, t.samples);
       const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
       if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
-      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running + 1.0;
+      const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
                      read_cpu_s + collate_cpu_s;
       cpu_s *= slow_factor;
       cpu_s *= wander.time_factor(r.rng);
-      const double integral0 = world.cpu_running_integral_at(t0);
+      const double integral0 = world.cpu_running.integral_at(t0);
       run_cpu(r, cpu_s);
       t1 = sg4::Engine::get_clock();
-      if (t1 > t0) busy_cores_last_load = (world.cpu_running_integral_at(t1) - integral0) / (t1 - t0);
+      if (t1 > t0) busy_cores_last_load = (world.cpu_running.integral_at(t1) - integral0) / (t1 - t0);
       r.worker_busy_s += world.window.overlap(t0, t1);
       world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
     }
@@ -464,10 +456,10 @@ void receive_with_gil(Rank& r, double receive_s, std::int64_t batch) {
   const sg4::ExecPtr loop = r.main_python;
   const double g0 = sg4::Engine::get_clock();
   loop->suspend();
-  if (!r.synthetic) world.add_cpu_running(-1, g0);
+  if (!r.synthetic) world.cpu_running.add(-1, g0);
   run_cpu(r, receive_s);
   const double g1 = sg4::Engine::get_clock();
-  if (!r.synthetic) world.add_cpu_running(+1, g1);
+  if (!r.synthetic) world.cpu_running.add(+1, g1);
   loop->resume();
   const double held_s = world.window.overlap(g0, g1);
   r.gil_held_pin_s += held_s;
@@ -532,11 +524,11 @@ void record_step_end(Rank& r, std::int64_t step) {
     // the busy-cores integral counts the real ranks only, so only their window reads it
     if (step + 1 == world.warmup) {
       window.start_s = now;
-      if (!r.synthetic) world.cpu_integral_window_start = world.cpu_running_integral_at(now);
+      if (!r.synthetic) world.cpu_integral_window_start = world.cpu_running.integral_at(now);
     }
     if (step + 1 == world.steps) {
       window.end_s = now;
-      if (!r.synthetic) world.cpu_integral_window_end = world.cpu_running_integral_at(now);
+      if (!r.synthetic) world.cpu_integral_window_end = world.cpu_running.integral_at(now);
     }
   }
 }
