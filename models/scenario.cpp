@@ -194,6 +194,8 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
         r.choice("device_share", "at_start", {"at_start", "follows_readers"}) == "follows_readers"
             ? DeviceShare::kFollowsReaders
             : DeviceShare::kAtStart;
+    s.storage.read_pieces_per_batch =
+        static_cast<int>(r.integer("read_pieces_per_batch", 4, Range::between(1, 1 << 24)));
     r.finish();
   }
   {

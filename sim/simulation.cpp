@@ -367,9 +367,6 @@ class CoreWander {
   Part fast_, slow_;
 };
 
-// storage.worker_reads=per_sample: at most this many read-then-CPU pieces a batch
-constexpr int kMaxReadPiecesPerBatch = 64;
-
 void worker_actor(Rank& r, int w) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
@@ -400,9 +397,10 @@ void worker_actor(Rank& r, int w) {
         busy_integral += world.cpu_running.integral_at(c1) - integral0;
         r.worker_busy_s += world.window.overlap(c0, c1);
       };
-      // beyond kMaxReadPiecesPerBatch samples, runs of consecutive samples share one read and one CPU piece, so a
-      // batch costs a bounded number of events (the table's cold cases, 64 a batch, are read one by one)
-      const int pieces = std::min(t.samples, kMaxReadPiecesPerBatch);
+      // beyond storage.read_pieces_per_batch samples (4 by default; 64 reads the table's 64-sample batches one
+      // sample at a time), runs of consecutive samples share one read and one CPU piece, so a batch costs a bounded
+      // number of events
+      const int pieces = std::min(t.samples, s.storage.read_pieces_per_batch);
       for (int i = 0; i < pieces; ++i) {
         const int n = t.samples / pieces + (i < t.samples % pieces ? 1 : 0);
         const double read_cpu_s = read_storage(r, n);

@@ -81,6 +81,8 @@ TEST(CliErrors, BadValues) {
        {"transfer.copy_stream", "\"sideways\"", "\"side\""}},
       {"bad worker_reads", R"({"storage": {"worker_reads": "per_file"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
        {"storage.worker_reads", "\"per_file\"", "\"per_sample\"", "\"per_batch\""}},
+      {"zero read pieces", R"({"storage": {"read_pieces_per_batch": 0}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"storage.read_pieces_per_batch", "0", "[1, 16777216]"}},
       {"bad device_share", R"({"storage": {"device_share": "shared"}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
        {"storage.device_share", "\"shared\"", "\"at_start\"", "\"follows_readers\""}},
       {"too many steps", R"({"training": {"step_s": 0.01, "steps": 1e12}})", {"simulate", "{S}"}, {"training.steps"}},

@@ -143,14 +143,18 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_TRUE(found);
   s["loader"]["num_workers"] = 4;
   EXPECT_NEAR(samples_per_s(simulate(s)), 40 / per_batch_s, 40 / per_batch_s * 0.02);
-  // One reader alone waits the same in either order, and a batch of 130 (read as 64 pieces of 3 or 2 samples) still
-  // reads and decodes each of its samples once: 130 x 11.001 ms a batch, the same 90.9 samples/s.
+  // One reader alone waits the same in either order and at any grain, and a batch of 130 (read as 64 pieces of 3 or
+  // 2 samples, or the default 4 pieces of 33 or 32) still reads and decodes each of its samples once: 130 x 11.001
+  // ms a batch, the same 90.9 samples/s.
   s["loader"]["num_workers"] = 1;
   s["loader"]["batch_size"] = 130;
   s["training"]["steps"] = 60;
   for (const char* order : {"per_sample", "per_batch"}) {
-    s["storage"]["worker_reads"] = order;
-    EXPECT_NEAR(samples_per_s(simulate(s)), 10 / per_batch_s, 10 / per_batch_s * 0.001) << order;
+    for (int pieces : {4, 64}) {
+      s["storage"]["worker_reads"] = order;
+      s["storage"]["read_pieces_per_batch"] = pieces;
+      EXPECT_NEAR(samples_per_s(simulate(s)), 10 / per_batch_s, 10 / per_batch_s * 0.001) << order << " " << pieces;
+    }
   }
 }
 
@@ -197,9 +201,10 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
   // the sum over the two workers of their first batch's ready time, from the first read's start
   double readers_in_flight = 0.0;  // the last simulation's storage.readers_in_flight_mean
   auto first_batches_s = [&](const std::string& worker_reads, const std::string& batch_end_span,
-                             const std::string& device_share = "at_start") {
+                             const std::string& device_share = "at_start", int read_pieces = 64) {
     s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"buffered_read_cpu_s_per_byte", 1.0e-9},
-                    {"worker_reads", worker_reads}, {"device_share", device_share}};
+                    {"worker_reads", worker_reads}, {"device_share", device_share},
+                    {"read_pieces_per_batch", read_pieces}};
     const std::string trace_path = pipeplan::test::write_temp("");
     readers_in_flight = simulate(s, {"--trace", trace_path}, profile)["storage"]["readers_in_flight_mean"].get<double>();
     std::ifstream in(trace_path);
@@ -227,6 +232,9 @@ TEST(Simulate, PerSampleReadsShareTheDeviceFileByFile) {
   };
   EXPECT_NEAR(first_batches_s("per_batch", "load+collate"), 0.700, 0.005);
   EXPECT_NEAR(first_batches_s("per_sample", "collate"), 0.970, 0.005);
+  // one read-then-CPU piece a batch (storage.read_pieces_per_batch=1) reads the batch's files at once: per_batch's
+  // 700 ms
+  EXPECT_NEAR(first_batches_s("per_sample", "collate", "at_start", 1), 0.700, 0.005);
   EXPECT_NEAR(first_batches_s("per_batch", "load+collate", "follows_readers"), 1.000, 0.005);
   EXPECT_NEAR(first_batches_s("per_sample", "collate", "follows_readers"), 1.000, 0.005);
   // the two read side by side in step, so every read has the other beside it for its whole length

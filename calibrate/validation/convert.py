@@ -1670,6 +1670,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     worker_reads = getattr(a, "worker_reads", "per-sample")
     if worker_reads != "per-sample" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
         scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
+    read_pieces = getattr(a, "read_pieces", None)
+    if read_pieces is not None and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
+        scen["storage"]["read_pieces_per_batch"] = int(read_pieces)
     device_share = getattr(a, "device_share", "at-start")
     if device_share != "at-start" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
         scen["storage"]["device_share"] = device_share.replace("-", "_")
@@ -2747,6 +2750,9 @@ def main(argv=None) -> int:
                          "does (the simulator's default since run 48), or read the batch's files back to back, then "
                          "run their CPU (scenario storage.worker_reads=per_batch; the model until run 48: "
                          "validation-runs.md run 48, finding 6)")
+    ap.add_argument("--read-pieces", type=int, default=None,
+                    help="a cold case's storage.read_pieces_per_batch (the simulator's default, 64, when absent): "
+                         "fewer read-then-CPU pieces a batch simulate faster (forty-sixth session)")
     ap.add_argument("--device-share", choices=["at-start", "follows-readers"], default="at-start",
                     help="a cold read's device rate: fixed by the readers reading at its start (the simulator's "
                          "default), or following the count reading at each moment (scenario "

@@ -55,7 +55,9 @@ def with_work_scenario(buffered, point, worker_reads, device_share="at_start"):
             "load_s_per_sample": {"mean": per_sample_load_s(buffered, point), "cv": 0.0, "kind": "lognormal"},
             "sample_bytes": {"mean": file_bytes, "cv": 0.0, "kind": "lognormal"},
         },
-        "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads, "device_share": device_share},
+        # one read-then-work piece a file, as calibrate's readers do (the simulator's default grain is coarser)
+        "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads, "device_share": device_share,
+                    "read_pieces_per_batch": files // threads},
         "loader": {"batch_size": files // threads, "num_workers": threads, "pin_memory": False,
                    "prefetch_factor": 1, "collate_s_per_batch": 1e-6, "worker_start_s": 0.0},
         "training": {"step_s": 1e-4, "host_s_per_step": 0.0, "steps": threads, "warmup_steps": 0},

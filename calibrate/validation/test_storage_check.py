@@ -27,6 +27,7 @@ class WithWorkScenarioTest(unittest.TestCase):
         self.assertAlmostEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.000631 + 0.035 / 256)
         self.assertEqual(s["dataset"]["load_s_per_sample"]["cv"], 0.0)
         self.assertEqual(s["storage"]["worker_reads"], "per_sample")
+        self.assertEqual(s["storage"]["read_pieces_per_batch"], 64)  # one piece a file, as calibrate reads them
         self.assertEqual(S.with_work_scenario(BUFFERED, POINT, "per_batch")["storage"]["worker_reads"], "per_batch")
 
     def test_uneven_split_is_refused(self):
