@@ -228,9 +228,8 @@ struct ConcurrentColdRead {
   // of reads in flight beside it, itself included, weighted by time. 1 for one reader; N for N readers that always
   // read together (in step); near 1 + (N - 1) x the others' reading share for readers out of step. 0: not measured.
   double readers_in_flight_mean = 0;
+  double work_s_per_file = 0;  // the CPU each reader spent after each file (0: none)
 };
-
-
 
 // The page cache's fill CPU per byte, as the profile reader computes it (models/profile.hpp).
 double fill_cpu_s_per_byte(double cold_cpu_s, double warm_cpu_s, std::size_t bytes) {
@@ -261,7 +260,6 @@ struct BufferedRead {
   // simulated readers with work 18-21% short of concurrent_with_work at 2-4 threads (validation run 49, finding 6);
   // this separates the pause's cost from the readers' count. ConcurrentColdRead::threads counts the readers.
   std::vector<ConcurrentColdRead> pause_sweep;
-  std::vector<double> pause_sweep_work_s;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
   // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
@@ -364,6 +362,7 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
     start.arrive_and_wait();
   }
   out = ConcurrentColdRead{threads, 0, now_s() - t0, 0.0};
+  out.work_s_per_file = work_s_per_file;
   std::vector<ReadSpan> all;
   for (std::size_t j = 0; j < shares.size(); ++j) {
     if (!errors[j].empty()) return errors[j];
@@ -520,7 +519,6 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
       if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, p, work_s); !err.empty())
         return err;
       out.pause_sweep.push_back(p);
-      out.pause_sweep_work_s.push_back(work_s);
     }
   }
   std::vector<std::filesystem::path> small;
@@ -722,9 +720,8 @@ SectionOutcome run_storage(const RunContext& ctx) {
                      threads_fill * 1e9, buffered_read_cpu_s_per_byte * 1e9));
       }
       nlohmann::json pause_sweep = nlohmann::json::array();
-      for (std::size_t i = 0; i < b.pause_sweep.size(); ++i) {
-        const ConcurrentColdRead& q = b.pause_sweep[i];
-        const double work_s = b.pause_sweep_work_s[i];
+      for (const ConcurrentColdRead& q : b.pause_sweep) {
+        const double work_s = q.work_s_per_file;
         pause_sweep.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
                                {"work_s_per_file", work_s}, {"readers_in_flight_mean", q.readers_in_flight_mean}});
         // the wait a file: the wall less the thread's own CPU (the spin and the read's), over its files

@@ -381,8 +381,9 @@ void worker_actor(Rank& r, int w) {
     const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
     double t1 = 0.0;
     if (reads_per_sample) {
-      // each sample's read, then its CPU, as PyTorch's fetch calls __getitem__ one index at a time: the worker is a
-      // reader only while it reads, so the device's share follows how many workers read at that moment
+      // reads alternating with their CPU, as PyTorch's fetch calls __getitem__ one index at a time (in
+      // read_pieces_per_batch runs of samples): the worker is a reader only while it reads, so the device's share
+      // follows how many workers read at that moment
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double load_factor = dataset_load_factor(world, busy_now);
       const double speed_factor = slow_factor * wander.time_factor(r.rng);

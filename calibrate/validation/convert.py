@@ -986,8 +986,8 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     step's launch tail from the loop's host probes (launch_tail_s), "off" none. memory_map_wait: "pin-parts" lets a
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
     the simulator's full stop. pin_thread_wait: "probes" (the default since run 38) gives a pinned case the pin
-    thread's time off its core per batch from its probes (pin_thread_wait_s; "probes-any" with run 38-50's probe rule), "off" none (validation-runs.md run 37,
-    findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
+    thread's time off its core per batch from its probes (pin_thread_wait_s; "probes-any" with run 38-50's probe
+    rule), "off" none (validation-runs.md run 37, findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
     workers the loop thread's own CPU in next() from its probes (main_next_s, loader.main_next_s_per_batch), "off"
     none (run 42, finding 8). copy_call: the call's .to() host time (copy_call_s), given to a pinned non_blocking
     case as transfer.copy_call_s_per_batch; None: none."""
@@ -1667,15 +1667,16 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         if latency is not None:
             scen["storage"]["read_latency_s"] = round(latency, 9)
             c.setdefault("convert", {})["cold_read_latency_s"] = latency
-    worker_reads = getattr(a, "worker_reads", "per-sample")
-    if worker_reads != "per-sample" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
-        scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
-    read_pieces = getattr(a, "read_pieces", None)
-    if read_pieces is not None and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
-        scen["storage"]["read_pieces_per_batch"] = int(read_pieces)
-    device_share = getattr(a, "device_share", "at-start")
-    if device_share != "at-start" and scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:
-        scen["storage"]["device_share"] = device_share.replace("-", "_")
+    if scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:  # the cold read model's what-ifs
+        worker_reads = getattr(a, "worker_reads", "per-sample")
+        if worker_reads != "per-sample":
+            scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
+        read_pieces = getattr(a, "read_pieces", None)
+        if read_pieces is not None:
+            scen["storage"]["read_pieces_per_batch"] = int(read_pieces)
+        device_share = getattr(a, "device_share", "at-start")
+        if device_share != "at-start":
+            scen["storage"]["device_share"] = device_share.replace("-", "_")
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
