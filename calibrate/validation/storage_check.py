@@ -35,7 +35,7 @@ def per_sample_load_s(buffered, point):
     return float(point["work_s_per_file"]) + warm_cpu_s_per_file
 
 
-def with_work_scenario(buffered, point, worker_reads, device_share="at_start"):
+def with_work_scenario(buffered, point, worker_reads, device_share="at_start", reader_share="back_to_back"):
     """The scenario of calibrate's run with point["threads"] readers: each reads files / threads files whole,
     cold, with point["work_s_per_file"] of CPU after each."""
     threads = int(point["threads"])
@@ -57,7 +57,7 @@ def with_work_scenario(buffered, point, worker_reads, device_share="at_start"):
         },
         # one read-then-work piece a file, as calibrate's readers do (the simulator's default grain is coarser)
         "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads, "device_share": device_share,
-                    "read_pieces_per_batch": files // threads},
+                    "reader_share_from": reader_share, "read_pieces_per_batch": files // threads},
         "loader": {"batch_size": files // threads, "num_workers": threads, "pin_memory": False,
                    "prefetch_factor": 1, "collate_s_per_batch": 1e-6, "worker_start_s": 0.0},
         "training": {"step_s": 1e-4, "host_s_per_step": 0.0, "steps": threads, "warmup_steps": 0},
@@ -74,15 +74,31 @@ def last_read_end_s(trace):
     return max(ends)
 
 
-def simulate_wall_s(pipeplan, scenario, profile_path):
-    """The simulated wall of `scenario` (convert's runner: a timeout, and its error as one line) and the simulated
-    reads in flight during a read (the report's storage.readers_in_flight_mean; None before the forty-sixth
-    session's simulator)."""
+def steady_core_profile(profile):
+    """The profile with the cores' speed wander off. calibrate's readers spin on their own thread's CPU clock
+    (spin_cpu_s) until the work's seconds have passed, so a slow core does not lengthen it; the simulator's wander
+    would, and four readers whose equal work differs by a few percent every file drift out of step, which
+    calibrate's do not (run 51: 3.80 reads in flight at 2 ms of work). Before the forty-seventh session the check
+    kept the wander, which put the simulated readers out of step (1.26-1.90 in flight) and their wall 17-21% short."""
+    cpu = dict(profile.get("cpu", {}))
+    for key in ("core_speed_cv", "core_speed_slow_cv"):
+        if key in cpu:
+            cpu[key] = 0.0
+    return {**profile, "cpu": cpu}
+
+
+def simulate_wall_s(pipeplan, scenario, profile):
+    """The simulated wall of `scenario` under `profile` (convert's runner: a timeout, and its error as one line) and
+    the simulated reads in flight during a read (the report's storage.readers_in_flight_mean; None before the
+    forty-sixth session's simulator)."""
     with tempfile.TemporaryDirectory(prefix="pipeplan-storage-check-") as tmp:
         scenario_path = os.path.join(tmp, "scenario.json")
         trace_path = os.path.join(tmp, "trace.json")
+        profile_path = os.path.join(tmp, "profile.json")
         with open(scenario_path, "w") as f:
             json.dump(scenario, f)
+        with open(profile_path, "w") as f:
+            json.dump(profile, f)
         run = convert.run_pipeplan(pipeplan, scenario_path, profile_path, timeout_s=120, extra=["--trace", trace_path])
         if "error" in run:
             raise RuntimeError(f"{run['command']}: {run['error']}")
@@ -101,13 +117,16 @@ def main(argv=None):
     ap.add_argument("--pipeplan", default=DEFAULT_PIPEPLAN)
     ap.add_argument("--device-share", choices=["at_start", "follows_readers"], default="at_start",
                     help="the scenario's storage.device_share (default %(default)s)")
+    ap.add_argument("--reader-share", choices=["back_to_back", "with_work"], default="back_to_back",
+                    help="the scenario's storage.reader_share_from (default %(default)s)")
     args = ap.parse_args(argv)
     print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms"
           "      in flight: measured / per sample")
     for call in args.calls:
         profile_path = os.path.join(call, "profile.json")
         try:
-            buffered = convert.read_json(profile_path).get("storage", {}).get("buffered_read", {})
+            profile = convert.read_json(profile_path)
+            buffered = profile.get("storage", {}).get("buffered_read", {})
         except (OSError, ValueError) as e:
             print(f"storage_check.py: {profile_path}: {e}", file=sys.stderr)
             return 2
@@ -126,7 +145,8 @@ def main(argv=None):
             for order in ("per_sample", "per_batch"):
                 try:
                     sim_s, in_flight[order] = simulate_wall_s(
-                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share), profile_path)
+                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share, args.reader_share),
+                        steady_core_profile(profile))
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)
                     return 2

@@ -35,6 +35,23 @@ class WithWorkScenarioTest(unittest.TestCase):
             S.with_work_scenario(BUFFERED, dict(POINT, threads=3), "per_sample")
 
 
+class SteadyCoreProfileTest(unittest.TestCase):
+    def test_wander_off_the_rest_kept_input_untouched(self):
+        # calibrate's work is a spin on the thread's CPU clock: a fixed time whatever the core's speed
+        profile = {"cpu": {"core_speed_cv": 0.079, "core_speed_correlation_s": 0.34, "core_speed_slow_cv": 0.05,
+                           "cores": 16}, "storage": {"x": 1}}
+        steady = S.steady_core_profile(profile)
+        self.assertEqual(steady["cpu"]["core_speed_cv"], 0.0)
+        self.assertEqual(steady["cpu"]["core_speed_slow_cv"], 0.0)
+        self.assertEqual(steady["cpu"]["core_speed_correlation_s"], 0.34)
+        self.assertEqual(steady["cpu"]["cores"], 16)
+        self.assertEqual(steady["storage"], {"x": 1})
+        self.assertEqual(profile["cpu"]["core_speed_cv"], 0.079)  # the call's profile is not changed
+
+    def test_profile_without_wander_keys_gains_none(self):
+        self.assertEqual(S.steady_core_profile({"cpu": {"cores": 8}}), {"cpu": {"cores": 8}})
+
+
 class InFlightFormatTest(unittest.TestCase):
     def test_missing_is_na(self):
         self.assertEqual(S.fmt_in_flight(None), "n/a")
