@@ -155,23 +155,28 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         b.raw(k);
       // Concurrent cold reads (since run 16): each thread's wait rate, bytes / threads over the wall less its
       // share of the CPU, relative to the one-thread stream rate.
-      p.storage.stream_read_vs_readers.clear();
-      if (p.storage.stream_read_bytes_per_s > 0.0) p.storage.stream_read_vs_readers.push_back({1.0, 1.0});
-      for (auto& q : b.array_of_objects("concurrent")) {
-        const double threads = q.number("threads", 0.0, Range::positive());
-        const double bytes = q.number("bytes", 0.0, Range::non_negative());
-        const double wall_s = q.number("wall_s", 0.0, Range::non_negative());
-        const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
-        q.finish();
-        const double wait_s = wall_s - cpu_s / threads;
-        if (p.storage.stream_read_bytes_per_s > 0.0 && threads > 1.0 && bytes > 0.0 && wait_s > 0.0 &&
-            threads > p.storage.stream_read_vs_readers.back().readers)
-          p.storage.stream_read_vs_readers.push_back(
-              {threads, bytes / threads / wait_s / p.storage.stream_read_bytes_per_s});
-      }
-      if (p.storage.stream_read_vs_readers.size() < 2) p.storage.stream_read_vs_readers.clear();
-      b.raw("concurrent_in_order");   // the written order beside the shuffled one (seventeenth session): not an input
-      b.raw("concurrent_with_work");  // readers with CPU work between files (seventeenth session): not an input
+      // The work's CPU is in cpu_s, so the wait leaves it out as it leaves out the copy's.
+      auto reader_share_curve = [&](const char* key, std::vector<ReaderSharePoint>& curve) {
+        curve.clear();
+        if (p.storage.stream_read_bytes_per_s > 0.0) curve.push_back({1.0, 1.0});
+        for (auto& q : b.array_of_objects(key)) {
+          const double threads = q.number("threads", 0.0, Range::positive());
+          const double bytes = q.number("bytes", 0.0, Range::non_negative());
+          const double wall_s = q.number("wall_s", 0.0, Range::non_negative());
+          const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
+          q.raw("work_s_per_file");
+          q.raw("readers_in_flight_mean");
+          q.finish();
+          const double wait_s = wall_s - cpu_s / threads;
+          if (p.storage.stream_read_bytes_per_s > 0.0 && threads > 1.0 && bytes > 0.0 && wait_s > 0.0 &&
+              threads > curve.back().readers)
+            curve.push_back({threads, bytes / threads / wait_s / p.storage.stream_read_bytes_per_s});
+        }
+        if (curve.size() < 2) curve.clear();
+      };
+      reader_share_curve("concurrent", p.storage.stream_read_vs_readers);
+      reader_share_curve("concurrent_with_work", p.storage.stream_read_vs_readers_with_work);
+      b.raw("concurrent_in_order");  // the written order beside the shuffled one (seventeenth session): not an input
       b.raw("pause_sweep");  // 1 and 4 readers with 0-2 ms of work between files (forty-sixth session): not an input
       p.storage.fill_cpu_s_per_byte_vs_processes.clear();
       if (b.has("concurrent_processes")) {

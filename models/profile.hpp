@@ -84,6 +84,10 @@ struct StorageProfile {
   // empty: every reader waits at the stream rate). Runs 2-15: four workers' cold reads waited twice as long
   // as one alone's.
   std::vector<ReaderSharePoint> stream_read_vs_readers;
+  // The same from readers that work on the CPU after each file, as DataLoader workers decode
+  // (storage.buffered_read.concurrent_with_work, since the seventeenth session): on the H200 each waits 12-28% less
+  // a byte than back-to-back readers at 2-8 readers (validation run 51, finding 2). Empty: not measured.
+  std::vector<ReaderSharePoint> stream_read_vs_readers_with_work;
   // The page-cache fill CPU per byte when N forked processes read cold at once (calibrate's
   // storage.buffered_read.concurrent_processes, since validation run 47: (their CPU - the one-thread warm re-read's)
   // / bytes; N = 1 is one process alone). DataLoader workers are processes: the H200's cold tensor workers spent about

@@ -186,7 +186,16 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     fill_cpu_given = r.has("buffered_read_cpu_s_per_byte");
     s.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
-    s.storage.stream_read_vs_readers = profile.storage.stream_read_vs_readers;
+    s.storage.reader_share_from =
+        r.choice("reader_share_from", "back_to_back", {"back_to_back", "with_work"}) == "with_work"
+            ? ReaderShareFrom::kWithWork
+            : ReaderShareFrom::kBackToBack;
+    // with_work where calibrate measured it, else the back-to-back curve (profiles before the seventeenth session)
+    s.storage.stream_read_vs_readers =
+        s.storage.reader_share_from == ReaderShareFrom::kWithWork &&
+                !profile.storage.stream_read_vs_readers_with_work.empty()
+            ? profile.storage.stream_read_vs_readers_with_work
+            : profile.storage.stream_read_vs_readers;
     s.storage.worker_reads = r.choice("worker_reads", "per_sample", {"per_sample", "per_batch"}) == "per_batch"
                                  ? WorkerReads::kPerBatch
                                  : WorkerReads::kPerSample;

@@ -56,11 +56,15 @@ enum class WorkerReads { kPerBatch, kPerSample };
 // non-linear sharing). Calibrate's pause sweep (forty-sixth session) found four readers with 0-2 ms of work a file
 // waiting the four-reader time a file whatever the pause, as readers that move in step would.
 enum class DeviceShare { kAtStart, kFollowsReaders };
+// Which of calibrate's concurrent cold reads gives each reader's rate by reader count: readers reading back to back
+// (storage.buffered_read.concurrent) or readers working on the CPU after each file (concurrent_with_work).
+enum class ReaderShareFrom { kBackToBack, kWithWork };
 
 struct StorageConfig {
   double page_cache_hit_ratio = 1.0;
   WorkerReads worker_reads = WorkerReads::kPerSample;
   DeviceShare device_share = DeviceShare::kAtStart;
+  ReaderShareFrom reader_share_from = ReaderShareFrom::kBackToBack;
   // worker_reads=per_sample: at most this many read-then-CPU pieces a batch; beyond it, runs of consecutive samples
   // share one read and one CPU piece. 4 since the forty-sixth session: the fewest tried (4, 8, 16) that simulates
   // 10,000 cold steps of the default scenario under the 1 s target (0.78 s; 64, one piece a sample for the table's

@@ -274,18 +274,37 @@ TEST(Profile, ConcurrentColdReadsBecomeEachReadersShare) {
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
-// The written-order reads and the reads with CPU work between files that calibrate keeps beside the shuffled ones
-// (since the seventeenth session) are read and ignored: the curve comes from `concurrent` alone (here 0.5 at 2
-// threads, as above, whatever the others say).
-TEST(Profile, TheWrittenOrderConcurrentReadsAreNotAnInput) {
+// The written-order reads that calibrate keeps beside the shuffled ones (since the seventeenth session) are read and
+// ignored; the reads with CPU work between files make a second curve. A scenario takes `concurrent`'s by default
+// (0.5 at 2 threads, as above) and the with-work one under storage.reader_share_from=with_work: 2 threads, 1.6e8 B,
+// 0.084 s of wall, 0.04 s of CPU (their work and copy): each waits 0.084 - 0.02 = 0.064 s for 0.8e8 B, 1.25 GB/s,
+// 0.78125 of the one-thread 1.6 GB/s.
+TEST(Profile, ReadersWithWorkGiveASecondShareCurve) {
   const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
       "storage": {"stream_read_bytes_per_s": 1.6e9, "buffered_read": {
         "concurrent": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.11, "cpu_s": 0.02}],
         "concurrent_in_order": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.06, "cpu_s": 0.02}],
-        "concurrent_with_work": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.5, "cpu_s": 0.3, "work_s_per_file": 1e-3}]}}})");
+        "concurrent_with_work": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.084, "cpu_s": 0.04,
+                                  "work_s_per_file": 1e-3, "readers_in_flight_mean": 1.9}]}}})");
   const Profile p = parse_profile(doc, "p.json", nullptr);
   ASSERT_EQ(p.storage.stream_read_vs_readers.size(), 2u);
   EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
+  ASSERT_EQ(p.storage.stream_read_vs_readers_with_work.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.storage.stream_read_vs_readers_with_work[0].relative_rate, 1.0);
+  EXPECT_NEAR(p.storage.stream_read_vs_readers_with_work[1].relative_rate, 0.78125, 1e-12);
+
+  const nlohmann::json step = {{"training", {{"step_s", 0.01}}}};
+  nlohmann::json with_work = step;
+  with_work["storage"] = {{"reader_share_from", "with_work"}};
+  EXPECT_NEAR(parse_scenario(step, "x.json", p).storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
+  EXPECT_NEAR(parse_scenario(with_work, "x.json", p).storage.stream_read_vs_readers[1].relative_rate, 0.78125, 1e-12);
+
+  // a profile from before the with-work reads: the scenario falls back on the back-to-back curve
+  nlohmann::json older = doc;
+  older["storage"]["buffered_read"].erase("concurrent_with_work");
+  const Profile q = parse_profile(older, "p.json", nullptr);
+  EXPECT_TRUE(q.storage.stream_read_vs_readers_with_work.empty());
+  EXPECT_NEAR(parse_scenario(with_work, "x.json", q).storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
 // Workers are processes (validation-runs.md run 47, finding 5): calibrate's cold reads by forked processes give the

@@ -1677,6 +1677,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         device_share = getattr(a, "device_share", "at-start")
         if device_share != "at-start":
             scen["storage"]["device_share"] = device_share.replace("-", "_")
+        reader_share = getattr(a, "reader_share", "back-to-back")
+        if reader_share != "back-to-back":
+            scen["storage"]["reader_share_from"] = reader_share.replace("-", "_")
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
@@ -2752,12 +2755,16 @@ def main(argv=None) -> int:
                          "run their CPU (scenario storage.worker_reads=per_batch; the model until run 48: "
                          "validation-runs.md run 48, finding 6)")
     ap.add_argument("--read-pieces", type=int, default=None,
-                    help="a cold case's storage.read_pieces_per_batch (the simulator's default, 64, when absent): "
+                    help="a cold case's storage.read_pieces_per_batch (the simulator's default, 4, when absent): "
                          "fewer read-then-CPU pieces a batch simulate faster (forty-sixth session)")
     ap.add_argument("--device-share", choices=["at-start", "follows-readers"], default="at-start",
                     help="a cold read's device rate: fixed by the readers reading at its start (the simulator's "
                          "default), or following the count reading at each moment (scenario "
                          "storage.device_share=follows_readers; forty-sixth session, calibrate's pause sweep)")
+    ap.add_argument("--reader-share", choices=["back-to-back", "with-work"], default="back-to-back",
+                    help="a cold read's rate by readers: from calibrate's readers reading back to back (the "
+                         "simulator's default) or working on the CPU after each file (scenario "
+                         "storage.reader_share_from=with_work; validation run 51, finding 2)")
     ap.add_argument("--unpinned-loop", choices=["beside-loader", "calibrated"], default="beside-loader",
                     help="with --transport measured, an unpinned case's copy and release on the loop's thread: as "
                          "host_beside_loader timed them beside a live DataLoader where the call has that window "

@@ -2424,10 +2424,10 @@ class WorkerReadsTest(unittest.TestCase):
         cls.profile = convert.read_json(os.path.join(RUN48B2B, "profile.json"))
         cls.curve = cls.profile["cpu"]["speed_vs_busy_cores"]
 
-    def storage(self, cold: bool, worker_reads: str):
+    def storage(self, cold: bool, worker_reads: str, **what_ifs):
         c = next(c for c in self.doc["cases"]
                  if c["status"] == "ok" and c["family"] == "storage_tensor" and c["id"].endswith("-cold") == cold)
-        a = argparse.Namespace(**vars(convert.TABLE_OPTIONS), worker_reads=worker_reads)
+        a = argparse.Namespace(**{**vars(convert.TABLE_OPTIONS), "worker_reads": worker_reads, **what_ifs})
         duty_shape = convert.case_duty_shape(self.doc["components"], self.profile, c)
         scen, _ = convert.case_inputs(json.loads(json.dumps(c)), self.doc["machine"], self.profile, a, self.curve,
                                       duty_shape, True, None, self.doc["components"])
@@ -2438,6 +2438,16 @@ class WorkerReadsTest(unittest.TestCase):
         self.assertNotIn("worker_reads", self.storage(True, "per-sample"))   # the simulator's default
         self.assertEqual(self.storage(True, "per-sample")["page_cache_hit_ratio"], 0.0)
         self.assertNotIn("worker_reads", self.storage(False, "per-batch"))
+
+    def test_the_cold_read_share_what_ifs_reach_only_a_cold_case(self):
+        cold = self.storage(True, "per-sample", device_share="follows-readers", reader_share="with-work")
+        self.assertEqual(cold["device_share"], "follows_readers")
+        self.assertEqual(cold["reader_share_from"], "with_work")
+        plain = self.storage(True, "per-sample")  # the simulator's defaults: no key
+        self.assertNotIn("device_share", plain)
+        self.assertNotIn("reader_share_from", plain)
+        warm = self.storage(False, "per-sample", device_share="follows-readers", reader_share="with-work")
+        self.assertNotIn("reader_share_from", warm)
 
 
 if __name__ == "__main__":
