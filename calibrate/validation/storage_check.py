@@ -16,6 +16,7 @@ Nothing here is fitted: the scenario carries only what calibrate did. Validation
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 
@@ -111,6 +112,27 @@ def fmt_in_flight(value):
     return "n/a" if value is None else f"{float(value):.2f}"
 
 
+def summary_lines(rows):
+    """One line per experiment, reader count and work (over the calls given): how many, the per-sample order's
+    signed median and median |error| in percent, and the reads in flight, measured / simulated, by median where
+    measured. rows: (experiment, readers, work_ms, per_sample_err_pct, measured_in_flight or None, sim_in_flight)."""
+    groups = {}
+    for experiment, readers, work_ms, err_pct, measured, simulated in rows:
+        groups.setdefault((experiment, readers, round(work_ms, 2) if experiment == "pause_sweep" else None),
+                          []).append((err_pct, measured, simulated))
+    lines = []
+    for (experiment, readers, work_ms), v in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)):
+        errs = [e for e, _, _ in v]
+        pairs = [(m, s) for _, m, s in v if m is not None and s is not None]
+        in_flight = (f"{statistics.median(m for m, _ in pairs):.2f} / {statistics.median(s for _, s in pairs):.2f}"
+                     if pairs else "n/a")
+        work = f"{work_ms:.2f} ms" if work_ms is not None else "as measured"
+        lines.append(f"{experiment:12s}{readers:3d} readers, work {work:12s} n={len(v):3d}  per sample "
+                     f"{statistics.median(errs):+6.1f}% signed, {statistics.median(abs(e) for e in errs):5.1f}% |err|"
+                     f"  in flight {in_flight}")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("calls", nargs="+", help="validation result folders (each with profile.json)")
@@ -120,6 +142,7 @@ def main(argv=None):
     ap.add_argument("--reader-share", choices=["back_to_back", "with_work"], default="back_to_back",
                     help="the scenario's storage.reader_share_from (default %(default)s)")
     args = ap.parse_args(argv)
+    summary_rows = []
     print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms"
           "      in flight: measured / per sample")
     for call in args.calls:
@@ -141,20 +164,29 @@ def main(argv=None):
             measured_s = float(point["wall_s"])
             row = [f"{os.path.basename(call.rstrip('/')):26s}{experiment:12s}{int(point['threads']):7d}"
                    f"{float(point['work_s_per_file']) * 1e3:9.3f}  {measured_s * 1e3:11.1f}"]
-            in_flight = {}
+            in_flight, sim_wall_s = {}, {}
             for order in ("per_sample", "per_batch"):
                 try:
-                    sim_s, in_flight[order] = simulate_wall_s(
+                    sim_wall_s[order], in_flight[order] = simulate_wall_s(
                         args.pipeplan, with_work_scenario(buffered, point, order, args.device_share, args.reader_share),
                         steady_core_profile(profile))
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)
                     return 2
+                sim_s = sim_wall_s[order]
                 row.append(f"{sim_s * 1e3:8.1f} ({(sim_s / measured_s - 1) * 100:+6.1f}%)")
             # calibrate's readers_in_flight_mean since after run 50 (absent before)
             measured_in_flight = point.get("readers_in_flight_mean")
             row.append(f"{fmt_in_flight(measured_in_flight):>8s} / {fmt_in_flight(in_flight['per_sample'])}")
             print("  ".join(row))
+            summary_rows.append((experiment, int(point["threads"]), float(point["work_s_per_file"]) * 1e3,
+                                 (sim_wall_s["per_sample"] / measured_s - 1) * 100,
+                                 None if measured_in_flight is None else float(measured_in_flight),
+                                 in_flight["per_sample"]))
+    if len(args.calls) > 1 and summary_rows:
+        print("\nover the calls (per-sample order; medians):")
+        for line in summary_lines(summary_rows):
+            print("  " + line)
     return 0
 
 

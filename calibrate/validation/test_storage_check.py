@@ -52,6 +52,25 @@ class SteadyCoreProfileTest(unittest.TestCase):
         self.assertEqual(S.steady_core_profile({"cpu": {"cores": 8}}), {"cpu": {"cores": 8}})
 
 
+class SummaryTest(unittest.TestCase):
+    def test_groups_by_experiment_readers_and_pause_with_medians(self):
+        rows = [("with_work", 4, 0.58, +10.0, 3.9, 4.0), ("with_work", 4, 0.56, -2.0, None, 4.0),
+                ("with_work", 4, 0.60, +4.0, 3.7, 3.0),
+                ("pause_sweep", 4, 2.0, -6.0, 3.8, 1.7), ("pause_sweep", 4, 0.0, +1.0, 4.0, 3.5)]
+        lines = S.summary_lines(rows)
+        self.assertEqual(len(lines), 3)  # the with_work points pool whatever their work; the pause's points do not
+        self.assertIn("0.00 ms", lines[0])
+        self.assertIn("+1.0% signed", lines[0])
+        self.assertIn("2.00 ms", lines[1])
+        self.assertIn("-6.0% signed", lines[1])
+        self.assertIn("1.70", lines[1])
+        with_work = lines[2]
+        self.assertIn("n=  3", with_work)
+        self.assertIn("+4.0% signed", with_work)   # median of +10, -2, +4
+        self.assertIn("4.0% |err|", with_work)     # median of 10, 2, 4
+        self.assertIn("3.80 / 3.50", with_work)    # the two points with a measured count: medians of 3.9, 3.7; 4, 3
+
+
 class InFlightFormatTest(unittest.TestCase):
     def test_missing_is_na(self):
         self.assertEqual(S.fmt_in_flight(None), "n/a")
