@@ -168,12 +168,15 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
           q.raw("readers_in_flight_mean");
           q.finish();
           const double wait_s = wall_s - cpu_s / threads;
+          if (bytes > 0.0 && wait_s > 0.0)
+            p.storage.buffered_peak_bytes_per_s = std::max(p.storage.buffered_peak_bytes_per_s, bytes / wait_s);
           if (p.storage.stream_read_bytes_per_s > 0.0 && threads > 1.0 && bytes > 0.0 && wait_s > 0.0 &&
               threads > curve.back().readers)
             curve.push_back({threads, bytes / threads / wait_s / p.storage.stream_read_bytes_per_s});
         }
         if (curve.size() < 2) curve.clear();
       };
+      p.storage.buffered_peak_bytes_per_s = 0.0;
       reader_share_curve("concurrent", p.storage.stream_read_vs_readers);
       reader_share_curve("concurrent_with_work", p.storage.stream_read_vs_readers_with_work);
       b.raw("concurrent_in_order");  // the written order beside the shuffled one (seventeenth session): not an input

@@ -88,6 +88,10 @@ struct StorageProfile {
   // (storage.buffered_read.concurrent_with_work, since the seventeenth session): on the H200 each waits 12-28% less
   // a byte than back-to-back readers at 2-8 readers (validation run 51, finding 2). Empty: not measured.
   std::vector<ReaderSharePoint> stream_read_vs_readers_with_work;
+  // The most bytes a second calibrate's concurrent buffered readers (concurrent, concurrent_with_work) drew from
+  // the device while they waited: bytes over the wall less the threads' CPU share. The device delivers at least this,
+  // and on the H200 it is up to 1.5x fio's best 1 MiB sequential read (validation run 51, finding 3). 0: not measured.
+  double buffered_peak_bytes_per_s = 0.0;
   // The page-cache fill CPU per byte when N forked processes read cold at once (calibrate's
   // storage.buffered_read.concurrent_processes, since validation run 47: (their CPU - the one-thread warm re-read's)
   // / bytes; N = 1 is one process alone). DataLoader workers are processes: the H200's cold tensor workers spent about

@@ -59,12 +59,16 @@ enum class DeviceShare { kAtStart, kFollowsReaders };
 // Which of calibrate's concurrent cold reads gives each reader's rate by reader count: readers reading back to back
 // (storage.buffered_read.concurrent) or readers working on the CPU after each file (concurrent_with_work).
 enum class ReaderShareFrom { kBackToBack, kWithWork };
+// Where the device's bandwidth (storage.read_bytes_per_s, when the scenario does not set it) comes from: fio's best
+// 1 MiB sequential read alone, or the larger of it and calibrate's concurrent buffered readers' peak.
+enum class DeviceBandwidthFrom { kFio, kFioOrBufferedPeak };
 
 struct StorageConfig {
   double page_cache_hit_ratio = 1.0;
   WorkerReads worker_reads = WorkerReads::kPerSample;
   DeviceShare device_share = DeviceShare::kAtStart;
   ReaderShareFrom reader_share_from = ReaderShareFrom::kBackToBack;
+  DeviceBandwidthFrom device_bandwidth_from = DeviceBandwidthFrom::kFio;
   // worker_reads=per_sample: at most this many read-then-CPU pieces a batch; beyond it, runs of consecutive samples
   // share one read and one CPU piece. 4 since the forty-sixth session: the fewest tried (4, 8, 16) that simulates
   // 10,000 cold steps of the default scenario under the 1 s target (0.78 s; 64, one piece a sample for the table's

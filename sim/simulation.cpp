@@ -185,6 +185,9 @@ struct World {
   // (calibrate's readers_in_flight_mean, for storage_check.py)
   CountOverTime storage_readers;
   double storage_read_overlap_integral = 0.0, storage_read_time_s = 0.0;
+  // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
+  // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
+  double storage_wait_s = 0.0, storage_files = 0.0;
   int finished_mains = 0;
   // activities running on the node's CPU right now (not the synthetic twin's); average busy cores over an interval
   // are the difference of two readings of its integral divided by its length
@@ -314,6 +317,8 @@ double read_storage(Rank& r, int samples) {
   const double now = sg4::Engine::get_clock();
   r.world->storage_read_overlap_integral += r.world->storage_readers.integral_at(now) - readers_integral0;
   r.world->storage_read_time_s += now - read_start_s;
+  r.world->storage_wait_s += requests * s.storage.read_latency_s + (now - read_start_s);
+  r.world->storage_files += requests;
   r.world->storage_readers.add(-1, now);
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;
@@ -1130,6 +1135,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       res.window_s > 0.0 ? (world.cpu_integral_window_end - world.cpu_integral_window_start) / res.window_s : 0.0;
   res.storage_readers_in_flight_mean =
       world.storage_read_time_s > 0.0 ? world.storage_read_overlap_integral / world.storage_read_time_s : 0.0;
+  res.storage_wait_s_per_file = world.storage_files > 0.0 ? world.storage_wait_s / world.storage_files : 0.0;
   std::vector<double> step_times;
   double samples = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {

@@ -87,6 +87,8 @@ TEST(CliErrors, BadValues) {
        {"storage.device_share", "\"shared\"", "\"at_start\"", "\"follows_readers\""}},
       {"bad reader_share_from", R"({"storage": {"reader_share_from": "idle"}, "training": {"step_s": 0.01}})",
        {"simulate", "{S}"}, {"storage.reader_share_from", "\"idle\"", "\"back_to_back\"", "\"with_work\""}},
+      {"bad device_bandwidth_from", R"({"storage": {"device_bandwidth_from": "dd"}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"storage.device_bandwidth_from", "\"dd\"", "\"fio\"", "\"fio_or_buffered_peak\""}},
       {"too many steps", R"({"training": {"step_s": 0.01, "steps": 1e12}})", {"simulate", "{S}"}, {"training.steps"}},
       {"huge workers", R"({"loader": {"num_workers": 100000}, "training": {"step_s": 0.01}})", {"simulate", "{S}"}, {"loader.num_workers"}},
       {"duty > 1", R"({"training": {"step_s": 0.01, "step_s_vs_gpu_duty": [{"duty": 0, "step_s": 0.01}, {"duty": 1.5, "step_s": 0.012}]}})",

@@ -307,6 +307,31 @@ TEST(Profile, ReadersWithWorkGiveASecondShareCurve) {
   EXPECT_NEAR(parse_scenario(with_work, "x.json", q).storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
+// The buffered readers' peak: bytes over the wall less the threads' CPU share, the most over both concurrent
+// experiments: back to back 1.6e8 B in 0.11 - 0.01 = 0.10 s, 1.6 GB/s; with work 1.6e8 B in 0.084 - 0.02 = 0.064 s,
+// 2.5 GB/s. The device's bandwidth stays fio's (1.2 GB/s) unless the scenario asks for the larger of the two; a
+// scenario's own read_bytes_per_s wins either way.
+TEST(Profile, BufferedReadersPeakCanRaiseTheDeviceBandwidth) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "storage": {"read_bytes_per_s": 1.2e9, "stream_read_bytes_per_s": 1.6e9, "buffered_read": {
+        "concurrent": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.11, "cpu_s": 0.02}],
+        "concurrent_with_work": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.084, "cpu_s": 0.04}]}}})");
+  const Profile p = parse_profile(doc, "p.json", nullptr);
+  EXPECT_NEAR(p.storage.buffered_peak_bytes_per_s, 2.5e9, 1.0);
+  const nlohmann::json step = {{"training", {{"step_s", 0.01}}}};
+  nlohmann::json peak = step;
+  peak["storage"] = {{"device_bandwidth_from", "fio_or_buffered_peak"}};
+  nlohmann::json own = peak;
+  own["storage"]["read_bytes_per_s"] = 9e8;
+  EXPECT_DOUBLE_EQ(parse_scenario(step, "x.json", p).storage.read_bytes_per_s, 1.2e9);
+  EXPECT_NEAR(parse_scenario(peak, "x.json", p).storage.read_bytes_per_s, 2.5e9, 1.0);
+  EXPECT_DOUBLE_EQ(parse_scenario(own, "x.json", p).storage.read_bytes_per_s, 9e8);
+  // fio above the peak: fio's
+  nlohmann::json fast = doc;
+  fast["storage"]["read_bytes_per_s"] = 4e9;
+  EXPECT_DOUBLE_EQ(parse_scenario(peak, "x.json", parse_profile(fast, "p.json", nullptr)).storage.read_bytes_per_s, 4e9);
+}
+
 // Workers are processes (validation-runs.md run 47, finding 5): calibrate's cold reads by forked processes give the
 // page-cache fill per byte by process count, (CPU - the one-thread warm re-read's CPU) / bytes: 1 process 0.03 s of
 // CPU for 1e8 B against 0.01 s warm: 2e-10; 4 processes 0.04 s: 3e-10. A scenario takes the nearest count's for its

@@ -133,6 +133,8 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_NEAR(samples_per_s(r), 10 / per_batch_s, 10 / per_batch_s * 0.01);
   // one worker: every read alone (storage.readers_in_flight_mean, calibrate's figure of the same name)
   EXPECT_DOUBLE_EQ(r["storage"]["readers_in_flight_mean"].get<double>(), 1.0);
+  // and each 1 MB file waited 1e6 / 1e8 = 10 ms (no per-request latency here)
+  EXPECT_NEAR(r["storage"]["wait_s_per_file_mean"].get<double>(), 0.010, 1e-6);
   // the analytic capacity of the workers says the same
   bool found = false;
   for (const auto& st : r["stages"]) {

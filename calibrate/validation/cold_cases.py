@@ -9,7 +9,9 @@ list), writes them with their call's profile to a scratch folder, runs convert.p
 (`--transport measured`, convert's defaults otherwise, plus whatever follows `--`), and prints each case's signed
 throughput and p90-step errors, then per dataset kind: the count, the median signed error, the median and p90 of the
 absolute error. A model change that touches only cold reads (the storage model) is scored here before the whole
-table (17 minutes) is run. Every figure is convert's; nothing is fitted here.
+table (17 minutes) is run. Every figure is convert's; nothing is fitted here. Since the forty-seventh session each case
+also shows its wait a file as its workers timed it (in-situ getitem wall less CPU) beside the simulated one (the
+report's storage.wait_s_per_file_mean, one seed), and each kind the median ratio of the two.
 """
 from __future__ import annotations
 
@@ -60,6 +62,36 @@ def summary_by_kind(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, float]]:
             for k, e in sorted(by.items())}
 
 
+def measured_wait_s_per_file(case_row: Dict[str, Any]) -> float | None:
+    """A cold case's wait a file as its workers timed it: the in-situ getitem's wall less its CPU (the read's wait;
+    a getitem reads one file). None where the harness did not time both."""
+    ins = (case_row.get("measured") or {}).get("in_situ") or {}
+    wall, cpu = ins.get("getitem_wall_s"), ins.get("getitem_cpu_s")
+    if not wall or cpu is None:
+        return None
+    return max(0.0, float(wall) - float(cpu))
+
+
+def wait_ratio_by_kind(waits: List[tuple]) -> Dict[str, tuple]:
+    """Per dataset kind: how many cases and the median of simulated / in-situ wait a file, over (kind, in-situ s,
+    simulated s) where both are known and the in-situ wait is above 0."""
+    by: Dict[str, List[float]] = {}
+    for kind, measured, simulated in waits:
+        if measured and simulated is not None:
+            by.setdefault(kind, []).append(float(simulated) / float(measured))
+    return {k: (len(v), statistics.median(v)) for k, v in sorted(by.items())}
+
+
+def simulated_storage(pipeplan: str, out_dir: str, case_id: str) -> Dict[str, Any]:
+    """The report's storage block for one case's scenario as convert wrote it (one seed), or {} where it fails."""
+    stem = os.path.join(out_dir, "scenarios", case_id.replace(":", "_"))
+    run = subprocess.run([pipeplan, "simulate", stem + ".json", "--profile", stem + ".profile.json", "--format",
+                          "json"], capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        return {}
+    return json.loads(run.stdout).get("storage") or {}
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: List[str] = []
@@ -105,16 +137,33 @@ def main(argv=None) -> int:
             print(f"cold_cases.py: convert.py exit {run.returncode}: {tail[0]}", file=sys.stderr)
             return 2
         report = convert.read_json(os.path.join(out_dir, "report.json"))
-    rows = report.get("rows") or []
-    for r in rows:
-        p = r.get("pipeplan") or {}
-        err, p90 = p.get("err"), p.get("step_p90_err")
-        print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
-              f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
-              f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}")
+        rows = report.get("rows") or []
+        # the cases themselves (convert's rows carry the measured block without its in-situ timings)
+        by_id = {}
+        for i, folder in enumerate(f for f in folders if os.path.exists(os.path.join(tmp, os.path.basename(f)))):
+            for c in convert.read_json(os.path.join(tmp, os.path.basename(folder), "cases.json"))["cases"]:
+                by_id[f"r{i + 1}:{c['id']}"] = c
+        print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
+              f"   reads in flight (sim)")
+        waits = []
+        for r in rows:
+            p = r.get("pipeplan") or {}
+            err, p90 = p.get("err"), p.get("step_p90_err")
+            wait = measured_wait_s_per_file(by_id.get(r["id"], {}))
+            sim = simulated_storage(args.pipeplan, out_dir, r["id"])
+            sim_wait = sim.get("wait_s_per_file_mean")
+            waits.append((r["knobs"]["kind"], wait, sim_wait))
+            print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
+                  f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
+                  f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}   "
+                  f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
+                  f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
+                  f"   {sim.get('readers_in_flight_mean', float('nan')):5.2f}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")
+    for kind, (n, ratio) in wait_ratio_by_kind(waits).items():
+        print(f"{kind:12s} n={n:3d}  wait a file, simulated / in situ: median {ratio:.2f}x")
     return 0
 
 

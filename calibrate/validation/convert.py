@@ -1677,6 +1677,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         device_share = getattr(a, "device_share", "at-start")
         if device_share != "at-start":
             scen["storage"]["device_share"] = device_share.replace("-", "_")
+        device_bandwidth = getattr(a, "device_bandwidth", "fio")
+        if device_bandwidth != "fio":
+            scen["storage"]["device_bandwidth_from"] = device_bandwidth.replace("-", "_")
         reader_share = getattr(a, "reader_share", "back-to-back")
         if reader_share != "back-to-back":
             scen["storage"]["reader_share_from"] = reader_share.replace("-", "_")
@@ -2761,6 +2764,10 @@ def main(argv=None) -> int:
                     help="a cold read's device rate: fixed by the readers reading at its start (the simulator's "
                          "default), or following the count reading at each moment (scenario "
                          "storage.device_share=follows_readers; forty-sixth session, calibrate's pause sweep)")
+    ap.add_argument("--device-bandwidth", choices=["fio", "fio-or-buffered-peak"], default="fio",
+                    help="a cold case's device bandwidth: fio's best 1 MiB sequential read (the simulator's default) "
+                         "or the larger of it and calibrate's concurrent buffered readers' peak (scenario "
+                         "storage.device_bandwidth_from; validation run 51, finding 3)")
     ap.add_argument("--reader-share", choices=["back-to-back", "with-work"], default="back-to-back",
                     help="a cold read's rate by readers: from calibrate's readers reading back to back (the "
                          "simulator's default) or working on the CPU after each file (scenario "

@@ -36,7 +36,8 @@ def per_sample_load_s(buffered, point):
     return float(point["work_s_per_file"]) + warm_cpu_s_per_file
 
 
-def with_work_scenario(buffered, point, worker_reads, device_share="at_start", reader_share="back_to_back"):
+def with_work_scenario(buffered, point, worker_reads, device_share="at_start", reader_share="back_to_back",
+                       device_bandwidth="fio"):
     """The scenario of calibrate's run with point["threads"] readers: each reads files / threads files whole,
     cold, with point["work_s_per_file"] of CPU after each."""
     threads = int(point["threads"])
@@ -58,7 +59,8 @@ def with_work_scenario(buffered, point, worker_reads, device_share="at_start", r
         },
         # one read-then-work piece a file, as calibrate's readers do (the simulator's default grain is coarser)
         "storage": {"page_cache_hit_ratio": 0.0, "worker_reads": worker_reads, "device_share": device_share,
-                    "reader_share_from": reader_share, "read_pieces_per_batch": files // threads},
+                    "reader_share_from": reader_share, "device_bandwidth_from": device_bandwidth,
+                    "read_pieces_per_batch": files // threads},
         "loader": {"batch_size": files // threads, "num_workers": threads, "pin_memory": False,
                    "prefetch_factor": 1, "collate_s_per_batch": 1e-6, "worker_start_s": 0.0},
         "training": {"step_s": 1e-4, "host_s_per_step": 0.0, "steps": threads, "warmup_steps": 0},
@@ -141,6 +143,8 @@ def main(argv=None):
                     help="the scenario's storage.device_share (default %(default)s)")
     ap.add_argument("--reader-share", choices=["back_to_back", "with_work"], default="back_to_back",
                     help="the scenario's storage.reader_share_from (default %(default)s)")
+    ap.add_argument("--device-bandwidth", choices=["fio", "fio_or_buffered_peak"], default="fio",
+                    help="the scenario's storage.device_bandwidth_from (default %(default)s)")
     args = ap.parse_args(argv)
     summary_rows = []
     print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms"
@@ -168,7 +172,8 @@ def main(argv=None):
             for order in ("per_sample", "per_batch"):
                 try:
                     sim_wall_s[order], in_flight[order] = simulate_wall_s(
-                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share, args.reader_share),
+                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share, args.reader_share,
+                                           args.device_bandwidth),
                         steady_core_profile(profile))
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)

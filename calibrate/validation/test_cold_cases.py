@@ -25,6 +25,26 @@ class ColdOnlyTest(unittest.TestCase):
         self.assertEqual(len(doc["cases"]), 4)  # the input is not changed
 
 
+class WaitTest(unittest.TestCase):
+    def test_in_situ_wait_is_getitem_wall_less_cpu(self):
+        case = {"measured": {"in_situ": {"getitem_wall_s": 0.00147, "getitem_cpu_s": 0.00064}}}
+        self.assertAlmostEqual(C.measured_wait_s_per_file(case), 0.00083)
+        # CPU above the wall (clock grain): no wait, not a negative one
+        self.assertEqual(C.measured_wait_s_per_file({"measured": {"in_situ": {"getitem_wall_s": 1e-3,
+                                                                               "getitem_cpu_s": 1.1e-3}}}), 0.0)
+        self.assertIsNone(C.measured_wait_s_per_file({"measured": {"in_situ": {"getitem_wall_s": 1e-3}}}))
+        self.assertIsNone(C.measured_wait_s_per_file({}))
+
+    def test_ratio_by_kind_skips_unknown_and_zero_waits(self):
+        waits = [("tensor_f32", 1e-3, 0.8e-3), ("tensor_f32", 0.5e-3, 0.6e-3), ("tensor_f32", 2e-3, 2e-3),
+                 ("tensor_f32", None, 1e-3), ("image", 0.0, 1e-3), ("image", 0.2e-3, 0.3e-3), ("image", 1e-3, None)]
+        out = C.wait_ratio_by_kind(waits)
+        self.assertEqual(out["tensor_f32"][0], 3)
+        self.assertAlmostEqual(out["tensor_f32"][1], 1.0)  # median of 0.8, 1.2, 1.0
+        self.assertEqual(out["image"][0], 1)
+        self.assertAlmostEqual(out["image"][1], 1.5)
+
+
 class SummaryTest(unittest.TestCase):
     def test_percentile_is_linear_between_ranks(self):
         self.assertAlmostEqual(C.percentile([1, 2, 3, 4, 5], 50), 3)

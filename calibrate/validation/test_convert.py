@@ -2440,12 +2440,14 @@ class WorkerReadsTest(unittest.TestCase):
         self.assertNotIn("worker_reads", self.storage(False, "per-batch"))
 
     def test_the_cold_read_share_what_ifs_reach_only_a_cold_case(self):
-        cold = self.storage(True, "per-sample", device_share="follows-readers", reader_share="with-work")
+        cold = self.storage(True, "per-sample", device_share="follows-readers", reader_share="with-work",
+                            device_bandwidth="fio-or-buffered-peak")
         self.assertEqual(cold["device_share"], "follows_readers")
         self.assertEqual(cold["reader_share_from"], "with_work")
+        self.assertEqual(cold["device_bandwidth_from"], "fio_or_buffered_peak")
         plain = self.storage(True, "per-sample")  # the simulator's defaults: no key
-        self.assertNotIn("device_share", plain)
-        self.assertNotIn("reader_share_from", plain)
+        for key in ("device_share", "reader_share_from", "device_bandwidth_from"):
+            self.assertNotIn(key, plain)
         warm = self.storage(False, "per-sample", device_share="follows-readers", reader_share="with-work")
         self.assertNotIn("reader_share_from", warm)
 
