@@ -72,6 +72,13 @@ def measured_wait_s_per_file(case_row: Dict[str, Any]) -> float | None:
     return max(0.0, float(wall) - float(cpu))
 
 
+def measured_in_flight(case_row: Dict[str, Any]) -> str:
+    """A cold case's getitem calls in flight during a call as the harness counted them (in_situ
+    getitem_in_flight_mean, since the forty-seventh session), or n/a."""
+    v = ((case_row.get("measured") or {}).get("in_situ") or {}).get("getitem_in_flight_mean")
+    return "n/a" if v is None else f"{float(v):.2f}"
+
+
 def wait_ratio_by_kind(waits: List[tuple]) -> Dict[str, tuple]:
     """Per dataset kind: how many cases and the median of simulated / in-situ wait a file, over (kind, in-situ s,
     simulated s) where both are known and the in-situ wait is above 0."""
@@ -144,7 +151,7 @@ def main(argv=None) -> int:
             for c in convert.read_json(os.path.join(tmp, os.path.basename(folder), "cases.json"))["cases"]:
                 by_id[f"r{i + 1}:{c['id']}"] = c
         print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
-              f"   reads in flight (sim)")
+              f"   reads in flight: in situ / sim")
         waits = []
         for r in rows:
             p = r.get("pipeplan") or {}
@@ -158,7 +165,8 @@ def main(argv=None) -> int:
                   f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}   "
                   f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
                   f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
-                  f"   {sim.get('readers_in_flight_mean', float('nan')):5.2f}")
+                  f"   {measured_in_flight(by_id.get(r['id'], {}))} / "
+                  f"{sim.get('readers_in_flight_mean', float('nan')):4.2f}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")

@@ -234,6 +234,7 @@ class InSitu:
         self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.FIELDS)
         self.pending_s = 0.0
         self.timeline = None          # a Timeline with --timeline
+        self.getitem_spans = None     # a GetitemSpans in a cold case
 
     @staticmethod
     def slot():
@@ -594,6 +595,66 @@ class Timeline:
         return out
 
 
+GETITEM_SPANS_PER_SLOT = 8192   # __getitem__ calls recorded per worker slot in a cold case
+
+
+def mean_in_flight(spans):
+    """The count of spans in flight during a span, itself included, weighted by the span's length: the integral of
+    the count squared over the integral of the count (each span's own length plus its overlap with every other,
+    summed, over the summed lengths). calibrate's readers_in_flight_mean for its threads' reads, the simulator's
+    storage.readers_in_flight_mean for its workers'. 0.0 without a span of positive length."""
+    events = []
+    for a, b in spans:
+        if b > a:
+            events.append((a, 1))
+            events.append((b, -1))
+    events.sort()
+    count, last, sq, lin = 0, None, 0.0, 0.0
+    for t, d in events:
+        if last is not None and count > 0:
+            sq += count * count * (t - last)
+            lin += count * (t - last)
+        count += d
+        last = t
+    return sq / lin if lin > 0 else 0.0
+
+
+def spans_in_window(arr, stride, n_slots, t0, t1):
+    """The (start, end) spans a GetitemSpans array holds (per slot: the count, then start, end pairs) that start at
+    or after t0 and end by t1."""
+    out = []
+    for w in range(n_slots):
+        j = w * stride
+        for k in range(int(arr[j])):
+            a, b = arr[j + 1 + 2 * k], arr[j + 2 + 2 * k]
+            if a >= t0 and b <= t1:
+                out.append((a, b))
+    return out
+
+
+class GetitemSpans:
+    """Cold cases (forty-seventh session): each __getitem__ call's start and end per worker slot, in shared memory,
+    perf_counter seconds (one clock for the forked workers), up to GETITEM_SPANS_PER_SLOT a slot. A cold getitem is
+    mostly its file's read, so the calls in flight during a call are the workers' reads in flight: what calibrate
+    counts for its threads and the simulator for its workers (validation-runs.md run 51, finding 4)."""
+
+    def __init__(self, per_slot=GETITEM_SPANS_PER_SLOT):
+        self.per_slot = per_slot
+        self.stride = 1 + 2 * per_slot
+        self.arr = mp.get_context("fork").RawArray("d", N_SLOTS * self.stride)
+
+    def record(self, slot, t0, t1):
+        j = slot * self.stride
+        n = int(self.arr[j])
+        if n < self.per_slot:
+            self.arr[j + 1 + 2 * n] = t0
+            self.arr[j + 2 + 2 * n] = t1
+            self.arr[j] = n + 1
+
+    def in_window(self, t0, t1):
+        return spans_in_window(self.arr, self.stride, N_SLOTS, t0, t1)
+
+
 class InstrumentedDataset:
     def __init__(self, ds, insitu):
         self.ds, self.insitu = ds, insitu
@@ -607,7 +668,10 @@ class InstrumentedDataset:
             self.insitu.timeline.start(w0)
         x = self.ds[i]
         w1, c1 = time.perf_counter(), time.thread_time()
-        a, j = self.insitu.arr, InSitu.slot() * InSitu.FIELDS
+        slot = InSitu.slot()
+        a, j = self.insitu.arr, slot * InSitu.FIELDS
+        if self.insitu.getitem_spans is not None:
+            self.insitu.getitem_spans.record(slot, w0, w1)
         a[j] += w1 - w0
         a[j + 1] += c1 - c0
         a[j + 2] += 1
@@ -2359,6 +2423,8 @@ class Harness:
                 dl_kw["in_order"] = False     # TypeError on torch < 2.6: the case fails with it
         if k.get("storage") == "cold":
             case["cold_method"] = drop_page_cache(self._paths[kind])["method"]
+            insitu.getitem_spans = GetitemSpans()
+        spans_t0 = None   # the measured window's start, for the getitem spans
         dl = DataLoader(ds, **dl_kw)
 
         nb = k["non_blocking"]
@@ -2435,6 +2501,7 @@ class Harness:
                     T4.append(time.perf_counter())
                     i += 1
                     if i == skip:
+                        spans_t0 = time.perf_counter()
                         stat0 = cpu_stat()
                         cpus0 = per_cpu_stat()
                         loop_faults0 = thread_minor_faults(loop_tid)
@@ -2530,6 +2597,11 @@ class Harness:
         }
         if spread is not None:
             res["in_situ"].update(spread)
+        if insitu.getitem_spans is not None and spans_t0 is not None:
+            # the workers' getitem calls in flight during a call over the measured window (a cold getitem is its read)
+            spans = insitu.getitem_spans.in_window(spans_t0, wall_end)
+            res["in_situ"]["getitem_in_flight_mean"] = mean_in_flight(spans)
+            res["in_situ"]["getitem_spans"] = len(spans)
         if pin0 is not None and pin1 is not None:
             # the pin thread's CPU per batch handed to the loop (it works ahead by the few batches in its
             # queue: small against a window of hundreds); comparable with the transport component's
@@ -2638,6 +2710,8 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
                     + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
+                    + (f"getitem calls in flight {m['in_situ']['getitem_in_flight_mean']:.2f} "
+                       f"(n={m['in_situ']['getitem_spans']}), " if m["in_situ"].get("getitem_spans") else "")
                     + pin_note + host_probe_note(case["components"]) + loop_parts_note(m)
                     + f"n={m['n_measured']} ({m['stopped']}, "
                     f"{time.perf_counter()-c0:.1f}s)")

@@ -35,6 +35,10 @@ class WaitTest(unittest.TestCase):
         self.assertIsNone(C.measured_wait_s_per_file({"measured": {"in_situ": {"getitem_wall_s": 1e-3}}}))
         self.assertIsNone(C.measured_wait_s_per_file({}))
 
+    def test_in_flight_as_counted_or_na(self):
+        self.assertEqual(C.measured_in_flight({"measured": {"in_situ": {"getitem_in_flight_mean": 2.345}}}), "2.35")
+        self.assertEqual(C.measured_in_flight({"measured": {"in_situ": {}}}), "n/a")
+
     def test_ratio_by_kind_skips_unknown_and_zero_waits(self):
         waits = [("tensor_f32", 1e-3, 0.8e-3), ("tensor_f32", 0.5e-3, 0.6e-3), ("tensor_f32", 2e-3, 2e-3),
                  ("tensor_f32", None, 1e-3), ("image", 0.0, 1e-3), ("image", 0.2e-3, 0.3e-3), ("image", 1e-3, None)]

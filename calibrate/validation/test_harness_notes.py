@@ -25,6 +25,28 @@ host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
 (per_cpu_seconds,) = harness_functions("per_cpu_seconds", env={"os": os})
 (duty_window_s,) = harness_functions("duty_window_s")
 (rest_for_duty_s,) = harness_functions("rest_for_duty_s")
+mean_in_flight, spans_in_window = harness_functions("mean_in_flight", "spans_in_window")
+
+
+class GetitemSpansTest(unittest.TestCase):
+    """A cold case's getitem calls in flight, counted as calibrate counts its threads' reads (readers_in_flight_mean:
+    each span's length plus its overlap with every other, over the summed lengths)."""
+
+    def test_alone_in_step_and_half_overlapped(self):
+        self.assertEqual(mean_in_flight([(0.0, 1.0), (2.0, 3.0)]), 1.0)          # one at a time
+        self.assertEqual(mean_in_flight([(0.0, 1.0)] * 4), 4.0)                 # four side by side
+        # two spans of 2 s overlapping for 1 s: each 2 s long with 1 s of overlap, (2 + 1) x 2 / 4 = 1.5
+        self.assertAlmostEqual(mean_in_flight([(0.0, 2.0), (1.0, 3.0)]), 1.5)
+        # a 4 s span with a 1 s one inside it: (4 + 1) + (1 + 1) = 7 over 5 s
+        self.assertAlmostEqual(mean_in_flight([(0.0, 4.0), (1.0, 2.0)]), 7.0 / 5.0)
+        self.assertEqual(mean_in_flight([]), 0.0)
+        self.assertEqual(mean_in_flight([(1.0, 1.0)]), 0.0)                       # no length
+
+    def test_window_keeps_whole_spans_inside_it(self):
+        # two slots of stride 1 + 2 x 3: slot 0 holds two spans, slot 1 one; the window is [1, 5]
+        arr = [2, 0.5, 1.5, 2.0, 3.0, 0, 0, 1, 4.0, 5.0, 0, 0, 0, 0]
+        self.assertEqual(spans_in_window(arr, 7, 2, 1.0, 5.0), [(2.0, 3.0), (4.0, 5.0)])
+        self.assertEqual(spans_in_window(arr, 7, 2, 0.0, 4.5), [(0.5, 1.5), (2.0, 3.0)])
 
 
 class DutyWindowTest(unittest.TestCase):
