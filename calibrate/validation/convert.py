@@ -338,6 +338,13 @@ def read_json(path: str) -> Any:
         return json.load(f)
 
 
+# The cold read model's what-if choices: convert's option, its default (the simulator's), the scenario key it sets
+COLD_READ_CHOICES = (("worker_reads", "per-sample", "worker_reads"),
+                     ("device_share", "at-start", "device_share"),
+                     ("device_bandwidth", "fio", "device_bandwidth_from"),
+                     ("reader_share", "back-to-back", "reader_share_from"))
+
+
 def table_call_dirs(calls_path: str) -> List[str]:
     """The result folders of the calls a list like table_calls.txt names (one folder name per line, under
     calibrate/validation/results/; blank lines and # comments skipped), in its order. OSError where the list cannot
@@ -1668,21 +1675,14 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             scen["storage"]["read_latency_s"] = round(latency, 9)
             c.setdefault("convert", {})["cold_read_latency_s"] = latency
     if scen["storage"].get("page_cache_hit_ratio", 1.0) < 1.0:  # the cold read model's what-ifs
-        worker_reads = getattr(a, "worker_reads", "per-sample")
-        if worker_reads != "per-sample":
-            scen["storage"]["worker_reads"] = worker_reads.replace("-", "_")
         read_pieces = getattr(a, "read_pieces", None)
         if read_pieces is not None:
             scen["storage"]["read_pieces_per_batch"] = int(read_pieces)
-        device_share = getattr(a, "device_share", "at-start")
-        if device_share != "at-start":
-            scen["storage"]["device_share"] = device_share.replace("-", "_")
-        device_bandwidth = getattr(a, "device_bandwidth", "fio")
-        if device_bandwidth != "fio":
-            scen["storage"]["device_bandwidth_from"] = device_bandwidth.replace("-", "_")
-        reader_share = getattr(a, "reader_share", "back-to-back")
-        if reader_share != "back-to-back":
-            scen["storage"]["reader_share_from"] = reader_share.replace("-", "_")
+        # (option, the simulator's default, scenario key): a key is written only away from the default
+        for option, default, key in COLD_READ_CHOICES:
+            choice = getattr(a, option, default)
+            if choice != default:
+                scen["storage"][key] = choice.replace("-", "_")
     base_profile = run_profile if (simulate and a.transport == "measured") else None
     tr = (c.get("components") or {}).get("transport")
     case_profile = None
