@@ -386,4 +386,8 @@ double mean_readers_in_flight(const std::vector<ReadSpan>& spans) {
   return total_s > 0.0 ? weighted_s / total_s : 0.0;
 }
 
+double jittered_work_s(double mean_s, double jitter, double u01) {
+  return std::max(0.0, mean_s * (1.0 + jitter * (2.0 * u01 - 1.0)));
+}
+
 }  // namespace pipeplan::calibrate

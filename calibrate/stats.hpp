@@ -28,6 +28,11 @@ struct ReadSpan {
 // step? Forty-sixth session.)
 double mean_readers_in_flight(const std::vector<ReadSpan>& spans);
 
+// A reader's work after one file drawn uniform around its mean: mean x (1 + jitter x (2 u - 1)) for u in [0, 1), so
+// jitter 1 spreads it over [0, 2 x mean) (cv 1 / sqrt(3)); jitter 0 is the mean. (Calibrate's jittered pause sweep:
+// do readers whose work differs file by file stay in step? Forty-seventh session.)
+double jittered_work_s(double mean_s, double jitter, double u01);
+
 // y = intercept + slope * x, fitted by least squares on RELATIVE residuals
 // ((fit - y) / y), so a 4 KiB copy weighs as much as a 1 GiB one. A negative intercept
 // (noise at small sizes) is not physical: the fit is then redone through the origin.

@@ -228,7 +228,8 @@ struct ConcurrentColdRead {
   // of reads in flight beside it, itself included, weighted by time. 1 for one reader; N for N readers that always
   // read together (in step); near 1 + (N - 1) x the others' reading share for readers out of step. 0: not measured.
   double readers_in_flight_mean = 0;
-  double work_s_per_file = 0;  // the CPU each reader spent after each file (0: none)
+  double work_s_per_file = 0;  // the CPU each reader spent after each file (0: none); its mean where jittered
+  double work_jitter = 0;      // each file's work uniform in work_s_per_file x (1 +- work_jitter) (0: fixed)
 };
 
 // The page cache's fill CPU per byte, as the profile reader computes it (models/profile.hpp).
@@ -260,6 +261,12 @@ struct BufferedRead {
   // simulated readers with work 18-21% short of concurrent_with_work at 2-4 threads (validation run 49, finding 6);
   // this separates the pause's cost from the readers' count. ConcurrentColdRead::threads counts the readers.
   std::vector<ConcurrentColdRead> pause_sweep;
+  // Four readers again with work drawn file by file, uniform in [0, 2 x the mean) (forty-seventh session): run 51
+  // found the fixed-work readers in step (3.80 reads in flight at 2 ms), where a device shared equally among the
+  // reads in flight keeps them so only as long as nothing differs between them (validation-runs.md run 51, finding
+  // 1). Readers still near 4 here point to something in the device that pulls them together; near 1 + 3 x the reading
+  // share, to a fair share that noise undoes, as in the simulator.
+  std::vector<ConcurrentColdRead> pause_sweep_jittered;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
   // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
@@ -270,6 +277,8 @@ struct BufferedRead {
 constexpr std::size_t kSmallFileBytes = 64u << 10;
 // The CPU a reader spends after each file in the pause sweep: none up to a JPEG worker's decode.
 constexpr double kPauseSweepWorkS[] = {0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3};
+// The jittered sweep's mean work a file: near a cold tensor worker's CPU a file, and the fixed sweep's longest.
+constexpr double kJitteredWorkS[] = {0.5e-3, 2e-3};
 
 // Keeps this thread on its core for `s` seconds of its own CPU time (nothing for s <= 0).
 void spin_cpu_s(double s) {
@@ -283,7 +292,10 @@ void spin_cpu_s(double s) {
 // CPU seconds. Returns "" or what failed.
 std::string read_files_whole(const std::vector<std::filesystem::path>& files, std::vector<char>& buf, double& wall_s,
                              double& cpu_s, std::size_t& bytes, double work_s_per_file = 0.0,
-                             std::vector<ReadSpan>* spans = nullptr) {
+                             std::vector<ReadSpan>* spans = nullptr, double work_jitter = 0.0,
+                             std::uint64_t seed = 0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
   const double t0 = now_s(), c0 = thread_cpu_s();
   for (const auto& f : files) {
     const double read_start_s = spans ? now_s() : 0.0;
@@ -296,7 +308,8 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
       bytes += static_cast<std::size_t>(n);
     }
     if (spans) spans->push_back({read_start_s, now_s()});
-    spin_cpu_s(work_s_per_file);  // a DataLoader worker decodes between two reads
+    // a DataLoader worker decodes between two reads
+    spin_cpu_s(work_jitter > 0.0 ? jittered_work_s(work_s_per_file, work_jitter, u01(rng)) : work_s_per_file);
   }
   cpu_s += thread_cpu_s() - c0;
   wall_s += now_s() - t0;
@@ -339,7 +352,8 @@ std::vector<std::filesystem::path> shuffled_order(std::vector<std::filesystem::p
 // `threads` threads read `files` cold, thread j every threads-th file from j; out gets the wall from their
 // common start to the last one's end and their CPU summed.
 std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& files, std::size_t file_bytes,
-                                      int threads, ConcurrentColdRead& out, double work_s_per_file = 0.0) {
+                                      int threads, ConcurrentColdRead& out, double work_s_per_file = 0.0,
+                                      double work_jitter = 0.0) {
   if (std::string err = drop_from_page_cache(files); !err.empty()) return err;
   std::vector<std::vector<std::filesystem::path>> shares(static_cast<std::size_t>(threads));
   for (std::size_t i = 0; i < files.size(); ++i) shares[i % shares.size()].push_back(files[i]);
@@ -356,13 +370,16 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
       pool.emplace_back([&, j] {
         std::vector<char> buf(file_bytes);
         start.arrive_and_wait();
-        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file, &spans[j]);
+        // each thread its own draws (seed: its index), the same on every run
+        errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file, &spans[j], work_jitter,
+                                     static_cast<std::uint64_t>(j) + 1);
       });
     t0 = now_s();
     start.arrive_and_wait();
   }
   out = ConcurrentColdRead{threads, 0, now_s() - t0, 0.0};
   out.work_s_per_file = work_s_per_file;
+  out.work_jitter = work_jitter;
   std::vector<ReadSpan> all;
   for (std::size_t j = 0; j < shares.size(); ++j) {
     if (!errors[j].empty()) return errors[j];
@@ -519,6 +536,14 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
       if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, threads, p, work_s); !err.empty())
         return err;
       out.pause_sweep.push_back(p);
+    }
+  }
+  if (4 * 4 <= count) {  // at least 4 files a thread
+    for (double work_s : kJitteredWorkS) {
+      ConcurrentColdRead p;
+      if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, 4, p, work_s, 1.0); !err.empty())
+        return err;
+      out.pause_sweep_jittered.push_back(p);
     }
   }
   std::vector<std::filesystem::path> small;
@@ -733,6 +758,19 @@ SectionOutcome run_storage(const RunContext& ctx) {
                      per_thread_wait_bytes_per_s(q) / 1e6, q.readers_in_flight_mean));
       }
       buffered["pause_sweep"] = pause_sweep;
+      nlohmann::json jittered = nlohmann::json::array();
+      for (const ConcurrentColdRead& q : b.pause_sweep_jittered) {
+        jittered.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
+                            {"work_s_per_file", q.work_s_per_file}, {"work_jitter", q.work_jitter},
+                            {"readers_in_flight_mean", q.readers_in_flight_mean}});
+        const double files_per_thread = static_cast<double>(b.files) / q.threads;
+        ctx.log(strf("storage: jittered pause sweep, %d threads, shuffled, %.2f ms of CPU after each file on average "
+                     "(uniform, +-%.0f%%): %.3f ms of wall a file, %.3f ms waited a file; %.2f reads in flight during "
+                     "a read", q.threads, q.work_s_per_file * 1e3, q.work_jitter * 100,
+                     q.wall_s / files_per_thread * 1e3, (q.wall_s - q.cpu_s / q.threads) / files_per_thread * 1e3,
+                     q.readers_in_flight_mean));
+      }
+      buffered["pause_sweep_jittered"] = jittered;
       buffered["concurrent_processes"] = processes;
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;

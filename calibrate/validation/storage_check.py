@@ -36,6 +36,17 @@ def per_sample_load_s(buffered, point):
     return float(point["work_s_per_file"]) + warm_cpu_s_per_file
 
 
+def per_sample_load_cv(buffered, point):
+    """The spread of the per-sample load where calibrate drew each file's work (pause_sweep_jittered: uniform in
+    work x (1 +- work_jitter), standard deviation work x jitter / sqrt(3)) over the whole load (the work plus the
+    warm re-read's CPU, which does not vary); 0 for fixed work."""
+    jitter = float(point.get("work_jitter", 0.0))
+    load_s = per_sample_load_s(buffered, point)
+    if jitter <= 0.0 or load_s <= 0.0:
+        return 0.0
+    return float(point["work_s_per_file"]) * jitter / 3 ** 0.5 / load_s
+
+
 def with_work_scenario(buffered, point, worker_reads, device_share="at_start", reader_share="back_to_back",
                        device_bandwidth="fio"):
     """The scenario of calibrate's run with point["threads"] readers: each reads files / threads files whole,
@@ -54,7 +65,9 @@ def with_work_scenario(buffered, point, worker_reads, device_share="at_start", r
         "dataset": {
             "num_samples": files,
             "item_bytes": file_bytes,
-            "load_s_per_sample": {"mean": per_sample_load_s(buffered, point), "cv": 0.0, "kind": "lognormal"},
+            # drawn file by file where calibrate drew the work (gamma: the simulator's nearest to a uniform draw)
+            "load_s_per_sample": {"mean": per_sample_load_s(buffered, point), "cv": per_sample_load_cv(buffered, point),
+                                  "kind": "gamma" if point.get("work_jitter") else "lognormal"},
             "sample_bytes": {"mean": file_bytes, "cv": 0.0, "kind": "lognormal"},
         },
         # one read-then-work piece a file, as calibrate's readers do (the simulator's default grain is coarser)
@@ -120,7 +133,7 @@ def summary_lines(rows):
     measured. rows: (experiment, readers, work_ms, per_sample_err_pct, measured_in_flight or None, sim_in_flight)."""
     groups = {}
     for experiment, readers, work_ms, err_pct, measured, simulated in rows:
-        groups.setdefault((experiment, readers, round(work_ms, 2) if experiment == "pause_sweep" else None),
+        groups.setdefault((experiment, readers, round(work_ms, 2) if experiment != "with_work" else None),
                           []).append((err_pct, measured, simulated))
     lines = []
     for (experiment, readers, work_ms), v in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)):
@@ -161,6 +174,8 @@ def main(argv=None):
         # forty-sixth
         points = [("with_work", q) for q in buffered.get("concurrent_with_work", [])]
         points += [("pause_sweep", q) for q in buffered.get("pause_sweep", [])]
+        # four readers with work drawn file by file (forty-seventh session)
+        points += [("jittered", q) for q in buffered.get("pause_sweep_jittered", [])]
         if not points:
             print(f"{os.path.basename(call.rstrip('/'))}: no storage.buffered_read.concurrent_with_work in {profile_path}")
             continue

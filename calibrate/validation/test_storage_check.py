@@ -30,6 +30,14 @@ class WithWorkScenarioTest(unittest.TestCase):
         self.assertEqual(s["storage"]["read_pieces_per_batch"], 64)  # one piece a file, as calibrate reads them
         self.assertEqual(S.with_work_scenario(BUFFERED, POINT, "per_batch")["storage"]["worker_reads"], "per_batch")
 
+    def test_jittered_work_spreads_the_load(self):
+        # 2 ms drawn uniform in [0, 4 ms): sd 2 / sqrt(3) = 1.1547 ms over a load of 2 + 0.035 / 256 ms
+        point = dict(POINT, work_s_per_file=0.002, work_jitter=1.0)
+        load = S.with_work_scenario(BUFFERED, point, "per_sample")["dataset"]["load_s_per_sample"]
+        self.assertAlmostEqual(load["cv"], 0.0011547005 / (0.002 + 0.035 / 256), places=6)
+        self.assertEqual(load["kind"], "gamma")
+        self.assertEqual(S.with_work_scenario(BUFFERED, POINT, "per_sample")["dataset"]["load_s_per_sample"]["cv"], 0.0)
+
     def test_uneven_split_is_refused(self):
         with self.assertRaises(ValueError):
             S.with_work_scenario(BUFFERED, dict(POINT, threads=3), "per_sample")

@@ -46,6 +46,16 @@ TEST(MeanReadersInFlight, InStepOutOfStepAndAlone) {
   EXPECT_DOUBLE_EQ(mean_readers_in_flight({{1, 1}}), 0.0);
 }
 
+// The jittered work: 2 ms with jitter 1 spans [0, 4 ms): u 0 -> 0, u 0.5 -> the mean, u 0.75 -> 3 ms; jitter 0.5
+// spans [1, 3 ms); jitter 0 is the mean whatever u.
+TEST(CalibrateStats, JitteredWorkIsUniformAroundItsMean) {
+  EXPECT_DOUBLE_EQ(jittered_work_s(2e-3, 1.0, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(jittered_work_s(2e-3, 1.0, 0.5), 2e-3);
+  EXPECT_DOUBLE_EQ(jittered_work_s(2e-3, 1.0, 0.75), 3e-3);
+  EXPECT_DOUBLE_EQ(jittered_work_s(2e-3, 0.5, 0.0), 1e-3);
+  EXPECT_DOUBLE_EQ(jittered_work_s(2e-3, 0.0, 0.9), 2e-3);
+}
+
 TEST(FitLatencyBandwidth, RecoversAnExactLine) {
   // 10 us + bytes / 50 GB/s, sizes 4 KiB .. 1 GiB.
   std::vector<double> bytes, t;
