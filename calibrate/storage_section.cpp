@@ -333,6 +333,23 @@ double per_thread_wait_bytes_per_s(const ConcurrentColdRead& c) {
   return wait_s > 0.0 ? static_cast<double>(c.bytes) / c.threads / wait_s : 0.0;
 }
 
+// A thread's wall a file in a concurrent cold read of `files` files, and its wait a file: the wall less the thread's
+// own CPU (the spin and the read's), over its share of the files.
+double wall_s_per_file(const ConcurrentColdRead& c, std::size_t files) {
+  return c.wall_s / (static_cast<double>(files) / c.threads);
+}
+double wait_s_per_file(const ConcurrentColdRead& c, std::size_t files) {
+  return (c.wall_s - c.cpu_s / c.threads) / (static_cast<double>(files) / c.threads);
+}
+
+// A pause-sweep point as the profile keeps it (work_jitter only where the work was drawn file by file).
+nlohmann::json paused_read_json(const ConcurrentColdRead& q) {
+  nlohmann::json j = {{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
+                      {"work_s_per_file", q.work_s_per_file}, {"readers_in_flight_mean", q.readers_in_flight_mean}};
+  if (q.work_jitter > 0.0) j["work_jitter"] = q.work_jitter;
+  return j;
+}
+
 // A small file's fixed cost read cold: its wait (wall less CPU, a file) beyond its bytes at the one-reader stream
 // rate, never below 0 (the simulator pays it once a file, as storage.read_latency_s).
 double cold_file_fixed_s(const BufferedRead& b, double stream_bytes_per_s) {
@@ -746,29 +763,21 @@ SectionOutcome run_storage(const RunContext& ctx) {
       }
       nlohmann::json pause_sweep = nlohmann::json::array();
       for (const ConcurrentColdRead& q : b.pause_sweep) {
-        const double work_s = q.work_s_per_file;
-        pause_sweep.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
-                               {"work_s_per_file", work_s}, {"readers_in_flight_mean", q.readers_in_flight_mean}});
-        // the wait a file: the wall less the thread's own CPU (the spin and the read's), over its files
-        const double files_per_thread = static_cast<double>(b.files) / q.threads;
-        const double wait_ms = (q.wall_s - q.cpu_s / q.threads) / files_per_thread * 1e3;
+        pause_sweep.push_back(paused_read_json(q));
         ctx.log(strf("storage: pause sweep, %d thread(s), shuffled, %.2f ms of CPU after each file: %.3f ms of wall "
                      "a file, %.3f ms waited a file (each thread waits at %.1f MB/s); %.2f reads in flight during a "
-                     "read", q.threads, work_s * 1e3, q.wall_s / files_per_thread * 1e3, wait_ms,
-                     per_thread_wait_bytes_per_s(q) / 1e6, q.readers_in_flight_mean));
+                     "read", q.threads, q.work_s_per_file * 1e3, wall_s_per_file(q, b.files) * 1e3,
+                     wait_s_per_file(q, b.files) * 1e3, per_thread_wait_bytes_per_s(q) / 1e6,
+                     q.readers_in_flight_mean));
       }
       buffered["pause_sweep"] = pause_sweep;
       nlohmann::json jittered = nlohmann::json::array();
       for (const ConcurrentColdRead& q : b.pause_sweep_jittered) {
-        jittered.push_back({{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
-                            {"work_s_per_file", q.work_s_per_file}, {"work_jitter", q.work_jitter},
-                            {"readers_in_flight_mean", q.readers_in_flight_mean}});
-        const double files_per_thread = static_cast<double>(b.files) / q.threads;
+        jittered.push_back(paused_read_json(q));
         ctx.log(strf("storage: jittered pause sweep, %d threads, shuffled, %.2f ms of CPU after each file on average "
                      "(uniform, +-%.0f%%): %.3f ms of wall a file, %.3f ms waited a file; %.2f reads in flight during "
                      "a read", q.threads, q.work_s_per_file * 1e3, q.work_jitter * 100,
-                     q.wall_s / files_per_thread * 1e3, (q.wall_s - q.cpu_s / q.threads) / files_per_thread * 1e3,
-                     q.readers_in_flight_mean));
+                     wall_s_per_file(q, b.files) * 1e3, wait_s_per_file(q, b.files) * 1e3, q.readers_in_flight_mean));
       }
       buffered["pause_sweep_jittered"] = jittered;
       buffered["concurrent_processes"] = processes;

@@ -85,7 +85,7 @@ struct StorageProfile {
   // as one alone's.
   std::vector<ReaderSharePoint> stream_read_vs_readers;
   // The same from readers that work on the CPU after each file, as DataLoader workers decode
-  // (storage.buffered_read.concurrent_with_work, since the seventeenth session): on the H200 each waits 12-28% less
+  // (storage.buffered_read.concurrent_with_work, since the seventeenth session): on the H200 each waits 3-28% less
   // a byte than back-to-back readers at 2-8 readers (validation run 51, finding 2). Empty: not measured.
   std::vector<ReaderSharePoint> stream_read_vs_readers_with_work;
   // The most bytes a second calibrate's concurrent buffered readers (concurrent, concurrent_with_work) drew from

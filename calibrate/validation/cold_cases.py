@@ -11,7 +11,7 @@ throughput and p90-step errors, then per dataset kind: the count, the median sig
 absolute error. A model change that touches only cold reads (the storage model) is scored here before the whole
 table (17 minutes) is run. Every figure is convert's; nothing is fitted here. Since the forty-seventh session each case
 also shows its wait a file as its workers timed it (in-situ getitem wall less CPU) beside the simulated one (the
-report's storage.wait_s_per_file_mean, one seed), and each kind the median ratio of the two.
+report's storage.wait_s_per_file_mean, the seeds' mean in convert's row), and each kind the median ratio of the two.
 """
 from __future__ import annotations
 
@@ -62,20 +62,20 @@ def summary_by_kind(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, float]]:
             for k, e in sorted(by.items())}
 
 
-def measured_wait_s_per_file(case_row: Dict[str, Any]) -> float | None:
+def measured_wait_s_per_file(row: Dict[str, Any]) -> float | None:
     """A cold case's wait a file as its workers timed it: the in-situ getitem's wall less its CPU (the read's wait;
-    a getitem reads one file). None where the harness did not time both."""
-    ins = (case_row.get("measured") or {}).get("in_situ") or {}
-    wall, cpu = ins.get("getitem_wall_s"), ins.get("getitem_cpu_s")
+    a getitem reads one file), from convert's row. None where the harness did not time both."""
+    m = row.get("measured") or {}
+    wall, cpu = m.get("load_in_situ_s"), m.get("load_in_situ_cpu_s")
     if not wall or cpu is None:
         return None
     return max(0.0, float(wall) - float(cpu))
 
 
-def measured_in_flight(case_row: Dict[str, Any]) -> str:
-    """A cold case's getitem calls in flight during a call as the harness counted them (in_situ
-    getitem_in_flight_mean, since the forty-seventh session), or n/a."""
-    v = ((case_row.get("measured") or {}).get("in_situ") or {}).get("getitem_in_flight_mean")
+def measured_in_flight(row: Dict[str, Any]) -> str:
+    """A cold case's getitem calls in flight during a call as the harness counted them (convert's row
+    measured.getitem_in_flight_mean, since the forty-seventh session), or n/a."""
+    v = (row.get("measured") or {}).get("getitem_in_flight_mean")
     return "n/a" if v is None else f"{float(v):.2f}"
 
 
@@ -87,16 +87,6 @@ def wait_ratio_by_kind(waits: List[tuple]) -> Dict[str, tuple]:
         if measured and simulated is not None:
             by.setdefault(kind, []).append(float(simulated) / float(measured))
     return {k: (len(v), statistics.median(v)) for k, v in sorted(by.items())}
-
-
-def simulated_storage(pipeplan: str, out_dir: str, case_id: str) -> Dict[str, Any]:
-    """The report's storage block for one case's scenario as convert wrote it (one seed), or {} where it fails."""
-    stem = os.path.join(out_dir, "scenarios", case_id.replace(":", "_"))
-    run = subprocess.run([pipeplan, "simulate", stem + ".json", "--profile", stem + ".profile.json", "--format",
-                          "json"], capture_output=True, text=True, timeout=300)
-    if run.returncode != 0:
-        return {}
-    return json.loads(run.stdout).get("storage") or {}
 
 
 def main(argv=None) -> int:
@@ -145,28 +135,20 @@ def main(argv=None) -> int:
             return 2
         report = convert.read_json(os.path.join(out_dir, "report.json"))
         rows = report.get("rows") or []
-        # the cases themselves (convert's rows carry the measured block without its in-situ timings)
-        by_id = {}
-        for i, folder in enumerate(f for f in folders if os.path.exists(os.path.join(tmp, os.path.basename(f)))):
-            for c in convert.read_json(os.path.join(tmp, os.path.basename(folder), "cases.json"))["cases"]:
-                by_id[f"r{i + 1}:{c['id']}"] = c
-        print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
-              f"   reads in flight: in situ / sim")
-        waits = []
-        for r in rows:
-            p = r.get("pipeplan") or {}
-            err, p90 = p.get("err"), p.get("step_p90_err")
-            wait = measured_wait_s_per_file(by_id.get(r["id"], {}))
-            sim = simulated_storage(args.pipeplan, out_dir, r["id"])
-            sim_wait = sim.get("wait_s_per_file_mean")
-            waits.append((r["knobs"]["kind"], wait, sim_wait))
-            print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
-                  f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
-                  f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}   "
-                  f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
-                  f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
-                  f"   {measured_in_flight(by_id.get(r['id'], {}))} / "
-                  f"{sim.get('readers_in_flight_mean', float('nan')):4.2f}")
+    print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
+          f"   reads in flight: in situ / sim")
+    waits = []
+    for r in rows:
+        p = r.get("pipeplan") or {}
+        err, p90 = p.get("err"), p.get("step_p90_err")
+        wait, sim_wait, sim_in_flight = measured_wait_s_per_file(r), p.get("wait_s_per_file"), p.get("readers_in_flight_mean")
+        waits.append((r["knobs"]["kind"], wait, sim_wait))
+        print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
+              f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
+              f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}   "
+              f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
+              f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
+              f"   {measured_in_flight(r)} / {'n/a' if sim_in_flight is None else f'{sim_in_flight:4.2f}'}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")

@@ -1534,6 +1534,9 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         out["gpu"]["busy_fraction"] = mean_of("gpu.busy_fraction")
     if _get(out, "loader.out_of_order_fraction") is not None:
         out["loader"]["out_of_order_fraction"] = mean_of("loader.out_of_order_fraction")
+    for key in ("readers_in_flight_mean", "wait_s_per_file_mean"):  # cold reads (forty-sixth, forty-seventh sessions)
+        if _get(out, f"storage.{key}") is not None:
+            out["storage"][key] = mean_of(f"storage.{key}")
     for st in out.get("stages") or []:
         v = [next((x.get("busy_fraction") for x in (r.get("stages") or []) if x.get("name") == st.get("name")), None)
              for r in results]
@@ -1930,6 +1933,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "n_measured": m.get("n_measured"),
                      "load_in_situ_s": ins.get("getitem_wall_s"),
                      "load_in_situ_cpu_s": ins.get("getitem_cpu_s"),
+                     # a cold case's getitem calls in flight during a call (harness since the forty-seventh session)
+                     "getitem_in_flight_mean": ins.get("getitem_in_flight_mean"),
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
                                             if ins.get("getitem_wall_s") and load_s else None),
                      "workers_busy_fraction": measured_workers_busy(case),
@@ -1974,6 +1979,9 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                                                if st.get("name") == "workers"), None),
                 "out_of_order_fraction": _get(r, "loader.out_of_order_fraction"),
                 "long_step_fraction": _get(r, "long_step_fraction"),
+                # a cold case's reads: in flight during a read and a file's wait (the seeds' means)
+                "readers_in_flight_mean": _get(r, "storage.readers_in_flight_mean"),
+                "wait_s_per_file": _get(r, "storage.wait_s_per_file_mean"),
                 "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
                 "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
                 # how many different stages the seeds named: more than one puts the case on an edge between two

@@ -167,6 +167,7 @@ def main(argv=None):
         try:
             profile = convert.read_json(profile_path)
             buffered = profile.get("storage", {}).get("buffered_read", {})
+            steady_profile = steady_core_profile(profile)  # one copy a call, whatever its points
         except (OSError, ValueError) as e:
             print(f"storage_check.py: {profile_path}: {e}", file=sys.stderr)
             return 2
@@ -186,10 +187,9 @@ def main(argv=None):
             in_flight, sim_wall_s = {}, {}
             for order in ("per_sample", "per_batch"):
                 try:
-                    sim_wall_s[order], in_flight[order] = simulate_wall_s(
-                        args.pipeplan, with_work_scenario(buffered, point, order, args.device_share, args.reader_share,
-                                           args.device_bandwidth),
-                        steady_core_profile(profile))
+                    scenario = with_work_scenario(buffered, point, order, args.device_share, args.reader_share,
+                                                  args.device_bandwidth)
+                    sim_wall_s[order], in_flight[order] = simulate_wall_s(args.pipeplan, scenario, steady_profile)
                 except (RuntimeError, ValueError) as e:
                     print(f"storage_check.py: {call}: {e}", file=sys.stderr)
                     return 2

@@ -27,17 +27,17 @@ class ColdOnlyTest(unittest.TestCase):
 
 class WaitTest(unittest.TestCase):
     def test_in_situ_wait_is_getitem_wall_less_cpu(self):
-        case = {"measured": {"in_situ": {"getitem_wall_s": 0.00147, "getitem_cpu_s": 0.00064}}}
+        case = {"measured": {"load_in_situ_s": 0.00147, "load_in_situ_cpu_s": 0.00064}}  # convert's row
         self.assertAlmostEqual(C.measured_wait_s_per_file(case), 0.00083)
         # CPU above the wall (clock grain): no wait, not a negative one
-        self.assertEqual(C.measured_wait_s_per_file({"measured": {"in_situ": {"getitem_wall_s": 1e-3,
-                                                                               "getitem_cpu_s": 1.1e-3}}}), 0.0)
-        self.assertIsNone(C.measured_wait_s_per_file({"measured": {"in_situ": {"getitem_wall_s": 1e-3}}}))
+        self.assertEqual(C.measured_wait_s_per_file({"measured": {"load_in_situ_s": 1e-3,
+                                                                  "load_in_situ_cpu_s": 1.1e-3}}), 0.0)
+        self.assertIsNone(C.measured_wait_s_per_file({"measured": {"load_in_situ_s": 1e-3}}))
         self.assertIsNone(C.measured_wait_s_per_file({}))
 
     def test_in_flight_as_counted_or_na(self):
-        self.assertEqual(C.measured_in_flight({"measured": {"in_situ": {"getitem_in_flight_mean": 2.345}}}), "2.35")
-        self.assertEqual(C.measured_in_flight({"measured": {"in_situ": {}}}), "n/a")
+        self.assertEqual(C.measured_in_flight({"measured": {"getitem_in_flight_mean": 2.345}}), "2.35")
+        self.assertEqual(C.measured_in_flight({"measured": {}}), "n/a")
 
     def test_ratio_by_kind_skips_unknown_and_zero_waits(self):
         waits = [("tensor_f32", 1e-3, 0.8e-3), ("tensor_f32", 0.5e-3, 0.6e-3), ("tensor_f32", 2e-3, 2e-3),
