@@ -188,6 +188,11 @@ struct World {
   // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
   // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
   double storage_wait_s = 0.0, storage_files = 0.0;
+  // workers between a batch's first read and its collate (PyTorch's __getitem__ calls, read and load) right now,
+  // and the same integral over those spans: the count during one, itself included, like the harness's in-situ
+  // getitem_in_flight_mean (a like-for-like check of the workers' overlap, validation run 52)
+  CountOverTime workers_in_getitem;
+  double getitem_overlap_integral = 0.0, getitem_time_s = 0.0;
   int finished_mains = 0;
   // activities running on the node's CPU right now (not the synthetic twin's); average busy cores over an interval
   // are the difference of two readings of its integral divided by its length
@@ -393,6 +398,8 @@ void worker_actor(Rank& r, int w) {
       const double load_factor = dataset_load_factor(world, busy_now);
       const double speed_factor = slow_factor * wander.time_factor(r.rng);
       const double start_s = sg4::Engine::get_clock();
+      world.workers_in_getitem.add(+1, start_s);
+      const double getitem_integral0 = world.workers_in_getitem.integral_at(start_s);
       double cpu_wall_s = 0.0, busy_integral = 0.0;
       auto cpu_piece = [&](double core_s) {
         const double c0 = sg4::Engine::get_clock();
@@ -413,6 +420,9 @@ void worker_actor(Rank& r, int w) {
         cpu_piece(sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) * load_factor + read_cpu_s);
       }
       const double collate_start_s = sg4::Engine::get_clock();
+      world.getitem_overlap_integral += world.workers_in_getitem.integral_at(collate_start_s) - getitem_integral0;
+      world.getitem_time_s += collate_start_s - start_s;
+      world.workers_in_getitem.add(-1, collate_start_s);
       world.trace->span(r.id, kWorkerTrack0 + w, "read+load (per sample)", start_s, collate_start_s, t.batch);
       cpu_piece(collate_cpu_s);
       t1 = sg4::Engine::get_clock();
@@ -1136,6 +1146,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.storage_readers_in_flight_mean =
       world.storage_read_time_s > 0.0 ? world.storage_read_overlap_integral / world.storage_read_time_s : 0.0;
   res.storage_wait_s_per_file = world.storage_files > 0.0 ? world.storage_wait_s / world.storage_files : 0.0;
+  res.storage_getitem_in_flight_mean =
+      world.getitem_time_s > 0.0 ? world.getitem_overlap_integral / world.getitem_time_s : 0.0;
   std::vector<double> step_times;
   double samples = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {

@@ -135,6 +135,8 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_DOUBLE_EQ(r["storage"]["readers_in_flight_mean"].get<double>(), 1.0);
   // and each 1 MB file waited 1e6 / 1e8 = 10 ms (no per-request latency here)
   EXPECT_NEAR(r["storage"]["wait_s_per_file_mean"].get<double>(), 0.010, 1e-6);
+  // and its batch's reads and loads (the harness's __getitem__ spans) are alone too
+  EXPECT_DOUBLE_EQ(r["storage"]["getitem_in_flight_mean"].get<double>(), 1.0);
   // the analytic capacity of the workers says the same
   bool found = false;
   for (const auto& st : r["stages"]) {
@@ -144,7 +146,12 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   }
   EXPECT_TRUE(found);
   s["loader"]["num_workers"] = 4;
-  EXPECT_NEAR(samples_per_s(simulate(s)), 40 / per_batch_s, 40 / per_batch_s * 0.02);
+  r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 40 / per_batch_s, 40 / per_batch_s * 0.02);
+  // four workers with no collate, never short of indices (the GPU takes 10 samples a millisecond): each is in its
+  // reads and loads all the time, so during one all four are
+  EXPECT_GT(r["storage"]["getitem_in_flight_mean"].get<double>(), 3.9);
+  EXPECT_LE(r["storage"]["getitem_in_flight_mean"].get<double>(), 4.0);
   // One reader alone waits the same in either order and at any grain, and a batch of 130 (read as 64 pieces of 3 or
   // 2 samples, or the default 4 pieces of 33 or 32) still reads and decodes each of its samples once: 130 x 11.001
   // ms a batch, the same 90.9 samples/s.

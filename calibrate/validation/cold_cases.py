@@ -12,6 +12,9 @@ absolute error. A model change that touches only cold reads (the storage model) 
 table (17 minutes) is run. Every figure is convert's; nothing is fitted here. Since the forty-seventh session each case
 also shows its wait a file as its workers timed it (in-situ getitem wall less CPU) beside the simulated one (the
 report's storage.wait_s_per_file_mean, the seeds' mean in convert's row), and each kind the median ratio of the two.
+Since the forty-eighth session it shows the workers' __getitem__ calls in flight during one, as the harness counted
+them and as the simulator does (storage.getitem_in_flight_mean: a batch's reads and loads), like for like, and the
+simulated reads in flight during a read beside them (the device's share; the harness cannot see its reads alone).
 """
 from __future__ import annotations
 
@@ -136,19 +139,21 @@ def main(argv=None) -> int:
         report = convert.read_json(os.path.join(out_dir, "report.json"))
         rows = report.get("rows") or []
     print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
-          f"   reads in flight: in situ / sim")
+          f"   getitem calls in flight: in situ / sim   sim reads in flight")
     waits = []
     for r in rows:
         p = r.get("pipeplan") or {}
         err, p90 = p.get("err"), p.get("step_p90_err")
-        wait, sim_wait, sim_in_flight = measured_wait_s_per_file(r), p.get("wait_s_per_file"), p.get("readers_in_flight_mean")
+        wait, sim_wait = measured_wait_s_per_file(r), p.get("wait_s_per_file")
+        sim_getitems, sim_reads = p.get("getitem_in_flight_mean"), p.get("readers_in_flight_mean")
         waits.append((r["knobs"]["kind"], wait, sim_wait))
         print(f"{r['id'][:72]:72s} {r['measured']['samples_per_s']:7.0f} "
               f"{'' if err is None else f'{err * 100:+6.1f}%'} p90 step "
               f"{'' if p90 is None else f'{p90 * 100:+6.1f}%'}   "
               f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
               f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
-              f"   {measured_in_flight(r)} / {'n/a' if sim_in_flight is None else f'{sim_in_flight:4.2f}'}")
+              f"   {measured_in_flight(r)} / {'n/a' if sim_getitems is None else f'{sim_getitems:4.2f}'}"
+              f"   {'n/a' if sim_reads is None else f'{sim_reads:4.2f}'}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")

@@ -1534,7 +1534,8 @@ def combine_replications(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         out["gpu"]["busy_fraction"] = mean_of("gpu.busy_fraction")
     if _get(out, "loader.out_of_order_fraction") is not None:
         out["loader"]["out_of_order_fraction"] = mean_of("loader.out_of_order_fraction")
-    for key in ("readers_in_flight_mean", "wait_s_per_file_mean"):  # cold reads (forty-sixth, forty-seventh sessions)
+    # cold reads (forty-sixth, forty-seventh, forty-eighth sessions)
+    for key in ("readers_in_flight_mean", "wait_s_per_file_mean", "getitem_in_flight_mean"):
         if _get(out, f"storage.{key}") is not None:
             out["storage"][key] = mean_of(f"storage.{key}")
     for st in out.get("stages") or []:
@@ -1982,6 +1983,9 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                 # a cold case's reads: in flight during a read and a file's wait (the seeds' means)
                 "readers_in_flight_mean": _get(r, "storage.readers_in_flight_mean"),
                 "wait_s_per_file": _get(r, "storage.wait_s_per_file_mean"),
+                # and its workers' __getitem__ calls (reads and loads) in flight during one: the harness's
+                # in_situ.getitem_in_flight_mean, like for like (validation run 52)
+                "getitem_in_flight_mean": _get(r, "storage.getitem_in_flight_mean"),
                 "seeds_cv_samples_per_s": _get(r, "replications.seeds_cv_samples_per_s"),
                 "seeds_cv_step_p90_s": _get(r, "replications.seeds_cv_step_p90_s"),
                 # how many different stages the seeds named: more than one puts the case on an edge between two
