@@ -230,6 +230,7 @@ struct ConcurrentColdRead {
   double readers_in_flight_mean = 0;
   double work_s_per_file = 0;  // the CPU each reader spent after each file (0: none); its mean where jittered
   double work_jitter = 0;      // each file's work uniform in work_s_per_file x (1 +- work_jitter) (0: fixed)
+  std::size_t head_bytes = 0;  // each file read as a read() of this many bytes, then the rest (0: one read, whole)
 };
 
 // The page cache's fill CPU per byte, as the profile reader computes it (models/profile.hpp).
@@ -267,6 +268,13 @@ struct BufferedRead {
   // 1). Readers still near 4 here point to something in the device that pulls them together; near 1 + 3 x the reading
   // share, to a fair share that noise undoes, as in the simulator.
   std::vector<ConcurrentColdRead> pause_sweep_jittered;
+  // One reader alone, then the jittered sweep's four again, each file read as np.load reads a .npy through Python's
+  // file object: a kHeadReadBytes read() first (the buffered reader filling its buffer for the magic and the
+  // header), then the rest in one read() (forty-eighth session). The cold tensor cases' workers wait about 1.2x a file
+  // what the simulator gives them while their reads overlap as simulated (validation run 52, finding 1); calibrate's
+  // readers read a file in one request. A synchronous small request queued behind other readers' large ones would
+  // show here as a longer wait a file at four readers than the whole-file sweep's, with none alone.
+  std::vector<ConcurrentColdRead> pause_sweep_head_first;
   // The same count of small files (kSmallFileBytes) read cold by this thread: beside the large files' time, a
   // file's fixed cost (open, metadata, its first request), which dominates small files (validation run 21,
   // finding 7: 93 KB JPEGs waited 0.08-0.34 ms a file alone where 640 KiB files' stream rate says 0.05).
@@ -279,6 +287,9 @@ constexpr std::size_t kSmallFileBytes = 64u << 10;
 constexpr double kPauseSweepWorkS[] = {0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3};
 // The jittered sweep's mean work a file: near a cold tensor worker's CPU a file, and the fixed sweep's longest.
 constexpr double kJitteredWorkS[] = {0.5e-3, 2e-3};
+// np.load's first read through Python's io.BufferedReader: its buffer, st_blksize (4 KiB on ext4 and the H200's
+// data disk).
+constexpr std::size_t kHeadReadBytes = 4u << 10;
 
 // Keeps this thread on its core for `s` seconds of its own CPU time (nothing for s <= 0).
 void spin_cpu_s(double s) {
@@ -293,7 +304,7 @@ void spin_cpu_s(double s) {
 std::string read_files_whole(const std::vector<std::filesystem::path>& files, std::vector<char>& buf, double& wall_s,
                              double& cpu_s, std::size_t& bytes, double work_s_per_file = 0.0,
                              std::vector<ReadSpan>* spans = nullptr, double work_jitter = 0.0,
-                             std::uint64_t seed = 0) {
+                             std::uint64_t seed = 0, std::size_t head_bytes = 0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u01(0.0, 1.0);
   const double t0 = now_s(), c0 = thread_cpu_s();
@@ -301,8 +312,9 @@ std::string read_files_whole(const std::vector<std::filesystem::path>& files, st
     const double read_start_s = spans ? now_s() : 0.0;
     Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.ok()) return "cannot open " + f.string() + ": " + std::strerror(errno);
-    for (;;) {
-      const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    // head first: the file's first request alone, as np.load's first small read() makes it
+    for (std::size_t ask = head_bytes > 0 ? std::min(head_bytes, buf.size()) : buf.size();; ask = buf.size()) {
+      const ssize_t n = ::read(fd.get(), buf.data(), ask);
       if (n < 0) return "read " + f.string() + ": " + std::strerror(errno);
       if (n == 0) break;
       bytes += static_cast<std::size_t>(n);
@@ -347,6 +359,7 @@ nlohmann::json paused_read_json(const ConcurrentColdRead& q) {
   nlohmann::json j = {{"threads", q.threads}, {"bytes", q.bytes}, {"wall_s", q.wall_s}, {"cpu_s", q.cpu_s},
                       {"work_s_per_file", q.work_s_per_file}, {"readers_in_flight_mean", q.readers_in_flight_mean}};
   if (q.work_jitter > 0.0) j["work_jitter"] = q.work_jitter;
+  if (q.head_bytes > 0) j["head_bytes"] = q.head_bytes;
   return j;
 }
 
@@ -370,7 +383,7 @@ std::vector<std::filesystem::path> shuffled_order(std::vector<std::filesystem::p
 // common start to the last one's end and their CPU summed.
 std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& files, std::size_t file_bytes,
                                       int threads, ConcurrentColdRead& out, double work_s_per_file = 0.0,
-                                      double work_jitter = 0.0) {
+                                      double work_jitter = 0.0, std::size_t head_bytes = 0) {
   if (std::string err = drop_from_page_cache(files); !err.empty()) return err;
   std::vector<std::vector<std::filesystem::path>> shares(static_cast<std::size_t>(threads));
   for (std::size_t i = 0; i < files.size(); ++i) shares[i % shares.size()].push_back(files[i]);
@@ -389,7 +402,7 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
         start.arrive_and_wait();
         // each thread its own draws (seed: its index), the same on every run
         errors[j] = read_files_whole(shares[j], buf, wall[j], cpu[j], bytes[j], work_s_per_file, &spans[j], work_jitter,
-                                     static_cast<std::uint64_t>(j) + 1);
+                                     static_cast<std::uint64_t>(j) + 1, head_bytes);
       });
     t0 = now_s();
     start.arrive_and_wait();
@@ -397,6 +410,7 @@ std::string time_concurrent_cold_read(const std::vector<std::filesystem::path>& 
   out = ConcurrentColdRead{threads, 0, now_s() - t0, 0.0};
   out.work_s_per_file = work_s_per_file;
   out.work_jitter = work_jitter;
+  out.head_bytes = head_bytes;
   std::vector<ReadSpan> all;
   for (std::size_t j = 0; j < shares.size(); ++j) {
     if (!errors[j].empty()) return errors[j];
@@ -561,6 +575,18 @@ std::string time_buffered_read(const std::filesystem::path& dir, std::size_t cou
       if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, 4, p, work_s, 1.0); !err.empty())
         return err;
       out.pause_sweep_jittered.push_back(p);
+    }
+    ConcurrentColdRead alone;  // one reader, no work: the two requests' cost with nobody beside them
+    if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, 1, alone, 0.0, 0.0, kHeadReadBytes);
+        !err.empty())
+      return err;
+    out.pause_sweep_head_first.push_back(alone);
+    for (double work_s : kJitteredWorkS) {
+      ConcurrentColdRead p;
+      if (std::string err = time_concurrent_cold_read(shuffled, file_bytes, 4, p, work_s, 1.0, kHeadReadBytes);
+          !err.empty())
+        return err;
+      out.pause_sweep_head_first.push_back(p);
     }
   }
   std::vector<std::filesystem::path> small;
@@ -780,6 +806,16 @@ SectionOutcome run_storage(const RunContext& ctx) {
                      wall_s_per_file(q, b.files) * 1e3, wait_s_per_file(q, b.files) * 1e3, q.readers_in_flight_mean));
       }
       buffered["pause_sweep_jittered"] = jittered;
+      nlohmann::json head_first = nlohmann::json::array();
+      for (const ConcurrentColdRead& q : b.pause_sweep_head_first) {
+        head_first.push_back(paused_read_json(q));
+        const std::string drawn = q.work_jitter > 0.0 ? strf(" on average (uniform, +-%.0f%%)", q.work_jitter * 100) : "";
+        ctx.log(strf("storage: head-first reads (%zu KiB, then the rest), %d thread(s), shuffled, %.2f ms of CPU after "
+                     "each file%s: %.3f ms of wall a file, %.3f ms waited a file; %.2f reads in flight during a read",
+                     q.head_bytes >> 10, q.threads, q.work_s_per_file * 1e3, drawn.c_str(),
+                     wall_s_per_file(q, b.files) * 1e3, wait_s_per_file(q, b.files) * 1e3, q.readers_in_flight_mean));
+      }
+      buffered["pause_sweep_head_first"] = head_first;
       buffered["concurrent_processes"] = processes;
       buffered["concurrent"] = concurrent;
       buffered["concurrent_in_order"] = in_order;

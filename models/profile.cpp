@@ -182,6 +182,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       b.raw("concurrent_in_order");  // the written order beside the shuffled one (seventeenth session): not an input
       b.raw("pause_sweep");  // 1 and 4 readers with 0-2 ms of work between files (forty-sixth session): not an input
       b.raw("pause_sweep_jittered");  // 4 readers, work drawn file by file (forty-seventh session): not an input
+      b.raw("pause_sweep_head_first");  // np.load's two requests a file (forty-eighth session): not an input
       p.storage.fill_cpu_s_per_byte_vs_processes.clear();
       if (b.has("concurrent_processes")) {
         // against the one-thread warm re-read of the same files (its CPU is the copy every read pays)

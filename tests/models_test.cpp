@@ -307,6 +307,23 @@ TEST(Profile, ReadersWithWorkGiveASecondShareCurve) {
   EXPECT_NEAR(parse_scenario(with_work, "x.json", q).storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
 }
 
+// Calibrate's diagnostic sweeps (pause_sweep, pause_sweep_jittered, pause_sweep_head_first: storage_check.py reads
+// them, the model does not) are accepted and change nothing: the share curve is concurrent's alone, 0.5 at 2 threads.
+TEST(Profile, DiagnosticReadSweepsAreAcceptedAndIgnored) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"schema": "pipeplan-profile/1",
+      "storage": {"stream_read_bytes_per_s": 1.6e9, "buffered_read": {
+        "concurrent": [{"threads": 2, "bytes": 1.6e8, "wall_s": 0.11, "cpu_s": 0.02}],
+        "pause_sweep": [{"threads": 4, "bytes": 1.6e8, "wall_s": 0.5, "cpu_s": 0.3, "work_s_per_file": 2e-3,
+                         "readers_in_flight_mean": 3.6}],
+        "pause_sweep_jittered": [{"threads": 4, "bytes": 1.6e8, "wall_s": 0.5, "cpu_s": 0.3, "work_s_per_file": 2e-3,
+                                  "work_jitter": 1.0, "readers_in_flight_mean": 2.2}],
+        "pause_sweep_head_first": [{"threads": 1, "bytes": 1.6e8, "wall_s": 0.2, "cpu_s": 0.08,
+                                    "work_s_per_file": 0.0, "head_bytes": 4096, "readers_in_flight_mean": 1.0}]}}})");
+  const Profile p = parse_profile(doc, "p.json", nullptr);
+  ASSERT_EQ(p.storage.stream_read_vs_readers.size(), 2u);
+  EXPECT_NEAR(p.storage.stream_read_vs_readers[1].relative_rate, 0.5, 1e-12);
+}
+
 // The buffered readers' peak: bytes over the wall less the threads' CPU share, the most over both concurrent
 // experiments: back to back 1.6e8 B in 0.11 - 0.01 = 0.10 s, 1.6 GB/s; with work 1.6e8 B in 0.084 - 0.02 = 0.064 s,
 // 2.5 GB/s. The device's bandwidth stays fio's (1.2 GB/s) unless the scenario asks for the larger of the two; a

@@ -35,6 +35,9 @@ import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+
 KNEE_WITHIN = 0.03   # the measured knee: the fewest workers within 3% of the family's best measured rate
 PIN_TIE = 0.05       # pinned and unpinned closer than this (a setting's repeats spread 5.5% cv): a tie
 
@@ -145,7 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "`pipeplan calibrate` gives (default %(default)s)")
     a = ap.parse_args(argv)
     starts = {int(x) for x in a.starts.split(",")}
-    report = json.load(open(os.path.join(a.report, "report.json")))
+    report = convert.read_json(os.path.join(a.report, "report.json"))  # or its .gz (table.sh keeps the table's so)
     rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}
     scen_dir = os.path.join(a.report, "scenarios")
     call_dirs = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}

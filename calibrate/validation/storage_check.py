@@ -177,6 +177,9 @@ def main(argv=None):
         points += [("pause_sweep", q) for q in buffered.get("pause_sweep", [])]
         # four readers with work drawn file by file (forty-seventh session)
         points += [("jittered", q) for q in buffered.get("pause_sweep_jittered", [])]
+        # the same with each file read head first, as np.load does (forty-eighth session): simulated as whole-file
+        # reads, since the simulator has one request a file; set beside "jittered" it shows what the second costs
+        points += [("head_first", q) for q in buffered.get("pause_sweep_head_first", [])]
         if not points:
             print(f"{os.path.basename(call.rstrip('/'))}: no storage.buffered_read.concurrent_with_work in {profile_path}")
             continue

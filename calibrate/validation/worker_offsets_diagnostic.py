@@ -124,11 +124,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     a = ap.parse_args(argv)
     report_path = os.path.join(a.report, "report.json")
-    if not os.path.isfile(report_path):
+    if not os.path.isfile(report_path) and not os.path.isfile(report_path + ".gz"):  # the table's is kept gzipped
         print(f"worker_offsets_diagnostic: {report_path} not found (run bash calibrate/validation/table.sh)",
               file=sys.stderr)
         return 2
-    report = json.load(open(report_path))
+    report = convert.read_json(report_path)
     calls = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}
     wanted = [r for r in report["rows"]
               if r["knobs"].get("kind") == a.kind and r["knobs"].get("num_workers") == a.workers
