@@ -14,7 +14,9 @@ also shows its wait a file as its workers timed it (in-situ getitem wall less CP
 report's storage.wait_s_per_file_mean, the seeds' mean in convert's row), and each kind the median ratio of the two.
 Since the forty-eighth session it shows the workers' __getitem__ calls in flight during one, as the harness counted
 them and as the simulator does (storage.getitem_in_flight_mean: a batch's reads and loads), like for like, and the
-simulated reads in flight during a read beside them (the device's share; the harness cannot see its reads alone).
+simulated reads in flight during a read beside them (the device's share; the harness cannot see its reads alone),
+and the case's load_cold component as a wait a file alone, with the whole cache dropped (what convert takes as the
+per-file latency) and with the pages alone dropped (harness since the forty-eighth session; n/a before).
 """
 from __future__ import annotations
 
@@ -82,6 +84,11 @@ def measured_in_flight(row: Dict[str, Any]) -> str:
     return "n/a" if v is None else f"{float(v):.2f}"
 
 
+def fmt_ms(s) -> str:
+    """Seconds as milliseconds to two places, or n/a."""
+    return "n/a" if s is None else f"{float(s) * 1e3:.2f}"
+
+
 def wait_ratio_by_kind(waits: List[tuple]) -> Dict[str, tuple]:
     """Per dataset kind: how many cases and the median of simulated / in-situ wait a file, over (kind, in-situ s,
     simulated s) where both are known and the in-situ wait is above 0."""
@@ -139,7 +146,8 @@ def main(argv=None) -> int:
         report = convert.read_json(os.path.join(out_dir, "report.json"))
         rows = report.get("rows") or []
     print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
-          f"   getitem calls in flight: in situ / sim   sim reads in flight")
+          f"   getitem calls in flight: in situ / sim   sim reads in flight"
+          f"   alone, wait ms: all cold / pages only")
     waits = []
     for r in rows:
         p = r.get("pipeplan") or {}
@@ -153,7 +161,8 @@ def main(argv=None) -> int:
               f"{'n/a' if wait is None else f'{wait * 1e3:5.2f}'} / "
               f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
               f"   {measured_in_flight(r)} / {'n/a' if sim_getitems is None else f'{sim_getitems:4.2f}'}"
-              f"   {'n/a' if sim_reads is None else f'{sim_reads:4.2f}'}")
+              f"   {'n/a' if sim_reads is None else f'{sim_reads:4.2f}'}"
+              f"   {fmt_ms(r['measured'].get('load_cold_wait_s'))} / {fmt_ms(r['measured'].get('load_cold_pages_only_wait_s'))}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")

@@ -1611,6 +1611,20 @@ def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Option
                                      float(storage.get("read_latency_s") or 0.0))
 
 
+def lone_cold_waits_s(case: Dict[str, Any]) -> tuple:
+    """A cold case's load_cold component as waits a file (wall less CPU): with the whole cache dropped (pages,
+    inodes, directory entries: the component convert reads), and with the pages alone dropped (`pages_only`, harness
+    since the forty-eighth session). (None, None) where absent."""
+    lc = (case.get("components") or {}).get("load_cold") or {}
+
+    def wait(d):
+        wall, cpu = d.get("mean"), d.get("cpu_s_per_sample")
+        if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
+            return None
+        return max(0.0, float(wall) - float(cpu))
+    return wait(lc), wait(lc.get("pages_only") or {})
+
+
 def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
     """The case as scenario_for should see it. how="after" (default): a cold case's loader probe is the one after
     it, on the re-warmed cache (harness since run 17). how="warm-and-after": the probe the harness takes before a
@@ -1936,6 +1950,9 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      "load_in_situ_cpu_s": ins.get("getitem_cpu_s"),
                      # a cold case's getitem calls in flight during a call (harness since the forty-seventh session)
                      "getitem_in_flight_mean": ins.get("getitem_in_flight_mean"),
+                     # one process's cold load alone, as a wait a file: everything dropped / the pages alone
+                     "load_cold_wait_s": lone_cold_waits_s(case)[0],
+                     "load_cold_pages_only_wait_s": lone_cold_waits_s(case)[1],
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
                                             if ins.get("getitem_wall_s") and load_s else None),
                      "workers_busy_fraction": measured_workers_busy(case),

@@ -25,6 +25,12 @@ class ColdOnlyTest(unittest.TestCase):
         self.assertEqual(len(doc["cases"]), 4)  # the input is not changed
 
 
+class FmtTest(unittest.TestCase):
+    def test_milliseconds_or_na(self):
+        self.assertEqual(C.fmt_ms(0.000534), "0.53")
+        self.assertEqual(C.fmt_ms(None), "n/a")
+
+
 class WaitTest(unittest.TestCase):
     def test_in_situ_wait_is_getitem_wall_less_cpu(self):
         case = {"measured": {"load_in_situ_s": 0.00147, "load_in_situ_cpu_s": 0.00064}}  # convert's row

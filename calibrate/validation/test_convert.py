@@ -2253,6 +2253,18 @@ class ColdReadLatency(unittest.TestCase):
         self.assertAlmostEqual(convert.cold_read_latency_s(self.case(wall=0.00015, cpu=0.0001), 1e5, self.PROFILE),
                                2.5e-5, places=12)
 
+    def test_lone_waits_with_and_without_the_metadata(self):
+        # everything dropped: 0.50 - 0.30 ms; the pages alone: 0.35 - 0.28 ms; CPU above the wall reads as no wait
+        c = self.case()
+        self.assertEqual(convert.lone_cold_waits_s(c)[1], None)
+        c["components"]["load_cold"]["pages_only"] = {"mean": 0.00035, "cpu_s_per_sample": 0.00028}
+        all_cold, pages = convert.lone_cold_waits_s(c)
+        self.assertAlmostEqual(all_cold, 2e-4, places=12)
+        self.assertAlmostEqual(pages, 7e-5, places=12)
+        c["components"]["load_cold"]["pages_only"]["cpu_s_per_sample"] = 0.0004
+        self.assertEqual(convert.lone_cold_waits_s(c)[1], 0.0)
+        self.assertEqual(convert.lone_cold_waits_s({"components": {}}), (None, None))
+
     def test_none_when_warm_or_unmeasured(self):
         self.assertIsNone(convert.cold_read_latency_s(self.case(storage="warm"), 1e5, self.PROFILE))
         self.assertIsNone(convert.cold_read_latency_s(self.case(), 1e5, {"storage": {}}))
