@@ -127,6 +127,31 @@ def fmt_in_flight(value):
     return "n/a" if value is None else f"{float(value):.2f}"
 
 
+def wait_s_per_file(point, files):
+    """A point's wait a file as calibrate logs it: the wall less the threads' CPU share, over a thread's files."""
+    threads = int(point["threads"])
+    return (float(point["wall_s"]) - float(point["cpu_s"]) / threads) / (files / threads)
+
+
+def head_first_pairs(buffered):
+    """Each head-first point (np.load's two requests a file; calibrate since the forty-eighth session) beside the
+    same readers reading whole files in the same call: one reader with no work against the pause sweep's, four with
+    jittered work against the jittered sweep's of the same mean work. (threads, work_ms, head-first wait s a file,
+    whole-file wait s a file) for each pair found."""
+    files = int(buffered["files"])
+    whole = [q for q in buffered.get("pause_sweep", []) if not q.get("work_jitter")]
+    whole += buffered.get("pause_sweep_jittered", [])
+    pairs = []
+    for h in buffered.get("pause_sweep_head_first", []):
+        match = [q for q in whole if int(q["threads"]) == int(h["threads"])
+                 and abs(float(q["work_s_per_file"]) - float(h["work_s_per_file"])) < 1e-9
+                 and bool(q.get("work_jitter")) == bool(h.get("work_jitter"))]
+        if match:
+            pairs.append((int(h["threads"]), float(h["work_s_per_file"]) * 1e3, wait_s_per_file(h, files),
+                          wait_s_per_file(match[0], files)))
+    return pairs
+
+
 def summary_lines(rows):
     """One line per experiment, reader count and work (over the calls given): how many, the per-sample order's
     signed median and median |error| in percent, and the reads in flight, measured / simulated, by median where
@@ -210,6 +235,22 @@ def main(argv=None):
         print("\nover the calls (per-sample order; medians):")
         for line in summary_lines(summary_rows):
             print("  " + line)
+    # measured against measured: does a file read head first (np.load's pattern) wait longer than one read whole?
+    ratios = {}
+    for call in args.calls:
+        try:
+            buffered = convert.read_json(os.path.join(call, "profile.json")).get("storage", {}).get("buffered_read", {})
+        except (OSError, ValueError):
+            continue  # said above
+        for threads, work_ms, head_s, whole_s in head_first_pairs(buffered) if buffered.get("files") else []:
+            if not ratios:
+                print("\nhead-first reads (4 KiB, then the rest) against whole-file reads of the same call, wait ms a file:")
+            print(f"  {os.path.basename(call.rstrip('/')):26s}{threads:2d} reader(s), work {work_ms:4.2f} ms: "
+                  f"{head_s * 1e3:6.3f} / {whole_s * 1e3:6.3f} = {head_s / whole_s:5.2f}x")
+            ratios.setdefault((threads, work_ms), []).append(head_s / whole_s)
+    for (threads, work_ms), v in sorted(ratios.items()):
+        if len(v) > 1:
+            print(f"  over {len(v)} calls, {threads} reader(s), work {work_ms:4.2f} ms: median {statistics.median(v):.2f}x")
     return 0
 
 

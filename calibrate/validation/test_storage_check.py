@@ -43,6 +43,31 @@ class WithWorkScenarioTest(unittest.TestCase):
             S.with_work_scenario(BUFFERED, dict(POINT, threads=3), "per_sample")
 
 
+class HeadFirstTest(unittest.TestCase):
+    def test_pairs_each_head_first_point_with_the_same_readers_reading_whole(self):
+        # 256 files; one reader: 0.2 s of wall, 0.08 s of CPU -> 0.12 s / 256 files = 0.469 ms a file head first,
+        # against 0.1 s / 256 = 0.391 ms whole; four readers at 0.5 ms jittered: (0.3 - 0.4 / 4) / 64 = 3.125 ms
+        # against (0.25 - 0.1) / 64 = 2.344 ms. The fixed 0.5 ms pause-sweep point of four readers is not a match.
+        buffered = {"files": 256,
+                    "pause_sweep": [{"threads": 1, "work_s_per_file": 0.0, "wall_s": 0.17, "cpu_s": 0.07},
+                                    {"threads": 4, "work_s_per_file": 0.0005, "wall_s": 9.0, "cpu_s": 1.0}],
+                    "pause_sweep_jittered": [{"threads": 4, "work_s_per_file": 0.0005, "work_jitter": 1.0,
+                                              "wall_s": 0.25, "cpu_s": 0.4}],
+                    "pause_sweep_head_first": [
+                        {"threads": 1, "work_s_per_file": 0.0, "wall_s": 0.2, "cpu_s": 0.08, "head_bytes": 4096},
+                        {"threads": 4, "work_s_per_file": 0.0005, "work_jitter": 1.0, "wall_s": 0.3, "cpu_s": 0.4,
+                         "head_bytes": 4096},
+                        {"threads": 4, "work_s_per_file": 0.002, "work_jitter": 1.0, "wall_s": 0.5, "cpu_s": 1.0,
+                         "head_bytes": 4096}]}
+        pairs = S.head_first_pairs(buffered)
+        self.assertEqual([(t, w) for t, w, _, _ in pairs], [(1, 0.0), (4, 0.5)])  # no whole-file 2 ms jittered point
+        self.assertAlmostEqual(pairs[0][2], 0.12 / 256)
+        self.assertAlmostEqual(pairs[0][3], 0.10 / 256)
+        self.assertAlmostEqual(pairs[1][2], 0.2 / 64)
+        self.assertAlmostEqual(pairs[1][3], 0.15 / 64)
+        self.assertEqual(S.head_first_pairs({"files": 256}), [])
+
+
 class SteadyCoreProfileTest(unittest.TestCase):
     def test_wander_off_the_rest_kept_input_untouched(self):
         # calibrate's work is a spin on the thread's CPU clock: a fixed time whatever the core's speed
