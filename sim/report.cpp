@@ -432,6 +432,20 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     o << line;
   }
   o << "\n";
+  if (r.storage_wait_s_per_file > 0.0) {
+    // Cold reads: what a file waited and how many read beside it, the figures a job's own getitem timestamps and
+    // calibrate's storage experiments give (validation runs 50-52)
+    std::snprintf(line, sizeof line,
+                  "  storage: a cold file waited %s on average (request latency and device time); %.1f reads in "
+                  "flight during a read",
+                  ms(r.storage_wait_s_per_file).c_str(), r.storage_readers_in_flight_mean);
+    o << line;
+    if (r.storage_getitem_in_flight_mean > 0.0) {
+      std::snprintf(line, sizeof line, "; %.1f workers in __getitem__ during one", r.storage_getitem_in_flight_mean);
+      o << line;
+    }
+    o << "\n";
+  }
   if (s.loader.pin_memory && s.loader.num_workers > 0) {
     // One interpreter lock for the loop's Python and the pin thread's receive (unpickling a batch).
     std::snprintf(line, sizeof line,

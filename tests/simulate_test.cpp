@@ -137,6 +137,24 @@ TEST(Simulate, ASynchronousReaderWaitsAtItsStreamRateAndPaysTheCacheFill) {
   EXPECT_NEAR(r["storage"]["wait_s_per_file_mean"].get<double>(), 0.010, 1e-6);
   // and its batch's reads and loads (the harness's __getitem__ spans) are alone too
   EXPECT_DOUBLE_EQ(r["storage"]["getitem_in_flight_mean"].get<double>(), 1.0);
+  {  // the text report says the same in one line; a warm run has no such line
+    const std::string path = pipeplan::test::write_temp(s.dump());
+    const auto text = pipeplan::test::run_pipeplan(
+        {"simulate", path, "--profile", pipeplan::test::test_data("flat_profile.json")});
+    EXPECT_NE(text.out.find("storage: a cold file waited 10.00 ms on average (request latency and device time); 1.0 "
+                            "reads in flight during a read; 1.0 workers in __getitem__ during one"),
+              std::string::npos)
+        << text.out;
+    json warm = s;
+    warm["storage"]["page_cache_hit_ratio"] = 1.0;
+    const std::string warm_path = pipeplan::test::write_temp(warm.dump());
+    const auto warm_text = pipeplan::test::run_pipeplan(
+        {"simulate", warm_path, "--profile", pipeplan::test::test_data("flat_profile.json")});
+    EXPECT_EQ(warm_text.exit_code, 0) << warm_text.err;
+    EXPECT_EQ(warm_text.out.find("storage: a cold file"), std::string::npos) << warm_text.out;
+    std::remove(path.c_str());
+    std::remove(warm_path.c_str());
+  }
   // the analytic capacity of the workers says the same
   bool found = false;
   for (const auto& st : r["stages"]) {
