@@ -16,7 +16,9 @@ Since the forty-eighth session it shows the workers' __getitem__ calls in flight
 them and as the simulator does (storage.getitem_in_flight_mean: a batch's reads and loads), like for like, and the
 simulated reads in flight during a read beside them (the device's share; the harness cannot see its reads alone),
 and the case's load_cold component as a wait a file alone, with the whole cache dropped (what convert takes as the
-per-file latency) and with the pages alone dropped (harness since the forty-eighth session; n/a before).
+per-file latency) and with the pages alone dropped (harness since the forty-eighth session; n/a before), and the
+workers' wait a file in the harness's probe right after the case (cache dropped again, no pin thread, no GPU; same
+session): beside the in-situ wait it says whether the GPU side's traffic costs the reads anything.
 """
 from __future__ import annotations
 
@@ -147,7 +149,7 @@ def main(argv=None) -> int:
         rows = report.get("rows") or []
     print(f"{'case':72s} {'meas/s':>7s} {'err':>7s}          {'p90 step':>7s}   wait a file ms: in situ / sim"
           f"   getitem calls in flight: in situ / sim   sim reads in flight"
-          f"   alone, wait ms: all cold / pages only")
+          f"   alone, wait ms: all cold / pages only   no GPU after, wait ms")
     waits = []
     for r in rows:
         p = r.get("pipeplan") or {}
@@ -162,7 +164,8 @@ def main(argv=None) -> int:
               f"{'n/a' if sim_wait is None else f'{sim_wait * 1e3:5.2f}'}"
               f"   {measured_in_flight(r)} / {'n/a' if sim_getitems is None else f'{sim_getitems:4.2f}'}"
               f"   {'n/a' if sim_reads is None else f'{sim_reads:4.2f}'}"
-              f"   {fmt_ms(r['measured'].get('load_cold_wait_s'))} / {fmt_ms(r['measured'].get('load_cold_pages_only_wait_s'))}")
+              f"   {fmt_ms(r['measured'].get('load_cold_wait_s'))} / {fmt_ms(r['measured'].get('load_cold_pages_only_wait_s'))}"
+              f"   {fmt_ms(r['measured'].get('no_gpu_cold_wait_s'))}")
     for kind, s in summary_by_kind(rows).items():
         print(f"{kind:12s} n={s['n']:3d}  signed median {s['median_signed'] * 100:+5.1f}%  |err| median "
               f"{s['median_abs'] * 100:4.1f}%  p90 {s['p90_abs'] * 100:4.1f}%")

@@ -1625,6 +1625,17 @@ def lone_cold_waits_s(case: Dict[str, Any]) -> tuple:
     return wait(lc), wait(lc.get("pages_only") or {})
 
 
+def no_gpu_cold_wait_s(case: Dict[str, Any]) -> Optional[float]:
+    """A cold case's workers' wait a file (getitem wall less CPU) in the harness's probe right after it: the cache
+    dropped again, the same loader without its pin thread or a GPU (components.probe_cold_no_gpu, since the
+    forty-eighth session). None where absent or failed."""
+    p = (case.get("components") or {}).get("probe_cold_no_gpu") or {}
+    wall, cpu = p.get("getitem_wall_s"), p.get("getitem_cpu_s")
+    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
+        return None
+    return max(0.0, float(wall) - float(cpu))
+
+
 def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
     """The case as scenario_for should see it. how="after" (default): a cold case's loader probe is the one after
     it, on the re-warmed cache (harness since run 17). how="warm-and-after": the probe the harness takes before a
@@ -1953,6 +1964,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      # one process's cold load alone, as a wait a file: everything dropped / the pages alone
                      "load_cold_wait_s": lone_cold_waits_s(case)[0],
                      "load_cold_pages_only_wait_s": lone_cold_waits_s(case)[1],
+                     # the same loader right after the case, cache dropped again, no pin thread, no GPU
+                     "no_gpu_cold_wait_s": no_gpu_cold_wait_s(case),
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s
                                             if ins.get("getitem_wall_s") and load_s else None),
                      "workers_busy_fraction": measured_workers_busy(case),

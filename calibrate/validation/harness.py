@@ -1216,14 +1216,19 @@ class Harness:
             # wait 0.07 ms a 64 KiB file alone against this component's 0.5 ms a 93 kB JPEG (validation run 52). A
             # case reads thousands of files, so their inode blocks warm within it; this says what the lone timing's
             # per-file wait owes to the cold metadata. A diagnostic: convert does not read it.
-            pages = time_cold(self.datasets[kind], paths=self._paths[kind], n_samples=60 if self.quick else 120,
-                              seed=98, max_seconds=6.0, system_wide=False)
-            summ["pages_only"] = {"mean": pages["mean"], "cpu_s_per_sample": pages["cpu_s_per_sample"],
-                                  "n": pages["n"], "method": pages["method"] + " (inodes and dentries kept)"}
+            pages_note = ""
+            try:                            # a diagnostic: never costs the case
+                pages = time_cold(self.datasets[kind], paths=self._paths[kind], n_samples=60 if self.quick else 120,
+                                  seed=98, max_seconds=6.0, system_wide=False)
+                summ["pages_only"] = {"mean": pages["mean"], "cpu_s_per_sample": pages["cpu_s_per_sample"],
+                                      "n": pages["n"], "method": pages["method"] + " (inodes and dentries kept)"}
+                pages_note = (f"; pages only (inodes kept): {pages['mean']*1e3:.3f} ms/sample "
+                              f"(cpu {pages['cpu_s_per_sample']*1e3:.3f}) n={pages['n']}")
+            except Exception as e:
+                summ["pages_only"] = {"error": f"{e.__class__.__name__}: {e}"}
             c[kind] = summ
             log(f"component load_cold[{kind}]: {summ['mean']*1e3:.3f} ms/sample (cpu {summ['cpu_s_per_sample']*1e3:.3f}) "
-                f"cv {summ['cv']:.2f} n={summ['n']}; pages only (inodes kept): {pages['mean']*1e3:.3f} ms/sample "
-                f"(cpu {pages['cpu_s_per_sample']*1e3:.3f}) n={pages['n']}")
+                f"cv {summ['cv']:.2f} n={summ['n']}" + pages_note)
         return c[kind]
 
     def comp_collate(self, kind, bs):
@@ -2108,6 +2113,32 @@ class Harness:
                 f"{res['collate_wall_s']*1e3:.2f} ms ({res['samples']} samples, {res['seconds']:.1f}s)")
         return res
 
+    def _probe_cold_no_gpu(self, case):
+        """Right after a cold case (forty-eighth session): the whole cache dropped again, the case's loader without
+        its pin thread and without a GPU (each batch dropped), 1 s timed after 2K warm-up batches: the workers' wait
+        a file (getitem wall less CPU) on the same files at the same count with nothing else running. Against the
+        case's own in-situ wait, it says whether the cold tensor workers' 1.2x over the simulator (validation run 52,
+        finding 1) comes with the GPU step, the pin thread and the copies, or with the files and the readers alone.
+        1 s keeps the window's files unread (3,200 tensor files at about 2,000 a second, less the warm-up's).
+        Recorded as components.probe_cold_no_gpu; a failure is recorded and never costs the case."""
+        k = case["knobs"]
+        if self.quick or k["num_workers"] <= 0 or case.get("status") != "ok":
+            return
+        try:
+            drop_page_cache(self._paths[k["kind"]])
+            res = self._time_k_workers(k["kind"], k["batch_size"], k["num_workers"], window_s=1.0, seed=43)
+            res["method"] = ("right after the cold case, the page cache dropped again: DataLoader(dataset, batch_size, "
+                             "num_workers as the case, prefetch_factor=2, no pin_memory, the case's collate_fn), the main "
+                             "loop drops each batch, no GPU work; getitem timed inside the workers for about 1 s after "
+                             "2K warm-up batches")
+            case["components"]["probe_cold_no_gpu"] = res
+            if res.get("getitem_wall_s") and res.get("getitem_cpu_s") is not None:
+                log(f"component probe_cold_no_gpu[{k['kind']}/b{k['batch_size']}/w{k['num_workers']}]: getitem "
+                    f"{res['getitem_wall_s']*1e3:.3f} ms (cpu {res['getitem_cpu_s']*1e3:.3f}): waits "
+                    f"{(res['getitem_wall_s'] - res['getitem_cpu_s'])*1e3:.3f} ms a file with no GPU or pin thread")
+        except Exception as e:
+            case["components"]["probe_cold_no_gpu"] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def _probe_after(self, case):
         """The case's probe again, right after it (components.probe_after); a failure is recorded and never costs
         the case."""
@@ -2736,6 +2767,7 @@ class Harness:
                     pass
                 gc.collect()
             if case["knobs"].get("storage") == "cold":
+                self._probe_cold_no_gpu(case)
                 w0 = time.perf_counter()
                 warm_files(self._paths[case["knobs"]["kind"]])
                 log(f"re-warmed the page cache for {case['knobs']['kind']} in {time.perf_counter()-w0:.1f}s")

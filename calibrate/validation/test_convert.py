@@ -2265,6 +2265,15 @@ class ColdReadLatency(unittest.TestCase):
         self.assertEqual(convert.lone_cold_waits_s(c)[1], 0.0)
         self.assertEqual(convert.lone_cold_waits_s({"components": {}}), (None, None))
 
+    def test_no_gpu_probe_wait(self):
+        # 1.20 ms of getitem, 0.45 of it CPU: 0.75 ms waited; a failed or absent probe: None
+        c = self.case()
+        self.assertIsNone(convert.no_gpu_cold_wait_s(c))
+        c["components"]["probe_cold_no_gpu"] = {"getitem_wall_s": 0.0012, "getitem_cpu_s": 0.00045}
+        self.assertAlmostEqual(convert.no_gpu_cold_wait_s(c), 0.00075, places=12)
+        c["components"]["probe_cold_no_gpu"] = {"error": "RuntimeError: x"}
+        self.assertIsNone(convert.no_gpu_cold_wait_s(c))
+
     def test_none_when_warm_or_unmeasured(self):
         self.assertIsNone(convert.cold_read_latency_s(self.case(storage="warm"), 1e5, self.PROFILE))
         self.assertIsNone(convert.cold_read_latency_s(self.case(), 1e5, {"storage": {}}))
