@@ -167,6 +167,25 @@ struct CountOverTime {
   }
 };
 
+// Spans of one kind (cold reads, a batch's getitems) and how many run at once: over every span, the count in flight
+// during it, itself included, weighted by its length (the integral of the count over the span, summed, over the
+// summed lengths). calibrate's readers_in_flight_mean and the harness's getitem_in_flight_mean count the same.
+struct InFlightMeter {
+  CountOverTime count;
+  double overlap_integral = 0.0, span_time_s = 0.0;
+  // A span starts: the count's integral at its start, for end().
+  double begin(double now_s) {
+    count.add(+1, now_s);
+    return count.integral_at(now_s);
+  }
+  void end(double start_s, double integral_at_start, double now_s) {
+    overlap_integral += count.integral_at(now_s) - integral_at_start;
+    span_time_s += now_s - start_s;
+    count.add(-1, now_s);
+  }
+  double mean() const { return span_time_s > 0.0 ? overlap_integral / span_time_s : 0.0; }
+};
+
 struct World {
   const Scenario* scenario = nullptr;
   const Profile* profile = nullptr;
@@ -180,19 +199,14 @@ struct World {
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
   double storage_device_bytes = 0.0;
-  // workers in a storage read right now, and over every read the count's integral while it was in flight and its
-  // length: their ratio is the count of reads in flight during a read, itself included, weighted by length
-  // (calibrate's readers_in_flight_mean, for storage_check.py)
-  CountOverTime storage_readers;
-  double storage_read_overlap_integral = 0.0, storage_read_time_s = 0.0;
+  // workers in a storage read (calibrate's readers_in_flight_mean, for storage_check.py)
+  InFlightMeter storage_readers;
   // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
   // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
   double storage_wait_s = 0.0, storage_files = 0.0;
-  // workers between a batch's first read and its collate (PyTorch's __getitem__ calls, read and load) right now,
-  // and the same integral over those spans: the count during one, itself included, like the harness's in-situ
-  // getitem_in_flight_mean (a like-for-like check of the workers' overlap, validation run 52)
-  CountOverTime workers_in_getitem;
-  double getitem_overlap_integral = 0.0, getitem_time_s = 0.0;
+  // workers between a batch's first read and its collate (PyTorch's __getitem__ calls, read and load): the
+  // harness's in-situ getitem_in_flight_mean, like for like (validation run 52)
+  InFlightMeter workers_in_getitem;
   int finished_mains = 0;
   // activities running on the node's CPU right now (not the synthetic twin's); average busy cores over an interval
   // are the difference of two readings of its integral divided by its length
@@ -305,9 +319,8 @@ double read_storage(Rank& r, int samples) {
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
   const double read_start_s = sg4::Engine::get_clock();
-  r.world->storage_readers.add(+1, read_start_s);
-  const int readers = r.world->storage_readers.now;
-  const double readers_integral0 = r.world->storage_readers.integral_at(read_start_s);
+  const double readers_integral0 = r.world->storage_readers.begin(read_start_s);
+  const int readers = r.world->storage_readers.count.now;
   sg4::this_actor::exec_init(device_bytes)->set_host(r.world->storage)->wait();
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
   // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
@@ -320,11 +333,9 @@ double read_storage(Rank& r, int samples) {
     if (left_s > 0.0) sg4::this_actor::sleep_for(left_s);
   }
   const double now = sg4::Engine::get_clock();
-  r.world->storage_read_overlap_integral += r.world->storage_readers.integral_at(now) - readers_integral0;
-  r.world->storage_read_time_s += now - read_start_s;
   r.world->storage_wait_s += requests * s.storage.read_latency_s + (now - read_start_s);
   r.world->storage_files += requests;
-  r.world->storage_readers.add(-1, now);
+  r.world->storage_readers.end(read_start_s, readers_integral0, now);
   if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
   r.activities += 2;
   return bytes * s.storage.buffered_read_cpu_s_per_byte;
@@ -398,8 +409,7 @@ void worker_actor(Rank& r, int w) {
       const double load_factor = dataset_load_factor(world, busy_now);
       const double speed_factor = slow_factor * wander.time_factor(r.rng);
       const double start_s = sg4::Engine::get_clock();
-      world.workers_in_getitem.add(+1, start_s);
-      const double getitem_integral0 = world.workers_in_getitem.integral_at(start_s);
+      const double getitem_integral0 = world.workers_in_getitem.begin(start_s);
       double cpu_wall_s = 0.0, busy_integral = 0.0;
       auto cpu_piece = [&](double core_s) {
         const double c0 = sg4::Engine::get_clock();
@@ -420,9 +430,7 @@ void worker_actor(Rank& r, int w) {
         cpu_piece(sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) * load_factor + read_cpu_s);
       }
       const double collate_start_s = sg4::Engine::get_clock();
-      world.getitem_overlap_integral += world.workers_in_getitem.integral_at(collate_start_s) - getitem_integral0;
-      world.getitem_time_s += collate_start_s - start_s;
-      world.workers_in_getitem.add(-1, collate_start_s);
+      world.workers_in_getitem.end(start_s, getitem_integral0, collate_start_s);
       world.trace->span(r.id, kWorkerTrack0 + w, "read+load (per sample)", start_s, collate_start_s, t.batch);
       cpu_piece(collate_cpu_s);
       t1 = sg4::Engine::get_clock();
@@ -1143,11 +1151,9 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.window_s = w1 - w0;
   res.mean_busy_cores =
       res.window_s > 0.0 ? (world.cpu_integral_window_end - world.cpu_integral_window_start) / res.window_s : 0.0;
-  res.storage_readers_in_flight_mean =
-      world.storage_read_time_s > 0.0 ? world.storage_read_overlap_integral / world.storage_read_time_s : 0.0;
+  res.storage_readers_in_flight_mean = world.storage_readers.mean();
   res.storage_wait_s_per_file = world.storage_files > 0.0 ? world.storage_wait_s / world.storage_files : 0.0;
-  res.storage_getitem_in_flight_mean =
-      world.getitem_time_s > 0.0 ? world.getitem_overlap_integral / world.getitem_time_s : 0.0;
+  res.storage_getitem_in_flight_mean = world.workers_in_getitem.mean();
   std::vector<double> step_times;
   double samples = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {

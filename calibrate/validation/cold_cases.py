@@ -73,10 +73,9 @@ def measured_wait_s_per_file(row: Dict[str, Any]) -> float | None:
     """A cold case's wait a file as its workers timed it: the in-situ getitem's wall less its CPU (the read's wait;
     a getitem reads one file), from convert's row. None where the harness did not time both."""
     m = row.get("measured") or {}
-    wall, cpu = m.get("load_in_situ_s"), m.get("load_in_situ_cpu_s")
-    if not wall or cpu is None:
+    if not m.get("load_in_situ_s"):
         return None
-    return max(0.0, float(wall) - float(cpu))
+    return convert.wall_less_cpu_s(m["load_in_situ_s"], m.get("load_in_situ_cpu_s"))
 
 
 def measured_in_flight(row: Dict[str, Any]) -> str:

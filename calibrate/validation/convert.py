@@ -1611,18 +1611,21 @@ def cold_read_latency_s(case: Dict[str, Any], file_bytes: float, profile: Option
                                      float(storage.get("read_latency_s") or 0.0))
 
 
+def wall_less_cpu_s(wall: Any, cpu: Any) -> Optional[float]:
+    """A timing's wait: its wall less its CPU, never below 0 (clock grain); None unless both are numbers."""
+    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
+        return None
+    return max(0.0, float(wall) - float(cpu))
+
+
 def lone_cold_waits_s(case: Dict[str, Any]) -> tuple:
     """A cold case's load_cold component as waits a file (wall less CPU): with the whole cache dropped (pages,
     inodes, directory entries: the component convert reads), and with the pages alone dropped (`pages_only`, harness
     since the forty-eighth session). (None, None) where absent."""
     lc = (case.get("components") or {}).get("load_cold") or {}
-
-    def wait(d):
-        wall, cpu = d.get("mean"), d.get("cpu_s_per_sample")
-        if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
-            return None
-        return max(0.0, float(wall) - float(cpu))
-    return wait(lc), wait(lc.get("pages_only") or {})
+    pages = lc.get("pages_only") or {}
+    return (wall_less_cpu_s(lc.get("mean"), lc.get("cpu_s_per_sample")),
+            wall_less_cpu_s(pages.get("mean"), pages.get("cpu_s_per_sample")))
 
 
 def no_gpu_cold_wait_s(case: Dict[str, Any]) -> Optional[float]:
@@ -1630,10 +1633,7 @@ def no_gpu_cold_wait_s(case: Dict[str, Any]) -> Optional[float]:
     dropped again, the same loader without its pin thread or a GPU (components.probe_cold_no_gpu, since the
     forty-eighth session). None where absent or failed."""
     p = (case.get("components") or {}).get("probe_cold_no_gpu") or {}
-    wall, cpu = p.get("getitem_wall_s"), p.get("getitem_cpu_s")
-    if not isinstance(wall, (int, float)) or not isinstance(cpu, (int, float)):
-        return None
-    return max(0.0, float(wall) - float(cpu))
+    return wall_less_cpu_s(p.get("getitem_wall_s"), p.get("getitem_cpu_s"))
 
 
 def cold_case_probes(c: Dict[str, Any], how: str) -> Dict[str, Any]:
@@ -1950,6 +1950,7 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
     cls, busy = measured_bottleneck(step_s, meas_mean, m["data_wait_s"]["mean"])
     hand = by_hand(nw, bs, load_s, step_s)
     tl = _timeline(case)     # once: its two-speed fit is the slow part
+    lone_all_cold_s, lone_pages_only_s = lone_cold_waits_s(case)
     row: Dict[str, Any] = {
         "id": case["id"], "family": case["family"], "also_families": case.get("also_families", []),
         "repeat": case.get("repeat", 0), "knobs": k,
@@ -1962,8 +1963,8 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
                      # a cold case's getitem calls in flight during a call (harness since the forty-seventh session)
                      "getitem_in_flight_mean": ins.get("getitem_in_flight_mean"),
                      # one process's cold load alone, as a wait a file: everything dropped / the pages alone
-                     "load_cold_wait_s": lone_cold_waits_s(case)[0],
-                     "load_cold_pages_only_wait_s": lone_cold_waits_s(case)[1],
+                     "load_cold_wait_s": lone_all_cold_s,
+                     "load_cold_pages_only_wait_s": lone_pages_only_s,
                      # the same loader right after the case, cache dropped again, no pin thread, no GPU
                      "no_gpu_cold_wait_s": no_gpu_cold_wait_s(case),
                      "load_in_situ_ratio": (ins["getitem_wall_s"] / load_s

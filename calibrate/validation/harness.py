@@ -634,9 +634,9 @@ def spans_in_window(arr, stride, n_slots, t0, t1):
 
 class GetitemSpans:
     """Cold cases (forty-seventh session): each __getitem__ call's start and end per worker slot, in shared memory,
-    perf_counter seconds (one clock for the forked workers), up to GETITEM_SPANS_PER_SLOT a slot. A cold getitem is
-    mostly its file's read, so the calls in flight during a call are the workers' reads in flight: what calibrate
-    counts for its threads and the simulator for its workers (validation-runs.md run 51, finding 4)."""
+    perf_counter seconds (one clock for the forked workers), up to GETITEM_SPANS_PER_SLOT a slot. The calls in flight
+    during a call are what the simulator counts as storage.getitem_in_flight_mean; a getitem is its file's read and
+    its load, so this is not the reads alone (validation-runs.md run 52, finding 1)."""
 
     def __init__(self, per_slot=GETITEM_SPANS_PER_SLOT):
         self.per_slot = per_slot

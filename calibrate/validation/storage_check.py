@@ -185,6 +185,7 @@ def main(argv=None):
                     help="the scenario's storage.device_bandwidth_from (default %(default)s)")
     args = ap.parse_args(argv)
     summary_rows = []
+    buffered_by_call = {}  # each call's storage.buffered_read, read once
     print("call                      experiment      readers  work ms  measured ms  per sample ms       per batch ms"
           "      in flight: measured / per sample")
     for call in args.calls:
@@ -193,6 +194,7 @@ def main(argv=None):
             profile = convert.read_json(profile_path)
             buffered = profile.get("storage", {}).get("buffered_read", {})
             steady_profile = steady_core_profile(profile)  # one copy a call, whatever its points
+            buffered_by_call[call] = buffered
         except (OSError, ValueError) as e:
             print(f"storage_check.py: {profile_path}: {e}", file=sys.stderr)
             return 2
@@ -237,11 +239,7 @@ def main(argv=None):
             print("  " + line)
     # measured against measured: does a file read head first (np.load's pattern) wait longer than one read whole?
     ratios = {}
-    for call in args.calls:
-        try:
-            buffered = convert.read_json(os.path.join(call, "profile.json")).get("storage", {}).get("buffered_read", {})
-        except (OSError, ValueError):
-            continue  # said above
+    for call, buffered in buffered_by_call.items():
         for threads, work_ms, head_s, whole_s in head_first_pairs(buffered) if buffered.get("files") else []:
             if not ratios:
                 print("\nhead-first reads (4 KiB, then the rest) against whole-file reads of the same call, wait ms a file:")
