@@ -17,9 +17,13 @@ import argparse
 import bisect
 import gzip
 import json
+import math
 import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pin_drift_diagnostic import pearson as _pearson  # noqa: E402
 
 BIN_EDGES = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5)
 
@@ -33,15 +37,11 @@ def histogram(values: Sequence[float], edges: Sequence[float] = BIN_EDGES) -> Li
 
 
 def pearson(a: Sequence[float], b: Sequence[float]) -> Optional[float]:
-    """Pearson's r; None for under two points or no spread in either."""
-    n = len(a)
-    if n < 2 or n != len(b):
+    """Pearson's r (pin_drift_diagnostic's); None for under two points or no spread in either."""
+    if len(a) < 2 or len(a) != len(b):
         return None
-    ma, mb = sum(a) / n, sum(b) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-    sa = sum((x - ma) ** 2 for x in a) ** 0.5
-    sb = sum((y - mb) ** 2 for y in b) ** 0.5
-    return None if sa == 0 or sb == 0 else cov / (sa * sb)
+    r = _pearson(a, b)
+    return None if math.isnan(r) else r
 
 
 def same_regime_fraction(pairs: Sequence[Tuple[float, float]], split: float) -> Optional[float]:
