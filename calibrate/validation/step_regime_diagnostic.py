@@ -15,14 +15,13 @@ Reads report.json or report.json.gz (table.sh keeps it gzipped); runs no simulat
 """
 import argparse
 import bisect
-import gzip
-import json
 import math
 import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
 from pin_drift_diagnostic import pearson as _pearson  # noqa: E402
 
 BIN_EDGES = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5)
@@ -65,13 +64,12 @@ def ratio_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float]]:
     return out
 
 
-def load_report(directory: str) -> Dict:
-    for name, opener in (("report.json", open), ("report.json.gz", gzip.open)):
-        path = os.path.join(directory, name)
-        if os.path.exists(path):
-            with opener(path, "rt") as f:
-                return json.load(f)
-    raise SystemExit(f"step_regime_diagnostic.py: no report.json(.gz) in {directory}")
+def load_report(directory: str) -> Optional[Dict]:
+    """The pooled report, report.json or its .gz (convert.read_json); None where neither is there."""
+    path = os.path.join(directory, "report.json")
+    if not os.path.exists(path) and not os.path.exists(path + ".gz"):
+        return None
+    return convert.read_json(path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -87,7 +85,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = ap.parse_args(argv)
     knobs = {"kind": a.kind, "batch_size": a.batch_size, "num_workers": a.workers, "pin_memory": bool(a.pin),
              "storage": a.storage}
-    pairs = ratio_pairs(load_report(a.report)["rows"], knobs)
+    report = load_report(a.report)
+    if report is None:
+        print(f"step_regime_diagnostic.py: no report.json(.gz) in {a.report} (run bash calibrate/validation/table.sh)",
+              file=sys.stderr)
+        return 2
+    pairs = ratio_pairs(report["rows"], knobs)
     print(f"{len(pairs)} cases with {knobs}")
     if not pairs:
         return 0
