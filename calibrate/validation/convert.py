@@ -1073,6 +1073,11 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
             loader["main_next_s_per_batch"] = round(next_s, 7)
         loader["prefetch_factor"] = int(k["prefetch_factor"])
         loader["persistent_workers"] = bool(k.get("persistent_workers", False))
+        slow = float(k.get("slow_worker_factor", 1.0))
+        if slow != 1.0:
+            # the harness's straggler: worker 0 (PyTorch's first in its round robin, as the simulator's) takes
+            # factor x its batches' own time
+            loader["slow_worker"] = {"worker": 0, "factor": slow}
     ws = comp.get("worker_start") or {}
     if nw > 0 and ws.get("per_worker_s") is not None:
         # the whole start-up of nw workers (docs/scenario.md): the measured linear fit of

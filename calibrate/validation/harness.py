@@ -679,9 +679,32 @@ class InstrumentedDataset:
         return x
 
 
+def spin_s(seconds: float) -> float:
+    """Keep this thread's core busy for `seconds` of wall time (no sleep: a straggler's extra work is CPU work, as the
+    simulator's loader.slow_worker stretches a worker's CPU time); returns perf_counter at the end."""
+    end = time.perf_counter() + max(0.0, seconds)
+    now = time.perf_counter()
+    while now < end:
+        now = time.perf_counter()
+    return now
+
+
+def straggler_extra_s(busy_s: float, factor: float, worker_id: Optional[int]) -> float:
+    """The knob slow_worker_factor: worker 0's extra time on a batch whose own busy time (its __getitem__ calls
+    and collate) was busy_s, so that its batches take factor x as long; 0 for the other workers, in the main
+    process (worker_id None) and for factors up to 1."""
+    return (factor - 1.0) * busy_s if worker_id == 0 and factor > 1.0 else 0.0
+
+
+def _worker_id() -> Optional[int]:
+    from torch.utils.data import get_worker_info
+    info = get_worker_info()
+    return None if info is None else int(info.id)
+
+
 class InstrumentedCollate:
-    def __init__(self, fn, insitu):
-        self.fn, self.insitu = fn, insitu
+    def __init__(self, fn, insitu, slow_worker_factor: float = 1.0):
+        self.fn, self.insitu, self.slow_worker_factor = fn, insitu, float(slow_worker_factor)
 
     def __call__(self, batch):
         fn = self.fn
@@ -699,6 +722,12 @@ class InstrumentedCollate:
         a[j + 6] += busy
         a[j + 7] += busy * busy
         self.insitu.pending_s = 0.0
+        if self.slow_worker_factor > 1.0:
+            # a straggler (family slow_worker): after the in-situ sums above, which stay the workers' own costs,
+            # so that the converter's costs are the others' and the knob alone makes worker 0 slower
+            extra_s = straggler_extra_s(busy, self.slow_worker_factor, _worker_id())
+            if extra_s > 0.0:
+                w1 = spin_s(extra_s)
         if self.insitu.timeline is not None:
             self.insitu.timeline.end(w1)
         return out
@@ -2455,7 +2484,8 @@ class Harness:
         if getattr(self.args, "timeline", False):
             insitu.timeline = Timeline()
         dl_kw = dict(batch_size=bs, sampler=sampler, num_workers=nw, pin_memory=k["pin_memory"],
-                     drop_last=True, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
+                     drop_last=True, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu,
+                                                                    float(k.get("slow_worker_factor", 1.0))))
         ds = InstrumentedDataset(ds, insitu)
         if nw > 0:
             dl_kw["prefetch_factor"] = pf
@@ -2830,6 +2860,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     # DataLoader(in_order=False) (torch >= 2.6): the diagnosis names it for a pin-bound loader whose
     # batches overtake each other (long step, then short ones); these families test that advice
     add("in_order", [{}, {"in_order": False}], tbase)
+    # One straggling worker (worker 0 spins (factor - 1) x its batch's own time; simulator: loader.slow_worker).
+    # Its batches finish after the next worker's once the lag passes the pin thread's period: the long step then
+    # short one of the alternating p90 regime (validation run 54), here with a known, steady cause.
+    add("slow_worker", [{}] + [{"slow_worker_factor": f} for f in ([1.5] if quick else [1.1, 1.25, 1.5, 2.0])],
+        tbase)
     if not quick:
         add("in_order_image", [{}, {"in_order": False}])
     add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]
@@ -2892,6 +2927,7 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                    + (f"-ep{k['epochs']}x{k['steps_per_epoch']}" if k.get("epochs", 1) > 1 else "")
                    + ("-persist" if k.get("persistent_workers") and k.get("epochs", 1) > 1 else "")
                    + ("-unordered" if k.get("in_order", True) is False else "")
+                   + (f"-slow{k['slow_worker_factor']:g}" if k.get("slow_worker_factor", 1.0) != 1.0 else "")
                    + (f"-r{c['repeat']}" if c["repeat"] else ""))
     return cases
 

@@ -426,7 +426,7 @@ class ScenarioTest(unittest.TestCase):
         "storage": {"page_cache_hit_ratio", "read_bytes_per_s", "read_iops", "read_latency_s"},
         "loader": {"batch_size", "num_workers", "prefetch_factor", "pin_memory", "persistent_workers",
                    "drop_last", "in_order", "worker_start_s", "collate_s_per_batch", "worker_s_per_batch",
-                   "pin_thread_wait_s_per_batch", "main_next_s_per_batch"},
+                   "pin_thread_wait_s_per_batch", "main_next_s_per_batch", "slow_worker"},
         "transfer": {"non_blocking", "copy_stream", "copy_call_s_per_batch"},
         "training": {"step_s", "forward_s", "backward_s", "step_cv", "host_s_per_step", "launch_tail_s",
                      "sync_every_steps", "max_steps_ahead", "steps", "warmup_steps", "step_s_vs_gpu_duty"},
@@ -457,6 +457,11 @@ class ScenarioTest(unittest.TestCase):
         self.assertIs(s["loader"]["in_order"], True)                              # PyTorch's default
         u = convert.scenario_for(make_case("u", "in_order", 2000, 0.032, 0.04, in_order=False), {"cpu_cores": 16})
         self.assertIs(u["loader"]["in_order"], False)
+        self.assertNotIn("slow_worker", s["loader"])
+        # the harness's straggler (family slow_worker): its worker 0, PyTorch's first in the round robin
+        slow = convert.scenario_for(make_case("s", "slow_worker", 2000, 0.032, 0.04, slow_worker_factor=1.25),
+                                    {"cpu_cores": 16})
+        self.assertEqual(slow["loader"]["slow_worker"], {"worker": 0, "factor": 1.25})
 
     def test_in_worker_costs_are_preferred_for_workers(self):
         c = make_case("w", "num_workers", 2000, 0.032, 0.04)
@@ -1656,6 +1661,31 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len({c["id"] for c in three}), 12)
         # rounds 1 keeps the old list: the base repeats spread over the run
         self.assertGreater(len(one), len(settings))
+
+    def test_slow_worker_family_sweeps_one_straggler_on_the_tensor_base(self):
+        h = load_harness()
+        cases = [c for c in h.build_cases(False, ["slow_worker"]) if c["repeat"] == 0]
+        self.assertEqual([c["knobs"].get("slow_worker_factor", 1.0) for c in cases], [1.0, 1.1, 1.25, 1.5, 2.0])
+        self.assertTrue(all(c["knobs"]["kind"] == "tensor_f32" and c["knobs"]["pin_memory"] for c in cases))
+        # the factor-1 setting is the pinned tensor base itself: measured once when both families run
+        both = h.build_cases(False, ["pin_memory_tensor", "slow_worker"], 2)
+        self.assertEqual(len(both), 12)
+        self.assertEqual(both[0]["also_families"], ["slow_worker"])
+        self.assertTrue(any(c["id"].endswith("-warm-slow1.25") for c in cases))
+        self.assertTrue(cases[0]["id"].endswith("-warm"))
+        self.assertEqual(len([c for c in h.build_cases(True, ["slow_worker"]) if c["repeat"] == 0]), 2)
+
+    def test_straggler_spins_worker_zero_for_the_factors_extra(self):
+        h = load_harness()
+        # by hand: a 60 ms batch at factor 1.25 takes 15 ms more, in worker 0 only
+        self.assertAlmostEqual(h.straggler_extra_s(0.060, 1.25, 0), 0.015)
+        self.assertEqual(h.straggler_extra_s(0.060, 1.25, 1), 0.0)
+        self.assertEqual(h.straggler_extra_s(0.060, 1.25, None), 0.0)     # main process (num_workers=0)
+        self.assertEqual(h.straggler_extra_s(0.060, 1.0, 0), 0.0)
+        t0 = h.time.perf_counter()
+        end = h.spin_s(0.005)
+        self.assertGreaterEqual(end - t0, 0.005)
+        self.assertGreaterEqual(h.time.thread_time(), 0.0)
 
     def test_setup_overhead_counts_each_new_component_once(self):
         h = load_harness()
