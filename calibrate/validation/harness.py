@@ -2865,6 +2865,9 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     # short one of the alternating p90 regime (validation run 54), here with a known, steady cause.
     add("slow_worker", [{}] + [{"slow_worker_factor": f} for f in ([1.5] if quick else [1.1, 1.25, 1.5, 2.0])],
         tbase)
+    # What a user can do against a straggler that throttles the loader (run 54: at factor 2 its next index comes only
+    # when its own batch is consumed, behind the pin thread's queue): more indices in flight, or no in-order wait
+    add("slow_worker_remedy", [{}, {"prefetch_factor": 4}, {"in_order": False}], dict(tbase, slow_worker_factor=2.0))
     if not quick:
         add("in_order_image", [{}, {"in_order": False}])
     add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]

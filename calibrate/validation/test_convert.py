@@ -1674,6 +1674,13 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertTrue(any(c["id"].endswith("-warm-slow1.25") for c in cases))
         self.assertTrue(cases[0]["id"].endswith("-warm"))
         self.assertEqual(len([c for c in h.build_cases(True, ["slow_worker"]) if c["repeat"] == 0]), 2)
+        # the remedies share the factor-2 setting with the sweep: measured once, listed in both
+        rem = [c for c in h.build_cases(False, ["slow_worker", "slow_worker_remedy"], 2) if c["repeat"] == 0]
+        self.assertEqual(len(rem), 7)
+        two = [c for c in rem if c["knobs"].get("slow_worker_factor") == 2.0]
+        self.assertEqual(len(two), 3)
+        self.assertEqual({c["knobs"]["prefetch_factor"] for c in two}, {2, 4})
+        self.assertEqual(sum(1 for c in two if c["knobs"].get("in_order", True) is False), 1)
 
     def test_straggler_spins_worker_zero_for_the_factors_extra(self):
         h = load_harness()
