@@ -12,11 +12,19 @@ correlation, and how often both fall on the same side of a split between the reg
         [--kind tensor_f32] [--batch-size 64] [--workers 8] [--pin 1] [--storage warm] [--split 1.5]
 
 Reads report.json or report.json.gz (table.sh keeps it gzipped); runs no simulation.
+
+With --timelines it reads instead the measured cases' worker timelines (harness --timeline) of the calls in
+table_calls.txt that match the knobs, and prints what sets the regime (validation-runs.md run 54): how often a
+batch finished after the one behind it (batch j is worker j mod W's, PyTorch's in-order round robin), the spread of
+the workers' own mean batch times (a worker slow for the whole window) against the batches' spread inside one worker,
+how well the two halves of the window agree on which workers are slow, and the best single threshold on the
+period / total spread that tells the steady cases (p90/mean below 1.3) from the alternating ones (1.7 or more).
 """
 import argparse
 import bisect
 import math
 import os
+import statistics
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -64,6 +72,112 @@ def ratio_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float]]:
     return out
 
 
+def batch_spans(workers: Dict[str, Sequence[Sequence[float]]], num_workers: int) -> List[Tuple[float, float]]:
+    """(start, end) of batch j = 0, 1, ... in index order: worker j mod W's (j // W)-th span (an in-order loader's
+    round robin), as far as every worker has one."""
+    per = min(len(workers[str(w)]) for w in range(num_workers))
+    return [tuple(workers[str(j % num_workers)][j // num_workers][:2]) for j in range(per * num_workers)]
+
+
+def overtaken_fraction(spans: Sequence[Tuple[float, float]], lo: int, hi: int) -> Optional[float]:
+    """Share of batches j in [lo, hi) that finished after batch j + 1: the main loop, in order, then waits for j and
+    finds j + 1 ready (a long step, then a short one)."""
+    hi = min(hi, len(spans) - 1)
+    if hi <= lo:
+        return None
+    return sum(1 for j in range(lo, hi) if spans[j][1] > spans[j + 1][1]) / (hi - lo)
+
+
+def worker_spread(spans: Sequence[Tuple[float, float]], num_workers: int, lo: int, hi: int
+                  ) -> Optional[Tuple[float, float, float]]:
+    """(sd of the workers' mean batch times, sd of all batch times about their worker's mean, mean batch time) over
+    the batches [lo, hi): the first is a worker slow for the whole window, the second its batch-to-batch wander."""
+    hi = min(hi, len(spans))
+    per_worker = [[spans[j][1] - spans[j][0] for j in range(lo, hi) if j % num_workers == w] for w in range(num_workers)]
+    if any(len(d) < 2 for d in per_worker):
+        return None
+    means = [sum(d) / len(d) for d in per_worker]
+    grand = sum(means) / num_workers
+    between = math.sqrt(sum((m - grand) ** 2 for m in means) / num_workers)
+    within = math.sqrt(sum((x - m) ** 2 for d, m in zip(per_worker, means) for x in d) / sum(len(d) for d in per_worker))
+    return between, within, grand
+
+
+def best_threshold(values: Sequence[float], labels: Sequence[bool]) -> Optional[Tuple[float, float, bool]]:
+    """(accuracy, threshold, below) of the one cut on values that best separates the labels: label True for values
+    below the threshold when `below`, else for values at or above it. None without values."""
+    if not values:
+        return None
+    best = None
+    for cut in sorted(set(values)):
+        for below in (True, False):
+            hits = sum(1 for v, lab in zip(values, labels) if (v < cut if below else v >= cut) == lab)
+            if best is None or hits > best[0]:
+                best = (hits, cut, below)
+    return best[0] / len(values), best[1], best[2]
+
+
+def timeline_drivers(case: Dict) -> Optional[Dict[str, float]]:
+    """The measured case's regime and its drivers from its timeline; None without one (or one-epoch loaders only)."""
+    m, k = case.get("measured") or {}, case.get("knobs") or {}
+    tl, nw = m.get("timeline"), int(k.get("num_workers", 0))
+    if not tl or nw < 2 or not tl.get("workers") or int(k.get("epochs", 1) or 1) > 1:
+        return None
+    spans = batch_spans(tl["workers"], nw)
+    lo, hi = int(tl["skip"]), min(len(spans), len(tl["main"]["next_start"]))
+    sw, ooo = worker_spread(spans, nw, lo, hi), overtaken_fraction(spans, lo, hi)
+    mid = (lo + hi) // 2
+    first, second = worker_spread(spans, nw, lo, mid), worker_spread(spans, nw, mid, hi)
+    if sw is None or ooo is None or first is None or second is None:
+        return None
+    halves = pearson(*[[sum(spans[j][1] - spans[j][0] for j in range(a, b) if j % nw == w)
+                        / max(1, sum(1 for j in range(a, b) if j % nw == w)) for w in range(nw)]
+                       for a, b in ((lo, mid), (mid, hi))])
+    step = m["step_time_s"]
+    between, within, _ = sw
+    return {"p90_over_mean": step["p90"] / step["mean"], "overtaken": ooo, "between_s": between, "within_s": within,
+            "step_s": step["mean"], "period_over_spread": step["mean"] / math.hypot(between, within),
+            "halves_r": halves if halves is not None else float("nan")}
+
+
+def print_timeline_drivers(here: str, knobs: Dict) -> int:
+    calls = [l.strip() for l in open(os.path.join(here, "table_calls.txt")) if l.strip() and not l.startswith("#")]
+    rows = []
+    for call in calls:
+        path = os.path.join(here, "results", call, "cases.json")
+        if not os.path.exists(path) and not os.path.exists(path + ".gz"):
+            continue
+        for c in convert.read_json(path).get("cases", []):
+            k = c.get("knobs") or {}
+            if c.get("status") == "ok" and k.get("in_order", True) and k.get("slow_worker_factor", 1.0) == 1.0 \
+                    and all(k.get(n) == v for n, v in knobs.items()):
+                d = timeline_drivers(c)
+                if d is not None:
+                    rows.append(d)
+    print(f"{len(rows)} cases with a timeline and {knobs}")
+    if len(rows) < 2:
+        return 0
+    r = pearson([d["overtaken"] for d in rows], [d["p90_over_mean"] for d in rows])
+    print(f"p90/mean against batches overtaken: r {r:.2f}")
+    for name, pick in (("steady (p90/mean < 1.3)", lambda d: d["p90_over_mean"] < 1.3),
+                       ("alternating (>= 1.7)", lambda d: d["p90_over_mean"] >= 1.7)):
+        g = [d for d in rows if pick(d)]
+        if not g:
+            continue
+        med = lambda key: statistics.median(d[key] for d in g)  # noqa: E731
+        halves = [d["halves_r"] for d in g if not math.isnan(d["halves_r"])]
+        print(f"{name}: {len(g)} cases; medians: overtaken {med('overtaken'):.3f}, step {1e3 * med('step_s'):.1f} ms, "
+              f"workers' means spread {1e3 * med('between_s'):.2f} ms, within a worker {1e3 * med('within_s'):.2f} ms, "
+              f"halves agree on the slow workers r {statistics.median(halves) if halves else float('nan'):.2f}")
+    both = [d for d in rows if d["p90_over_mean"] < 1.3 or d["p90_over_mean"] >= 1.7]
+    for key, label in (("period_over_spread", "step / total batch spread"), ("step_s", "step alone")):
+        acc = best_threshold([d[key] for d in both], [d["p90_over_mean"] >= 1.7 for d in both])
+        if acc:
+            print(f"one threshold on {label} tells the regimes apart in {acc[0]:.0%} of {len(both)} "
+                  f"(alternating {'below' if acc[2] else 'from'} {acc[1]:.3g})")
+    return 0
+
+
 def load_report(directory: str) -> Optional[Dict]:
     """The pooled report, report.json or its .gz (convert.read_json); None where neither is there."""
     path = os.path.join(directory, "report.json")
@@ -82,9 +196,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--pin", type=int, choices=(0, 1), default=1)
     ap.add_argument("--storage", default="warm")
     ap.add_argument("--split", type=float, default=1.5, help="p90/mean between the two regimes")
+    ap.add_argument("--timelines", action="store_true",
+                    help="read the measured cases' timelines (table_calls.txt) for what sets the regime")
     a = ap.parse_args(argv)
     knobs = {"kind": a.kind, "batch_size": a.batch_size, "num_workers": a.workers, "pin_memory": bool(a.pin),
              "storage": a.storage}
+    if a.timelines:
+        return print_timeline_drivers(here, knobs)
     report = load_report(a.report)
     if report is None:
         print(f"step_regime_diagnostic.py: no report.json(.gz) in {a.report} (run bash calibrate/validation/table.sh)",

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """step_regime_diagnostic.py's pure parts against hand calculations (plain Python, no pipeplan)."""
+import math
 import os
 import sys
 import unittest
@@ -36,6 +37,35 @@ class StepRegimeTest(unittest.TestCase):
              "pipeplan": {}},
         ]
         self.assertEqual(S.ratio_pairs(rows, {"kind": "tensor_f32", "num_workers": 8}), [(2.0, 1.5)])
+
+    def test_batch_spans_follow_the_in_order_round_robin(self):
+        workers = {"0": [[0, 1], [4, 5]], "1": [[0, 2], [4, 6], [9, 9.5]]}
+        # batch 0 = worker 0's first, 1 = worker 1's first, 2 = worker 0's second ...; worker 1's third has no pair
+        self.assertEqual(S.batch_spans(workers, 2), [(0, 1), (0, 2), (4, 5), (4, 6)])
+
+    def test_overtaken_fraction_by_hand(self):
+        # ends 1, 3, 2, 4: batch 1 (end 3) finished after batch 2 (end 2): one of the three pairs
+        spans = [(0, 1), (0, 3), (0, 2), (0, 4)]
+        self.assertAlmostEqual(S.overtaken_fraction(spans, 0, 4), 1 / 3)
+        self.assertAlmostEqual(S.overtaken_fraction(spans, 2, 4), 0.0)
+        self.assertIsNone(S.overtaken_fraction(spans, 3, 4))
+
+    def test_worker_spread_splits_a_slow_worker_from_the_wander(self):
+        # two workers, worker 0 always 2 s, worker 1 alternating 3 and 5 s: means 2 and 4 (sd about 3: 1);
+        # about their worker's mean worker 0's four batches are off by 0, worker 1's by 1 each: sqrt(4 / 8)
+        spans = [(0, 2), (0, 3), (0, 2), (0, 5), (0, 2), (0, 3), (0, 2), (0, 5)]
+        between, within, mean = S.worker_spread(spans, 2, 0, 8)
+        self.assertAlmostEqual(between, 1.0)
+        self.assertAlmostEqual(within, math.sqrt(4 / 8))
+        self.assertAlmostEqual(mean, 3.0)
+        self.assertIsNone(S.worker_spread(spans, 2, 0, 3))    # worker 1 has one batch there
+
+    def test_best_threshold_finds_the_cut(self):
+        acc, cut, below = S.best_threshold([1.0, 2.0, 3.0, 4.0], [True, True, False, False])
+        self.assertEqual((acc, cut, below), (1.0, 3.0, True))
+        acc, cut, below = S.best_threshold([1.0, 2.0, 3.0, 4.0], [False, True, False, True])
+        self.assertAlmostEqual(acc, 0.75)
+        self.assertIsNone(S.best_threshold([], []))
 
 
 if __name__ == "__main__":
