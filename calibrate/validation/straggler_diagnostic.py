@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Diagnostic: one straggling worker (harness families slow_worker, slow_worker_remedy), measured and simulated.
+
+    python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan] [--no-sim]
+
+Per case: the straggler's (worker 0's) mean batch time against the others', how long it sits idle between its
+batches (waiting for its next index: PyTorch sends an index only when the loop takes a batch, so with prefetch_factor
+2 a worker's next-but-one index leaves when its own previous batch is taken), its period from one batch's start to the
+next, the throughput that period allows (one of its batches per round of num_workers batches), and the mean wait of
+the loop by position in the round. The same from the simulator's trace of the case as the generated table builds it
+(convert.table_case_inputs, the first seed), unless --no-sim. Validation run 54.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+
+Span = Tuple[float, float]
+
+
+def worker_rhythm(spans: Sequence[Span]) -> Optional[Dict[str, float]]:
+    """One worker's batches (start, end) in order: mean batch time, mean idle between a batch's end and the next
+    one's start, mean period start to start; None for under two batches."""
+    if len(spans) < 2:
+        return None
+    n = len(spans) - 1
+    return {"batch_s": statistics.mean(b - a for a, b in spans),
+            "idle_s": sum(spans[i + 1][0] - spans[i][1] for i in range(n)) / n,
+            "period_s": (spans[-1][0] - spans[0][0]) / n}
+
+
+def round_limited_samples_per_s(period_s: float, num_workers: int, batch_size: int) -> float:
+    """The throughput a worker with this period allows an in-order loader: one of its batches in each round of
+    num_workers batches."""
+    return num_workers * batch_size / period_s
+
+
+def waits_by_position(next_start: Sequence[float], in_hand: Sequence[float], num_workers: int, skip: int
+                      ) -> List[float]:
+    """The loop's mean wait for a batch (next() called to batch in hand) by the batch's position j mod num_workers."""
+    out = [[] for _ in range(num_workers)]
+    for j in range(skip, min(len(next_start), len(in_hand))):
+        out[j % num_workers].append(in_hand[j] - next_start[j])
+    return [statistics.mean(w) if w else float("nan") for w in out]
+
+
+def measured_rows(case: Dict) -> Optional[Dict]:
+    tl, k = case["measured"].get("timeline"), case["knobs"]
+    if not tl:
+        return None
+    nw, skip = int(k["num_workers"]), int(tl["skip"])
+    rhythm = [worker_rhythm([tuple(s[:2]) for s in tl["workers"][str(w)][skip // nw:]]) for w in range(nw)]
+    if any(r is None for r in rhythm):
+        return None
+    return {"rhythm": rhythm, "waits": waits_by_position(tl["main"]["next_start"], tl["main"]["next_end"], nw, skip),
+            "samples_per_s": case["measured"]["throughput_samples_per_s"]}
+
+
+def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str) -> Optional[Dict]:
+    cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
+    tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
+    scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
+    paths = [os.path.join(tmp, n) for n in ("s.json", "p.json", "r.json", "t.json")]
+    json.dump(scen, open(paths[0], "w"))
+    json.dump(prof or profile, open(paths[1], "w"))
+    run = subprocess.run([pipeplan, "simulate", paths[0], "--profile", paths[1], "--format", "json", "-o", paths[2],
+                          "--trace", paths[3]], capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"{case['id']}: pipeplan failed: {run.stderr.strip()}", file=sys.stderr)
+        return None
+    trace = json.load(open(paths[3]))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    nw = int(case["knobs"]["num_workers"])
+    per_batch: Dict[Tuple[int, int], Span] = {}   # (worker, batch): a per-sample load and its collate are one batch
+    for e in events:
+        name = names.get(e.get("tid"), "")
+        if e.get("ph") == "X" and name.startswith("worker ") and (e.get("args") or {}).get("batch") is not None:
+            key = (int(name.split()[1]), int(e["args"]["batch"]))
+            a, b = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+            old = per_batch.get(key)
+            per_batch[key] = (min(a, old[0]), max(b, old[1])) if old else (a, b)
+    rhythm = []
+    for w in range(nw):
+        spans = [per_batch[k] for k in sorted(per_batch) if k[0] == w]
+        rhythm.append(worker_rhythm(spans[len(spans) // 5:]))   # past the start, as the measured window
+    if any(r is None for r in rhythm):
+        return None
+    return {"rhythm": rhythm, "waits": None, "samples_per_s": json.load(open(paths[2]))["throughput"]["samples_per_s"]}
+
+
+def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool) -> str:
+    r0, others = rows["rhythm"][0], rows["rhythm"][1:]
+    text = (f"  {label:9s} {rows['samples_per_s']:6.0f} samples/s; worker 0 batch {1e3 * r0['batch_s']:6.1f} ms "
+            f"(others {1e3 * statistics.mean(r['batch_s'] for r in others):5.1f}), idle {1e3 * r0['idle_s']:5.1f} ms, "
+            f"period {1e3 * r0['period_s']:6.1f} ms")
+    if in_order:   # out of order, worker 0 no longer owns one batch in every round
+        text += f" -> at most {round_limited_samples_per_s(r0['period_s'], nw, bs):6.0f} samples/s"
+    if rows["waits"]:
+        text += "; wait by position " + " ".join(f"{1e3 * w:.1f}" for w in rows["waits"]) + " ms"
+    return text
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results_dir")
+    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--no-sim", action="store_true")
+    a = ap.parse_args(argv)
+    doc = convert.read_call_json(a.results_dir, "cases.json")       # missing or bad: one line, exit 2
+    profile = convert.read_call_json(a.results_dir, "profile.json")
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in doc["cases"]:
+            if c.get("status") != "ok" or int(c["knobs"].get("num_workers", 0)) < 2:
+                continue
+            meas = measured_rows(c)
+            if meas is None:
+                continue
+            nw, bs = int(c["knobs"]["num_workers"]), int(c["knobs"]["batch_size"])
+            print(f"{c['id']} (factor {c['knobs'].get('slow_worker_factor', 1.0):g})")
+            in_order = bool(c["knobs"].get("in_order", True))
+            print(line("measured", meas, nw, bs, in_order))
+            sim = None if a.no_sim else simulated_rows(c, doc, profile, a.pipeplan, tmp)
+            if sim:
+                print(line("simulated", sim, nw, bs, in_order))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
