@@ -72,6 +72,22 @@ def ratio_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float]]:
     return out
 
 
+def overtaken_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float, float]]:
+    """(measured, simulated share of batches overtaken, simulated p90/mean step) of the matching rows that have both
+    shares (the report's out_of_order_fraction)."""
+    out = []
+    for row in rows:
+        p, m, k = row.get("pipeplan") or {}, row.get("measured") or {}, row.get("knobs") or {}
+        if any(k.get(name) != want for name, want in knobs.items()):
+            continue
+        try:
+            out.append((float(m["out_of_order_fraction"]), float(p["out_of_order_fraction"]),
+                        p["step_p90_s"] / p["step_mean_s"]))
+        except (KeyError, TypeError, ZeroDivisionError):
+            continue
+    return out
+
+
 def batch_spans(workers: Dict[str, Sequence[Sequence[float]]], num_workers: int) -> List[Tuple[float, float]]:
     """(start, end) of batch j = 0, 1, ... in index order: worker j mod W's (j // W)-th span (an in-order loader's
     round robin), as far as every worker has one."""
@@ -219,6 +235,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     r = pearson([m for m, _ in pairs], [s for _, s in pairs])
     print(f"correlation measured/simulated: {'n/a' if r is None else f'{r:.2f}'}; same side of {a.split:g}: "
           f"{same_regime_fraction(pairs, a.split):.0%}")
+    over = overtaken_pairs(report["rows"], knobs)
+    if len(over) >= 2:
+        meas, sim = sorted(o[0] for o in over), sorted(o[1] for o in over)
+        ten = lambda v: (v[int(0.1 * (len(v) - 1))], v[int(0.9 * (len(v) - 1))])  # noqa: E731
+        r_sim = pearson([o[1] for o in over], [o[2] for o in over])
+        r_ms = pearson([o[0] for o in over], [o[1] for o in over])
+        print(f"batches overtaken over {len(over)} cases, 10th-90th percentile: measured {ten(meas)[0]:.1%}-"
+              f"{ten(meas)[1]:.1%}, simulated {ten(sim)[0]:.1%}-{ten(sim)[1]:.1%}; simulated p90/mean against the "
+              f"simulated share r {'n/a' if r_sim is None else f'{r_sim:.2f}'}; measured against simulated share "
+              f"r {'n/a' if r_ms is None else f'{r_ms:.2f}'}")
     return 0
 
 

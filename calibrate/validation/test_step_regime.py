@@ -38,6 +38,17 @@ class StepRegimeTest(unittest.TestCase):
         ]
         self.assertEqual(S.ratio_pairs(rows, {"kind": "tensor_f32", "num_workers": 8}), [(2.0, 1.5)])
 
+    def test_overtaken_pairs_match_knobs_and_need_both_shares(self):
+        rows = [
+            {"knobs": {"kind": "tensor_f32"}, "measured": {"out_of_order_fraction": 0.2},
+             "pipeplan": {"out_of_order_fraction": 0.1, "step_p90_s": 0.03, "step_mean_s": 0.02}},
+            {"knobs": {"kind": "image"}, "measured": {"out_of_order_fraction": 0.2},
+             "pipeplan": {"out_of_order_fraction": 0.1, "step_p90_s": 0.03, "step_mean_s": 0.02}},
+            {"knobs": {"kind": "tensor_f32"}, "measured": {"out_of_order_fraction": None},
+             "pipeplan": {"out_of_order_fraction": 0.1, "step_p90_s": 0.03, "step_mean_s": 0.02}},
+        ]
+        self.assertEqual(S.overtaken_pairs(rows, {"kind": "tensor_f32"}), [(0.2, 0.1, 1.5)])
+
     def test_batch_spans_follow_the_in_order_round_robin(self):
         workers = {"0": [[0, 1], [4, 5]], "1": [[0, 2], [4, 6], [9, 9.5]]}
         # batch 0 = worker 0's first, 1 = worker 1's first, 2 = worker 0's second ...; worker 1's third has no pair
