@@ -679,12 +679,20 @@ class InstrumentedDataset:
         return x
 
 
-def spin_s(seconds: float) -> float:
+_SPIN_BUFFER = b"\0" * (256 << 10)
+
+
+def spin_s(seconds: float, holding_gil: bool = True) -> float:
     """Keep this thread's core busy for `seconds` of wall time (no sleep: a straggler's extra work is CPU work, as the
-    simulator's loader.slow_worker stretches a worker's CPU time); returns perf_counter at the end."""
+    simulator's loader.slow_worker stretches a worker's CPU time); returns perf_counter at the end. holding_gil: a
+    Python loop, which keeps its process's other threads (the result queue's feeder, the fd sharer) waiting for the
+    GIL up to the switch interval; else hashing a 256 KiB buffer, which hashlib does with the GIL released."""
+    import hashlib
     end = time.perf_counter() + max(0.0, seconds)
     now = time.perf_counter()
     while now < end:
+        if not holding_gil:
+            hashlib.sha256(_SPIN_BUFFER)
         now = time.perf_counter()
     return now
 
@@ -703,8 +711,9 @@ def _worker_id() -> Optional[int]:
 
 
 class InstrumentedCollate:
-    def __init__(self, fn, insitu, slow_worker_factor: float = 1.0):
+    def __init__(self, fn, insitu, slow_worker_factor: float = 1.0, slow_worker_gil: bool = True):
         self.fn, self.insitu, self.slow_worker_factor = fn, insitu, float(slow_worker_factor)
+        self.slow_worker_gil = bool(slow_worker_gil)
 
     def __call__(self, batch):
         fn = self.fn
@@ -727,7 +736,7 @@ class InstrumentedCollate:
             # so that the converter's costs are the others' and the knob alone makes worker 0 slower
             extra_s = straggler_extra_s(busy, self.slow_worker_factor, _worker_id())
             if extra_s > 0.0:
-                w1 = spin_s(extra_s)
+                w1 = spin_s(extra_s, self.slow_worker_gil)
         if self.insitu.timeline is not None:
             self.insitu.timeline.end(w1)
         return out
@@ -2485,7 +2494,8 @@ class Harness:
             insitu.timeline = Timeline()
         dl_kw = dict(batch_size=bs, sampler=sampler, num_workers=nw, pin_memory=k["pin_memory"],
                      drop_last=True, collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu,
-                                                                    float(k.get("slow_worker_factor", 1.0))))
+                                                                    float(k.get("slow_worker_factor", 1.0)),
+                                                                    k.get("slow_worker_spin", "python") == "python"))
         ds = InstrumentedDataset(ds, insitu)
         if nw > 0:
             dl_kw["prefetch_factor"] = pf
@@ -2868,6 +2878,9 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     # What a user can do against a straggler that throttles the loader (run 54: at factor 2 its next index comes only
     # when its own batch is consumed, behind the pin thread's queue): more indices in flight, or no in-order wait
     add("slow_worker_remedy", [{}, {"prefetch_factor": 4}, {"in_order": False}], dict(tbase, slow_worker_factor=2.0))
+    # Run 54's straggler idled ~20 ms between batches with indices queued: its Python spin holds its GIL, which the
+    # threads that hand its batches over need. The same straggler spinning in C with the GIL released tells.
+    add("slow_worker_gil", [{}, {"slow_worker_spin": "nogil"}], dict(tbase, slow_worker_factor=2.0))
     if not quick:
         add("in_order_image", [{}, {"in_order": False}])
     add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]
@@ -2931,6 +2944,7 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                    + ("-persist" if k.get("persistent_workers") and k.get("epochs", 1) > 1 else "")
                    + ("-unordered" if k.get("in_order", True) is False else "")
                    + (f"-slow{k['slow_worker_factor']:g}" if k.get("slow_worker_factor", 1.0) != 1.0 else "")
+                   + ("-nogil" if k.get("slow_worker_spin", "python") == "nogil" else "")
                    + (f"-r{c['repeat']}" if c["repeat"] else ""))
     return cases
 

@@ -1681,6 +1681,9 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len(two), 3)
         self.assertEqual({c["knobs"]["prefetch_factor"] for c in two}, {2, 4})
         self.assertEqual(sum(1 for c in two if c["knobs"].get("in_order", True) is False), 1)
+        gil = [c for c in h.build_cases(False, ["slow_worker_remedy", "slow_worker_gil"], 2) if c["repeat"] == 0]
+        self.assertEqual(len(gil), 4)       # the factor-2 straggler shared, its GIL-free spin added
+        self.assertEqual([c["id"].endswith("-nogil") for c in gil].count(True), 1)
 
     def test_straggler_spins_worker_zero_for_the_factors_extra(self):
         h = load_harness()
@@ -1689,10 +1692,12 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(h.straggler_extra_s(0.060, 1.25, 1), 0.0)
         self.assertEqual(h.straggler_extra_s(0.060, 1.25, None), 0.0)     # main process (num_workers=0)
         self.assertEqual(h.straggler_extra_s(0.060, 1.0, 0), 0.0)
-        t0 = h.time.perf_counter()
-        end = h.spin_s(0.005)
-        self.assertGreaterEqual(end - t0, 0.005)
-        self.assertGreaterEqual(h.time.thread_time(), 0.0)
+        for holding_gil in (True, False):
+            t0, c0 = h.time.perf_counter(), h.time.thread_time()
+            end = h.spin_s(0.02, holding_gil)
+            self.assertGreaterEqual(end - t0, 0.02)
+            # busy, not asleep: most of the wall on this thread's CPU clock (a loaded CI machine gets a margin)
+            self.assertGreater(h.time.thread_time() - c0, 0.005)
 
     def test_setup_overhead_counts_each_new_component_once(self):
         h = load_harness()
