@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import gzip
+import lzma
 import json
 import math
 import os
@@ -326,13 +327,27 @@ def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str,
     return _step_curve(call_components, profile, rc.get("step") or "", rc)
 
 
+STORED_JSON_SUFFIXES = ("", ".gz", ".xz")
+
+
+def stored_json_path(path: str) -> Optional[str]:
+    """The file a JSON document is kept in: `path` itself, else its gzip or xz copy (older calls' cases.json are kept
+    compressed, xz since the fiftieth session: the working tree that travels to the device is limited to 64 MiB);
+    None where none is there."""
+    for suffix in STORED_JSON_SUFFIXES:
+        if os.path.exists(path + suffix):
+            return path + suffix
+    return None
+
+
 def read_json(path: str) -> Any:
-    """A JSON file, or where `path` is absent its gzip copy `path`.gz: older calls' cases.json are kept compressed
-    (the working tree that travels to the device is limited to 64 MiB; since the seventeenth session)."""
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
+    """A JSON file, or where `path` is absent its .gz or .xz copy (stored_json_path)."""
+    path = stored_json_path(path) or path
     if path.endswith(".gz"):  # also named as such on the command line
         with gzip.open(path, "rt") as f:
+            return json.load(f)
+    if path.endswith(".xz"):
+        with lzma.open(path, "rt") as f:
             return json.load(f)
     with open(path) as f:
         return json.load(f)
@@ -360,7 +375,7 @@ def read_call_json(results_dir: str, name: str) -> Any:
     one line on stderr naming the file and what was expected, and exit code 2 (a call without calibration, like run
     24's settle check, has no profile.json)."""
     path = os.path.join(results_dir, name)
-    if not (os.path.exists(path) or os.path.exists(path + ".gz")):
+    if stored_json_path(path) is None:
         print(f"{path}: not found (expected a device call's result folder holding cases.json and profile.json)",
               file=sys.stderr)
         sys.exit(2)

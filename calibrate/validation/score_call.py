@@ -86,11 +86,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv[:cut])
     a.convert_args = argv[cut + 1:]
     R = a.results_dir.rstrip("/")
-    cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz") if os.path.isfile(os.path.join(R, f))),
+    cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz", "cases.json.xz") if os.path.isfile(os.path.join(R, f))),
                  None)
     profile = os.path.join(R, "profile.json")
     if cases is None or not os.path.isfile(profile):
-        print(f"score_call: {R}: expected cases.json (or cases.json.gz) and profile.json in it", file=sys.stderr)
+        print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json in it", file=sys.stderr)
         return 2
     if not os.access(a.pipeplan, os.X_OK):
         print(f"score_call: --pipeplan {a.pipeplan}: not an executable; expected build/cli/pipeplan (build first)",

@@ -58,12 +58,18 @@ def same_regime_fraction(pairs: Sequence[Tuple[float, float]], split: float) -> 
     return sum(1 for m, s in pairs if (m >= split) == (s >= split)) / len(pairs)
 
 
+def plain_loader(knobs: Dict) -> bool:
+    """An in-order loader with no harness-made straggler (families slow_worker*, in_order): the regime question is
+    about the loaders users run as they are."""
+    return knobs.get("in_order", True) is not False and float(knobs.get("slow_worker_factor", 1.0)) == 1.0
+
+
 def ratio_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float]]:
     """(measured, simulated) p90/mean step of the rows whose knobs match every given knob."""
     out = []
     for row in rows:
         p, m, k = row.get("pipeplan") or {}, row.get("measured") or {}, row.get("knobs") or {}
-        if any(k.get(name) != want for name, want in knobs.items()):
+        if any(k.get(name) != want for name, want in knobs.items()) or not plain_loader(k):
             continue
         try:
             out.append((m["step_p90_s"] / m["step_mean_s"], p["step_p90_s"] / p["step_mean_s"]))
@@ -78,7 +84,7 @@ def overtaken_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, floa
     out = []
     for row in rows:
         p, m, k = row.get("pipeplan") or {}, row.get("measured") or {}, row.get("knobs") or {}
-        if any(k.get(name) != want for name, want in knobs.items()):
+        if any(k.get(name) != want for name, want in knobs.items()) or not plain_loader(k):
             continue
         try:
             out.append((float(m["out_of_order_fraction"]), float(p["out_of_order_fraction"]),
@@ -161,12 +167,11 @@ def print_timeline_drivers(here: str, knobs: Dict) -> int:
     rows = []
     for call in calls:
         path = os.path.join(here, "results", call, "cases.json")
-        if not os.path.exists(path) and not os.path.exists(path + ".gz"):
+        if convert.stored_json_path(path) is None:
             continue
         for c in convert.read_json(path).get("cases", []):
             k = c.get("knobs") or {}
-            if c.get("status") == "ok" and k.get("in_order", True) and k.get("slow_worker_factor", 1.0) == 1.0 \
-                    and all(k.get(n) == v for n, v in knobs.items()):
+            if c.get("status") == "ok" and plain_loader(k) and all(k.get(n) == v for n, v in knobs.items()):
                 d = timeline_drivers(c)
                 if d is not None:
                     rows.append(d)
@@ -197,7 +202,7 @@ def print_timeline_drivers(here: str, knobs: Dict) -> int:
 def load_report(directory: str) -> Optional[Dict]:
     """The pooled report, report.json or its .gz (convert.read_json); None where neither is there."""
     path = os.path.join(directory, "report.json")
-    if not os.path.exists(path) and not os.path.exists(path + ".gz"):
+    if convert.stored_json_path(path) is None:
         return None
     return convert.read_json(path)
 

@@ -2225,7 +2225,7 @@ class ProbeStepTest(unittest.TestCase):
 
 
 class ReadJson(unittest.TestCase):
-    """convert.read_json: a call's cases.json, or where it is absent the cases.json.gz older calls are kept as."""
+    """convert.read_json: a call's cases.json, or where it is absent the .gz or .xz copy older calls are kept as."""
 
     def test_reads_the_plain_file_and_else_its_gzip_copy(self):
         import gzip
@@ -2238,6 +2238,15 @@ class ReadJson(unittest.TestCase):
             self.assertEqual(convert.read_json(plain), {"cases": [1]})
             self.assertEqual(convert.read_json(packed), {"cases": [2]})
             self.assertEqual(convert.read_json(packed + ".gz"), {"cases": [2]})   # named as such (a traceback before)
+            import lzma
+            xz = os.path.join(d, "c.json")
+            with lzma.open(xz + ".xz", "wt") as f:
+                json.dump({"cases": [3]}, f)
+            self.assertEqual(convert.read_json(xz), {"cases": [3]})
+            self.assertEqual(convert.read_json(xz + ".xz"), {"cases": [3]})
+            self.assertEqual(convert.stored_json_path(xz), xz + ".xz")
+            self.assertEqual(convert.stored_json_path(plain), plain)
+            self.assertIsNone(convert.stored_json_path(os.path.join(d, "missing.json")))
             with self.assertRaises(OSError):
                 convert.read_json(os.path.join(d, "missing.json"))
 
@@ -2476,7 +2485,7 @@ class SlowWanderSplit(unittest.TestCase):
 RUN48B2B = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-03-h200-run48b2b")
 
 
-@unittest.skipUnless(os.path.exists(os.path.join(RUN48B2B, "cases.json.gz")), "run 48's results not in this checkout")
+@unittest.skipUnless(convert.stored_json_path(os.path.join(RUN48B2B, "cases.json")), "run 48's results not in this checkout")
 class WorkerReadsTest(unittest.TestCase):
     """--worker-reads: the simulator reads a cold case's files one sample at a time unless told per-batch; a warm
     case reads nothing, so it never carries the key."""

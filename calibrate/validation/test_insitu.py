@@ -12,7 +12,7 @@ import insitu_diagnostic as diag  # noqa: E402
 CALL = os.path.join(HERE, "results", "2026-11-30-h200-run20gil")
 
 
-@unittest.skipUnless(any(os.path.exists(os.path.join(CALL, f)) for f in ("cases.json", "cases.json.gz")),
+@unittest.skipUnless(convert.stored_json_path(os.path.join(CALL, "cases.json")),
                      "run 20's results not in this checkout")
 class TableBase(unittest.TestCase):
     @classmethod

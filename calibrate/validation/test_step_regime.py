@@ -37,6 +37,11 @@ class StepRegimeTest(unittest.TestCase):
              "pipeplan": {}},
         ]
         self.assertEqual(S.ratio_pairs(rows, {"kind": "tensor_f32", "num_workers": 8}), [(2.0, 1.5)])
+        # a harness-made straggler or an out-of-order loader is left out
+        for extra in ({"slow_worker_factor": 2.0}, {"in_order": False}):
+            row = dict(rows[0], knobs=dict(rows[0]["knobs"], **extra))
+            self.assertEqual(S.ratio_pairs([row], {"kind": "tensor_f32"}), [])
+        self.assertTrue(S.plain_loader({"in_order": True, "slow_worker_factor": 1.0}))
 
     def test_overtaken_pairs_match_knobs_and_need_both_shares(self):
         rows = [

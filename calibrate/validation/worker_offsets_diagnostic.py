@@ -124,7 +124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     a = ap.parse_args(argv)
     report_path = os.path.join(a.report, "report.json")
-    if not os.path.isfile(report_path) and not os.path.isfile(report_path + ".gz"):  # the table's is kept gzipped
+    if convert.stored_json_path(report_path) is None:  # the table's is kept gzipped
         print(f"worker_offsets_diagnostic: {report_path} not found (run bash calibrate/validation/table.sh)",
               file=sys.stderr)
         return 2
@@ -141,10 +141,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tag, name = r["id"].split(":", 1) if ":" in r["id"] else ("", r["id"])
         if tag not in cases_by_call:
             path = (os.path.join(calls.get(tag, ""), "cases.json") if tag else
-                    str((report.get("meta") or {}).get("cases_path") or "").removesuffix(".gz"))
-            if not (os.path.isfile(path) or os.path.isfile(path + ".gz")):
+                    str((report.get("meta") or {}).get("cases_path") or "").removesuffix(".gz").removesuffix(".xz"))
+            if convert.stored_json_path(path) is None:
                 continue
-            d = convert.read_json(path)  # or its .gz
+            d = convert.read_json(path)  # or its .gz / .xz
             cases_by_call[tag] = {c["id"]: c for c in (d["cases"] if isinstance(d, dict) else d)}
         got = measured_case(cases_by_call[tag].get(name) or {})
         if not got:
