@@ -64,13 +64,18 @@ def plain_loader(knobs: Dict) -> bool:
     return knobs.get("in_order", True) is not False and float(knobs.get("slow_worker_factor", 1.0)) == 1.0
 
 
+def matching_rows(rows: Sequence[Dict], knobs: Dict):
+    """(measured, pipeplan) of the plain-loader rows whose knobs match every given knob."""
+    for row in rows:
+        k = row.get("knobs") or {}
+        if plain_loader(k) and all(k.get(name) == want for name, want in knobs.items()):
+            yield row.get("measured") or {}, row.get("pipeplan") or {}
+
+
 def ratio_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, float]]:
     """(measured, simulated) p90/mean step of the rows whose knobs match every given knob."""
     out = []
-    for row in rows:
-        p, m, k = row.get("pipeplan") or {}, row.get("measured") or {}, row.get("knobs") or {}
-        if any(k.get(name) != want for name, want in knobs.items()) or not plain_loader(k):
-            continue
+    for m, p in matching_rows(rows, knobs):
         try:
             out.append((m["step_p90_s"] / m["step_mean_s"], p["step_p90_s"] / p["step_mean_s"]))
         except (KeyError, TypeError, ZeroDivisionError):
@@ -82,10 +87,7 @@ def overtaken_pairs(rows: Sequence[Dict], knobs: Dict) -> List[Tuple[float, floa
     """(measured, simulated share of batches overtaken, simulated p90/mean step) of the matching rows that have both
     shares (the report's out_of_order_fraction)."""
     out = []
-    for row in rows:
-        p, m, k = row.get("pipeplan") or {}, row.get("measured") or {}, row.get("knobs") or {}
-        if any(k.get(name) != want for name, want in knobs.items()) or not plain_loader(k):
-            continue
+    for m, p in matching_rows(rows, knobs):
         try:
             out.append((float(m["out_of_order_fraction"]), float(p["out_of_order_fraction"]),
                         p["step_p90_s"] / p["step_mean_s"]))
