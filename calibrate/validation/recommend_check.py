@@ -26,6 +26,11 @@ from each setting a family measured, recommend with `--knobs` limited to the fam
 nothing else), and the setting it lands on against the family's measured settings (knob_verdict), with the call's
 own repeat spread (the largest, as the table's tau within noise; at least PIN_TIE) as what the ground truth can
 tell apart.
+
+Last, recommend's steadier-steps round (since the fiftieth session): from each in-order case of a family that also
+measured in_order=False (in_order, in_order_image, slow_worker_remedy), recommend with `--knobs loader.in_order`, and
+whether it names in_order=False (for the rate or as the steadier change) against what the call measured: a p90 step
+cut by at least STEP_CUT at a rate not clearly lower (steadier_verdict).
 """
 import argparse
 import json
@@ -122,6 +127,21 @@ def knob_verdict(means: Dict[Tuple[str, ...], float], recommended: Tuple[str, ..
     if min(means.values()) >= (1.0 - tie) * best:
         return "tie"
     return "right" if means[recommended] >= (1.0 - tie) * best else "wrong"
+
+
+# The p90 step cut recommend's steadier round asks for (cli/recommend_command.cpp kMinStepCut).
+STEP_CUT = 0.25
+
+
+def steadier_verdict(p90_change: float, rate_change: float, names_unordered: bool, tie: float = PIN_TIE) -> str:
+    """Whether recommend was right to name in_order=False or not, from the measured changes in_order=False made to
+    the p90 step time and to the rate (relative): worth naming where it cut the p90 step by STEP_CUT or more at a
+    rate not lower by more than `tie`, or raised the rate by more than `tie`. 'right', 'missed' (worth naming, not
+    named) or 'false alarm' (named, not worth it)."""
+    worth = (p90_change <= -STEP_CUT and rate_change > -tie) or rate_change > tie
+    if worth == names_unordered:
+        return "right"
+    return "missed" if worth else "false alarm"
 
 
 def recommend(binary: str, scenario: str, profile: Optional[str], knobs: Sequence[str] = ()) -> Dict:
@@ -264,6 +284,44 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{knob_verdicts.get(v, 0)} {v}" for v in ("right", "tie", "wrong", "unmeasured"))
             + f" (right: the setting it lands on measured within the call's repeat spread, at least {PIN_TIE:.0%}, of "
               f"the family's best; a tie: every measured setting within it)")
+    lines += ["", "| call | family | in order: p90 step, rate | in_order=False measured: p90 step, rate | recommend "
+              "(--knobs loader.in_order) | verdict |", "|---|---|---|---|---|---|"]
+    steady_verdicts: Dict[str, int] = {}
+    for name, fam in report["families"].items():
+        tag, family = name.split(":", 1)
+        if family not in ("in_order", "in_order_image", "slow_worker_remedy"):
+            continue
+        members = family_settings(fam, rows)
+        base = [r for r in members if r["knobs"].get("in_order", True) is not False
+                and int(r["knobs"].get("prefetch_factor", 2)) == 2]
+        unordered = [r for r in members if r["knobs"].get("in_order", True) is False]
+        if not base or not unordered:
+            continue
+        mean = lambda rs, key: statistics.fmean(float(r["measured"][key]) for r in rs)  # noqa: E731
+        p90_change = mean(unordered, "step_p90_s") / mean(base, "step_p90_s") - 1.0
+        rate_change = mean(unordered, "samples_per_s") / mean(base, "samples_per_s") - 1.0
+        start = min(base, key=lambda r: int(r.get("repeat") or 0))
+        out = recommend_from(start["id"], ["loader.in_order"])
+        if "error" in out:
+            lines.append(f"| {tag} | {family} | | | failed: {out['error']} | |")
+            continue
+        by_rate = str(out["recommended"]["set"].get("loader.in_order", "true")).lower() == "false"
+        st = out.get("steadier") or {}
+        as_steadier = st.get("key") == "loader.in_order" and str(st.get("to")).lower() == "false"
+        v = steadier_verdict(p90_change, rate_change, by_rate or as_steadier,
+                             max(PIN_TIE, fam.get("ground_truth_noise") or 0.0))
+        steady_verdicts[v] = steady_verdicts.get(v, 0) + 1
+        said = ("in_order=False for the rate" if by_rate else
+                f"steadier: in_order=False, p90 step {1e3 * st['step_time_p90_s_before']:.1f} -> "
+                f"{1e3 * st['step_time_p90_s']:.1f} ms" if as_steadier else "nothing")
+        lines.append(f"| {tag} | {family} | {1e3 * mean(base, 'step_p90_s'):.1f} ms, {mean(base, 'samples_per_s'):,.0f}/s "
+                     f"| {1e3 * mean(unordered, 'step_p90_s'):.1f} ms ({p90_change:+.0%}), {rate_change:+.1%} | {said} | {v} |")
+    if steady_verdicts:
+        lines.append("")
+        lines.append(f"in_order=False (rate or steadier steps): {sum(steady_verdicts.values())} families: " + ", ".join(
+            f"{steady_verdicts.get(v, 0)} {v}" for v in ("right", "missed", "false alarm"))
+            + f" (worth naming: the p90 step cut {STEP_CUT:.0%} or more at a rate not lower beyond the call's repeat "
+              f"spread, or the rate raised beyond it)")
     text = "\n".join(lines)
     print(text)
     if a.md:

@@ -70,6 +70,24 @@ class PinVerdictTest(unittest.TestCase):
 
 
 
+class SteadierVerdictTest(unittest.TestCase):
+    def test_verdicts_by_hand(self):
+        # run 54's straggler: p90 step -79% at +19% rate: worth naming; named -> right, not named -> missed
+        self.assertEqual(R.steadier_verdict(-0.79, 0.19, True), "right")
+        self.assertEqual(R.steadier_verdict(-0.79, 0.19, False), "missed")
+        # the table's r18 tensor pair: -41% at -0.3%, within the tie: worth naming
+        self.assertEqual(R.steadier_verdict(-0.41, -0.003, True), "right")
+        # no p90 change at -2.9%: not worth it; naming it is a false alarm
+        self.assertEqual(R.steadier_verdict(0.0, -0.029, False), "right")
+        self.assertEqual(R.steadier_verdict(0.0, -0.029, True), "false alarm")
+        # a cut at a clearly lower rate (beyond the 5% tie) is not worth it
+        self.assertEqual(R.steadier_verdict(-0.5, -0.12, True), "false alarm")
+        # a rate gain beyond the tie is worth naming whatever the p90 did
+        self.assertEqual(R.steadier_verdict(0.1, 0.12, True), "right")
+        # a 20% cut is under the 25% bar
+        self.assertEqual(R.steadier_verdict(-0.2, 0.0, False), "right")
+
+
 class EndToEndTest(unittest.TestCase):
     def test_a_fake_recommend_against_a_hand_made_report(self):
         # one call: a worker sweep w2 (500/s), w4 (900), w8 (1,600), w12 (2,000), w16 (2,040), and a pinning pair
