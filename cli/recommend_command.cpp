@@ -56,6 +56,13 @@ struct Point {
   nlohmann::json first;           // the first seed's report
 };
 
+// A point to simulate: `sets` on top of the scenario, nothing measured yet.
+Point point_at(std::vector<std::string> sets) {
+  Point p;
+  p.sets = std::move(sets);
+  return p;
+}
+
 std::string key_of(const std::string& assignment) { return assignment.substr(0, assignment.find('=')); }
 std::string value_of(const std::string& assignment) { return assignment.substr(assignment.find('=') + 1); }
 
@@ -199,14 +206,11 @@ std::string caveat(const std::string& assignment) {
 }
 
 // The steadier-steps change as the JSON report gives it (null where none): the knob, its value at the recommended
-// point and after, both points' rate and p90 step time, and what to weigh.
-nlohmann::json steadier_json(const Point* steadier, const Point& current, const Scenario& base) {
+// point (`from`) and after, both points' rate and p90 step time, and what to weigh.
+nlohmann::json steadier_json(const Point* steadier, const Point& current, const std::string& from) {
   if (!steadier) return nullptr;
   const std::string& a = steadier->sets.back();
-  const auto at = std::find_if(current.sets.begin(), current.sets.end(),
-                               [&](const std::string& s) { return key_of(s) == key_of(a); });
-  return {{"key", key_of(a)}, {"from", at != current.sets.end() ? value_of(*at) : knob_value(base, key_of(a))},
-          {"to", value_of(a)}, {"samples_per_s", steadier->samples_per_s},
+  return {{"key", key_of(a)}, {"from", from}, {"to", value_of(a)}, {"samples_per_s", steadier->samples_per_s},
           {"gain", steadier->samples_per_s / current.samples_per_s - 1.0},
           {"step_time_p90_s_before", current.step_p90_s}, {"step_time_p90_s", steadier->step_p90_s},
           {"note", caveat(a)}};
@@ -258,6 +262,10 @@ int recommend_command(int argc, char** argv) {
   };
   std::vector<Change> changes;
   std::string stopped = "no single change helps by more than 2% and the seeds' noise";
+  // The last round's one-knob changes and the point they were taken from: where the search stops there, the
+  // steadier-steps round below reads them instead of simulating the same points (same seeds) again.
+  std::vector<Point> last_round;
+  std::vector<std::string> last_round_from;
   for (int round = 0; round < max_changes; ++round) {
     const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();
     if (current.samples_per_s >= (1.0 - kMinGain) * synthetic) {
@@ -266,7 +274,7 @@ int recommend_command(int argc, char** argv) {
     }
     std::vector<Point> candidates;
     for (const auto& move : moves(load_scenario(common, profile, current.sets)))
-      if (knobs.count(key_of(move))) candidates.push_back(Point{with(current.sets, move), 0.0, 0.0, 0.0, 0.0, {}});
+      if (knobs.count(key_of(move))) candidates.push_back(point_at(with(current.sets, move)));
     if (candidates.empty()) {
       stopped = "none of the knobs --knobs allows has a move left from here";
       break;
@@ -276,7 +284,11 @@ int recommend_command(int argc, char** argv) {
     const Point* best = nullptr;
     for (const auto& c : candidates)
       if (clearly_better(current, c) && (!best || c.samples_per_s > best->samples_per_s)) best = &c;
-    if (!best) break;
+    if (!best) {
+      last_round = std::move(candidates);
+      last_round_from = current.sets;
+      break;
+    }
     // a knob moved again (num_workers 8 -> 16 -> 48) is one change, from its first value to its last
     const auto same = std::find_if(changes.begin(), changes.end(),
                                    [&](const Change& c) { return key_of(c.assignment) == key_of(best->sets.back()); });
@@ -295,7 +307,7 @@ int recommend_command(int argc, char** argv) {
     const int step = std::max(1, (hi - lo + 1 + 11) / 12);  // at most 12 counts
     for (int w = lo; w <= hi; w += step) counts.push_back(w);
     std::vector<Point> fewer;
-    for (int w : counts) fewer.push_back(Point{with(current.sets, "loader.num_workers=" + std::to_string(w)), 0.0, 0.0, 0.0, 0.0, {}});
+    for (int w : counts) fewer.push_back(point_at(with(current.sets, "loader.num_workers=" + std::to_string(w))));
     evaluate(fewer, common, profile, replications, jobs);
     evaluated += fewer.size();
     const auto f = std::find_if(fewer.begin(), fewer.end(), [&](const Point& p) {
@@ -315,7 +327,7 @@ int recommend_command(int argc, char** argv) {
       std::vector<std::string> sets;
       for (auto it = changes.begin(); it + 1 < changes.end(); ++it) {
         sets = with(sets, it->assignment);
-        if (it >= first) prefixes.push_back(Point{sets, 0.0, 0.0, 0.0, 0.0, {}});
+        if (it >= first) prefixes.push_back(point_at(sets));
       }
       if (!prefixes.empty()) {
         evaluate(prefixes, common, profile, replications, jobs);
@@ -328,13 +340,20 @@ int recommend_command(int argc, char** argv) {
 
   // Steadier steps at the same rate: the one-knob change from the recommended point that cuts its p90 step most.
   std::vector<Point> steadier_candidates;
-  for (const auto& move : moves(load_scenario(common, profile, current.sets)))
-    if (knobs.count(key_of(move))) steadier_candidates.push_back(Point{with(current.sets, move), 0.0, 0.0, 0.0, 0.0, {}});
-  evaluate(steadier_candidates, common, profile, replications, jobs);
-  evaluated += steadier_candidates.size();
+  if (!last_round.empty() && last_round_from == current.sets) {
+    steadier_candidates = std::move(last_round);
+  } else {
+    for (const auto& move : moves(load_scenario(common, profile, current.sets)))
+      if (knobs.count(key_of(move))) steadier_candidates.push_back(point_at(with(current.sets, move)));
+    evaluate(steadier_candidates, common, profile, replications, jobs);
+    evaluated += steadier_candidates.size();
+  }
   const Point* steadier = nullptr;
   for (const auto& c : steadier_candidates)
     if (clearly_steadier(current, c) && (!steadier || c.step_p90_s < steadier->step_p90_s)) steadier = &c;
+  // the steadier knob's value at the recommended point, as --set writes it
+  const std::string steadier_from =
+      steadier ? knob_value(load_scenario(common, profile, current.sets), key_of(steadier->sets.back())) : "";
 
   const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();
   std::vector<std::string> final_sets;
@@ -366,7 +385,7 @@ int recommend_command(int argc, char** argv) {
                          {"synthetic_baseline_samples_per_s", synthetic},
                          {"bottleneck", current.first["bottleneck"]["stage"]},
                          {"suggestion", current.first["bottleneck"]["suggestion"]}}},
-        {"steadier", steadier_json(steadier, current, base)},
+        {"steadier", steadier_json(steadier, current, steadier_from)},
         {"stopped", stopped}, {"trimmed", trimmed}, {"points_simulated", evaluated},
         {"knobs", nlohmann::json(std::vector<std::string>(knobs.begin(), knobs.end()))}};
     report = out.dump(2) + "\n";
@@ -416,7 +435,7 @@ int recommend_command(int argc, char** argv) {
       std::snprintf(line, sizeof line,
                     "  steadier: %s %s -> %s keeps the rate (%s samples/s, %+.1f%%) and cuts the p90 step time "
                     "%.1f -> %.1f ms\n",
-                    key.c_str(), knob_value(load_scenario(common, profile, current.sets), key).c_str(),
+                    key.c_str(), steadier_from.c_str(),
                     value_of(steadier->sets.back()).c_str(), sim::with_thousands(steadier->samples_per_s).c_str(),
                     100.0 * (steadier->samples_per_s / current.samples_per_s - 1.0), 1e3 * current.step_p90_s,
                     1e3 * steadier->step_p90_s);

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import datetime as _dt
 import gc
+import hashlib
 import json
 import math
 import multiprocessing as mp
@@ -687,7 +688,6 @@ def spin_s(seconds: float, holding_gil: bool = True) -> float:
     simulator's loader.slow_worker stretches a worker's CPU time); returns perf_counter at the end. holding_gil: a
     Python loop, which keeps its process's other threads (the result queue's feeder, the fd sharer) waiting for the
     GIL up to the switch interval; else hashing a 256 KiB buffer, which hashlib does with the GIL released."""
-    import hashlib
     end = time.perf_counter() + max(0.0, seconds)
     now = time.perf_counter()
     while now < end:

@@ -26,7 +26,7 @@ from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from convert import _pct  # noqa: E402  (the table's own percent format)
+from convert import _pct, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
 
 
 def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
@@ -86,8 +86,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv[:cut])
     a.convert_args = argv[cut + 1:]
     R = a.results_dir.rstrip("/")
-    cases = next((os.path.join(R, f) for f in ("cases.json", "cases.json.gz", "cases.json.xz") if os.path.isfile(os.path.join(R, f))),
-                 None)
+    cases = stored_json_path(os.path.join(R, "cases.json"))
     profile = os.path.join(R, "profile.json")
     if cases is None or not os.path.isfile(profile):
         print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json in it", file=sys.stderr)
