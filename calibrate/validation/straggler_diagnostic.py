@@ -42,6 +42,23 @@ def round_limited_samples_per_s(period_s: float, num_workers: int, batch_size: i
     return num_workers * batch_size / period_s
 
 
+def handover_s(ends: Sequence[float], returns: Sequence[float], worker: int, num_workers: int, skip: int
+               ) -> Optional[float]:
+    """One worker's mean hand-over: from its batch's collate end to the loop's next() returning that batch. In order,
+    worker w's batch i is the loader's batch i * num_workers + w (PyTorch's round robin of indices); `ends` are its
+    batches' collate ends, `returns` next()'s returns by step; batches before step `skip` are left out."""
+    hs = [returns[s] - e for i, e in enumerate(ends)
+          for s in (i * num_workers + worker,) if skip <= s < len(returns)]
+    return statistics.mean(hs) if hs else None
+
+
+def starved_period_s(batch_s: float, handover_s: float, prefetch_factor: int) -> float:
+    """A worker's period when the loop's hand-over paces its indices: PyTorch sends the index of a worker's batch
+    i + prefetch_factor when the loop takes its batch i, so each of its prefetch_factor index slots cycles through
+    the batch (batch_s) and its hand-over (handover_s): period = max(batch, (batch + hand-over) / prefetch_factor)."""
+    return max(batch_s, (batch_s + handover_s) / max(1, prefetch_factor))
+
+
 def waits_by_position(next_start: Sequence[float], in_hand: Sequence[float], num_workers: int, skip: int
                       ) -> List[float]:
     """The loop's mean wait for a batch (next() called to batch in hand) by the batch's position j mod num_workers."""
@@ -59,7 +76,9 @@ def measured_rows(case: Dict) -> Optional[Dict]:
     rhythm = [worker_rhythm([tuple(s[:2]) for s in tl["workers"][str(w)][skip // nw:]]) for w in range(nw)]
     if any(r is None for r in rhythm):
         return None
+    ends0 = [s[1] for s in tl["workers"]["0"]]
     return {"rhythm": rhythm, "waits": waits_by_position(tl["main"]["next_start"], tl["main"]["next_end"], nw, skip),
+            "handover_s": handover_s(ends0, tl["main"]["next_end"], 0, nw, skip),
             "samples_per_s": case["measured"]["throughput_samples_per_s"]}
 
 
@@ -80,8 +99,12 @@ def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str
     names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     nw = int(case["knobs"]["num_workers"])
     per_batch: Dict[Tuple[int, int], Span] = {}   # (worker, batch): a per-sample load and its collate are one batch
+    returned: Dict[int, float] = {}                # batch -> end of next(): the loop has it
     for e in events:
         name = names.get(e.get("tid"), "")
+        if (e.get("ph") == "X" and name.startswith("main thread") and e.get("name", "").startswith("next()")
+                and (e.get("args") or {}).get("batch") is not None):
+            returned[int(e["args"]["batch"])] = (e["ts"] + e["dur"]) / 1e6
         if e.get("ph") == "X" and name.startswith("worker ") and (e.get("args") or {}).get("batch") is not None:
             key = (int(name.split()[1]), int(e["args"]["batch"]))
             a, b = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
@@ -93,16 +116,28 @@ def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str
         rhythm.append(worker_rhythm(spans[len(spans) // 5:]))   # past the start, as the measured window
     if any(r is None for r in rhythm):
         return None
-    return {"rhythm": rhythm, "waits": None, "samples_per_s": json.load(open(paths[2]))["throughput"]["samples_per_s"]}
+    spans0 = [per_batch[k] for k in sorted(per_batch) if k[0] == 0]
+    skip = len(spans0) // 5 * nw                   # past the start, as the rhythm
+    steps = [returned.get(b, float("nan")) for b in range(max(returned) + 1)] if returned else []
+    ends0 = [per_batch[k][1] for k in sorted(per_batch) if k[0] == 0]
+    # the simulator numbers batches as the loader does, so worker 0's batch i is batch i * nw only in order
+    h = handover_s(ends0, steps, 0, nw, skip) if all(k[1] == i * nw for i, k in
+                                                      enumerate(sorted(k for k in per_batch if k[0] == 0))) else None
+    return {"rhythm": rhythm, "waits": None, "handover_s": None if h is None or h != h else h,
+            "samples_per_s": json.load(open(paths[2]))["throughput"]["samples_per_s"]}
 
 
-def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool) -> str:
+def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool, pf: int = 2) -> str:
     r0, others = rows["rhythm"][0], rows["rhythm"][1:]
     text = (f"  {label:9s} {rows['samples_per_s']:6.0f} samples/s; worker 0 batch {1e3 * r0['batch_s']:6.1f} ms "
             f"(others {1e3 * statistics.mean(r['batch_s'] for r in others):5.1f}), idle {1e3 * r0['idle_s']:5.1f} ms, "
             f"period {1e3 * r0['period_s']:6.1f} ms")
     if in_order:   # out of order, worker 0 no longer owns one batch in every round
         text += f" -> at most {round_limited_samples_per_s(r0['period_s'], nw, bs):6.0f} samples/s"
+        if rows.get("handover_s") is not None:
+            starved = starved_period_s(r0["batch_s"], rows["handover_s"], pf)
+            text += (f"; hand-over {1e3 * rows['handover_s']:5.1f} ms -> period max(batch, (batch + hand-over) / "
+                     f"{pf}) = {1e3 * starved:5.1f} ms")
     if rows["waits"]:
         text += "; wait by position " + " ".join(f"{1e3 * w:.1f}" for w in rows["waits"]) + " ms"
     return text
@@ -126,10 +161,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             nw, bs = int(c["knobs"]["num_workers"]), int(c["knobs"]["batch_size"])
             print(f"{c['id']} (factor {c['knobs'].get('slow_worker_factor', 1.0):g})")
             in_order = bool(c["knobs"].get("in_order", True))
-            print(line("measured", meas, nw, bs, in_order))
+            pf = int(c["knobs"].get("prefetch_factor") or 2)
+            print(line("measured", meas, nw, bs, in_order, pf))
             sim = None if a.no_sim else simulated_rows(c, doc, profile, a.pipeplan, tmp)
             if sim:
-                print(line("simulated", sim, nw, bs, in_order))
+                print(line("simulated", sim, nw, bs, in_order, pf))
     return 0
 
 

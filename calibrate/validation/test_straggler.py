@@ -22,6 +22,22 @@ class StragglerTest(unittest.TestCase):
         self.assertAlmostEqual(S.round_limited_samples_per_s(0.1751, 8, 64), 8 * 64 / 0.1751)
         self.assertAlmostEqual(S.round_limited_samples_per_s(0.1751, 8, 64), 2924.0, delta=1.0)
 
+    def test_handover_follows_the_round_robin(self):
+        # 2 workers: worker 0's batches are steps 0, 2, 4; they end at 1, 3, 5 s and the loop has them at 1.5, 4, 7 s
+        returns = [1.5, 2.0, 4.0, 4.5, 7.0, 7.5]
+        self.assertAlmostEqual(S.handover_s([1.0, 3.0, 5.0], returns, 0, 2, 0), (0.5 + 1.0 + 2.0) / 3)
+        self.assertAlmostEqual(S.handover_s([1.0, 3.0, 5.0], returns, 0, 2, 1), 1.5)     # step 0 left out
+        self.assertIsNone(S.handover_s([1.0], returns, 0, 2, 1))
+
+    def test_starved_period_by_hand(self):
+        # run 54's factor-2 straggler: batch 143.7 ms, hand-over 206.0 ms, prefetch 2: (143.7 + 206.0) / 2 = 174.9 ms,
+        # against its measured period of 175.1 ms
+        self.assertAlmostEqual(S.starved_period_s(0.1437, 0.2060, 2), 0.17485)
+        # a hand-over shorter than the batch leaves the batch as the period: it never waits for an index
+        self.assertAlmostEqual(S.starved_period_s(0.1437, 0.1000, 2), 0.1437)
+        # four index slots share a hand-over four times as long
+        self.assertAlmostEqual(S.starved_period_s(0.1485, 0.5420, 4), (0.1485 + 0.5420) / 4)
+
     def test_waits_by_position_in_the_round(self):
         # 2 workers, skip 1: steps 1..4 wait 1, 4, 1, 4 s: position 1 (odd batches) 1 s, position 0 4 s
         start = [0.0, 10.0, 20.0, 30.0, 40.0]
