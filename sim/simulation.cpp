@@ -398,8 +398,12 @@ void worker_actor(Rank& r, int w) {
       s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;
   for (;;) {
     Task t = tasks.pop();
+    // loader.slow_worker stretches the batch's data work (its reads' CPU, loads and collate), not the worker loop's
+    // own per-batch Python (the index's receive, the put: worker_s_per_batch), as the harness's straggler spins
+    // (factor - 1) x its __getitem__ and collate time (validation run 55)
     const double slow_factor = w == s.loader.slow_worker ? s.loader.slow_worker_factor : 1.0;
-    const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples) + s.loader.worker_s_per_batch;
+    const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples);
+    const double worker_loop_cpu_s = s.loader.worker_s_per_batch;
     double t1 = 0.0;
     if (reads_per_sample) {
       // reads alternating with their CPU, as PyTorch's fetch calls __getitem__ one index at a time (in
@@ -432,7 +436,7 @@ void worker_actor(Rank& r, int w) {
       const double collate_start_s = sg4::Engine::get_clock();
       world.workers_in_getitem.end(start_s, getitem_integral0, collate_start_s);
       world.trace->span(r.id, kWorkerTrack0 + w, "read+load (per sample)", start_s, collate_start_s, t.batch);
-      cpu_piece(collate_cpu_s);
+      cpu_piece(collate_cpu_s + worker_loop_cpu_s / slow_factor);
       t1 = sg4::Engine::get_clock();
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, t1, t.batch);
@@ -444,7 +448,7 @@ void worker_actor(Rank& r, int w) {
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
                      read_cpu_s + collate_cpu_s;
-      cpu_s *= slow_factor;
+      cpu_s = cpu_s * slow_factor + worker_loop_cpu_s;
       cpu_s *= wander.time_factor(r.rng);
       const double integral0 = world.cpu_running.integral_at(t0);
       run_cpu(r, cpu_s);

@@ -337,6 +337,16 @@ TEST(Simulate, OneSlowWorkerBlocksTheBatchesBehindIt) {
   EXPECT_LT(samples_per_s(unordered), 1.02 * 325.0);
 }
 
+// The slow worker's factor stretches its batch's data work, not the worker loop's own per-batch Python
+// (worker_s_per_batch: the index's receive, the put), as the harness's straggler spins (factor - 1) x its
+// __getitem__ and collate time (validation run 55). 80 ms of loads x 4 + 20 ms of loop = 340 ms a round of 4 batches
+// of 8: 94.1 samples/s (a factor on the whole 100 ms would give 80).
+TEST(Simulate, TheSlowWorkersFactorLeavesItsLoopsOwnTimeAlone) {
+  json s = one_slow_worker_of_four();
+  s["loader"]["worker_s_per_batch"] = 0.020;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 32.0 / 0.340, 32.0 / 0.340 * 0.02);
+}
+
 // The same slow worker, counted: worker 0 makes batches 0, 4, 8, ... four times slower, so
 // batch 4k is finished after batch 4k+1 (whose worker idles, its slots full) and every other
 // consecutive pair is in order: 1 pair in 4. Equal workers finish in dispatch order: none.
