@@ -245,6 +245,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
         throw InputError(file, r.path_of("slow_worker"), "an object", "no slow_worker with num_workers=0");
       s.loader.slow_worker = static_cast<int>(slow.integer("worker", 0, Range::between(0, max_index)));
       s.loader.slow_worker_factor = slow.required_number("factor", {0.0, 1e6, true});
+      s.loader.slow_worker_holds_gil = slow.boolean("holds_gil", false);
       slow.finish();
     } else {
       r.raw("slow_worker");

@@ -108,7 +108,10 @@ struct LoaderConfig {
   // (ipc.receive_s_per_batch) is usually measured as the whole of next(): leave this 0 there unless it is not.
   double main_next_s_per_batch = 0.0;
   int slow_worker = -1;              // index of a straggling worker (-1: none)
-  double slow_worker_factor = 1.0;   // how many times longer its batches take
+  double slow_worker_factor = 1.0;   // how many times longer its batches' data work takes
+  // the straggler's extra time runs Python with its process's GIL held, so its fd sharer cannot hand the pin thread
+  // the batch before it until that stretch ends (validation run 55)
+  bool slow_worker_holds_gil = false;
 };
 
 enum class CopyStream { kDefault, kSide };

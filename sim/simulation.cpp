@@ -118,6 +118,9 @@ struct Rank {
   // The main process's memory map, held by the pin thread while it maps, first-touches and unmaps a worker's
   // batch; the loop's host work waits for it at every memory_map_chunks piece (validation run 17).
   sg4::MutexPtr memory_map;
+  // loader.slow_worker.holds_gil: the straggler's process's interpreter lock, held through its extra time; the pin
+  // thread's receive of that worker's batch takes it (its fd sharer thread serves the storage with the GIL)
+  sg4::MutexPtr slow_worker_gil;
   bool memory_map_busy = false;  // the pin thread is inside its map, touch and unmap of a batch
   Counter memory_map_releases;    // how many times the pin thread has left that work (wakes a slowed loop)
   Rng rng{1};
@@ -388,6 +391,24 @@ class CoreWander {
   Part fast_, slow_;
 };
 
+// loader.slow_worker's extra time on a batch, after its collate (where the harness's straggler spins): CPU work on
+// the worker's core. With holds_gil the worker's process runs Python with its GIL all the while, so the pin thread's
+// receive of this worker's previous batch (its fd sharer thread serves the storage with the GIL) waits for the end:
+// run 54's factor-2 straggler, receives that began during the spin ended 5.5 ms after it (median of 72), up to 81 ms
+// long, against 9.2 ms for those that began outside it (validation run 55).
+void straggler_extra(Rank& r, int w, double core_s, std::int64_t batch) {
+  World& world = *r.world;
+  const bool holds_gil = world.scenario->loader.slow_worker_holds_gil;
+  if (holds_gil) r.slow_worker_gil->lock();
+  const double t0 = sg4::Engine::get_clock();
+  run_cpu(r, core_s);
+  const double t1 = sg4::Engine::get_clock();
+  if (holds_gil) r.slow_worker_gil->unlock();
+  r.worker_busy_s += world.window.overlap(t0, t1);
+  world.trace->span(r.id, kWorkerTrack0 + w, holds_gil ? "straggler's extra (holds its GIL)" : "straggler's extra", t0,
+                    t1, batch);
+}
+
 void worker_actor(Rank& r, int w) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
@@ -411,10 +432,10 @@ void worker_actor(Rank& r, int w) {
       // follows how many workers read at that moment
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double load_factor = dataset_load_factor(world, busy_now);
-      const double speed_factor = slow_factor * wander.time_factor(r.rng);
+      const double speed_factor = (slow_factor < 1.0 ? slow_factor : 1.0) * wander.time_factor(r.rng);
       const double start_s = sg4::Engine::get_clock();
       const double getitem_integral0 = world.workers_in_getitem.begin(start_s);
-      double cpu_wall_s = 0.0, busy_integral = 0.0;
+      double cpu_wall_s = 0.0, busy_integral = 0.0, data_core_s = 0.0;
       auto cpu_piece = [&](double core_s) {
         const double c0 = sg4::Engine::get_clock();
         const double integral0 = world.cpu_running.integral_at(c0);
@@ -431,31 +452,39 @@ void worker_actor(Rank& r, int w) {
       for (int i = 0; i < pieces; ++i) {
         const int n = t.samples / pieces + (i < t.samples % pieces ? 1 : 0);
         const double read_cpu_s = read_storage(r, n);
-        cpu_piece(sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) * load_factor + read_cpu_s);
+        const double load_core_s = sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) * load_factor + read_cpu_s;
+        data_core_s += load_core_s;
+        cpu_piece(load_core_s);
       }
       const double collate_start_s = sg4::Engine::get_clock();
       world.workers_in_getitem.end(start_s, getitem_integral0, collate_start_s);
       world.trace->span(r.id, kWorkerTrack0 + w, "read+load (per sample)", start_s, collate_start_s, t.batch);
-      cpu_piece(collate_cpu_s + worker_loop_cpu_s / slow_factor);
+      cpu_piece(collate_cpu_s);
+      data_core_s += collate_cpu_s;
+      const double collate_end_s = sg4::Engine::get_clock();
+      world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
+      if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
+      cpu_piece(worker_loop_cpu_s);
       t1 = sg4::Engine::get_clock();
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
-      world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, t1, t.batch);
     } else {
       const double read_start_s = sg4::Engine::get_clock();
       const double read_cpu_s = read_storage(r, t.samples);
       const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
       if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
-      double cpu_s = sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
-                     read_cpu_s + collate_cpu_s;
-      cpu_s = cpu_s * slow_factor + worker_loop_cpu_s;
-      cpu_s *= wander.time_factor(r.rng);
+      const double data_core_s =
+          sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
+          read_cpu_s + collate_cpu_s;
+      const double time_factor = wander.time_factor(r.rng);
       const double integral0 = world.cpu_running.integral_at(t0);
-      run_cpu(r, cpu_s);
+      run_cpu(r, (data_core_s * (slow_factor < 1.0 ? slow_factor : 1.0) + worker_loop_cpu_s) * time_factor);
+      const double data_end_s = sg4::Engine::get_clock();
+      if (data_end_s > t0) busy_cores_last_load = (world.cpu_running.integral_at(data_end_s) - integral0) / (data_end_s - t0);
+      r.worker_busy_s += world.window.overlap(t0, data_end_s);
+      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, data_end_s, t.batch);
+      if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * time_factor, t.batch);
       t1 = sg4::Engine::get_clock();
-      if (t1 > t0) busy_cores_last_load = (world.cpu_running.integral_at(t1) - integral0) / (t1 - t0);
-      r.worker_busy_s += world.window.overlap(t0, t1);
-      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, t1, t.batch);
     }
     if (t.batch >= 0) {
       const auto index = static_cast<std::size_t>(t.batch);
@@ -507,6 +536,15 @@ void pin_thread_actor(Rank& r) {
       // holds no core, no GIL and no memory map
       sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
       world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", t0, sg4::Engine::get_clock(), b.batch);
+    }
+    if (b.worker == s.loader.slow_worker && s.loader.slow_worker_holds_gil) {
+      // the straggler's fd sharer needs its GIL: wait out its extra time if it is in it (straggler_extra)
+      const double g0 = sg4::Engine::get_clock();
+      r.slow_worker_gil->lock();
+      r.slow_worker_gil->unlock();
+      const double g1 = sg4::Engine::get_clock();
+      if (g1 > g0)
+        world.trace->span(r.id, kPinTrack, "receive: the straggler's GIL (its fd sharer)", g0, g1, b.batch);
     }
     receive_with_gil(r, world.profile->ipc.receive_s_per_batch * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
@@ -1107,6 +1145,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       r.gpu = synthetic ? baseline_gpu_hosts[g] : gpu_hosts[g];
       r.gil = sg4::Mutex::create();
       r.memory_map = sg4::Mutex::create();
+      r.slow_worker_gil = sg4::Mutex::create();
       r.rng = Rng(derive_seed(scenario.seed, static_cast<std::uint64_t>(g) + 1, synthetic ? 2 : 1));
       for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s, &r.launch_end_s})
         v->assign(world.steps, 0.0);

@@ -1203,6 +1203,45 @@ TEST(Sweep, EachPointSkipsItsOwnFirstFill) {
   std::remove(path.c_str());
 }
 
+// A straggler whose extra time runs Python with its GIL held (the harness's spin; loader.slow_worker.holds_gil) keeps
+// its fd sharer thread from handing the pin thread its previous batch until the extra ends (validation run 55: in
+// run 54's factor-2 cases, receives that began during the spin ended 5.5 ms after it). On run 54's factor-2 case:
+// every wait for the straggler's GIL ends where one of its extras ends, the single pin thread idles behind it, and
+// the rate falls; without holds_gil nothing waits.
+TEST(Simulate, AStragglerHoldingItsGilHoldsUpThePinThreadsReceive) {
+  std::ifstream in_scenario(pipeplan::test::test_data("straggler_run54.json"));
+  json s = json::parse(in_scenario);
+  const std::string profile = pipeplan::test::test_data("straggler_run54.profile.json");
+  auto run = [&](bool holds_gil, std::vector<double>* wait_ends_us, std::vector<double>* extra_ends_us) {
+    s["loader"]["slow_worker"]["holds_gil"] = holds_gil;
+    const std::string trace_path = pipeplan::test::write_temp("");
+    const json r = simulate(s, {"--trace", trace_path}, profile);
+    std::ifstream in(trace_path);
+    const json trace = json::parse(in);
+    std::remove(trace_path.c_str());
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      const double end_us = e["ts"].get<double>() + e["dur"].get<double>();
+      if (e["name"] == "receive: the straggler's GIL (its fd sharer)") wait_ends_us->push_back(end_us);
+      if (e["name"].get<std::string>().rfind("straggler's extra", 0) == 0) extra_ends_us->push_back(end_us);
+    }
+    return samples_per_s(r);
+  };
+  std::vector<double> waits_free, extras_free, waits, extras;
+  const double free_rate = run(false, &waits_free, &extras_free);
+  const double gil_rate = run(true, &waits, &extras);
+  EXPECT_TRUE(waits_free.empty());
+  EXPECT_FALSE(extras_free.empty());
+  ASSERT_GT(waits.size(), 10u);
+  std::sort(extras.begin(), extras.end());
+  for (double end_us : waits) {
+    const auto at = std::lower_bound(extras.begin(), extras.end(), end_us - 1.0);
+    ASSERT_NE(at, extras.end()) << end_us;
+    EXPECT_NEAR(*at, end_us, 1.0) << "a wait for the straggler's GIL ends where its extra ends";
+  }
+  EXPECT_LT(gil_rate, 0.95 * free_rate) << gil_rate << " vs " << free_rate;
+}
+
 // recommend's steadier steps, on validation run 54's factor-2 straggler as the table converts it (its call's profile):
 // the single pin thread sets the rate, and with in_order=True the loop waits once a round for worker 0's late batch
 // (PyTorch hands batches over in the sampler's order). in_order=False hands them over as they finish: the same pin

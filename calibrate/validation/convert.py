@@ -1091,8 +1091,10 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         slow = float(k.get("slow_worker_factor", 1.0))
         if slow != 1.0:
             # the harness's straggler: worker 0 (PyTorch's first in its round robin, as the simulator's) takes
-            # factor x its batches' own time
-            loader["slow_worker"] = {"worker": 0, "factor": slow}
+            # factor x its batches' own time, spinning in Python with its GIL held unless slow_worker_spin is
+            # "nogil" (hashing with the GIL released)
+            loader["slow_worker"] = {"worker": 0, "factor": slow,
+                                     "holds_gil": k.get("slow_worker_spin", "python") == "python"}
     ws = comp.get("worker_start") or {}
     if nw > 0 and ws.get("per_worker_s") is not None:
         # the whole start-up of nw workers (docs/scenario.md): the measured linear fit of

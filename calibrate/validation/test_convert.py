@@ -461,7 +461,10 @@ class ScenarioTest(unittest.TestCase):
         # the harness's straggler (family slow_worker): its worker 0, PyTorch's first in the round robin
         slow = convert.scenario_for(make_case("s", "slow_worker", 2000, 0.032, 0.04, slow_worker_factor=1.25),
                                     {"cpu_cores": 16})
-        self.assertEqual(slow["loader"]["slow_worker"], {"worker": 0, "factor": 1.25})
+        self.assertEqual(slow["loader"]["slow_worker"], {"worker": 0, "factor": 1.25, "holds_gil": True})
+        nogil = convert.scenario_for(make_case("s", "slow_worker_gil", 2000, 0.032, 0.04, slow_worker_factor=2.0,
+                                               slow_worker_spin="nogil"), {"cpu_cores": 16})
+        self.assertFalse(nogil["loader"]["slow_worker"]["holds_gil"])
 
     def test_in_worker_costs_are_preferred_for_workers(self):
         c = make_case("w", "num_workers", 2000, 0.032, 0.04)
