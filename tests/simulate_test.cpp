@@ -1246,8 +1246,11 @@ TEST(Simulate, AStragglerHoldingItsGilHoldsUpThePinThreadsReceive) {
 // the single pin thread sets the rate, and with in_order=True the loop waits once a round for worker 0's late batch
 // (PyTorch hands batches over in the sampler's order). in_order=False hands them over as they finish: the same pin
 // thread's rate, steps at its pace. Measured on the H200 that day: p90 step 91.7 and 91.6 ms in order, 19.6 and 19.5
-// ms with in_order=False. The throughput search finds nothing over 2% (the model keeps the in-order rate: run 54,
-// finding 3), so the change comes as the steadier one, with its note.
+// ms with in_order=False. The scenario file leaves loader.slow_worker.holds_gil out (false: a straggler slow in C,
+// with its GIL released): the throughput search finds nothing over 2%, so the change comes as the steadier one, with
+// its note. With holds_gil (the harness's Python spin, as convert passes it since run 55) the straggler also holds up
+// the pin thread's receive of its batches and the in-order rate falls: in_order=False then comes as a change for the
+// rate, as measured (run 54's REM: 3,654 against 3,131 samples/s, +16.7%).
 TEST(Recommend, NamesInOrderFalseForAStragglersSpikes) {
   const std::string scenario = pipeplan::test::test_data("straggler_run54.json");
   const std::string profile = pipeplan::test::test_data("straggler_run54.profile.json");
@@ -1269,6 +1272,17 @@ TEST(Recommend, NamesInOrderFalseForAStragglersSpikes) {
   const auto text = pipeplan::test::run_pipeplan({"recommend", scenario, "--profile", profile, "--jobs", "2"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("steadier: loader.in_order true -> false keeps the rate"), std::string::npos) << text.out;
+
+  std::ifstream in(scenario);
+  json held = json::parse(in);
+  held["loader"]["slow_worker"]["holds_gil"] = true;
+  const auto gil = pipeplan::test::run_pipeplan({"recommend", pipeplan::test::write_temp(held.dump()), "--profile",
+                                                 profile, "--format", "json", "--jobs", "2"});
+  ASSERT_EQ(gil.exit_code, 0) << gil.err;
+  const json with_gil = json::parse(gil.out);
+  bool unordered = false;
+  for (const auto& c : with_gil["changes"]) unordered |= c["key"] == "loader.in_order" && c["to"] == "false";
+  EXPECT_TRUE(unordered) << with_gil.dump(2);
 }
 
 // recommend on a worker-bound loader: 4 workers of 1,000 samples/s each (1 ms a sample) against a GPU taking 32
