@@ -11,6 +11,7 @@ the loop by position in the round. The same from the simulator's trace of the ca
 (convert.table_case_inputs, the first seed), unless --no-sim. Validation run 54.
 """
 import argparse
+import bisect
 import json
 import os
 import statistics
@@ -59,6 +60,37 @@ def starved_period_s(batch_s: float, handover_s: float, prefetch_factor: int) ->
     return max(batch_s, (batch_s + handover_s) / max(1, prefetch_factor))
 
 
+def receives_in_spin(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], factor: float, skip_batches: int = 10
+                     ) -> Optional[Dict[str, List[float]]]:
+    """The pin thread's receive of each of worker 0's batches, split by whether it began inside worker 0's spin on its
+    next batch (the last (1 - 1/factor) of that batch: the harness spins after the collate). The pin thread takes
+    batches first in, first out by their collate's end (run 54's timelines: the batches waiting at a collate end equal
+    the pin calls before its own), so batch i's pin call is the one after as many calls as batches waited at its end;
+    its receive runs from the previous call's end (or its own collate end, if later) to its own call's start.
+    Returns the receives begun in a spin ("in_spin_s"), their end against the spin's end ("after_spin_s", negative:
+    before it) and the others ("other_s"); None without a straggler or pin calls."""
+    w0 = workers.get("0") or []
+    if factor <= 1.0 or not pins or len(w0) < skip_batches + 2:
+        return None
+    ends = sorted(b for spans in workers.values() for _, b in spans)
+    out: Dict[str, List[float]] = {"in_spin_s": [], "after_spin_s": [], "other_s": []}
+    for i in range(skip_batches, len(w0) - 1):
+        end = w0[i][1]
+        # first in, first out: its call comes after one call for every batch whose collate ended before its own
+        k = bisect.bisect_left(ends, end)
+        if k >= len(pins):
+            break
+        receive_start, receive_end = max(pins[k - 1][1] if k > 0 else end, end), pins[k][0]
+        next_start, next_end = w0[i + 1]
+        spin_start = next_end - (next_end - next_start) * (1.0 - 1.0 / factor)
+        if spin_start < receive_start < next_end:
+            out["in_spin_s"].append(receive_end - receive_start)
+            out["after_spin_s"].append(receive_end - next_end)
+        else:
+            out["other_s"].append(receive_end - receive_start)
+    return out
+
+
 def waits_by_position(next_start: Sequence[float], in_hand: Sequence[float], num_workers: int, skip: int
                       ) -> List[float]:
     """The loop's mean wait for a batch (next() called to batch in hand) by the batch's position j mod num_workers."""
@@ -77,7 +109,11 @@ def measured_rows(case: Dict) -> Optional[Dict]:
     if any(r is None for r in rhythm):
         return None
     ends0 = [s[1] for s in tl["workers"]["0"]]
+    factor = float(k.get("slow_worker_factor", 1.0))
+    recv = receives_in_spin({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
+                            [tuple(x) for x in tl.get("pin") or []], factor)
     return {"rhythm": rhythm, "waits": waits_by_position(tl["main"]["next_start"], tl["main"]["next_end"], nw, skip),
+            "receives": recv,
             "handover_s": handover_s(ends0, tl["main"]["next_end"], 0, nw, skip),
             "samples_per_s": case["measured"]["throughput_samples_per_s"]}
 
@@ -140,6 +176,12 @@ def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool, pf: int = 2) 
                      f"{pf}) = {1e3 * starved:5.1f} ms")
     if rows["waits"]:
         text += "; wait by position " + " ".join(f"{1e3 * w:.1f}" for w in rows["waits"]) + " ms"
+    recv = rows.get("receives")
+    if recv and (recv["in_spin_s"] or recv["other_s"]):
+        med = lambda xs: 1e3 * statistics.median(xs) if xs else float("nan")  # noqa: E731
+        text += (f"\n            the pin thread's receives of worker 0's batches: {len(recv['in_spin_s'])} begun in its"
+                 f" spin on the next, {med(recv['in_spin_s']):.1f} ms (ending {med(recv['after_spin_s']):+.1f} ms"
+                 f" from the spin's end), {len(recv['other_s'])} others {med(recv['other_s']):.1f} ms (medians)")
     return text
 
 

@@ -38,6 +38,21 @@ class StragglerTest(unittest.TestCase):
         # four index slots share a hand-over four times as long
         self.assertAlmostEqual(S.starved_period_s(0.1485, 0.5420, 4), (0.1485 + 0.5420) / 4)
 
+    def test_receives_matched_first_in_first_out_and_split_by_the_spin(self):
+        # factor 2: worker 0's batch (2.5, 4.5) spins from 3.5 on. Worker 1's batch ended at 1.9, before worker 0's
+        # first (2.0), so the pin thread's first call (1.9-3.7) is worker 1's and worker 0's first receive runs from
+        # 3.7 (inside that spin) to its call at 4.6: 0.9 s, ending 0.1 s after the spin. Worker 0's second batch
+        # (end 4.5) is received from the previous call's end 4.8 to 5.0, outside the next batch's spin (6-7).
+        workers = {"0": [(0.0, 2.0), (2.5, 4.5), (5.0, 7.0)], "1": [(0.0, 1.9)]}
+        pins = [(1.9, 3.7), (4.6, 4.8), (5.0, 5.1)]
+        r = S.receives_in_spin(workers, pins, 2.0, skip_batches=0)
+        self.assertEqual(len(r["in_spin_s"]), 1)
+        self.assertAlmostEqual(r["in_spin_s"][0], 0.9)
+        self.assertAlmostEqual(r["after_spin_s"][0], 0.1)
+        self.assertEqual(len(r["other_s"]), 1)
+        self.assertAlmostEqual(r["other_s"][0], 0.2)
+        self.assertIsNone(S.receives_in_spin(workers, pins, 1.0, skip_batches=0))   # no straggler, no spin
+
     def test_waits_by_position_in_the_round(self):
         # 2 workers, skip 1: steps 1..4 wait 1, 4, 1, 4 s: position 1 (odd batches) 1 s, position 0 4 s
         start = [0.0, 10.0, 20.0, 30.0, 40.0]
