@@ -464,7 +464,8 @@ void worker_actor(Rank& r, int w) {
       const double collate_end_s = sg4::Engine::get_clock();
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
-      cpu_piece(worker_loop_cpu_s);
+      // the loop's own Python is not the factor's (speed_factor carries a factor below 1)
+      cpu_piece(worker_loop_cpu_s / (slow_factor < 1.0 ? slow_factor : 1.0));
       t1 = sg4::Engine::get_clock();
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
     } else {
