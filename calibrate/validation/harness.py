@@ -178,6 +178,28 @@ class NpyTensorDataset:
         return torch.from_numpy(np.load(self.paths[i])), i % 1000
 
 
+# Family python_load (since run 55): per-sample work a user's pure-Python transform would do, in every worker
+PY_LOAD_S_PER_SAMPLE = 0.0005
+
+
+class PythonLoadDataset:
+    """Another dataset's samples, each followed by `per_sample_s` of CPU work inside __getitem__: a Python loop holding
+    the worker's GIL (a pure-Python transform), or hashing with the GIL released (the same work done in C). Run 55
+    found a straggler's Python spin holding up the pin thread's receive of its previous batch (the fd sharer needs
+    the GIL); this asks whether loads that hold the GIL in short stretches between reads do the same."""
+
+    def __init__(self, ds, per_sample_s: float, holding_gil: bool):
+        self.ds, self.per_sample_s, self.holding_gil = ds, float(per_sample_s), bool(holding_gil)
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        x = self.ds[i]
+        spin_s(self.per_sample_s, self.holding_gil)
+        return x
+
+
 class TokenDataset:
     """Variable-length token sequences: read one text line (pread), tokenize with a word vocab."""
 
@@ -1183,6 +1205,10 @@ class Harness:
             p32, s32 = gen_tensors(root, "tensor_f32", n_t32, shp, "float32", pool)
             self.datasets["tensor_f32"] = NpyTensorDataset(p32)
             self._ds_info("tensor_f32", p32, s32, f"np.load of float32 {shp} .npy")
+            for name, gil in (("tensor_f32_py", True), ("tensor_f32_pyfree", False)):
+                self.datasets[name] = PythonLoadDataset(self.datasets["tensor_f32"], PY_LOAD_S_PER_SAMPLE, gil)
+                self._ds_info(name, p32, s32, f"tensor_f32 then {1e3 * PY_LOAD_S_PER_SAMPLE:g} ms of "
+                              + ("a Python loop (GIL held)" if gil else "hashing (GIL released)") + " a sample")
             p8, s8 = gen_tensors(root, "tensor_u8", n_t8, shp, "uint8", pool)
             self.datasets["tensor_u8"] = NpyTensorDataset(p8)
             self._ds_info("tensor_u8", p8, s8, f"np.load of uint8 {shp} .npy")
@@ -1209,7 +1235,7 @@ class Harness:
     def comp_load(self, kind):
         c = self.doc["components"]["load"]
         if kind not in c:
-            n = {"image": 400, "tensor_f32": 300, "tensor_u8": 300, "tokens": 400}[kind]
+            n = {"image": 400, "tensor_f32": 300, "tensor_u8": 300, "tokens": 400}.get(kind, 300)
             if self.quick:
                 n = n // 2
             t0 = time.perf_counter()
@@ -2881,6 +2907,9 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     # Run 54's straggler idled ~20 ms between batches with indices queued: its Python spin holds its GIL, which the
     # threads that hand its batches over need. The same straggler spinning in C with the GIL released tells.
     add("slow_worker_gil", [{}, {"slow_worker_spin": "nogil"}], dict(tbase, slow_worker_factor=2.0))
+    # Every worker's __getitem__ does 0.5 ms of Python after its read, holding its GIL or not (PythonLoadDataset):
+    # does the pin thread's receive wait for a loading worker's GIL as for run 55's straggler's spin?
+    add("python_load", [{}, {"kind": "tensor_f32_py"}, {"kind": "tensor_f32_pyfree"}], tbase)
     if not quick:
         add("in_order_image", [{}, {"in_order": False}])
     add("data_kind", [{"kind": "image"}, {"kind": "tensor_f32"}, {"kind": "tokens", "batch_size": 32}]

@@ -1684,6 +1684,9 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(len(two), 3)
         self.assertEqual({c["knobs"]["prefetch_factor"] for c in two}, {2, 4})
         self.assertEqual(sum(1 for c in two if c["knobs"].get("in_order", True) is False), 1)
+        py = [c for c in h.build_cases(False, ["python_load"], 2) if c["repeat"] == 0]
+        self.assertEqual([c["knobs"]["kind"] for c in py], ["tensor_f32", "tensor_f32_py", "tensor_f32_pyfree"])
+        self.assertEqual({c["knobs"]["num_workers"] for c in py}, {8})
         gil = [c for c in h.build_cases(False, ["slow_worker_remedy", "slow_worker_gil"], 2) if c["repeat"] == 0]
         self.assertEqual(len(gil), 4)       # the factor-2 straggler shared, its GIL-free spin added
         self.assertEqual([c["id"].endswith("-nogil") for c in gil].count(True), 1)
