@@ -2,6 +2,7 @@
 """Diagnostic: one straggling worker (harness families slow_worker, slow_worker_remedy), measured and simulated.
 
     python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan] [--no-sim]
+    python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR --receives   # any pinned case with a timeline
 
 Per case: the straggler's (worker 0's) mean batch time against the others', how long it sits idle between its
 batches (waiting for its next index: PyTorch sends an index only when the loop takes a batch, so with prefetch_factor
@@ -88,6 +89,27 @@ def receives_in_spin(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], f
             out["after_spin_s"].append(receive_end - next_end)
         else:
             out["other_s"].append(receive_end - receive_start)
+    return out
+
+
+def receives_while_loading(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], skip_batches: int = 10
+                           ) -> Dict[str, List[float]]:
+    """Every worker's batches matched to their pin calls as in receives_in_spin (first in, first out by collate end),
+    each receive split by whether it began while its worker was inside its next batch (first __getitem__ to collate
+    end: loading, maybe holding its GIL) or not ("loading_s", "other_s"). For any case with a timeline, not only a
+    straggler's."""
+    ends = sorted(b for spans in workers.values() for _, b in spans)
+    out: Dict[str, List[float]] = {"loading_s": [], "other_s": []}
+    for spans in workers.values():
+        for i in range(skip_batches, len(spans) - 1):
+            end = spans[i][1]
+            k = bisect.bisect_left(ends, end)
+            if k >= len(pins):
+                continue
+            receive_start = max(pins[k - 1][1] if k > 0 else end, end)
+            next_start, next_end = spans[i + 1]
+            key = "loading_s" if next_start < receive_start < next_end else "other_s"
+            out[key].append(pins[k][0] - receive_start)
     return out
 
 
@@ -190,9 +212,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--no-sim", action="store_true")
+    ap.add_argument("--receives", action="store_true",
+                    help="every pinned case with a timeline: the pin thread's receives begun while their worker was "
+                         "loading its next batch against the others (medians), then stop")
     a = ap.parse_args(argv)
     doc = convert.read_call_json(a.results_dir, "cases.json")       # missing or bad: one line, exit 2
     profile = convert.read_call_json(a.results_dir, "profile.json")
+    if a.receives:
+        for c in doc["cases"]:
+            tl = (c.get("measured") or {}).get("timeline") if c.get("status") == "ok" else None
+            if not tl or not tl.get("pin"):
+                continue
+            r = receives_while_loading({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
+                                       [tuple(x) for x in tl["pin"]])
+            if r["loading_s"] and r["other_s"]:
+                print(f"{c['id']}: receives begun while the worker loads {len(r['loading_s'])}, "
+                      f"{1e3 * statistics.median(r['loading_s']):.1f} ms; others {len(r['other_s'])}, "
+                      f"{1e3 * statistics.median(r['other_s']):.1f} ms (medians)")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
             if c.get("status") != "ok" or int(c["knobs"].get("num_workers", 0)) < 2:

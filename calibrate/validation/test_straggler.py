@@ -53,6 +53,17 @@ class StragglerTest(unittest.TestCase):
         self.assertAlmostEqual(r["other_s"][0], 0.2)
         self.assertIsNone(S.receives_in_spin(workers, pins, 1.0, skip_batches=0))   # no straggler, no spin
 
+    def test_receives_split_by_the_worker_loading_its_next_batch(self):
+        # the same timeline as above: worker 0's first receive (3.7-4.6) begins inside its next batch (2.5-4.5), its
+        # second (4.8-5.0) before its third batch (5.0-7.0) starts; worker 1 has no next batch
+        workers = {"0": [(0.0, 2.0), (2.5, 4.5), (5.0, 7.0)], "1": [(0.0, 1.9)]}
+        pins = [(1.9, 3.7), (4.6, 4.8), (5.0, 5.1)]
+        r = S.receives_while_loading(workers, pins, skip_batches=0)
+        self.assertEqual(len(r["loading_s"]), 1)
+        self.assertAlmostEqual(r["loading_s"][0], 0.9)
+        self.assertEqual(len(r["other_s"]), 1)
+        self.assertAlmostEqual(r["other_s"][0], 0.2)
+
     def test_waits_by_position_in_the_round(self):
         # 2 workers, skip 1: steps 1..4 wait 1, 4, 1, 4 s: position 1 (odd batches) 1 s, position 0 4 s
         start = [0.0, 10.0, 20.0, 30.0, 40.0]
