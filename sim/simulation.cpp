@@ -532,12 +532,7 @@ void pin_thread_actor(Rank& r) {
     Batch b = r.arrivals.pop();
     const double t0 = sg4::Engine::get_clock();
     const double speed_factor = wander.time_factor(r.rng);
-    if (s.loader.pin_thread_wait_s_per_batch > 0.0) {
-      // off the core inside the receive (the worker's fd hand-off, kernel waits): the thread is occupied but
-      // holds no core, no GIL and no memory map
-      sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
-      world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", t0, sg4::Engine::get_clock(), b.batch);
-    }
+    // before the fd hand-off's time off the core below: the sharer serves the fd once it has the GIL
     if (b.worker == s.loader.slow_worker && s.loader.slow_worker_holds_gil) {
       // the straggler's fd sharer needs its GIL: wait out its extra time if it is in it (straggler_extra)
       const double g0 = sg4::Engine::get_clock();
@@ -546,6 +541,13 @@ void pin_thread_actor(Rank& r) {
       const double g1 = sg4::Engine::get_clock();
       if (g1 > g0)
         world.trace->span(r.id, kPinTrack, "receive: the straggler's GIL (its fd sharer)", g0, g1, b.batch);
+    }
+    if (s.loader.pin_thread_wait_s_per_batch > 0.0) {
+      // off the core inside the receive (the worker's fd hand-off, kernel waits): the thread is occupied but
+      // holds no core, no GIL and no memory map
+      const double w0 = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
+      world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", w0, sg4::Engine::get_clock(), b.batch);
     }
     receive_with_gil(r, world.profile->ipc.receive_s_per_batch * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
