@@ -130,6 +130,15 @@ std::vector<std::string> moves(const Scenario& s) {
   return out;
 }
 
+// The points one allowed knob's move away from `sets` (moves(), narrowed to --knobs), not yet simulated.
+std::vector<Point> one_knob_points(const CommonOptions& common, const Profile& profile,
+                                   const std::vector<std::string>& sets, const std::set<std::string>& knobs) {
+  std::vector<Point> out;
+  for (const auto& move : moves(load_scenario(common, profile, sets)))
+    if (knobs.count(key_of(move))) out.push_back(point_at(with(sets, move)));
+  return out;
+}
+
 // Simulates each point's scenario with `replications` seeds (validated first: bad input before any run).
 void evaluate(std::vector<Point>& points, const CommonOptions& common, const Profile& profile, int replications,
               int jobs) {
@@ -272,9 +281,7 @@ int recommend_command(int argc, char** argv) {
       stopped = "the job runs within 2% of its synthetic-data rate: the GPU sets the pace";
       break;
     }
-    std::vector<Point> candidates;
-    for (const auto& move : moves(load_scenario(common, profile, current.sets)))
-      if (knobs.count(key_of(move))) candidates.push_back(point_at(with(current.sets, move)));
+    std::vector<Point> candidates = one_knob_points(common, profile, current.sets, knobs);
     if (candidates.empty()) {
       stopped = "none of the knobs --knobs allows has a move left from here";
       break;
@@ -343,8 +350,7 @@ int recommend_command(int argc, char** argv) {
   if (!last_round.empty() && last_round_from == current.sets) {
     steadier_candidates = std::move(last_round);
   } else {
-    for (const auto& move : moves(load_scenario(common, profile, current.sets)))
-      if (knobs.count(key_of(move))) steadier_candidates.push_back(point_at(with(current.sets, move)));
+    steadier_candidates = one_knob_points(common, profile, current.sets, knobs);
     evaluate(steadier_candidates, common, profile, replications, jobs);
     evaluated += steadier_candidates.size();
   }

@@ -423,6 +423,8 @@ void worker_actor(Rank& r, int w) {
     // own per-batch Python (the index's receive, the put: worker_s_per_batch), as the harness's straggler spins
     // (factor - 1) x its __getitem__ and collate time (validation run 55)
     const double slow_factor = w == s.loader.slow_worker ? s.loader.slow_worker_factor : 1.0;
+    // a factor below 1 (a faster worker) scales the data work itself; one above 1 adds straggler_extra after it
+    const double data_factor = std::min(slow_factor, 1.0);
     const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples);
     const double worker_loop_cpu_s = s.loader.worker_s_per_batch;
     double t1 = 0.0;
@@ -432,7 +434,7 @@ void worker_actor(Rank& r, int w) {
       // follows how many workers read at that moment
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double load_factor = dataset_load_factor(world, busy_now);
-      const double speed_factor = (slow_factor < 1.0 ? slow_factor : 1.0) * wander.time_factor(r.rng);
+      const double speed_factor = data_factor * wander.time_factor(r.rng);
       const double start_s = sg4::Engine::get_clock();
       const double getitem_integral0 = world.workers_in_getitem.begin(start_s);
       double cpu_wall_s = 0.0, busy_integral = 0.0, data_core_s = 0.0;
@@ -464,8 +466,7 @@ void worker_actor(Rank& r, int w) {
       const double collate_end_s = sg4::Engine::get_clock();
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
-      // the loop's own Python is not the factor's (speed_factor carries a factor below 1)
-      cpu_piece(worker_loop_cpu_s / (slow_factor < 1.0 ? slow_factor : 1.0));
+      cpu_piece(worker_loop_cpu_s / data_factor);  // the loop's own Python is not the factor's
       t1 = sg4::Engine::get_clock();
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
     } else {
@@ -479,7 +480,7 @@ void worker_actor(Rank& r, int w) {
           read_cpu_s + collate_cpu_s;
       const double time_factor = wander.time_factor(r.rng);
       const double integral0 = world.cpu_running.integral_at(t0);
-      run_cpu(r, (data_core_s * (slow_factor < 1.0 ? slow_factor : 1.0) + worker_loop_cpu_s) * time_factor);
+      run_cpu(r, (data_core_s * data_factor + worker_loop_cpu_s) * time_factor);
       const double data_end_s = sg4::Engine::get_clock();
       if (data_end_s > t0) busy_cores_last_load = (world.cpu_running.integral_at(data_end_s) - integral0) / (data_end_s - t0);
       r.worker_busy_s += world.window.overlap(t0, data_end_s);

@@ -61,14 +61,23 @@ def starved_period_s(batch_s: float, handover_s: float, prefetch_factor: int) ->
     return max(batch_s, (batch_s + handover_s) / max(1, prefetch_factor))
 
 
+def fifo_receive(ends: Sequence[float], pins: Sequence[Span], end: float) -> Optional[Span]:
+    """The pin thread's receive of the batch whose collate ended at `end`: the pin thread takes batches first in,
+    first out by their collate's end (run 54's timelines: the batches waiting at a collate end equal the pin calls
+    before its own), so its call comes after one call for every batch that ended before it (`ends`, sorted), and its
+    receive runs from the previous call's end (or its own collate end, if later) to its own call's start. None past
+    the last call."""
+    k = bisect.bisect_left(ends, end)
+    if k >= len(pins):
+        return None
+    return max(pins[k - 1][1] if k > 0 else end, end), pins[k][0]
+
+
 def receives_in_spin(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], factor: float, skip_batches: int = 10
                      ) -> Optional[Dict[str, List[float]]]:
     """The pin thread's receive of each of worker 0's batches, split by whether it began inside worker 0's spin on its
-    next batch (the last (1 - 1/factor) of that batch: the harness spins after the collate). The pin thread takes
-    batches first in, first out by their collate's end (run 54's timelines: the batches waiting at a collate end equal
-    the pin calls before its own), so batch i's pin call is the one after as many calls as batches waited at its end;
-    its receive runs from the previous call's end (or its own collate end, if later) to its own call's start.
-    Returns the receives begun in a spin ("in_spin_s"), their end against the spin's end ("after_spin_s", negative:
+    next batch (the last (1 - 1/factor) of that batch: the harness spins after the collate), matched by
+    fifo_receive. Returns the receives begun in a spin ("in_spin_s"), their end against the spin's end ("after_spin_s", negative:
     before it) and the others ("other_s"); None without a straggler or pin calls."""
     w0 = workers.get("0") or []
     if factor <= 1.0 or not pins or len(w0) < skip_batches + 2:
@@ -76,12 +85,10 @@ def receives_in_spin(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], f
     ends = sorted(b for spans in workers.values() for _, b in spans)
     out: Dict[str, List[float]] = {"in_spin_s": [], "after_spin_s": [], "other_s": []}
     for i in range(skip_batches, len(w0) - 1):
-        end = w0[i][1]
-        # first in, first out: its call comes after one call for every batch whose collate ended before its own
-        k = bisect.bisect_left(ends, end)
-        if k >= len(pins):
+        receive = fifo_receive(ends, pins, w0[i][1])
+        if receive is None:
             break
-        receive_start, receive_end = max(pins[k - 1][1] if k > 0 else end, end), pins[k][0]
+        receive_start, receive_end = receive
         next_start, next_end = w0[i + 1]
         spin_start = next_end - (next_end - next_start) * (1.0 - 1.0 / factor)
         if spin_start < receive_start < next_end:
@@ -94,7 +101,7 @@ def receives_in_spin(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], f
 
 def receives_while_loading(workers: Dict[str, Sequence[Span]], pins: Sequence[Span], skip_batches: int = 10
                            ) -> Dict[str, List[float]]:
-    """Every worker's batches matched to their pin calls as in receives_in_spin (first in, first out by collate end),
+    """Every worker's batches matched to their pin calls (fifo_receive),
     each receive split by whether it began while its worker was inside its next batch (first __getitem__ to collate
     end: loading, maybe holding its GIL) or not ("loading_s", "other_s"). For any case with a timeline, not only a
     straggler's."""
@@ -102,14 +109,12 @@ def receives_while_loading(workers: Dict[str, Sequence[Span]], pins: Sequence[Sp
     out: Dict[str, List[float]] = {"loading_s": [], "other_s": []}
     for spans in workers.values():
         for i in range(skip_batches, len(spans) - 1):
-            end = spans[i][1]
-            k = bisect.bisect_left(ends, end)
-            if k >= len(pins):
+            receive = fifo_receive(ends, pins, spans[i][1])
+            if receive is None:
                 continue
-            receive_start = max(pins[k - 1][1] if k > 0 else end, end)
             next_start, next_end = spans[i + 1]
-            key = "loading_s" if next_start < receive_start < next_end else "other_s"
-            out[key].append(pins[k][0] - receive_start)
+            key = "loading_s" if next_start < receive[0] < next_end else "other_s"
+            out[key].append(receive[1] - receive[0])
     return out
 
 
@@ -174,13 +179,12 @@ def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str
         rhythm.append(worker_rhythm(spans[len(spans) // 5:]))   # past the start, as the measured window
     if any(r is None for r in rhythm):
         return None
-    spans0 = [per_batch[k] for k in sorted(per_batch) if k[0] == 0]
-    skip = len(spans0) // 5 * nw                   # past the start, as the rhythm
+    keys0 = sorted(k for k in per_batch if k[0] == 0)
+    skip = len(keys0) // 5 * nw                    # past the start, as the rhythm
     steps = [returned.get(b, float("nan")) for b in range(max(returned) + 1)] if returned else []
-    ends0 = [per_batch[k][1] for k in sorted(per_batch) if k[0] == 0]
+    ends0 = [per_batch[k][1] for k in keys0]
     # the simulator numbers batches as the loader does, so worker 0's batch i is batch i * nw only in order
-    h = handover_s(ends0, steps, 0, nw, skip) if all(k[1] == i * nw for i, k in
-                                                      enumerate(sorted(k for k in per_batch if k[0] == 0))) else None
+    h = handover_s(ends0, steps, 0, nw, skip) if all(k[1] == i * nw for i, k in enumerate(keys0)) else None
     return {"rhythm": rhythm, "waits": None, "handover_s": None if h is None or h != h else h,
             "samples_per_s": json.load(open(paths[2]))["throughput"]["samples_per_s"]}
 
