@@ -2,7 +2,7 @@
 """Diagnostic: one straggling worker (harness families slow_worker, slow_worker_remedy), measured and simulated.
 
     python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR [--pipeplan build/cli/pipeplan] [--no-sim]
-    python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR --receives   # any pinned case with a timeline
+    python3 calibrate/validation/straggler_diagnostic.py RESULTS_DIR... --receives   # any pinned case with a timeline
 
 Per case: the straggler's (worker 0's) mean batch time against the others', how long it sits idle between its
 batches (waiting for its next index: PyTorch sends an index only when the loop takes a batch, so with prefetch_factor
@@ -103,19 +103,50 @@ def receives_while_loading(workers: Dict[str, Sequence[Span]], pins: Sequence[Sp
                            ) -> Dict[str, List[float]]:
     """Every worker's batches matched to their pin calls (fifo_receive),
     each receive split by whether it began while its worker was inside its next batch (first __getitem__ to collate
-    end: loading, maybe holding its GIL) or not ("loading_s", "other_s"). For any case with a timeline, not only a
-    straggler's."""
+    end: loading, maybe holding its GIL) or not ("loading_s", "other_s"). Beside loading_s, "loading_offset_s": how far
+    into the worker's next batch each of those receives began (run 56 split them by it). For any case with a timeline,
+    not only a straggler's."""
     ends = sorted(b for spans in workers.values() for _, b in spans)
-    out: Dict[str, List[float]] = {"loading_s": [], "other_s": []}
+    out: Dict[str, List[float]] = {"loading_s": [], "loading_offset_s": [], "other_s": []}
     for spans in workers.values():
         for i in range(skip_batches, len(spans) - 1):
             receive = fifo_receive(ends, pins, spans[i][1])
             if receive is None:
                 continue
             next_start, next_end = spans[i + 1]
-            key = "loading_s" if next_start < receive[0] < next_end else "other_s"
-            out[key].append(receive[1] - receive[0])
+            if next_start < receive[0] < next_end:
+                out["loading_s"].append(receive[1] - receive[0])
+                out["loading_offset_s"].append(receive[0] - next_start)
+            else:
+                out["other_s"].append(receive[1] - receive[0])
     return out
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q quantile by nearest rank below (no interpolation): enough for a diagnostic's p50 and p90."""
+    v = sorted(values)
+    return v[int(q * (len(v) - 1))] if v else float("nan")
+
+
+# where in the next batch a receive began, in seconds: its first 5 ms, 5-30 ms, later (run 56, finding 5)
+RECEIVE_OFFSET_EDGES_S = (0.005, 0.030)
+
+
+def receives_by_offset(r: Dict[str, List[float]]) -> Dict[str, List[float]]:
+    """receives_while_loading's loading receives grouped by how far into the next batch they began
+    (RECEIVE_OFFSET_EDGES_S), then the others."""
+    lo, hi = RECEIVE_OFFSET_EDGES_S
+    out: Dict[str, List[float]] = {f"<{lo * 1e3:g} ms": [], f"{lo * 1e3:g}-{hi * 1e3:g} ms": [], f">{hi * 1e3:g} ms": []}
+    keys = list(out)
+    for d, off in zip(r["loading_s"], r["loading_offset_s"]):
+        out[keys[0] if off < lo else keys[1] if off < hi else keys[2]].append(d)
+    out["not loading"] = list(r["other_s"])
+    return out
+
+
+def receives_line(label: str, groups: Dict[str, List[float]]) -> str:
+    return label + "; ".join(f"{k}: n={len(v)} p50 {1e3 * quantile(v, 0.5):.1f} p90 {1e3 * quantile(v, 0.9):.1f} ms"
+                             for k, v in groups.items() if v)
 
 
 def waits_by_position(next_start: Sequence[float], in_hand: Sequence[float], num_workers: int, skip: int
@@ -213,27 +244,39 @@ def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool, pf: int = 2) 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results_dir")
+    ap.add_argument("results_dir", nargs="+", help="one call's results (with --receives: one or more, pooled)")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--receives", action="store_true",
                     help="every pinned case with a timeline: the pin thread's receives begun while their worker was "
-                         "loading its next batch against the others (medians), then stop")
+                         "loading its next batch (by how far into it) against the others, per case and pooled over "
+                         "the calls given, then stop")
     a = ap.parse_args(argv)
-    doc = convert.read_call_json(a.results_dir, "cases.json")       # missing or bad: one line, exit 2
-    profile = convert.read_call_json(a.results_dir, "profile.json")
     if a.receives:
-        for c in doc["cases"]:
-            tl = (c.get("measured") or {}).get("timeline") if c.get("status") == "ok" else None
-            if not tl or not tl.get("pin"):
-                continue
-            r = receives_while_loading({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
-                                       [tuple(x) for x in tl["pin"]])
-            if r["loading_s"] and r["other_s"]:
-                print(f"{c['id']}: receives begun while the worker loads {len(r['loading_s'])}, "
-                      f"{1e3 * statistics.median(r['loading_s']):.1f} ms; others {len(r['other_s'])}, "
-                      f"{1e3 * statistics.median(r['other_s']):.1f} ms (medians)")
+        pooled: Dict[str, List[float]] = {}
+        for results_dir in a.results_dir:
+            doc = convert.read_call_json(results_dir, "cases.json")       # missing or bad: one line, exit 2
+            for c in doc["cases"]:
+                tl = (c.get("measured") or {}).get("timeline") if c.get("status") == "ok" else None
+                if not tl or not tl.get("pin"):
+                    continue
+                r = receives_while_loading({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
+                                           [tuple(x) for x in tl["pin"]])
+                groups = receives_by_offset(r)
+                for k, v in groups.items():
+                    pooled.setdefault(k, []).extend(v)
+                if r["loading_s"] and r["other_s"]:
+                    print(receives_line(f"{c['id']}: begun while the worker loads, by how far into its batch: ",
+                                        groups))
+        if len(a.results_dir) > 1:
+            print(receives_line(f"pooled over {len(a.results_dir)} calls: ", pooled))
         return 0
+    if len(a.results_dir) != 1:
+        print("straggler_diagnostic.py: give one results directory (several only with --receives)", file=sys.stderr)
+        return 2
+    results_dir = a.results_dir[0]
+    doc = convert.read_call_json(results_dir, "cases.json")       # missing or bad: one line, exit 2
+    profile = convert.read_call_json(results_dir, "profile.json")
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
             if c.get("status") != "ok" or int(c["knobs"].get("num_workers", 0)) < 2:

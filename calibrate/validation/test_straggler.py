@@ -63,6 +63,18 @@ class StragglerTest(unittest.TestCase):
         self.assertAlmostEqual(r["loading_s"][0], 0.9)
         self.assertEqual(len(r["other_s"]), 1)
         self.assertAlmostEqual(r["other_s"][0], 0.2)
+        # the loading receive began at 3.7 s, 1.2 s into worker 0's next batch (2.5-4.5)
+        self.assertEqual(len(r["loading_offset_s"]), 1)
+        self.assertAlmostEqual(r["loading_offset_s"][0], 1.2)
+
+    def test_receives_by_offset_groups_at_5_and_30_ms(self):
+        r = {"loading_s": [0.004, 0.008, 0.009, 0.010], "loading_offset_s": [0.001, 0.005, 0.029, 0.031],
+             "other_s": [0.003]}
+        g = S.receives_by_offset(r)
+        self.assertEqual(g, {"<5 ms": [0.004], "5-30 ms": [0.008, 0.009], ">30 ms": [0.010], "not loading": [0.003]})
+        # nearest rank below: p50 of [8, 9] ms is 8, p90 is 8 (index int(0.9 * 1) = 0)
+        self.assertEqual(S.quantile([0.009, 0.008], 0.5), 0.008)
+        self.assertIn("5-30 ms: n=2 p50 8.0 p90 8.0 ms", S.receives_line("", g))
 
     def test_waits_by_position_in_the_round(self):
         # 2 workers, skip 1: steps 1..4 wait 1, 4, 1, 4 s: position 1 (odd batches) 1 s, position 0 4 s
