@@ -618,6 +618,20 @@ class Timeline:
         return out
 
 
+def window_worker_cpus(per_worker, per_worker_cpu, t0, t1):
+    """{worker: the CPUs its batches inside [t0, t1] ended on, in order, repeats dropped}, from a Timeline's
+    per_worker(0.0) and per_worker_cpu(): which vCPUs a probe's workers ran on, to set beside the case's own
+    timeline (run 56, finding 3). Workers with no batch inside the window are left out; -1 where the CPU was
+    not read."""
+    out = {}
+    for w, spans in per_worker.items():
+        cpus = [int(c[2]) for (s, e), c in zip(spans, per_worker_cpu.get(w, [])) if s >= t0 and e <= t1]
+        ordered = [c for i, c in enumerate(cpus) if i == 0 or c != cpus[i - 1]]
+        if ordered:
+            out[w] = ordered
+    return out
+
+
 GETITEM_SPANS_PER_SLOT = 8192   # __getitem__ calls recorded per worker slot in a cold case
 
 
@@ -2251,8 +2265,10 @@ class Harness:
         from torch.utils.data import DataLoader
         ds = self.datasets[kind]
         insitu = InSitu()
-        # each worker's batch times, for their wander around the case (since run 12; convert's probe_wander)
-        insitu.timeline = Timeline() if k > 1 else None
+        # each worker's batch times, for their wander around the case (since run 12; convert's probe_wander), and the
+        # CPUs its workers ran on (since run 56's plan: a one-worker probe read 35% slower than its case right after
+        # it, in a fresh process, so the speed may go with the vCPU)
+        insitu.timeline = Timeline() if k >= 1 else None
         sampler = IndexSampler(len(ds), 1 << 20, seed=seed + k)
         # k = 0 (since run 12): the main process loads inline, as a num_workers=0 case does; DataLoader
         # refuses a prefetch_factor without workers
@@ -2299,13 +2315,15 @@ class Harness:
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
-        wander = None
+        wander = worker_cpus = None
         if insitu.timeline is not None:
-            # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
-            from timeline_analysis import core_wander
-            durations = [[e - s for s, e in iv if s >= a and e <= b]
-                         for iv in insitu.timeline.per_worker(0.0).values()]
-            wander = core_wander(durations)
+            per_worker = insitu.timeline.per_worker(0.0)
+            worker_cpus = window_worker_cpus(per_worker, insitu.timeline.per_worker_cpu(), a, b)
+            if k > 1:
+                # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
+                from timeline_analysis import core_wander
+                durations = [[e - s for s, e in iv if s >= a and e <= b] for iv in per_worker.values()]
+                wander = core_wander(durations)
         window_s = b - a
         # the cores busy in the window as the simulator counts them (its dataset curve's axis, since run 13's
         # finding 2): the workers inside __getitem__ and collate, plus the main process's pin and main threads
@@ -2322,7 +2340,7 @@ class Harness:
                      # each batch's busy time (its __getitem__ calls + collate) over all workers: its spread
                      # is the workers' wander around the case (convert's probe_wander; since run 12)
                      "batch_busy_s": d.get("batch_busy_s"), "batch_busy_cv": d.get("batch_busy_cv"),
-                     "wander": wander,
+                     "wander": wander, "worker_cpus": worker_cpus,
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 

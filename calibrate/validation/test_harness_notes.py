@@ -26,6 +26,24 @@ host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
 (duty_window_s,) = harness_functions("duty_window_s")
 (rest_for_duty_s,) = harness_functions("rest_for_duty_s")
 mean_in_flight, spans_in_window = harness_functions("mean_in_flight", "spans_in_window")
+(window_worker_cpus,) = harness_functions("window_worker_cpus")
+
+
+class ProbeWorkerCpusTest(unittest.TestCase):
+    """A probe's workers' CPUs inside its window, by hand (run 56, finding 3: a one-worker probe's speed may go
+    with the vCPU its fresh worker process lands on)."""
+
+    def test_only_batches_inside_the_window_and_repeats_dropped(self):
+        # worker 0: a warm-up batch before the window (CPU 3), then three inside on CPUs 13, 13, 5; worker 1: one batch
+        # ending after the window; worker 2: one inside whose CPU was not read (-1)
+        per_worker = {"0": [[0.0, 0.5], [1.0, 1.3], [1.3, 1.6], [1.6, 1.9]], "1": [[1.5, 2.5]], "2": [[1.1, 1.2]]}
+        cpus = {"0": [[0.5, 3, 3, 0.0], [0.3, 13, 13, 0.5], [0.3, 13, 13, 0.8], [0.3, 13, 5, 1.1]],
+                "1": [[1.0, 7, 7, 0.0]], "2": [[0.1, -1, -1, 0.0]]}
+        self.assertEqual(window_worker_cpus(per_worker, cpus, 1.0, 2.0), {"0": [13, 5], "2": [-1]})
+        # 13 -> 5 -> 13 keeps both moves: repeats are dropped only when adjacent
+        cpus["0"][3][2] = 13
+        cpus["0"][2][2] = 5
+        self.assertEqual(window_worker_cpus(per_worker, cpus, 1.0, 2.0)["0"], [13, 5, 13])
 
 
 class GetitemSpansTest(unittest.TestCase):
