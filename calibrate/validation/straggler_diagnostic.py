@@ -254,8 +254,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = ap.parse_args(argv)
     if a.receives:
         pooled: Dict[str, List[float]] = {}
-        for results_dir in a.results_dir:
-            doc = convert.read_call_json(results_dir, "cases.json")       # missing or bad: one line, exit 2
+        # every call read before any line is printed: a missing or bad one is one line and exit 2, nothing half-shown
+        docs = [convert.read_call_json(results_dir, "cases.json") for results_dir in a.results_dir]
+        for doc in docs:
             for c in doc["cases"]:
                 tl = (c.get("measured") or {}).get("timeline") if c.get("status") == "ok" else None
                 if not tl or not tl.get("pin"):
