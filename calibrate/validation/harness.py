@@ -417,6 +417,8 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
     for case in cases_left:
         k = case["knobs"]
         total += CASE_SETUP_S + 2 * probe_settle_s
+        if not quick:  # a few-worker case's two probes run longer than CASE_SETUP_S counts (probe_window_s)
+            total += 2 * (probe_window_s(k["num_workers"], PROBE_WINDOW_S) - PROBE_WINDOW_S)
         tr_key, st_key = transport_key(k), step_key(k)
         heavy = step_is_heavy(k["step"], steps.get(st_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
@@ -476,6 +478,17 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
+# A probe with fewer than FEW_WORKERS_FULL loading processes (0 counts as one: the main process loads) gets a longer
+# window, PROBE_WINDOW_S x FEW_WORKERS_FULL / max(k, 1) (so 4x at one, 2x at two), since the fifty-third session's
+# plan: a 1.5 s window of one worker reads its case's mean load with sd 6.8%, 3 s 5.2%, where eight workers' 1.5 s
+# reads 4.7% (validation-runs.md run 57, finding 4; probe_window_diagnostic.py). At four and more, longer buys little.
+FEW_WORKERS_FULL = 4
+
+
+def probe_window_s(num_workers: int, base_s: float) -> float:
+    """Pure: the timed window of a probe with num_workers workers (0: the main process loads, as one), base_s at
+    FEW_WORKERS_FULL workers and more, longer in proportion below."""
+    return base_s * max(1.0, FEW_WORKERS_FULL / max(int(num_workers), 1))
 
 
 # --probe-settle-s: batches dropped for this long after a probe's warm-up, before its window (full mode; quick 0).
@@ -2245,13 +2258,14 @@ class Harness:
         # pin thread's, or the main thread's receive without pinning): the pin-thread check of 2026-11-30
         # found that cost drifting by up to 20% within a call, as the workers' does, while the transport
         # component measures it once per batch size.
-        res = self._time_k_workers(kind, bs, num_workers, window_s=0.6 if self.quick else PROBE_WINDOW_S, seed=41, pin=pin,
+        window_s = 0.6 if self.quick else probe_window_s(num_workers, PROBE_WINDOW_S)
+        res = self._time_k_workers(kind, bs, num_workers, window_s=window_s, seed=41, pin=pin,
                                    settle_s=PROBE_SETTLE_S)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
-                         f"getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about {PROBE_WINDOW_S:g} s "
+                         f"getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about {window_s:g} s "
                          "(at least 3 batches; 1 s until run 8, 2.5 s in run 9; since run 10 once before and once after the "
-                         "case); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)"
+                         f"case; since run 58 {FEW_WORKERS_FULL} / max(workers, 1) times longer below {FEW_WORKERS_FULL} workers); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)"
                          + (f"; the window opened {PROBE_SETTLE_S:g} s after the warm-up (--probe-settle-s)"
                             if PROBE_SETTLE_S > 0 else ""))
         return res

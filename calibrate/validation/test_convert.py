@@ -1724,6 +1724,11 @@ class HarnessCasesTest(unittest.TestCase):
         # the probes before and after each case settle (harness default 1 s since run 24): 2 s more a case
         self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), len(cases) * (h.CASE_SETUP_S + 2.0))
 
+    def test_probe_window_longer_below_four_workers(self):
+        h = load_harness()
+        # by hand: 1.5 s x 4 / max(k, 1): the main process (k = 0) and one worker 6 s, two 3 s, three 2 s, four on 1.5
+        self.assertEqual([h.probe_window_s(k, 1.5) for k in (0, 1, 2, 3, 4, 8, 24)], [6.0, 6.0, 3.0, 2.0, 1.5, 1.5, 1.5])
+
     def test_setup_overhead_charges_a_host_heavy_loop_its_probes(self):
         h = load_harness()
         # run 32's A1 (num_workers, step): its one ResNet-50 case with 8 workers ran 36.7 s of host probes and a
@@ -1738,14 +1743,19 @@ class HarnessCasesTest(unittest.TestCase):
         # GEMM steps at 15 s and ResNet-50's at 22 s (runs 32-33's 10 and 17 s plus the duty curve's 1.8 s longer top
         # duty since run 45 and its 3 s fourth duty since run 46's plan), and the one heavy case's probes at 37 s
         self.assertEqual(len(cases), 13)
-        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 24.0 + 27.0 + 3 * 15.0 + 22.0 + 37.0)
+        # and the longer probes of the zero-, one- and two-worker cases (probe_window_s: 6, 6 and 3 s against
+        # 1.5, twice each): 21 s
+        few = 2 * (4.5 + 4.5 + 1.5)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, {}), 13 * 6.0 + 24.0 + 27.0 + 3 * 15.0 + 22.0 + 37.0 + few)
         # once its step is measured the probes are still to come; once they ran (kept per step, kind, batch
         # size and workers, as run_case keeps them) nothing more
         done = {"transport": {k: {} for k in kinds}, "probe_main_loop": {},
                 "step": {f"{s}/image/b64": {} for s in steps}}
-        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + 37.0 + few)
         done["host_beside_workers"] = {"resnet50/image/b64/w8": {}}
-        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0)
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done), 13 * 6.0 + few)
+        # quick mode's probes are 0.6 s at any worker count: nothing more
+        self.assertAlmostEqual(h.setup_overhead_s(cases, done, quick=True), 13 * 6.0)
         # the heavy case left alone: its step component with the harness's rule (host above half the GPU time)
         self.assertAlmostEqual(h.setup_overhead_s(heavy_w, {}), 6.0 + 24.0 + 27.0 + 22.0 + 37.0)
         # a GIL call: four ResNet-50 cases of one (kind, batch size, workers), pinned and not, two rounds; run 31's
@@ -1787,9 +1797,10 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertEqual(h.cases_to_leave_out(1.0, cases, {}, 1.0, 3.0), [9, 4, 8, 7, 6, 5, 3, 2, 1])
         # the calls that ran with windows of 3 s and more keep every case (A1 num_workers/step: 13 cases, 390 s
         # left after the main-loop probe's 15 s; 13 x 8 + 24 + 27 + 3 x 15 + 22 + 37 = 259 s, (390 - 259) / 13 x
-        # 0.85; the call spent 267 s outside its windows)
+        # 0.85; the call spent 267 s outside its windows). Since run 58's plan the zero-, one- and two-worker cases'
+        # probes run 6, 6 and 3 s instead of 1.5: 2 x (4.5 + 4.5 + 1.5) = 21 s more, 280 s
         a1 = h.build_cases(False, ["num_workers", "step"])
-        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 259) / 13 * 0.85)
+        self.assertAlmostEqual(h.case_allowance_s(390.0, a1, {}, 1.0), (390 - 280) / 13 * 0.85)
         self.assertEqual(h.cases_to_leave_out(390.0, a1, {}, 1.0, 3.0), [])
 
     def test_skip_reason_keeps_a_late_case_from_overrunning_the_budget(self):
