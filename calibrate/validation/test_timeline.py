@@ -137,6 +137,24 @@ class TimelineTest(unittest.TestCase):
         self.assertIsNone(T.analyse(tl, num_workers=2, prefetch_factor=1))
 
 
+class IndexRoundTrip(unittest.TestCase):
+    def test_hand_made_two_workers(self):
+        # two workers, prefetch 2: batch j's take sends index j + 4 to worker j % 2. Worker 0 holds batches 0, 2, 4;
+        # worker 1 holds 1, 3, 5. The loop takes batch 0 at 1.0 s: worker 0's batch 2 ended at 0.9 (idle), and its
+        # batch 4 starts at 1.0003: 0.3 ms. Batch 1 taken at 1.1: worker 1's batch 3 ends at 1.2 (still busy): not
+        # counted. Later takes have no batch j + 4 in the lists.
+        tl = {"main": {"next_end": [1.0, 1.1, 1.2, 1.3]},
+              "workers": {"0": [[0.0, 0.5], [0.5, 0.9], [1.0003, 1.5]],
+                          "1": [[0.0, 0.6], [0.6, 1.2], [1.2, 1.7]]}}
+        rt = T.index_round_trip_s(tl, 2)
+        self.assertEqual(len(rt), 1)
+        self.assertAlmostEqual(rt[0], 0.0003)
+
+    def test_no_data(self):
+        self.assertEqual(T.index_round_trip_s({}, 2), [])
+        self.assertEqual(T.index_round_trip_s({"main": {"next_end": [1.0]}, "workers": {"0": [[0, 1]]}}, 0), [])
+
+
 class PinOverlap(unittest.TestCase):
     def test_hand_example(self):
         # steps of 10 s: next() at 0, batch in hand at 4 (wait 4), launches until 8 (host 4), sync to 10
