@@ -22,7 +22,6 @@ Without RESULTS_DIR it reads every call in calibrate/validation/table_calls.txt 
 nothing). Missing or unreadable input: one line, exit 2.
 """
 import argparse
-import json
 import lzma
 import os
 import statistics
@@ -30,6 +29,8 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402  (read_json, stored_json_path, table_call_dirs: the readers the other diagnostics share)
 WINDOWS_S = (1.5, 3.0, 6.0)
 
 
@@ -123,27 +124,22 @@ def worker_group(num_workers: int) -> str:
 
 
 def read_call(path: str) -> Dict[str, Any]:
-    """A call's cases.json(.xz) -> the parsed document. Raises OSError/ValueError with a message naming the file."""
-    for name in ("cases.json.xz", "cases.json"):
-        p = os.path.join(path, name)
-        if os.path.exists(p):
-            opener = lzma.open if name.endswith(".xz") else open
-            try:
-                with opener(p, "rt") as f:
-                    return json.load(f)
-            except (OSError, ValueError, EOFError, lzma.LZMAError) as e:
-                raise ValueError(f"{p}: not a readable cases.json ({e})")
-    raise OSError(f"{path}: no cases.json or cases.json.xz")
+    """A call's cases.json (or its .gz / .xz: convert.read_json) -> the parsed document. Raises OSError/ValueError
+    with a message naming the file, so main can print one line before anything else."""
+    p = convert.stored_json_path(os.path.join(path, "cases.json"))
+    if p is None:
+        raise OSError(f"{path}: no cases.json (or .gz / .xz)")
+    try:
+        return convert.read_json(p)
+    except (OSError, ValueError, EOFError, lzma.LZMAError) as e:
+        raise ValueError(f"{p}: not a readable cases.json ({e})")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="*", help="call folders (default: table_calls.txt's)")
     a = ap.parse_args(argv)
-    dirs = a.results
-    if not dirs:
-        with open(os.path.join(HERE, "table_calls.txt")) as f:
-            dirs = [os.path.join(HERE, "results", ln.strip()) for ln in f if ln.strip() and not ln.startswith("#")]
+    dirs = a.results or convert.table_call_dirs(os.path.join(HERE, "table_calls.txt"))
     docs = []
     for d in dirs:  # read everything before printing anything
         try:
