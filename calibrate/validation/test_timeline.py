@@ -95,6 +95,29 @@ class TimelineTest(unittest.TestCase):
         self.assertAlmostEqual(w["correlation_s"], -(sum(d) / 4) / math.log(0.5))
         self.assertAlmostEqual(w["cv"], math.sqrt(math.expm1(1e-4 * (4 + 1 + 1 + 4) / 4)))
 
+    def test_wander_shape_by_hand(self):
+        # one worker, log speeds alternating +a, -a over 8 batches (mean 0): r_k = sum y_t y_t+k / sum y^2 =
+        # (-1)^k (8 - k) / 8
+        a = 0.1
+        d = [math.exp(-a if t % 2 == 0 else a) for t in range(8)]
+        w = T.wander_shape([d])
+        self.assertAlmostEqual(w["autocorrelation_by_lag"]["1"], -7 / 8)
+        self.assertAlmostEqual(w["autocorrelation_by_lag"]["2"], 6 / 8)
+        self.assertAlmostEqual(w["autocorrelation_by_lag"]["4"], 4 / 8)
+        self.assertIsNone(w["log_speed_fast_side"])   # fewer than ten batches
+        # ten batches, nine at one speed and one fast by 1.0 in log speed: y = -0.1 (x9), 0.9 less the mean 0.1;
+        # deciles (exclusive, positions 1.1 and 9.9 of 10): p10 -0.1, p90 -0.1 + 0.9 x 1.0 = 0.8, median -0.1
+        d = [1.0] * 9 + [math.exp(-1.0)]
+        w = T.wander_shape([d])
+        self.assertAlmostEqual(w["log_speed_fast_side"], 0.9)
+        self.assertAlmostEqual(w["log_speed_slow_side"], 0.0)
+        # lag 4 needs six batches of a worker: a worker of three counts for no lag but lag one
+        w = T.wander_shape([[1.0, 2.0, 1.0]])
+        self.assertIsNotNone(w["autocorrelation_by_lag"]["1"])
+        self.assertIsNone(w["autocorrelation_by_lag"]["2"])
+        self.assertIsNone(w["autocorrelation_by_lag"]["4"])
+        self.assertIn("log_speed_fast_side", T.core_wander([d]))   # core_wander carries the shape
+
     def test_common_share_tells_a_machine_wide_spell_from_each_workers_own(self):
         # two workers, back-to-back batches of equal slots. Machine-wide: both have the same
         # duration in every slot (alternating 1 and 2 s, slots aligned) -> share 1. Own: worker 1's
