@@ -151,6 +151,15 @@ double wander_log_speed(double x, double dt_s, double tau_s, double sigma_ln, do
 double wander_time_factor(double x, double cv);
 double lognormal_sigma(double cv);
 
+// A wander of measured shape: its state z (standard normal, the Ornstein-Uhlenbeck above with sigma_ln 1) sets the
+// log speed d = sigma_fast z above the median (z > 0) and sigma_slow z below it, a split normal whose p90 - median
+// is 1.2816 sigma_fast and median - p10 1.2816 sigma_slow. The time factor 1 / speed with speed = exp(d) / E[exp(d)],
+// E[exp(d)] = exp(sigma_fast^2 / 2) Phi(sigma_fast) + exp(sigma_slow^2 / 2) Phi(-sigma_slow), so the speed's mean
+// over time is 1 as in wander_time_factor, which this is (x = -sigma z) when the two sigmas are equal.
+double split_wander_time_factor(double z, double sigma_fast, double sigma_slow);
+// The standard normal's 0.9 quantile: a side (p90 - median) over it is the split normal's sigma on that side.
+inline constexpr double kNormalP90 = 1.2815515655446004;
+
 // nccl-tests bus-bandwidth factors (doc/PERFORMANCE.md).
 double all_reduce_bus_factor(int ranks);
 double all_gather_bus_factor(int ranks);

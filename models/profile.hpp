@@ -34,6 +34,12 @@ struct CpuProfile {
   // leaves them). 0 = one part, the model up to the thirty-sixth session. calibrate logs it, not yet writes it.
   double core_speed_slow_cv = 0.0;
   double core_speed_slow_correlation_s = 10.0;
+  // The first part's shape, where measured: its log speed's p90 - median (`core_speed_fast_side`) and median - p10
+  // (`core_speed_slow_side`), a split normal in log speed in place of the lognormal of core_speed_cv. The workers'
+  // batches on the H200 VM are fast-skewed: over the table's 8-worker b64 cases 0.147 against 0.109, fast in 68% of
+  // 499 cases (validation run 58, finding 3); a lognormal has the two equal. Both 0 = the lognormal (default).
+  double core_speed_fast_side = 0.0;
+  double core_speed_slow_side = 0.0;
 };
 
 struct HostProfile {

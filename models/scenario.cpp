@@ -250,6 +250,22 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     } else {
       r.raw("slow_worker");
     }
+    for (auto& q : r.array_of_objects("replay_worker_batches")) {
+      if (s.loader.num_workers == 0)
+        throw InputError(file, r.path_of("replay_worker_batches"), "an array", "no replay with num_workers=0");
+      const auto w = static_cast<std::size_t>(q.integer("worker", 0, Range::between(0, s.loader.num_workers - 1)));
+      const json* times = q.raw("batch_s");
+      if (!times || !times->is_array() || times->empty()) q.fail("batch_s", times ? *times : json(), "a non-empty array of seconds");
+      if (s.loader.replay_batch_s.size() <= w) s.loader.replay_batch_s.resize(w + 1);
+      auto& out = s.loader.replay_batch_s[w];
+      for (std::size_t i = 0; i < times->size(); ++i) {
+        const json& t = (*times)[i];
+        if (!t.is_number() || t.get<double>() <= 0.0 || t.get<double>() > 3600.0)
+          throw InputError(file, q.path_of("batch_s") + "[" + std::to_string(i) + "]", t.dump(), "seconds in (0, 3600]");
+        out.push_back(t.get<double>());
+      }
+      q.finish();
+    }
     r.finish();
   }
   // Workers are processes: where calibrate read cold by forked processes, they pay that fill CPU (the nearest

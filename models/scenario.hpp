@@ -112,6 +112,11 @@ struct LoaderConfig {
   // the straggler's extra time runs Python with its process's GIL held, so its fd sharer cannot hand the pin thread
   // the batch before it until that stretch ends (validation run 55)
   bool slow_worker_holds_gil = false;
+  // A diagnostic: per worker, measured batch times (wall seconds from its first __getitem__ to its collate's return)
+  // played back in turn, from its first batch and round again, in place of its loads, collate, loop time and wander
+  // (loader.replay_worker_batches: [{"worker": i, "batch_s": [...]}]). With a case's own times this asks whether
+  // the rest of the pipeline (round robin, slots, pin thread, loop) turns them into the measured steps.
+  std::vector<std::vector<double>> replay_batch_s;
 };
 
 enum class CopyStream { kDefault, kSide };

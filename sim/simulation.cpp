@@ -362,7 +362,7 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 class CoreWander {
  public:
   CoreWander(const CpuProfile& cpu, Rng& rng)
-      : fast_(cpu.core_speed_cv, cpu.core_speed_correlation_s, rng),
+      : fast_(cpu.core_speed_cv, cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side),
         slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
@@ -372,21 +372,26 @@ class CoreWander {
   }
 
  private:
+  // One Ornstein-Uhlenbeck part: lognormal of spread cv, or (cpu.core_speed_fast_side / slow_side both set) a split
+  // normal in log speed of those sides, whose state x is then the standard normal z (split_wander_time_factor).
   class Part {
    public:
-    Part(double cv, double tau_s, Rng& rng)
-        : cv_(cv), tau_s_(tau_s), sigma_ln_(lognormal_sigma(cv)),
-          x_(cv > 0.0 ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
-    bool on() const { return cv_ > 0.0; }
+    Part(double cv, double tau_s, Rng& rng, double fast_side = 0.0, double slow_side = 0.0)
+        : shaped_(fast_side > 0.0 && slow_side > 0.0), cv_(cv), tau_s_(tau_s),
+          sigma_ln_(shaped_ ? 1.0 : lognormal_sigma(cv)), sigma_fast_(fast_side / kNormalP90),
+          sigma_slow_(slow_side / kNormalP90),
+          x_(on() ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
+    bool on() const { return shaped_ || cv_ > 0.0; }
     double time_factor(double now, Rng& rng) {
       if (!on()) return 1.0;
       x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
       at_s_ = now;
-      return wander_time_factor(x_, cv_);
+      return shaped_ ? split_wander_time_factor(x_, sigma_fast_, sigma_slow_) : wander_time_factor(x_, cv_);
     }
 
    private:
-    double cv_, tau_s_, sigma_ln_, x_, at_s_;
+    bool shaped_;
+    double cv_, tau_s_, sigma_ln_, sigma_fast_, sigma_slow_, x_, at_s_;
   };
   Part fast_, slow_;
 };
@@ -415,6 +420,7 @@ void worker_actor(Rank& r, int w) {
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
   CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch start
+  std::size_t replayed = 0;                       // batches played back (loader.replay_worker_batches)
   const bool reads_per_sample =
       s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;
   for (;;) {
@@ -428,7 +434,16 @@ void worker_actor(Rank& r, int w) {
     const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples);
     const double worker_loop_cpu_s = s.loader.worker_s_per_batch;
     double t1 = 0.0;
-    if (reads_per_sample) {
+    if (w < static_cast<int>(s.loader.replay_batch_s.size()) && !s.loader.replay_batch_s[w].empty()) {
+      // a measured batch time played back (loader.replay_worker_batches): its wall as is, on the worker's core
+      const auto& times = s.loader.replay_batch_s[w];
+      const double t0 = sg4::Engine::get_clock();
+      run_cpu(r, times[replayed % times.size()]);
+      ++replayed;
+      t1 = sg4::Engine::get_clock();
+      r.worker_busy_s += world.window.overlap(t0, t1);
+      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate (replayed)", t0, t1, t.batch);
+    } else if (reads_per_sample) {
       // reads alternating with their CPU, as PyTorch's fetch calls __getitem__ one index at a time (in
       // read_pieces_per_batch runs of samples): the worker is a reader only while it reads, so the device's share
       // follows how many workers read at that moment

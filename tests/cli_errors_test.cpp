@@ -126,6 +126,12 @@ TEST(CliErrors, ContradictorySettingsPyTorchRejects) {
        {"simulate", "{S}"}, {"dataset.num_samples"}},
       {"slow worker out of range", R"({"loader": {"num_workers": 2, "slow_worker": {"worker": 5, "factor": 2}}, "training": {"step_s": 0.01}})",
        {"simulate", "{S}"}, {"loader.slow_worker.worker"}},
+      {"replayed time not positive", R"({"loader": {"num_workers": 2, "replay_worker_batches": [{"worker": 1, "batch_s": [0.1, -2]}]}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.replay_worker_batches[0].batch_s[1]", "-2", "seconds in (0, 3600]"}},
+      {"replay without times", R"({"loader": {"num_workers": 2, "replay_worker_batches": [{"worker": 0}]}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.replay_worker_batches[0].batch_s", "a non-empty array of seconds"}},
+      {"replayed worker out of range", R"({"loader": {"num_workers": 2, "replay_worker_batches": [{"worker": 2, "batch_s": [0.1]}]}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"loader.replay_worker_batches[0].worker"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }

@@ -224,6 +224,29 @@ TEST(CpuModel, WanderingCoreSpeedKeepsItsSpreadCorrelationAndMean) {
   EXPECT_NEAR(factor / n, 1.0, 0.003);
 }
 
+// The split-normal wander (profile cpu.core_speed_fast_side / slow_side): equal sides are the lognormal of
+// wander_time_factor (x = -sigma z, sigma = lognormal_sigma(cv)); unequal ones keep the speed's mean at 1 and put
+// the log speed's p90 and p10 at the median +1.2816 sigma_fast and -1.2816 sigma_slow (hand: sides 0.16 and 0.10 in
+// log speed -> sigma 0.12485 and 0.07803). Checked by a quadrature of the standard normal density, independent of
+// the closed form's Phi terms.
+TEST(CpuModel, SplitWanderIsTheLognormalWithEqualSidesAndKeepsTheMeanSpeed) {
+  const double cv = 0.14, sigma = pipeplan::lognormal_sigma(cv);
+  for (double z : {-2.0, -0.5, 0.0, 0.7, 1.9})
+    EXPECT_NEAR(pipeplan::split_wander_time_factor(z, sigma, sigma), pipeplan::wander_time_factor(-sigma * z, cv), 1e-12);
+  const double fast = 0.16 / pipeplan::kNormalP90, slow = 0.10 / pipeplan::kNormalP90;
+  EXPECT_NEAR(fast, 0.12485, 1e-5);
+  EXPECT_NEAR(slow, 0.07803, 1e-5);
+  double mean_speed = 0.0;
+  const double dz = 1e-4;
+  for (double z = -9.0; z < 9.0; z += dz)
+    mean_speed += std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI) * dz / pipeplan::split_wander_time_factor(z, fast, slow);
+  EXPECT_NEAR(mean_speed, 1.0, 1e-6);
+  // log speed = -ln(time factor): at z = +-1.2816 it sits the sides above and below its value at z = 0 (the median)
+  const double at0 = -std::log(pipeplan::split_wander_time_factor(0.0, fast, slow));
+  EXPECT_NEAR(-std::log(pipeplan::split_wander_time_factor(pipeplan::kNormalP90, fast, slow)) - at0, 0.16, 1e-12);
+  EXPECT_NEAR(at0 + std::log(pipeplan::split_wander_time_factor(-pipeplan::kNormalP90, fast, slow)), 0.10, 1e-12);
+}
+
 // A thread that never idles draws its factor at each batch start and the next draw is dt = (batch time) later, so
 // a slow batch leaves the process longer to decorrelate. Its mean time per batch then runs from 1 + cv^2 (spells
 // much shorter than a batch: each draw independent, E[exp(x + s^2/2)] = exp(s^2)) down to 1 (spells many batches

@@ -14,11 +14,15 @@ loop's host time the step component's alone), as every run's figure in docs/vali
 RESULTS_DIR holds cases.json and profile.json from one device call.
 """
 import argparse
+import cmath
 import json
+import math
 import os
+import random
 import statistics
 import sys
 import tempfile
+from typing import List, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
@@ -87,14 +91,55 @@ def loader_costs_in_situ(case, scen, base, cpu_curve):
     return scen
 
 
+def shuffled(series: Sequence[float], rng: random.Random) -> List[float]:
+    """A worker's batch times in random order: the same values (its spread and shape), no memory from batch to
+    batch."""
+    out = list(series)
+    rng.shuffle(out)
+    return out
+
+
+def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]:
+    """A surrogate with the series' memory and its values (amplitude-adjusted Fourier transform, Theiler et al.
+    1992): the log times' discrete Fourier amplitudes kept, their phases drawn afresh (conjugate-symmetric, so the
+    result is real), transformed back, and the original values put in that result's rank order. Its
+    autocorrelation at every lag is the series' own up to the rank step; the values are exactly the series'."""
+    n = len(series)
+    if n < 4:
+        return list(series)
+    y = [math.log(v) for v in series]
+    spec = [sum(y[t] * cmath.exp(-2j * math.pi * k * t / n) for t in range(n)) for k in range(n)]
+    new = [0j] * n
+    new[0] = spec[0]
+    for k in range(1, (n + 1) // 2):
+        phase = cmath.exp(1j * rng.uniform(0.0, 2.0 * math.pi))
+        new[k] = abs(spec[k]) * phase
+        new[n - k] = new[k].conjugate()
+    if n % 2 == 0:
+        new[n // 2] = spec[n // 2]
+    z = [(sum(new[k] * cmath.exp(2j * math.pi * k * t / n) for k in range(n)) / n).real for t in range(n)]
+    order = sorted(range(n), key=lambda t: z[t])
+    out = [0.0] * n
+    for rank, t in enumerate(order):
+        out[t] = sorted(series)[rank]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case"], default="profile",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase"],
+                    default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
-                         "(cv less the samples' spread, and its correlation time): in situ too")
+                         "(cv less the samples' spread, and its correlation time): in situ too; case-shape: as case, "
+                         "and its log speed's fast and slow sides (timeline_analysis.wander_shape, scaled as the cv "
+                         "by what the samples' spread leaves) as the profile's cpu.core_speed_fast_side / slow_side; "
+                         "replay: each worker plays back its own measured batch times in order "
+                         "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
+                         "replay-shuffled: each worker's times in random order (their spread, no memory); "
+                         "replay-phase: a surrogate with their memory and values (phase_randomized); both seeded")
     ap.add_argument("--base", choices=["step", "table"], default="step",
                     help="what the in-situ costs replace: scenario_for's defaults, whose loop is the step component's "
                          "timed alone and whose transport is calibrate's (default, as every run's figure until run "
@@ -130,7 +175,7 @@ def main() -> int:
             prof = json.loads(json.dumps(prof))
             if a.base == "step":
                 prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
-            if a.wander == "case":
+            if a.wander in ("case", "case-shape"):
                 # the workers' own wander as the case's timeline shows it (harness --timeline), less the
                 # samples' own spread, as convert's probe_wander: in situ like the costs above
                 own = ((convert._timeline(c) or {}).get("own_wander") or {})
@@ -141,6 +186,29 @@ def main() -> int:
                         own.get("batch_s") or 0.0)
                     if own.get("correlation_s"):
                         prof["cpu"]["core_speed_correlation_s"] = min(float(own["correlation_s"]), 60.0)
+                    fast, slow = own.get("log_speed_fast_side"), own.get("log_speed_slow_side")
+                    if a.wander == "case-shape" and fast and slow and own["cv"] > 0:
+                        keep = prof["cpu"]["core_speed_cv"] / own["cv"]  # the wander's share of the batches' spread
+                        prof["cpu"]["core_speed_fast_side"] = fast * keep
+                        prof["cpu"]["core_speed_slow_side"] = slow * keep
+            if a.wander.startswith("replay"):
+                workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
+                # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since
+                # the simulator slows a worker's core by the machine's curve again (base table; base step has none)
+                at_busy = (convert.relative_core_speed(cpu_curve, float(c["measured"].get("cpu_busy_cores") or 1.0))
+                           if a.base == "table" else 1.0)
+                replay = [{"worker": int(w),
+                           "batch_s": [at_busy * (float(r[1]) - float(r[0])) for r in iv if float(r[1]) > float(r[0])]}
+                          for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))]
+                replay = [r for r in replay if r["batch_s"] and r["worker"] < int(c["knobs"].get("num_workers") or 0)]
+                if a.wander != "replay":
+                    rng = random.Random(f"{c['id']}:{a.wander}")
+                    surrogate = shuffled if a.wander == "replay-shuffled" else phase_randomized
+                    replay = [dict(r, batch_s=surrogate(r["batch_s"], rng)) for r in replay]
+                if not replay:
+                    print(f"{c['id']}: no worker timeline to replay")
+                    continue
+                scen["loader"]["replay_worker_batches"] = replay
             if cold:
                 # the case's in-situ CPU holds the page-cache fill: none on top, set in the scenario, which overrides
                 # the profile's one-thread figure and (since run 47) its worker processes' figure alike
