@@ -67,14 +67,18 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
 
 def worker_halves(per_worker_cpu_s: Sequence[Sequence[float]], min_batches: int = 8) -> Tuple[List[float], List[float]]:
     """Pure: per worker (batches' CPU seconds in order) -> (first-half means, second-half means), each over the
-    mean of all batches of all counted workers; workers with fewer than min_batches batches are left out."""
+    mean of that half over the counted workers, so a drift of the whole machine between the halves (all workers
+    slower in the second) does not enter: pooled over cases such a drift reads as a negative correlation. Until run
+    58's session both halves were over the case's mean, which read r -0.03 over 2,997 workers; the per-half
+    normalisation reads +0.23 over 3,152 (runs 11-58; docs/validation-runs.md run 58, finding 5). Workers with fewer than min_batches
+    batches are left out."""
     kept = [list(w) for w in per_worker_cpu_s if len(w) >= min_batches]
     if not kept:
         return [], []
-    mean_all = statistics.fmean(x for w in kept for x in w)
-    first = [statistics.fmean(w[:len(w) // 2]) / mean_all for w in kept]
-    second = [statistics.fmean(w[len(w) // 2:]) / mean_all for w in kept]
-    return first, second
+    first = [statistics.fmean(w[:len(w) // 2]) for w in kept]
+    second = [statistics.fmean(w[len(w) // 2:]) for w in kept]
+    mean_first, mean_second = statistics.fmean(first), statistics.fmean(second)
+    return [x / mean_first for x in first], [x / mean_second for x in second]
 
 
 def vcpu_split_half(cases_by_cpu: Sequence[Dict[int, List[float]]]) -> Optional[Dict[str, Any]]:
@@ -189,7 +193,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              if len(xs) >= 5 else f"{'n/a':>17}")
             print(f"{kind:6} {g:7} " + " ".join(cells))
     r = pearson(first_all, second_all)
-    print(f"a worker's first half against its second (over the case mean): r {r:+.2f} over {len(first_all)} workers"
+    print(f"a worker's first half against its second (each over its half's mean): r {r:+.2f} over {len(first_all)} workers"
           if r is not None else "a worker's halves: too few workers")
     if vcpu_rows:
         rs = [v["r"] for _, _, v in vcpu_rows]

@@ -39,6 +39,13 @@ class Halves(unittest.TestCase):
         self.assertEqual([round(x, 12) for x in f], [0.5, 1.5])
         self.assertEqual([round(x, 12) for x in s], [0.5, 1.5])
 
+    def test_a_machine_wide_drift_between_halves_does_not_enter(self):
+        # both workers 1.5x slower in the second half: over each half's own mean A reads 0.5 then 0.5, B 1.5 then 1.5
+        # (over the case's mean, 0.25 in all, they would read 0.4 / 0.6 and 1.2 / 1.8)
+        f, s = pw.worker_halves([[0.1] * 4 + [0.15] * 4, [0.3] * 4 + [0.45] * 4])
+        self.assertEqual([round(x, 12) for x in f], [0.5, 1.5])
+        self.assertEqual([round(x, 12) for x in s], [0.5, 1.5])
+
     def test_short_workers_left_out(self):
         f, s = pw.worker_halves([[0.1] * 7, [0.2] * 8])
         self.assertEqual(len(f), 1)
