@@ -812,6 +812,25 @@ def with_slow_wander(profile: Dict[str, Any], refit: Optional[Dict[str, Any]], w
     return out
 
 
+def fast_correlation_less_slow(correlation_s: float, batch_s: float, fast_cv: float, slow_cv: float,
+                               slow_correlation_s: float) -> float:
+    """Pure: the fast part's correlation time once the slow part's memory is taken out of the probes' lag-one. The
+    probes read one lag-one r1 = exp(-batch / correlation_s) over the whole wander; with two independent parts in log
+    speed it is the variance-weighted mean of theirs, r1 = f r_fast + (1 - f) r_slow, f = ln(1 + fast_cv^2) / (that
+    + ln(1 + slow_cv^2)), r_slow = exp(-batch / slow_correlation_s). Solved for r_fast (kept in [0.01, 0.99]) and
+    returned as -batch / ln(r_fast). The split of with_slow_wander keeps the probes' time for the fast part, which
+    counts the slow part's memory twice (validation run 58, finding 6). Unchanged without a batch time or a slow
+    part."""
+    fast_var, slow_var = math.log1p(fast_cv ** 2), math.log1p(slow_cv ** 2)
+    if batch_s <= 0.0 or correlation_s <= 0.0 or slow_var <= 0.0 or fast_var <= 0.0:
+        return correlation_s
+    f = fast_var / (fast_var + slow_var)
+    r1 = math.exp(-batch_s / correlation_s)
+    r_slow = math.exp(-batch_s / slow_correlation_s) if slow_correlation_s > 0.0 else 0.0
+    r_fast = min(0.99, max(0.01, (r1 - (1.0 - f) * r_slow) / f))
+    return -batch_s / math.log(r_fast)
+
+
 def transport_on_cpu_clock(transport: Dict[str, Any]) -> Dict[str, Any]:
     """The transport component with its loops' CPU time per batch in place of their wall time, where the
     harness took it (since run 11): the receive loop's main-thread CPU, the pin loop's pin-thread CPU. The
@@ -2856,6 +2875,10 @@ def main(argv=None) -> int:
                          "calibrate.log shows (refit by --calibrate-binary --wander-from-log; no-pause: the 6 s log, "
                          "paused: the 24 s log with a 2 ms pause per chunk, since the thirty-sixth session) "
                          "(default %(default)s: one part)")
+    ap.add_argument("--slow-wander-fast-memory", choices=["probe", "less-slow"], default="probe",
+                    help="with --slow-wander: the fast part's correlation time, the probes' as read (default "
+                         "%(default)s) or with the slow part's memory taken out of their lag-one "
+                         "(fast_correlation_less_slow)")
     ap.add_argument("--calibrate-binary", default="build/calibrate/pipeplan-calibrate",
                     help="pipeplan-calibrate, for --slow-wander (default %(default)s)")
     ap.add_argument("--launch-tail", choices=["loop", "off"], default="loop",
@@ -2966,6 +2989,16 @@ def main(argv=None) -> int:
                         a.calibrate_binary, os.path.join(os.path.dirname(run["profile"] or ""), "calibrate.log"))
                 split = with_slow_wander(case_profile or run_profile, run["slow_refit"],
                                          "paused" if a.slow_wander == "paused" else "no_pause")
+                if split is not None and getattr(a, "slow_wander_fast_memory", "probe") == "less-slow":
+                    batch_times = [float(w["batch_s"]) for p in ("probe", "probe_after")
+                                   for w in [((c.get("components") or {}).get(p) or {}).get("wander") or {}]
+                                   if w.get("batch_s")]
+                    cpu = split["cpu"]
+                    if batch_times and cpu.get("core_speed_correlation_s"):
+                        cpu["core_speed_correlation_s"] = round(fast_correlation_less_slow(
+                            float(cpu["core_speed_correlation_s"]), sum(batch_times) / len(batch_times),
+                            float(cpu["core_speed_cv"]), float(cpu["core_speed_slow_cv"]),
+                            float(cpu["core_speed_slow_correlation_s"])), 4)
                 if split is not None:
                     case_profile = split
                     c.setdefault("convert", {})["slow_wander"] = {

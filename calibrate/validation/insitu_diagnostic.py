@@ -99,6 +99,18 @@ def shuffled(series: Sequence[float], rng: random.Random) -> List[float]:
     return out
 
 
+def pooled(per_worker: Sequence[Sequence[float]], rng: random.Random) -> List[List[float]]:
+    """All workers' batch times shuffled together and dealt back in each worker's count: the same values, no
+    memory and no worker of its own speed (what a wander common to no one and lasting no time would give)."""
+    flat = [v for w in per_worker for v in w]
+    rng.shuffle(flat)
+    out, i = [], 0
+    for w in per_worker:
+        out.append(flat[i:i + len(w)])
+        i += len(w)
+    return out
+
+
 def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]:
     """A surrogate with the series' memory and its values (amplitude-adjusted Fourier transform, Theiler et al.
     1992): the log times' discrete Fourier amplitudes kept, their phases drawn afresh (conjugate-symmetric, so the
@@ -130,7 +142,8 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase"],
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase",
+                                          "replay-pooled"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
                          "(cv less the samples' spread, and its correlation time): in situ too; case-shape: as case, "
@@ -139,7 +152,8 @@ def main() -> int:
                          "replay: each worker plays back its own measured batch times in order "
                          "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
-                         "replay-phase: a surrogate with their memory and values (phase_randomized); both seeded")
+                         "replay-phase: a surrogate with their memory and values (phase_randomized); replay-pooled: "
+                         "all workers' times shuffled together (pooled); all seeded")
     ap.add_argument("--base", choices=["step", "table"], default="step",
                     help="what the in-situ costs replace: scenario_for's defaults, whose loop is the step component's "
                          "timed alone and whose transport is calibrate's (default, as every run's figure until run "
@@ -201,7 +215,10 @@ def main() -> int:
                            "batch_s": [at_busy * (float(r[1]) - float(r[0])) for r in iv if float(r[1]) > float(r[0])]}
                           for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))]
                 replay = [r for r in replay if r["batch_s"] and r["worker"] < int(c["knobs"].get("num_workers") or 0)]
-                if a.wander != "replay":
+                if a.wander == "replay-pooled":
+                    rng = random.Random(f"{c['id']}:{a.wander}")
+                    replay = [dict(r, batch_s=b) for r, b in zip(replay, pooled([r["batch_s"] for r in replay], rng))]
+                elif a.wander != "replay":
                     rng = random.Random(f"{c['id']}:{a.wander}")
                     surrogate = shuffled if a.wander == "replay-shuffled" else phase_randomized
                     replay = [dict(r, batch_s=surrogate(r["batch_s"], rng)) for r in replay]

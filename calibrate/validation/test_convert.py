@@ -2463,6 +2463,23 @@ class MissGroupsTest(unittest.TestCase):
 
 
 
+class FastCorrelationLessSlow(unittest.TestCase):
+    def test_by_hand(self):
+        # equal parts in log variance (cv 0.1 each: f = 0.5), a slow part lasting far longer than a batch (r_slow ->
+        # 1 at 1e9 s), probes' lag-one 0.8 at 0.1 s a batch (correlation 0.1 / ln(1 / 0.8) = 0.448 s): r_fast =
+        # (0.8 - 0.5) / 0.5 = 0.6, so -0.1 / ln 0.6 = 0.1958 s
+        tau = -0.1 / math.log(0.8)
+        got = convert.fast_correlation_less_slow(tau, 0.1, 0.1, 0.1, 1e9)
+        self.assertAlmostEqual(got, -0.1 / math.log(0.6), places=6)
+
+    def test_kept_in_bounds_and_unchanged_without_a_slow_part(self):
+        # a slow part that explains more than the whole lag-one: r_fast held at 0.01
+        tau = -0.1 / math.log(0.3)
+        self.assertAlmostEqual(convert.fast_correlation_less_slow(tau, 0.1, 0.1, 0.1, 1e9), -0.1 / math.log(0.01))
+        self.assertEqual(convert.fast_correlation_less_slow(0.5, 0.1, 0.1, 0.0, 10.0), 0.5)
+        self.assertEqual(convert.fast_correlation_less_slow(0.5, 0.0, 0.1, 0.1, 10.0), 0.5)
+
+
 class SlowWanderSplit(unittest.TestCase):
     """--slow-wander: the case's one-part wander cut in the share calibrate's threads showed, variances in log
     speed adding up to the case's own."""

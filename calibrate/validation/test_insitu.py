@@ -42,6 +42,12 @@ class Surrogates(unittest.TestCase):
         r = [lag_one(diag.shuffled(self.series, random.Random(k))) for k in range(20)]
         self.assertLess(abs(sum(r) / len(r)), 0.1)
 
+    def test_pooling_deals_all_values_back_in_each_workers_count(self):
+        workers = [[1.0, 2.0, 3.0], [10.0, 20.0], [5.0]]
+        got = diag.pooled(workers, random.Random(2))
+        self.assertEqual([len(w) for w in got], [3, 2, 1])
+        self.assertEqual(sorted(v for w in got for v in w), [1.0, 2.0, 3.0, 5.0, 10.0, 20.0])
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 
