@@ -2329,7 +2329,7 @@ class Harness:
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
-        wander = worker_cpus = None
+        wander = worker_cpus = durations = None
         if insitu.timeline is not None:
             per_worker = insitu.timeline.per_worker(0.0)
             worker_cpus = window_worker_cpus(per_worker, insitu.timeline.per_worker_cpu(), a, b)
@@ -2355,6 +2355,9 @@ class Harness:
                      # is the workers' wander around the case (convert's probe_wander; since run 12)
                      "batch_busy_s": d.get("batch_busy_s"), "batch_busy_cv": d.get("batch_busy_cv"),
                      "wander": wander, "worker_cpus": worker_cpus,
+                     # each worker's batch walls inside the window, in order (since run 58's session): the raw series
+                     # behind `wander`, so a wander model fitted later can read the probes without a device run
+                     "worker_batch_s": ([[round(x, 6) for x in w] for w in durations] if durations else None),
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 
