@@ -111,6 +111,27 @@ def pooled(per_worker: Sequence[Sequence[float]], rng: random.Random) -> List[Li
     return out
 
 
+def lognormal_like(series: Sequence[float], rng: random.Random, memory: bool = False) -> List[float]:
+    """Lognormal draws with the series' own log mean and log sd (population), as many as it has: its level and spread,
+    not its values' shape. memory: an AR(1) in batch count with the series' own lag-one (log, its mean out; kept in
+    [0, 0.95]) instead of independent draws."""
+    n = len(series)
+    if n < 2:
+        return list(series)
+    y = [math.log(v) for v in series]
+    mu = sum(y) / n
+    sd = math.sqrt(sum((v - mu) ** 2 for v in y) / n)
+    rho = 0.0
+    if memory and sd > 0:
+        rho = sum((y[t] - mu) * (y[t + 1] - mu) for t in range(n - 1)) / sum((v - mu) ** 2 for v in y)
+        rho = min(0.95, max(0.0, rho))
+    x, out = rng.gauss(0.0, 1.0), []
+    for _ in range(n):
+        out.append(math.exp(mu + sd * x))
+        x = rho * x + math.sqrt(1.0 - rho * rho) * rng.gauss(0.0, 1.0)
+    return out
+
+
 def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]:
     """A surrogate with the series' memory and its values (amplitude-adjusted Fourier transform, Theiler et al.
     1992): the log times' discrete Fourier amplitudes kept, their phases drawn afresh (conjugate-symmetric, so the
@@ -143,7 +164,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase",
-                                          "replay-pooled"],
+                                          "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
                          "(cv less the samples' spread, and its correlation time): in situ too; case-shape: as case, "
@@ -153,7 +174,9 @@ def main() -> int:
                          "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
                          "replay-phase: a surrogate with their memory and values (phase_randomized); replay-pooled: "
-                         "all workers' times shuffled together (pooled); all seeded")
+                         "all workers' times shuffled together (pooled); replay-lognormal / -ar1: each worker's own "
+                         "log mean and sd, lognormal draws, independent or with its own lag-one (lognormal_like); "
+                         "all seeded")
     ap.add_argument("--base", choices=["step", "table"], default="step",
                     help="what the in-situ costs replace: scenario_for's defaults, whose loop is the step component's "
                          "timed alone and whose transport is calibrate's (default, as every run's figure until run "
@@ -218,6 +241,10 @@ def main() -> int:
                 if a.wander == "replay-pooled":
                     rng = random.Random(f"{c['id']}:{a.wander}")
                     replay = [dict(r, batch_s=b) for r, b in zip(replay, pooled([r["batch_s"] for r in replay], rng))]
+                elif a.wander in ("replay-lognormal", "replay-lognormal-ar1"):
+                    rng = random.Random(f"{c['id']}:{a.wander}")
+                    replay = [dict(r, batch_s=lognormal_like(r["batch_s"], rng, a.wander.endswith("ar1")))
+                              for r in replay]
                 elif a.wander != "replay":
                     rng = random.Random(f"{c['id']}:{a.wander}")
                     surrogate = shuffled if a.wander == "replay-shuffled" else phase_randomized

@@ -48,6 +48,22 @@ class Surrogates(unittest.TestCase):
         self.assertEqual([len(w) for w in got], [3, 2, 1])
         self.assertEqual(sorted(v for w in got for v in w), [1.0, 2.0, 3.0, 5.0, 10.0, 20.0])
 
+    def test_lognormal_like_keeps_level_spread_and_memory(self):
+        # 4,000 draws of an AR(1) in log time (lag-one 0.6, log sd 0.1 around ln 0.05): the surrogate's log mean, log
+        # sd and lag-one come back within sampling error (sd of a lag-one estimate about 1 / sqrt(n) = 0.016)
+        rng = random.Random(5)
+        x, y = 0.0, []
+        for _ in range(4000):
+            y.append(math.log(0.05) + 0.1 * x)
+            x = 0.6 * x + math.sqrt(1 - 0.36) * rng.gauss(0, 1)
+        series = [math.exp(v) for v in y]
+        for memory, want_lag in ((True, 0.6), (False, 0.0)):
+            got = [math.log(v) for v in diag.lognormal_like(series, random.Random(9), memory)]
+            mu = sum(got) / len(got)
+            self.assertAlmostEqual(mu, math.log(0.05), delta=0.01)
+            self.assertAlmostEqual(math.sqrt(sum((v - mu) ** 2 for v in got) / len(got)), 0.1, delta=0.01)
+            self.assertAlmostEqual(lag_one([math.exp(v) for v in got]), want_lag, delta=0.06)
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 
