@@ -139,18 +139,28 @@ def read_call(path: str) -> Dict[str, Any]:
         raise ValueError(f"{p}: not a readable cases.json ({e})")
 
 
+def read_calls(dirs: Sequence[str], tool: str) -> Optional[List[Tuple[str, Dict[str, Any]]]]:
+    """Every call folder's cases.json, read before anything is printed -> [(folder name, document)], or None after one
+    line on stderr naming the first folder that cannot be read (the caller exits 2). Shared by the diagnostics that
+    read the table's calls."""
+    docs = []
+    for d in dirs:
+        try:
+            docs.append((os.path.basename(os.path.normpath(d)), read_call(d)))
+        except (OSError, ValueError) as e:
+            print(f"{tool}: {e}", file=sys.stderr)
+            return None
+    return docs
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="*", help="call folders (default: table_calls.txt's)")
     a = ap.parse_args(argv)
     dirs = a.results or convert.table_call_dirs(os.path.join(HERE, "table_calls.txt"))
-    docs = []
-    for d in dirs:  # read everything before printing anything
-        try:
-            docs.append((os.path.basename(os.path.normpath(d)), read_call(d)))
-        except (OSError, ValueError) as e:
-            print(f"probe_window_diagnostic: {e}", file=sys.stderr)
-            return 2
+    docs = read_calls(dirs, "probe_window_diagnostic")
+    if docs is None:
+        return 2
     ratios: Dict[Tuple[str, str, float], List[float]] = {}
     n_cases: Dict[Tuple[str, str, float], int] = {}
     first_all: List[float] = []

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402  (table_call_dirs: the readers the other diagnostics share)
-import probe_window_diagnostic  # noqa: E402  (read_call, worker_group)
+import probe_window_diagnostic  # noqa: E402  (read_calls, worker_group)
 import timeline_analysis  # noqa: E402  (wander_shape)
 
 FIGURES = ("r1", "r2", "r4", "fast", "slow")
@@ -81,13 +81,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("results", nargs="*", help="call folders (default: table_calls.txt's)")
     a = ap.parse_args(argv)
     dirs = a.results or convert.table_call_dirs(os.path.join(HERE, "table_calls.txt"))
-    docs = []
-    for d in dirs:  # read everything before printing anything
-        try:
-            docs.append(probe_window_diagnostic.read_call(d))
-        except (OSError, ValueError) as e:
-            print(f"wander_shape_diagnostic: {e}", file=sys.stderr)
-            return 2
+    calls = probe_window_diagnostic.read_calls(dirs, "wander_shape_diagnostic")
+    if calls is None:
+        return 2
+    docs = [doc for _, doc in calls]
     cases: Dict[Tuple[str, str, int], List[Dict[str, Optional[float]]]] = {}
     probes: Dict[Tuple[str, str, int], List[Dict[str, Optional[float]]]] = {}
     for doc in docs:
