@@ -417,8 +417,9 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
     for case in cases_left:
         k = case["knobs"]
         total += CASE_SETUP_S + 2 * probe_settle_s
-        if not quick:  # a few-worker case's two probes run longer than CASE_SETUP_S counts (probe_window_s)
-            total += 2 * (probe_window_s(k["num_workers"], PROBE_WINDOW_S) - PROBE_WINDOW_S)
+        if not quick:  # two probes a case, each longer than the 1.5 s CASE_SETUP_S counts below four workers
+            # (probe_window_s) or under --probe-window-s
+            total += 2 * (probe_window_s(k["num_workers"], PROBE_WINDOW_S) - CASE_SETUP_PROBE_WINDOW_S)
         tr_key, st_key = transport_key(k), step_key(k)
         heavy = step_is_heavy(k["step"], steps.get(st_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
@@ -478,6 +479,7 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
 
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
+CASE_SETUP_PROBE_WINDOW_S = 1.5  # the probe window CASE_SETUP_S was sized with (run 24's allowance)
 # A probe with fewer than FEW_WORKERS_FULL loading processes (0 counts as one: the main process loads) gets a longer
 # window, PROBE_WINDOW_S x FEW_WORKERS_FULL / max(k, 1) (so 4x at one, 2x at two), since the fifty-third session's
 # plan: a 1.5 s window of one worker reads its case's mean load with sd 6.8%, 3 s 5.2%, where eight workers' 1.5 s

@@ -1724,6 +1724,19 @@ class HarnessCasesTest(unittest.TestCase):
         # the probes before and after each case settle (harness default 1 s since run 24): 2 s more a case
         self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), len(cases) * (h.CASE_SETUP_S + 2.0))
 
+    def test_setup_overhead_counts_a_longer_probe_window(self):
+        h = load_harness()
+        cases = h.build_cases(False, ["batch_size"])
+        self.assertTrue(all(c["knobs"]["num_workers"] >= 4 for c in cases))
+        done = {"transport": {}, "step": {}, "probe_main_loop": {}}
+        base = h.setup_overhead_s(cases, done)
+        try:
+            h.set_probe_timing(4.0)
+            # by hand: two probes a case, each 4.0 - 1.5 s longer than CASE_SETUP_S counts
+            self.assertAlmostEqual(h.setup_overhead_s(cases, done), base + len(cases) * 2 * 2.5)
+        finally:
+            h.set_probe_timing(1.5)
+
     def test_probe_window_longer_below_four_workers(self):
         h = load_harness()
         # by hand: 1.5 s x 4 / max(k, 1): the main process (k = 0) and one worker 6 s, two 3 s, three 2 s, four on 1.5
