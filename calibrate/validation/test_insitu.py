@@ -64,6 +64,15 @@ class Surrogates(unittest.TestCase):
             self.assertAlmostEqual(math.sqrt(sum((v - mu) ** 2 for v in got) / len(got)), 0.1, delta=0.01)
             self.assertAlmostEqual(lag_one([math.exp(v) for v in got]), want_lag, delta=0.06)
 
+    def test_surrogate_replay_keeps_each_entry_and_its_count(self):
+        replay = [{"worker": 0, "batch_s": [0.1, 0.2, 0.3, 0.4]}, {"worker": 1, "batch_s": [1.0, 2.0]}]
+        for variant in diag.SURROGATES:
+            got = diag.surrogate_replay(replay, variant, random.Random(4))
+            self.assertEqual([r["worker"] for r in got], [0, 1], variant)
+            self.assertEqual([len(r["batch_s"]) for r in got], [4, 2], variant)
+        got = diag.surrogate_replay(replay, "replay-shuffled", random.Random(4))
+        self.assertEqual(sorted(got[1]["batch_s"]), [1.0, 2.0])   # shuffled within its own worker
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 
