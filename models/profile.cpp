@@ -108,6 +108,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         r.number("core_speed_slow_correlation_s", p.cpu.core_speed_slow_correlation_s, Range::between(0, 3600));
     p.cpu.core_speed_fast_side = r.number("core_speed_fast_side", p.cpu.core_speed_fast_side, Range::between(0, 2));
     p.cpu.core_speed_slow_side = r.number("core_speed_slow_side", p.cpu.core_speed_slow_side, Range::between(0, 2));
+    p.cpu.core_speed_cv_spread = r.number("core_speed_cv_spread", p.cpu.core_speed_cv_spread, Range::between(0, 3));
     r.finish();
   }
   if (!missing("host")) {

@@ -40,6 +40,11 @@ struct CpuProfile {
   // 499 cases (validation run 58, finding 3); a lognormal has the two equal. Both 0 = the lognormal (default).
   double core_speed_fast_side = 0.0;
   double core_speed_slow_side = 0.0;
+  // How much the first part's amplitude differs from thread to thread: each thread's cv is core_speed_cv x exp(s z -
+  // s^2 / 2), z a standard normal drawn once per thread, s this key (its mean stays core_speed_cv). The workers of a
+  // case differ in how much they wander (validation run 58, finding 8: the spread of their own log sds 0.017-0.035
+  // measured against 0.004-0.010 simulated). 0 = one cv for all (default).
+  double core_speed_cv_spread = 0.0;
 };
 
 struct HostProfile {

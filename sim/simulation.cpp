@@ -362,7 +362,7 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 class CoreWander {
  public:
   CoreWander(const CpuProfile& cpu, Rng& rng)
-      : fast_(cpu.core_speed_cv, cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side),
+      : fast_(thread_cv(cpu, rng), cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side),
         slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
@@ -393,6 +393,13 @@ class CoreWander {
     bool shaped_;
     double cv_, tau_s_, sigma_ln_, sigma_fast_, sigma_slow_, x_, at_s_;
   };
+  // This thread's cv of the first part: the profile's, or with cpu.core_speed_cv_spread one lognormal draw around it
+  // (mean kept; no draw without a spread, so runs without it are unchanged)
+  static double thread_cv(const CpuProfile& cpu, Rng& rng) {
+    const double s = cpu.core_speed_cv_spread;
+    if (s <= 0.0 || cpu.core_speed_cv <= 0.0) return cpu.core_speed_cv;
+    return cpu.core_speed_cv * std::exp(s * rng.standard_normal() - 0.5 * s * s);
+  }
   Part fast_, slow_;
 };
 

@@ -572,6 +572,54 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
   EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
 }
 
+// cpu.core_speed_cv_spread gives each thread its own amplitude: cv_w = cv x exp(s z - s^2 / 2). 8 workers, batches of
+// 32 ms of fixed loads, the wander redrawn every batch (correlation 1 us), cv 0.1: each worker's log batch time has sd
+// sigma_w = sqrt(ln(1 + cv_w^2)), about cv_w. Without a spread the eight sds differ only by sampling (about 0.1 /
+// sqrt(2 x 250) = 0.0045 each); with s = 0.7 they spread as cv_w does, sd 0.1 x sqrt(exp(0.49) - 1) = 0.079 in
+// expectation (eight draws: a fifth to twice that), and their mean stays near 0.1 (the draw's mean is cv).
+TEST(Simulate, EachThreadWandersWithItsOwnAmplitudeUnderASpread) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.0005}, {"steps", 2000}};
+  json prof = flat_profile();
+  prof["cpu"]["core_speed_cv"] = 0.1;
+  prof["cpu"]["core_speed_correlation_s"] = 1e-6;
+  auto worker_log_sds = [&](double spread) {
+    prof["cpu"]["core_speed_cv_spread"] = spread;
+    const std::string trace_path = pipeplan::test::write_temp("");
+    simulate(s, {"--trace", trace_path}, pipeplan::test::write_temp(prof.dump()));
+    std::ifstream in(trace_path);
+    const json trace = json::parse(in);
+    std::remove(trace_path.c_str());
+    std::map<int, std::vector<double>> logs;
+    for (const auto& e : trace["traceEvents"])
+      if (e.value("ph", "") == "X" && e.value("name", "").rfind("load+collate", 0) == 0)
+        logs[e["tid"].get<int>()].push_back(std::log(e["dur"].get<double>()));
+    std::vector<double> sds;
+    for (auto& [tid, v] : logs) {
+      double m = 0, q = 0;
+      for (double x : v) m += x / v.size();
+      for (double x : v) q += (x - m) * (x - m) / v.size();
+      sds.push_back(std::sqrt(q));
+    }
+    return sds;
+  };
+  auto spread_of = [](const std::vector<double>& v) {
+    double m = 0, q = 0;
+    for (double x : v) m += x / v.size();
+    for (double x : v) q += (x - m) * (x - m) / v.size();
+    return std::make_pair(m, std::sqrt(q));
+  };
+  const auto none = spread_of(worker_log_sds(0.0));
+  EXPECT_NEAR(none.first, 0.1, 0.01);
+  EXPECT_LT(none.second, 0.012);
+  const auto some = worker_log_sds(0.7);
+  ASSERT_EQ(some.size(), 8u);
+  const auto with = spread_of(some);
+  EXPECT_GT(with.second, 0.015) << "eight amplitudes drawn with s = 0.7 should differ far beyond sampling";
+  EXPECT_NEAR(with.first, 0.1, 0.06);
+}
+
 // The wander's slower part (cpu.core_speed_slow_cv) is a second factor of the same law beside the first. Both
 // redrawn each batch (correlation 1 us), each of cv 0.2: a pin-bound step is 10 ms x exp(x1 + s^2/2) x exp(x2 +
 // s^2/2), x1 + x2 ~ N(0, 2 s^2): mean 10 ms x exp(2 s^2), p90 10 ms x exp(1.2816 sqrt(2) s + s^2). The slow part
