@@ -147,12 +147,19 @@ double wander_log_speed(double x, double dt_s, double tau_s, double sigma_ln, do
 
 double lognormal_sigma(double cv) { return std::sqrt(std::log1p(cv * cv)); }
 
-double split_wander_time_factor(double z, double sigma_fast, double sigma_slow) {
+double split_wander_mean_exp(double sigma_fast, double sigma_slow) {
   const auto phi = [](double v) { return 0.5 * std::erfc(-v / std::sqrt(2.0)); };  // standard normal CDF
-  const double mean_exp = std::exp(0.5 * sigma_fast * sigma_fast) * phi(sigma_fast) +
-                          std::exp(0.5 * sigma_slow * sigma_slow) * phi(-sigma_slow);
+  return std::exp(0.5 * sigma_fast * sigma_fast) * phi(sigma_fast) +
+         std::exp(0.5 * sigma_slow * sigma_slow) * phi(-sigma_slow);
+}
+
+double split_wander_time_factor(double z, double sigma_fast, double sigma_slow, double mean_exp) {
   const double d = z > 0.0 ? sigma_fast * z : sigma_slow * z;
   return mean_exp * std::exp(-d);
+}
+
+double split_wander_time_factor(double z, double sigma_fast, double sigma_slow) {
+  return split_wander_time_factor(z, sigma_fast, sigma_slow, split_wander_mean_exp(sigma_fast, sigma_slow));
 }
 
 double wander_time_factor(double x, double cv) {

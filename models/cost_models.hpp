@@ -157,6 +157,9 @@ double lognormal_sigma(double cv);
 // E[exp(d)] = exp(sigma_fast^2 / 2) Phi(sigma_fast) + exp(sigma_slow^2 / 2) Phi(-sigma_slow), so the speed's mean
 // over time is 1 as in wander_time_factor, which this is (x = -sigma z) when the two sigmas are equal.
 double split_wander_time_factor(double z, double sigma_fast, double sigma_slow);
+// Its two parts, for a caller that draws many factors of one shape: E[exp(d)] once, then each factor from it.
+double split_wander_mean_exp(double sigma_fast, double sigma_slow);
+double split_wander_time_factor(double z, double sigma_fast, double sigma_slow, double mean_exp);
 // The standard normal's 0.9 quantile: a side (p90 - median) over it is the split normal's sigma on that side.
 inline constexpr double kNormalP90 = 1.2815515655446004;
 

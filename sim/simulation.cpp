@@ -380,18 +380,20 @@ class CoreWander {
         : shaped_(fast_side > 0.0 && slow_side > 0.0), cv_(cv), tau_s_(tau_s),
           sigma_ln_(shaped_ ? 1.0 : lognormal_sigma(cv)), sigma_fast_(fast_side / kNormalP90),
           sigma_slow_(slow_side / kNormalP90),
+          split_mean_exp_(shaped_ ? split_wander_mean_exp(sigma_fast_, sigma_slow_) : 1.0),
           x_(on() ? sigma_ln_ * rng.standard_normal() : 0.0), at_s_(sg4::Engine::get_clock()) {}
     bool on() const { return shaped_ || cv_ > 0.0; }
     double time_factor(double now, Rng& rng) {
       if (!on()) return 1.0;
       x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
       at_s_ = now;
-      return shaped_ ? split_wander_time_factor(x_, sigma_fast_, sigma_slow_) : wander_time_factor(x_, cv_);
+      return shaped_ ? split_wander_time_factor(x_, sigma_fast_, sigma_slow_, split_mean_exp_)
+                     : wander_time_factor(x_, cv_);
     }
 
    private:
     bool shaped_;
-    double cv_, tau_s_, sigma_ln_, sigma_fast_, sigma_slow_, x_, at_s_;
+    double cv_, tau_s_, sigma_ln_, sigma_fast_, sigma_slow_, split_mean_exp_, x_, at_s_;
   };
   // This thread's cv of the first part: the profile's, or with cpu.core_speed_cv_spread one lognormal draw around it
   // (mean kept; no draw without a spread, so runs without it are unchanged)

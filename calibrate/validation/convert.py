@@ -1809,10 +1809,18 @@ def simulate_replicated(binary: str, scenario_path: str, profile: Optional[str],
     """run_pipeplan with --seed 1..seeds, combined (combine_replications); the first error wins. The seeds run at
     once, one process per core (each seed's result is the same however they are scheduled): run 26's B1 call
     scored in 16.8 s instead of 21.7 on 2 cores, the same report."""
+    return simulate_seeds(binary, [scenario_path] * seeds, profile, timeout_s)
+
+
+def simulate_seeds(binary: str, scenario_paths: Sequence[str], profile: Optional[str], timeout_s: float
+                   ) -> Dict[str, Any]:
+    """Seed k simulates scenario_paths[k - 1] (all the same file for simulate_replicated; one surrogate draw each for
+    insitu_diagnostic's replays), at once, one process per core; combined, the first error wins."""
     from concurrent.futures import ThreadPoolExecutor
+    seeds = len(scenario_paths)
     with ThreadPoolExecutor(max_workers=max(1, min(seeds, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(lambda k: run_pipeplan(binary, scenario_path, profile, timeout_s, ["--seed", str(k)]),
-                             range(1, seeds + 1)))
+        runs = list(pool.map(lambda k: run_pipeplan(binary, scenario_paths[k - 1], profile, timeout_s,
+                                                    ["--seed", str(k)]), range(1, seeds + 1)))
     bad = next((r for r in runs if "error" in r), None)
     if bad:
         return bad

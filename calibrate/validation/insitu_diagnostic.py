@@ -152,9 +152,10 @@ def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]
         new[n // 2] = spec[n // 2]
     z = [(sum(new[k] * cmath.exp(2j * math.pi * k * t / n) for k in range(n)) / n).real for t in range(n)]
     order = sorted(range(n), key=lambda t: z[t])
+    values = sorted(series)
     out = [0.0] * n
     for rank, t in enumerate(order):
-        out[t] = sorted(series)[rank]
+        out[t] = values[rank]
     return out
 
 
@@ -176,7 +177,6 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
     """Seed k simulates its own surrogate draw (seeded by the case, the variant and k), so the mean over seeds
     averages the surrogates' draws as well as the simulator's; as convert.simulate_replicated otherwise. One draw
     for all seeds had moved a batch size's median by 5-10 points (validation run 58, finding 8)."""
-    from concurrent.futures import ThreadPoolExecutor
     paths = []
     for k in range(1, seeds + 1):
         rng = random.Random(f"{case_id}:{variant}:{k}")
@@ -185,11 +185,7 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
         paths.append(os.path.join(tmp, f"s{k}.json"))
         with open(paths[-1], "w") as f:
             json.dump(s_k, f)
-    with ThreadPoolExecutor(max_workers=max(1, min(seeds, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(lambda k: convert.run_pipeplan(binary, paths[k - 1], profile_path, 300,
-                                                            ["--seed", str(k)]), range(1, seeds + 1)))
-    bad = next((r for r in runs if "error" in r), None)
-    return bad if bad else {"result": convert.combine_replications([r["result"] for r in runs])}
+    return convert.simulate_seeds(binary, paths, profile_path, 300)
 
 
 def main() -> int:
