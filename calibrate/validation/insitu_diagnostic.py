@@ -22,7 +22,7 @@ import random
 import statistics
 import sys
 import tempfile
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
@@ -132,21 +132,30 @@ def lognormal_like(series: Sequence[float], rng: random.Random, memory: bool = F
     return out
 
 
-def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]:
+def draw_phases(n: int, rng: random.Random) -> List[complex]:
+    """Unit phases for a length-n real series' frequencies 1 .. (n - 1) // 2, drawn uniformly."""
+    return [cmath.exp(1j * rng.uniform(0.0, 2.0 * math.pi)) for _ in range(1, (n + 1) // 2)]
+
+
+def phase_randomized(series: Sequence[float], rng: random.Random,
+                     phases: Optional[Sequence[complex]] = None) -> List[float]:
     """A surrogate with the series' memory and its values (amplitude-adjusted Fourier transform, Theiler et al.
     1992): the log times' discrete Fourier amplitudes kept, their phases drawn afresh (conjugate-symmetric, so the
     result is real), transformed back, and the original values put in that result's rank order. Its
-    autocorrelation at every lag is the series' own up to the rank step; the values are exactly the series'."""
+    autocorrelation at every lag is the series' own up to the rank step; the values are exactly the series'.
+    phases: given instead of drawn (draw_phases(len(series))): several series shifted by the same phases keep their
+    cross-correlation (Prichard and Theiler 1994)."""
     n = len(series)
     if n < 4:
         return list(series)
+    if phases is None:
+        phases = draw_phases(n, rng)
     y = [math.log(v) for v in series]
     spec = [sum(y[t] * cmath.exp(-2j * math.pi * k * t / n) for t in range(n)) for k in range(n)]
     new = [0j] * n
     new[0] = spec[0]
     for k in range(1, (n + 1) // 2):
-        phase = cmath.exp(1j * rng.uniform(0.0, 2.0 * math.pi))
-        new[k] = abs(spec[k]) * phase
+        new[k] = spec[k] * phases[k - 1]
         new[n - k] = new[k].conjugate()
     if n % 2 == 0:
         new[n // 2] = spec[n // 2]
@@ -159,11 +168,104 @@ def phase_randomized(series: Sequence[float], rng: random.Random) -> List[float]
     return out
 
 
-SURROGATES = ("replay-shuffled", "replay-phase", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
+def phase_randomized_joint(per_worker: Sequence[Sequence[float]], rng: random.Random) -> List[List[float]]:
+    """phase_randomized with one draw of phases for all workers, over their common length (the batches past it, one
+    or two in a round robin, stay at the end as measured): each worker keeps its memory and values, and the workers
+    keep their correlation with one another batch by batch (the table's 8-worker batch_size cases: pair r 0.10-0.14,
+    validation run 59)."""
+    m = min(len(w) for w in per_worker)
+    phases = draw_phases(m, rng)
+    return [phase_randomized(w[:m], rng, phases) + list(w[m:]) for w in per_worker]
+
+
+PARTS_LAGS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def pooled_autocorrelation(per_worker: Sequence[Sequence[float]], lags: Sequence[int]) -> Tuple[float, float,
+                                                                                                 List[float]]:
+    """Pure: the workers' log batch times around their common mean (not each worker's own, so a worker's level shows
+    as memory that never decays): (that mean, their variance, the autocorrelation within each worker at each lag,
+    pooled over workers)."""
+    ys = [[math.log(v) for v in w] for w in per_worker]
+    flat = [v for y in ys for v in y]
+    mu = sum(flat) / len(flat)
+    var = sum((v - mu) ** 2 for v in flat) / len(flat)
+    acf = []
+    for k in lags:
+        num = sum((y[t] - mu) * (y[t + k] - mu) for y in ys for t in range(len(y) - k))
+        cnt = sum(max(0, len(y) - k) for y in ys)
+        acf.append(num / cnt / var if cnt and var > 0 else 0.0)
+    return mu, var, acf
+
+
+def fit_wander_parts(per_worker: Sequence[Sequence[float]], lags: Sequence[int] = PARTS_LAGS) -> Dict[str, float]:
+    """Pure: three parts of the workers' log batch times counted in batches, fitted to their pooled autocorrelation
+    (pooled_autocorrelation) by least squares on a grid: a level each worker keeps through the case (share l), a fast
+    AR(1) (share f, lag-one rho_fast) and a slower one (the rest, rho_slow). Their memory counts batches: on the
+    table's 8-worker batch_size cases the lag-one is 0.71 / 0.70 / 0.64 / 0.57 at b16 / b32 / b64 / b128 where batches
+    last 0.08 to 0.65 s (validation run 59)."""
+    mu, var, acf = pooled_autocorrelation(per_worker, lags)
+    best = (float("inf"), 0.0, 1.0, 0.0, 0.0)
+    grid_share = [i / 20 for i in range(21)]
+    for rf in [0.05 * i for i in range(0, 19)]:
+        for rs in (0.9, 0.93, 0.95, 0.97, 0.98, 0.99):
+            for l in grid_share:
+                for f in grid_share:
+                    if l + f > 1.0 + 1e-9:
+                        continue
+                    sl = 1.0 - l - f
+                    err = sum((l + f * rf ** k + sl * rs ** k - r) ** 2 for k, r in zip(lags, acf))
+                    if err < best[0]:
+                        best = (err, l, f, rf, rs)
+    _, l, f, rf, rs = best
+    return {"log_mean": mu, "log_var": var, "level_share": l, "fast_share": f, "rho_fast": rf,
+            "slow_share": max(0.0, 1.0 - l - f), "rho_slow": rs}
+
+
+def wander_parts_surrogate(per_worker: Sequence[Sequence[float]], fit: Dict[str, float],
+                           rng: random.Random) -> List[List[float]]:
+    """Each worker's batch times drawn from fit_wander_parts' three parts (Gaussian in log time; stationary AR(1)s
+    started at their own spread), as many as it had: the case's memory and spread, each worker a level of its own
+    drawn afresh."""
+    var = fit["log_var"]
+    sd_l, sd_f, sd_s = (math.sqrt(var * fit[k]) for k in ("level_share", "fast_share", "slow_share"))
+    out = []
+    for w in per_worker:
+        level = sd_l * rng.gauss(0.0, 1.0)
+        a, b = sd_f * rng.gauss(0.0, 1.0), sd_s * rng.gauss(0.0, 1.0)
+        series = []
+        for _ in range(len(w)):
+            series.append(math.exp(fit["log_mean"] + level + a + b))
+            a = fit["rho_fast"] * a + sd_f * math.sqrt(1.0 - fit["rho_fast"] ** 2) * rng.gauss(0.0, 1.0)
+            b = fit["rho_slow"] * b + sd_s * math.sqrt(1.0 - fit["rho_slow"] ** 2) * rng.gauss(0.0, 1.0)
+        out.append(series)
+    return out
+
+
+def with_pooled_values(drawn: Sequence[Sequence[float]], measured: Sequence[Sequence[float]]) -> List[List[float]]:
+    """Pure: the measured batch times of all workers, pooled, put in the rank order of the drawn ones (pooled too):
+    the draws' memory and levels, the case's own values (their fast skew, validation run 58, finding 3)."""
+    flat = [(v, i, t) for i, w in enumerate(drawn) for t, v in enumerate(w)]
+    values = sorted(v for w in measured for v in w)
+    out = [list(w) for w in drawn]
+    for rank, (_, i, t) in enumerate(sorted(flat)):
+        out[i][t] = values[rank]
+    return out
+
+
+SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-parts", "replay-parts-values", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
 
 
 def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random.Random) -> List[Dict[str, Any]]:
     """Pure: loader.replay_worker_batches' entries with each worker's times replaced by the variant's surrogate."""
+    if variant in ("replay-parts", "replay-parts-values"):
+        per_worker = [r["batch_s"] for r in replay]
+        drawn = wander_parts_surrogate(per_worker, fit_wander_parts(per_worker), rng)
+        if variant == "replay-parts-values":
+            drawn = with_pooled_values(drawn, per_worker)
+        return [dict(r, batch_s=b) for r, b in zip(replay, drawn)]
+    if variant == "replay-phase-joint":
+        return [dict(r, batch_s=b) for r, b in zip(replay, phase_randomized_joint([r["batch_s"] for r in replay], rng))]
     if variant == "replay-pooled":
         return [dict(r, batch_s=b) for r, b in zip(replay, pooled([r["batch_s"] for r in replay], rng))]
     if variant in ("replay-lognormal", "replay-lognormal-ar1"):
@@ -193,7 +295,8 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
+                                          "replay-parts", "replay-parts-values",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
@@ -203,7 +306,8 @@ def main() -> int:
                          "replay: each worker plays back its own measured batch times in order "
                          "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
-                         "replay-phase: a surrogate with their memory and values (phase_randomized); replay-pooled: "
+                         "replay-phase: a surrogate with their memory and values (phase_randomized); replay-phase-joint: the same with one "
+                         "draw of phases for all workers, keeping their correlation with one another; replay-pooled: "
                          "all workers' times shuffled together (pooled); replay-lognormal / -ar1: each worker's own "
                          "log mean and sd, lognormal draws, independent or with its own lag-one (lognormal_like); "
                          "all seeded")
@@ -213,6 +317,7 @@ def main() -> int:
                          "20), or the case as the generated table builds it (the loop from the host probes, the "
                          "memory map, an unpinned loop's copy and release beside a live loader, the transport "
                          "measured): then only the workers' costs and the pin thread's are the case's own")
+    ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
     doc = convert.read_call_json(a.results_dir, "cases.json")
     base_profile = convert.read_call_json(a.results_dir, "profile.json")
@@ -221,7 +326,7 @@ def main() -> int:
     errs, step_errs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
-            if c.get("status") != "ok":
+            if c.get("status") != "ok" or (a.family and c.get("family") != a.family):
                 continue
             ins = c["measured"]["in_situ"]
             if a.base == "table":

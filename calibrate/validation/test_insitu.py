@@ -73,6 +73,38 @@ class Surrogates(unittest.TestCase):
         got = diag.surrogate_replay(replay, "replay-shuffled", random.Random(4))
         self.assertEqual(sorted(got[1]["batch_s"]), [1.0, 2.0])   # shuffled within its own worker
 
+    def test_joint_phases_keep_the_workers_together(self):
+        # two workers with the same series: one draw of phases for both gives both the same surrogate (their
+        # correlation 1 kept); separate draws give two different ones. A third worker one batch longer keeps its
+        # last batch at the end, as measured.
+        longer = self.series + [2.0]
+        got = diag.phase_randomized_joint([self.series, self.series, longer], random.Random(6))
+        self.assertEqual(got[0], got[1])
+        self.assertEqual(got[2][:64], got[0])
+        self.assertEqual(got[2][64], 2.0)
+        self.assertNotEqual(got[0], self.series)
+        apart = [diag.phase_randomized(self.series, random.Random(k)) for k in (6, 7)]
+        self.assertNotEqual(apart[0], apart[1])
+
+    def test_wander_parts_fit_recovers_a_known_process(self):
+        # 8 workers x 400 batches drawn from known parts (level share 0.2, fast 0.5 at lag-one 0.6, slow 0.3 at
+        # 0.95): the grid fit over the pooled autocorrelation gives them back within sampling error
+        truth = {"log_mean": math.log(0.08), "log_var": 0.02, "level_share": 0.2, "fast_share": 0.5,
+                 "rho_fast": 0.6, "slow_share": 0.3, "rho_slow": 0.95}
+        drawn = diag.wander_parts_surrogate([[1.0] * 400] * 8, truth, random.Random(11))
+        got = diag.fit_wander_parts(drawn)
+        self.assertAlmostEqual(got["log_mean"], truth["log_mean"], delta=0.05)
+        self.assertAlmostEqual(got["log_var"], truth["log_var"], delta=0.006)
+        self.assertAlmostEqual(got["rho_fast"], 0.6, delta=0.15)
+        self.assertAlmostEqual(got["fast_share"], 0.5, delta=0.15)
+        self.assertAlmostEqual(got["level_share"] + got["slow_share"], 0.5, delta=0.15)
+        self.assertEqual([len(w) for w in drawn], [400] * 8)
+
+    def test_pooled_values_follow_the_drawn_ranks(self):
+        drawn = [[3.0, 1.0], [2.0, 4.0]]
+        measured = [[10.0, 40.0], [30.0, 20.0]]
+        self.assertEqual(diag.with_pooled_values(drawn, measured), [[30.0, 10.0], [20.0, 40.0]])
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 
