@@ -179,6 +179,7 @@ def phase_randomized_joint(per_worker: Sequence[Sequence[float]], rng: random.Ra
 
 
 PARTS_LAGS = (1, 2, 3, 4, 6, 8, 12, 16)
+RHO_SLOW_GRID = (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 0.995)
 
 
 def pooled_autocorrelation(per_worker: Sequence[Sequence[float]], lags: Sequence[int]) -> Tuple[float, float,
@@ -208,7 +209,9 @@ def fit_wander_parts(per_worker: Sequence[Sequence[float]], lags: Sequence[int] 
     best = (float("inf"), 0.0, 1.0, 0.0, 0.0)
     grid_share = [i / 20 for i in range(21)]
     for rf in [0.05 * i for i in range(0, 19)]:
-        for rs in (0.9, 0.93, 0.95, 0.97, 0.98, 0.99):
+        for rs in RHO_SLOW_GRID:
+            if rs <= rf:
+                continue
             for l in grid_share:
                 for f in grid_share:
                     if l + f > 1.0 + 1e-9:
@@ -253,6 +256,35 @@ def with_pooled_values(drawn: Sequence[Sequence[float]], measured: Sequence[Sequ
     return out
 
 
+def set_wander_parts(cpu: Dict[str, Any], fit: Dict[str, float], per_worker: Sequence[Sequence[float]],
+                     scen: Dict[str, Any], shape: Dict[str, Any]) -> None:
+    """fit_wander_parts in the simulator's two wander parts, whose memory is in seconds: each part's correlation time
+    is the case's mean batch time over -ln(its lag-one), which counts the same batches while the workers are busy.
+    The fast part takes the samples' own spread off (the simulator draws it per sample); the slow part holds the
+    level too (a correlation of an hour). shape: the case's own log-speed sides (timeline own_wander), scaled to the
+    fast part's spread, for the split normal."""
+    flat = [v for w in per_worker for v in w]
+    batch_s = sum(flat) / len(flat)
+    load = scen["dataset"]["load_s_per_sample"]
+    sample_var = math.log1p((math.sqrt(scen["loader"]["batch_size"]) * load["mean"] * float(load.get("cv") or 0.0)
+                             / batch_s) ** 2)
+    var = fit["log_var"]
+    fast_var = max(0.0, var * fit["fast_share"] - sample_var)
+    cpu["core_speed_cv"] = math.sqrt(math.expm1(fast_var))
+    cpu["core_speed_correlation_s"] = batch_s / -math.log(fit["rho_fast"]) if 0 < fit["rho_fast"] < 1 else 1e-6
+    level, slow = var * fit["level_share"], var * fit["slow_share"]
+    cpu["core_speed_slow_cv"] = math.sqrt(math.expm1(level + slow))
+    # one part for both: the share-weighted lag-one of the two, as a correlation time
+    rho = (level + slow * fit["rho_slow"]) / (level + slow) if level + slow > 0 else 0.0
+    cpu["core_speed_slow_correlation_s"] = min(3600.0, batch_s / -math.log(rho)) if 0 < rho < 1 else 3600.0
+    for k in ("core_speed_fast_side", "core_speed_slow_side", "core_speed_cv_spread"):
+        cpu.pop(k, None)
+    fast_side, slow_side, cv = shape.get("log_speed_fast_side"), shape.get("log_speed_slow_side"), shape.get("cv")
+    if fast_side and slow_side and cv:
+        keep = cpu["core_speed_cv"] / cv
+        cpu["core_speed_fast_side"], cpu["core_speed_slow_side"] = fast_side * keep, slow_side * keep
+
+
 SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-parts", "replay-parts-values", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
 
 
@@ -295,7 +327,7 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-parts", "case-parts-shape", "probe-parts", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
@@ -363,6 +395,19 @@ def main() -> int:
                         keep = prof["cpu"]["core_speed_cv"] / own["cv"]  # the wander's share of the batches' spread
                         prof["cpu"]["core_speed_fast_side"] = fast * keep
                         prof["cpu"]["core_speed_slow_side"] = slow * keep
+            if a.wander in ("case-parts", "case-parts-shape", "probe-parts"):
+                workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
+                per_worker = [[float(r[1]) - float(r[0]) for r in iv if float(r[1]) > float(r[0])]
+                              for iv in workers.values()]
+                if a.wander == "probe-parts":
+                    # out of the case: its probes' raw walls (harness since run 59), each probe's workers a series
+                    per_worker = [list(map(float, w)) for k in ("probe", "probe_after")
+                                  for w in ((c["components"].get(k) or {}).get("worker_batch_s") or [])]
+                per_worker = [w for w in per_worker if len(w) >= 8]
+                if len(per_worker) >= 2:
+                    set_wander_parts(prof["cpu"], fit_wander_parts(per_worker), per_worker, scen,
+                                     ((convert._timeline(c) or {}).get("own_wander") or {}) if
+                                     a.wander == "case-parts-shape" else {})
             if a.wander.startswith("replay"):
                 workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
                 # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since

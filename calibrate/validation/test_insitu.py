@@ -105,6 +105,21 @@ class Surrogates(unittest.TestCase):
         measured = [[10.0, 40.0], [30.0, 20.0]]
         self.assertEqual(diag.with_pooled_values(drawn, measured), [[30.0, 10.0], [20.0, 40.0]])
 
+    def test_wander_parts_in_the_simulators_two_parts(self):
+        # batches of 0.1 s; fast share 0.6 at lag-one 0.5, level 0.1 and slow 0.3 at 0.9 of a log variance 0.02; 16
+        # samples of 4 ms at cv 0.5 add (4 x 0.004 x 0.5 / 0.1)^2 = 0.0064 (log1p: 0.00638) the simulator draws itself
+        fit = {"log_mean": 0.0, "log_var": 0.02, "level_share": 0.1, "fast_share": 0.6, "rho_fast": 0.5,
+               "slow_share": 0.3, "rho_slow": 0.9}
+        scen = {"dataset": {"load_s_per_sample": {"mean": 0.004, "cv": 0.5}}, "loader": {"batch_size": 16}}
+        cpu = {"core_speed_fast_side": 0.2}
+        diag.set_wander_parts(cpu, fit, [[0.1] * 10, [0.1] * 10], scen, {})
+        self.assertAlmostEqual(cpu["core_speed_cv"], math.sqrt(math.expm1(0.012 - math.log1p(0.0064))), places=6)
+        self.assertAlmostEqual(cpu["core_speed_correlation_s"], 0.1 / math.log(2.0), places=6)
+        self.assertAlmostEqual(cpu["core_speed_slow_cv"], math.sqrt(math.expm1(0.008)), places=6)
+        # one slow part for level and slow: lag-one (0.002 + 0.006 x 0.9) / 0.008 = 0.925
+        self.assertAlmostEqual(cpu["core_speed_slow_correlation_s"], 0.1 / -math.log(0.925), places=6)
+        self.assertNotIn("core_speed_fast_side", cpu)
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 
