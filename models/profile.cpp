@@ -109,6 +109,10 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.cpu.core_speed_fast_side = r.number("core_speed_fast_side", p.cpu.core_speed_fast_side, Range::between(0, 2));
     p.cpu.core_speed_slow_side = r.number("core_speed_slow_side", p.cpu.core_speed_slow_side, Range::between(0, 2));
     p.cpu.core_speed_cv_spread = r.number("core_speed_cv_spread", p.cpu.core_speed_cv_spread, Range::between(0, 3));
+    p.cpu.core_speed_correlation_batches =
+        r.number("core_speed_correlation_batches", p.cpu.core_speed_correlation_batches, Range::between(0, 1e6));
+    p.cpu.core_speed_slow_correlation_batches = r.number(
+        "core_speed_slow_correlation_batches", p.cpu.core_speed_slow_correlation_batches, Range::between(0, 1e6));
     r.finish();
   }
   if (!missing("host")) {

@@ -45,6 +45,13 @@ struct CpuProfile {
   // case differ in how much they wander (validation run 58, finding 8: the spread of their own log sds 0.017-0.035
   // measured against 0.004-0.010 simulated). 0 = one cv for all (default).
   double core_speed_cv_spread = 0.0;
+  // A worker's wander moves on by its batches instead of by seconds: each part's lag-one from one batch of the worker
+  // to its next is exp(-1 / N), N these keys, however long the batch or the wait for its index. The workers' batch
+  // times on the H200 VM keep lag-one 0.71 / 0.70 / 0.64 / 0.57 at b16 / b32 / b64 / b128 while a batch lasts 0.08 to
+  // 0.65 s (validation run 59, finding 2), where a process in seconds would fall to 0.06. 0 = the part's correlation
+  // in seconds (default); the pin and main threads keep seconds.
+  double core_speed_correlation_batches = 0.0;
+  double core_speed_slow_correlation_batches = 0.0;
 };
 
 struct HostProfile {

@@ -361,9 +361,12 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 // moves beside it and their factors multiply (no draws for it otherwise: one-part runs are unchanged).
 class CoreWander {
  public:
-  CoreWander(const CpuProfile& cpu, Rng& rng)
-      : fast_(thread_cv(cpu, rng), cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side),
-        slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng) {}
+  // per_batch: a worker's wander, called once a batch, whose parts may count batches (cpu.core_speed_correlation_batches)
+  CoreWander(const CpuProfile& cpu, Rng& rng, bool per_batch = false)
+      : fast_(thread_cv(cpu, rng), cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side,
+              per_batch ? cpu.core_speed_correlation_batches : 0.0),
+        slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng, 0.0, 0.0,
+              per_batch ? cpu.core_speed_slow_correlation_batches : 0.0) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
     if (!fast_.on() && !slow_.on()) return 1.0;  // steady cores: no clock read on every piece of work
@@ -376,8 +379,8 @@ class CoreWander {
   // normal in log speed of those sides, whose state x is then the standard normal z (split_wander_time_factor).
   class Part {
    public:
-    Part(double cv, double tau_s, Rng& rng, double fast_side = 0.0, double slow_side = 0.0)
-        : shaped_(fast_side > 0.0 && slow_side > 0.0), cv_(cv), tau_s_(tau_s),
+    Part(double cv, double tau_s, Rng& rng, double fast_side = 0.0, double slow_side = 0.0, double tau_batches = 0.0)
+        : shaped_(fast_side > 0.0 && slow_side > 0.0), cv_(cv), tau_s_(tau_s), tau_batches_(tau_batches),
           sigma_ln_(shaped_ ? 1.0 : lognormal_sigma(cv)), sigma_fast_(fast_side / kNormalP90),
           sigma_slow_(slow_side / kNormalP90),
           split_mean_exp_(shaped_ ? split_wander_mean_exp(sigma_fast_, sigma_slow_) : 1.0),
@@ -385,7 +388,9 @@ class CoreWander {
     bool on() const { return shaped_ || cv_ > 0.0; }
     double time_factor(double now, Rng& rng) {
       if (!on()) return 1.0;
-      x_ = wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
+      // counted in batches: one step of one batch per call (a worker calls once a batch); else the seconds since
+      x_ = tau_batches_ > 0.0 ? wander_log_speed(x_, 1.0, tau_batches_, sigma_ln_, rng.standard_normal())
+                              : wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
       at_s_ = now;
       return shaped_ ? split_wander_time_factor(x_, sigma_fast_, sigma_slow_, split_mean_exp_)
                      : wander_time_factor(x_, cv_);
@@ -393,7 +398,7 @@ class CoreWander {
 
    private:
     bool shaped_;
-    double cv_, tau_s_, sigma_ln_, sigma_fast_, sigma_slow_, split_mean_exp_, x_, at_s_;
+    double cv_, tau_s_, tau_batches_, sigma_ln_, sigma_fast_, sigma_slow_, split_mean_exp_, x_, at_s_;
   };
   // This thread's cv of the first part: the profile's, or with cpu.core_speed_cv_spread one lognormal draw around it
   // (mean kept; no draw without a spread, so runs without it are unchanged)
@@ -428,7 +433,7 @@ void worker_actor(Rank& r, int w) {
   const Scenario& s = *world.scenario;
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
-  CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch start
+  CoreWander wander(world.profile->cpu, r.rng, /*per_batch=*/true);  // moved on at each batch start
   std::size_t replayed = 0;                       // batches played back (loader.replay_worker_batches)
   const bool reads_per_sample =
       s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;

@@ -1618,3 +1618,43 @@ TEST(Simulate, TheReportFlagsAP90StepBetweenShortAndLongSteps) {
   EXPECT_EQ(marked, 1) << sweep.out;
   EXPECT_NE(sweep.out.find("~ the p90 is on an edge"), std::string::npos) << sweep.out;
 }
+
+// cpu.core_speed_correlation_batches: a worker's wander steps once a batch with lag-one exp(-1 / N), however long the
+// batch. 8 workers of fixed loads (cv 0), cv 0.1, the seconds' correlation 1 us (alone it redraws every batch: lag-one
+// 0): with N = 3 each worker's log batch times have lag-one exp(-1/3) = 0.717 at 16 and at 64 samples a batch (batches
+// 4x as long), where a correlation in seconds would give two different values. About 250 batches a worker at b16,
+// 62 at b64: the pooled estimate's sd about sqrt((1 - r^2) / n) = 0.016 and 0.031, plus its small-sample bias down.
+TEST(Simulate, AWorkersWanderCanCountBatches) {
+  json prof = flat_profile();
+  prof["cpu"]["core_speed_cv"] = 0.1;
+  prof["cpu"]["core_speed_correlation_s"] = 1e-6;
+  auto lag_one = [&](int batch_size, double correlation_batches) {
+    prof["cpu"]["core_speed_correlation_batches"] = correlation_batches;
+    json s = base_scenario();
+    s["loader"] = {{"batch_size", batch_size}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
+    s["training"] = {{"step_s", 0.0005}, {"steps", 2000 * 16 / batch_size}};
+    const std::string trace_path = pipeplan::test::write_temp("");
+    simulate(s, {"--trace", trace_path}, pipeplan::test::write_temp(prof.dump()));
+    std::ifstream in(trace_path);
+    const json trace = json::parse(in);
+    std::remove(trace_path.c_str());
+    std::map<int, std::vector<double>> logs;
+    for (const auto& e : trace["traceEvents"])
+      if (e.value("ph", "") == "X" && e.value("name", "").rfind("load+collate", 0) == 0)
+        logs[e["tid"].get<int>()].push_back(std::log(e["dur"].get<double>()));
+    double num = 0, den = 0;
+    for (auto& [tid, v] : logs) {
+      double m = 0;
+      for (double x : v) m += x / v.size();
+      for (std::size_t t = 0; t + 1 < v.size(); ++t) {
+        num += (v[t] - m) * (v[t + 1] - m);
+        den += (v[t] - m) * (v[t] - m);
+      }
+    }
+    return num / den;
+  };
+  const double want = std::exp(-1.0 / 3.0);
+  EXPECT_NEAR(lag_one(16, 3.0), want, 0.06);
+  EXPECT_NEAR(lag_one(64, 3.0), want, 0.1);
+  EXPECT_NEAR(lag_one(16, 0.0), 0.0, 0.06) << "without the key the seconds' 1 us correlation redraws every batch";
+}

@@ -257,7 +257,7 @@ def with_pooled_values(drawn: Sequence[Sequence[float]], measured: Sequence[Sequ
 
 
 def set_wander_parts(cpu: Dict[str, Any], fit: Dict[str, float], per_worker: Sequence[Sequence[float]],
-                     scen: Dict[str, Any], shape: Dict[str, Any]) -> None:
+                     scen: Dict[str, Any], shape: Dict[str, Any], in_batches: bool = False) -> None:
     """fit_wander_parts in the simulator's two wander parts, whose memory is in seconds: each part's correlation time
     is the case's mean batch time over -ln(its lag-one), which counts the same batches while the workers are busy.
     The fast part takes the samples' own spread off (the simulator draws it per sample); the slow part holds the
@@ -279,6 +279,11 @@ def set_wander_parts(cpu: Dict[str, Any], fit: Dict[str, float], per_worker: Seq
     cpu["core_speed_slow_correlation_s"] = min(3600.0, batch_s / -math.log(rho)) if 0 < rho < 1 else 3600.0
     for k in ("core_speed_fast_side", "core_speed_slow_side", "core_speed_cv_spread"):
         cpu.pop(k, None)
+    if in_batches:
+        # the same lag-ones as the workers' own count (cpu.core_speed_correlation_batches: N = -1 / ln(lag-one))
+        cpu["core_speed_correlation_batches"] = (cpu["core_speed_correlation_s"] / batch_s
+                                                 if cpu["core_speed_correlation_s"] > 1e-6 else 1e-6)
+        cpu["core_speed_slow_correlation_batches"] = cpu["core_speed_slow_correlation_s"] / batch_s
     fast_side, slow_side, cv = shape.get("log_speed_fast_side"), shape.get("log_speed_slow_side"), shape.get("cv")
     if fast_side and slow_side and cv:
         keep = cpu["core_speed_cv"] / cv
@@ -327,7 +332,8 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-parts", "case-parts-shape", "probe-parts", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-parts", "case-parts-shape", "probe-parts",
+                                          "case-parts-batches", "probe-parts-batches", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
@@ -395,11 +401,12 @@ def main() -> int:
                         keep = prof["cpu"]["core_speed_cv"] / own["cv"]  # the wander's share of the batches' spread
                         prof["cpu"]["core_speed_fast_side"] = fast * keep
                         prof["cpu"]["core_speed_slow_side"] = slow * keep
-            if a.wander in ("case-parts", "case-parts-shape", "probe-parts"):
+            if a.wander in ("case-parts", "case-parts-shape", "probe-parts", "case-parts-batches",
+                            "probe-parts-batches"):
                 workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
                 per_worker = [[float(r[1]) - float(r[0]) for r in iv if float(r[1]) > float(r[0])]
                               for iv in workers.values()]
-                if a.wander == "probe-parts":
+                if a.wander.startswith("probe-parts"):
                     # out of the case: its probes' raw walls (harness since run 59), each probe's workers a series
                     per_worker = [list(map(float, w)) for k in ("probe", "probe_after")
                                   for w in ((c["components"].get(k) or {}).get("worker_batch_s") or [])]
@@ -407,7 +414,7 @@ def main() -> int:
                 if len(per_worker) >= 2:
                     set_wander_parts(prof["cpu"], fit_wander_parts(per_worker), per_worker, scen,
                                      ((convert._timeline(c) or {}).get("own_wander") or {}) if
-                                     a.wander == "case-parts-shape" else {})
+                                     a.wander == "case-parts-shape" else {}, a.wander.endswith("-batches"))
             if a.wander.startswith("replay"):
                 workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
                 # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since

@@ -119,6 +119,10 @@ class Surrogates(unittest.TestCase):
         # one slow part for level and slow: lag-one (0.002 + 0.006 x 0.9) / 0.008 = 0.925
         self.assertAlmostEqual(cpu["core_speed_slow_correlation_s"], 0.1 / -math.log(0.925), places=6)
         self.assertNotIn("core_speed_fast_side", cpu)
+        # counted in batches: N = -1 / ln(lag-one), 1 / ln 2 for the fast part, 1 / -ln 0.925 for the slow one
+        diag.set_wander_parts(cpu, fit, [[0.1] * 10, [0.1] * 10], scen, {}, in_batches=True)
+        self.assertAlmostEqual(cpu["core_speed_correlation_batches"], 1.0 / math.log(2.0), places=6)
+        self.assertAlmostEqual(cpu["core_speed_slow_correlation_batches"], 1.0 / -math.log(0.925), places=6)
 
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
