@@ -290,16 +290,33 @@ def set_wander_parts(cpu: Dict[str, Any], fit: Dict[str, float], per_worker: Seq
         cpu["core_speed_fast_side"], cpu["core_speed_slow_side"] = fast_side * keep, slow_side * keep
 
 
-SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-parts", "replay-parts-values", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
+def with_split_normal(drawn: Sequence[Sequence[float]], measured: Sequence[Sequence[float]]) -> List[List[float]]:
+    """Pure: the drawn log times (Gaussian) standardised over all workers and put through a split normal of the
+    measured pooled log times' own sides (p90 - median on the slow side, median - p10 on the fast side, over 1.2816)
+    around their median: a parametric stand-in for with_pooled_values' empirical marginal."""
+    logs = sorted(math.log(v) for w in measured for v in w)
+    q = lambda p: logs[min(len(logs) - 1, int(p * len(logs)))]  # noqa: E731
+    med, slow, fast = q(0.5), (q(0.9) - q(0.5)) / 1.2816, (q(0.5) - q(0.1)) / 1.2816
+    flat = [math.log(v) for w in drawn for v in w]
+    mu = sum(flat) / len(flat)
+    sd = math.sqrt(sum((v - mu) ** 2 for v in flat) / len(flat)) or 1.0
+    return [[math.exp(med + ((math.log(v) - mu) / sd) * (slow if v > math.exp(mu) else fast)) for v in w]
+            for w in drawn]
+
+
+SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-parts", "replay-parts-values",
+              "replay-parts-split", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
 
 
 def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random.Random) -> List[Dict[str, Any]]:
     """Pure: loader.replay_worker_batches' entries with each worker's times replaced by the variant's surrogate."""
-    if variant in ("replay-parts", "replay-parts-values"):
+    if variant in ("replay-parts", "replay-parts-values", "replay-parts-split"):
         per_worker = [r["batch_s"] for r in replay]
         drawn = wander_parts_surrogate(per_worker, fit_wander_parts(per_worker), rng)
         if variant == "replay-parts-values":
             drawn = with_pooled_values(drawn, per_worker)
+        elif variant == "replay-parts-split":
+            drawn = with_split_normal(drawn, per_worker)
         return [dict(r, batch_s=b) for r, b in zip(replay, drawn)]
     if variant == "replay-phase-joint":
         return [dict(r, batch_s=b) for r, b in zip(replay, phase_randomized_joint([r["batch_s"] for r in replay], rng))]
@@ -334,7 +351,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-parts", "case-parts-shape", "probe-parts",
                                           "case-parts-batches", "probe-parts-batches", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
-                                          "replay-parts", "replay-parts-values",
+                                          "replay-parts", "replay-parts-values", "replay-parts-split",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "

@@ -124,6 +124,22 @@ class Surrogates(unittest.TestCase):
         self.assertAlmostEqual(cpu["core_speed_correlation_batches"], 1.0 / math.log(2.0), places=6)
         self.assertAlmostEqual(cpu["core_speed_slow_correlation_batches"], 1.0 / -math.log(0.925), places=6)
 
+    def test_split_normal_takes_the_measured_sides(self):
+        # measured: a split normal in log time around ln 0.1, sigma 0.05 on the slow side and 0.15 on the fast side;
+        # drawn: plain lognormal draws of another level and spread. The result keeps the draws' order and takes the
+        # measured median and p10 / p90 sides (0.15 x 1.2816 below, 0.05 x 1.2816 above) within sampling error.
+        rng = random.Random(12)
+        measured = [[math.exp(math.log(0.1) + (0.05 if z > 0 else 0.15) * z) for z in
+                     (rng.gauss(0, 1) for _ in range(2500))] for _ in range(4)]
+        drawn = [[math.exp(0.3 * rng.gauss(0, 1)) for _ in range(2500)] for _ in range(4)]
+        got = diag.with_split_normal(drawn, measured)
+        flat = sorted(math.log(v) for w in got for v in w)
+        q = lambda p: flat[int(p * len(flat))]  # noqa: E731
+        self.assertAlmostEqual(q(0.5), math.log(0.1), delta=0.01)
+        self.assertAlmostEqual(q(0.9) - q(0.5), 0.05 * 1.2816, delta=0.01)
+        self.assertAlmostEqual(q(0.5) - q(0.1), 0.15 * 1.2816, delta=0.02)
+        self.assertEqual(sorted(range(2500), key=lambda t: got[0][t]), sorted(range(2500), key=lambda t: drawn[0][t]))
+
     def test_short_series_pass_through(self):
         self.assertEqual(diag.phase_randomized([1.0, 2.0, 3.0], random.Random(0)), [1.0, 2.0, 3.0])
 

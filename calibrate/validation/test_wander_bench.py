@@ -28,6 +28,17 @@ class Bench(unittest.TestCase):
         self.assertAlmostEqual(got[64][1], 0.6)   # median of -4.1, +2.0, +0.6
         self.assertAlmostEqual(got[64][2], 3.3)   # median of -11.4, +4.0, +3.3
         self.assertEqual(got[16][2], -1.2)
+        self.assertEqual(got[16][5], 0.0)         # one case: every resample's median is that case
+
+    def test_median_standard_error_scales_as_the_spread(self):
+        # the bootstrap se of a median is about 1.25 sd / sqrt(n) for normal values: 41 evenly spread quantiles of a
+        # standard normal (sd about 1) give about 0.2; the same values x 10 give 10 times that (same seed)
+        from statistics import NormalDist
+        vals = [NormalDist().inv_cdf((i + 0.5) / 41) for i in range(41)]
+        se = bench.median_standard_error(vals)
+        self.assertGreater(se, 0.12)
+        self.assertLess(se, 0.3)
+        self.assertAlmostEqual(bench.median_standard_error([10 * v for v in vals]), 10 * se, places=9)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ bench's reference: validation run 58, finding 1). Run from the repository root:
 import argparse
 import concurrent.futures
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -44,14 +45,24 @@ def parse(out: str) -> List[Tuple[int, float, float]]:
     return rows
 
 
-def summary(rows: Sequence[Tuple[int, float, float]]) -> Dict[int, Tuple[int, float, float, float, float]]:
-    """Pure: per batch size (cases, signed median throughput error, signed median / p10 / p90 p90-step error)."""
+def median_standard_error(values: Sequence[float], resamples: int = 2000, seed: int = 1) -> float:
+    """Pure: the bootstrap standard error of the median (seeded): how far apart two variants' medians must be to
+    tell them apart on these cases (b128's 11 cases: about 14 points)."""
+    rng = random.Random(seed)
+    meds = [statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples)]
+    return statistics.pstdev(meds)
+
+
+def summary(rows: Sequence[Tuple[int, float, float]]) -> Dict[int, Tuple[int, float, float, float, float, float]]:
+    """Pure: per batch size (cases, signed median throughput error, signed median / p10 / p90 p90-step error, the
+    p90-step median's bootstrap standard error)."""
     out = {}
     for b in sorted({r[0] for r in rows}):
         thr = [r[1] for r in rows if r[0] == b]
         step = sorted(r[2] for r in rows if r[0] == b)
         q = lambda p: step[min(len(step) - 1, int(p * len(step)))]  # noqa: E731
-        out[b] = (len(step), statistics.median(thr), statistics.median(step), q(0.1), q(0.9))
+        out[b] = (len(step), statistics.median(thr), statistics.median(step), q(0.1), q(0.9),
+                  median_standard_error(step))
     return out
 
 
@@ -74,9 +85,9 @@ def main() -> int:
         outs = list(pool.map(lambda c: run_one(c, a.wander, a.seeds, a.pipeplan), calls))
     rows = [r for o in outs for r in parse(o)]
     print(f"wander {a.wander}, {a.seeds} seeds, {len(calls)} calls, {len(rows)} cases (signed errors, in situ)")
-    print("batch  cases  throughput median  p90 step median  p10 .. p90")
-    for b, (n, thr, med, lo, hi) in summary(rows).items():
-        print(f"b{b:<5d} {n:5d}  {thr:+16.1f}%  {med:+14.1f}%  {lo:+.1f} .. {hi:+.1f}%")
+    print("batch  cases  throughput median  p90 step median (se)  p10 .. p90")
+    for b, (n, thr, med, lo, hi, se) in summary(rows).items():
+        print(f"b{b:<5d} {n:5d}  {thr:+16.1f}%  {med:+14.1f}% ({se:4.1f})  {lo:+.1f} .. {hi:+.1f}%")
     return 0
 
 
