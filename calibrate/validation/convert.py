@@ -731,13 +731,14 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     own spread gives a batch (sqrt(batch) x getitem x the load's cv, over the batch time: the simulator
     draws that per sample); the mean over the probes. Run 11 found calibrate's wander scattering from
     0.078 to 0.165 over four calls of one lease while the cases' workers stayed at 0.09-0.16, and the
-    pinned tensor cases' p90 step following it. {"cv", "correlation_s" (None if no probe gave one)},
-    or None without a figure."""
+    pinned tensor cases' p90 step following it. {"cv", "correlation_s" (None if no probe gave one),
+    "correlation_batches" (the same lag-one in the probe's batches: correlation_s over its batch time)}, or None
+    without a figure."""
     comp = case.get("components") or {}
     k = case.get("knobs") or {}
     bs = int(k.get("batch_size") or 0)
     load_cv = float((comp.get("load") or {}).get("cv") or 0.0)
-    cvs, taus = [], []
+    cvs, taus, batches = [], [], []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
         w, g = p.get("wander") or {}, p.get("getitem_wall_s")
         if int(p.get("workers") or 0) < 1:
@@ -747,6 +748,7 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
             tau = w.get("correlation_s")
             if tau is not None and 0.0 < float(tau) <= 60.0:
                 taus.append(float(tau))
+                batches.append(float(tau) / batch_s)  # the same lag-one counted in the probe's batches
         elif p.get("batch_busy_cv") is not None and p.get("batch_busy_s") and g and int(p.get("batches") or 0) >= 3:
             cv, batch_s = float(p["batch_busy_cv"]), float(p["batch_busy_s"])
         else:
@@ -754,7 +756,8 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
         cvs.append(wander_less_samples(cv, bs, float(g), load_cv, batch_s))
     if not cvs:
         return None
-    return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None}
+    return {"cv": sum(cvs) / len(cvs), "correlation_s": sum(taus) / len(taus) if taus else None,
+            "correlation_batches": sum(batches) / len(batches) if batches else None}
 
 
 def slow_wander_refit(calibrate_binary: str, log_path: str) -> Optional[Dict[str, Any]]:
@@ -1795,6 +1798,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         cpu["core_speed_cv"] = round(wander["cv"], 4)
         if wander["correlation_s"] is not None:
             cpu["core_speed_correlation_s"] = round(wander["correlation_s"], 4)
+            if getattr(a, "wander_memory", "seconds") == "batches":
+                # a worker's wander counts its batches (validation run 59, finding 2): the probes' lag-one a batch
+                cpu["core_speed_correlation_batches"] = round(wander["correlation_batches"], 4)
         c.setdefault("convert", {})["wander"] = wander
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
@@ -2878,6 +2884,10 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--wander-memory", choices=["seconds", "batches"], default="seconds",
+                    help="a what-if: with batches a worker's wander keeps the probes' lag-one from one of its batches "
+                         "to the next however long they take (cpu.core_speed_correlation_batches; validation run 59, "
+                         "finding 2); seconds: their correlation time (default %(default)s)")
     ap.add_argument("--slow-wander", choices=["off", "no-pause", "paused"], default="off",
                     help="a what-if: split each case's wander into a fast and a slow part in the share its call's "
                          "calibrate.log shows (refit by --calibrate-binary --wander-from-log; no-pause: the 6 s log, "

@@ -191,6 +191,7 @@ class ProbeWanderTest(unittest.TestCase):
         w = convert.probe_wander(c)
         self.assertAlmostEqual(w["cv"], math.sqrt(0.0144 - 0.001024))
         self.assertAlmostEqual(w["correlation_s"], 0.2)
+        self.assertAlmostEqual(w["correlation_batches"], 0.2 / 0.05)   # 4 batches of 0.05 s
 
 
 class ProbeWanderEndToEndTest(unittest.TestCase):
