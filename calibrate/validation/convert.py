@@ -760,6 +760,27 @@ def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
             "correlation_batches": sum(batches) / len(batches) if batches else None}
 
 
+# The slower part's share of the workers' log variance and its lag-one a batch: the median three-part fit
+# (insitu_diagnostic.fit_wander_parts, level and slow together) over the batch_size family's 70 eight-worker cases in
+# 13 calls (validation run 59, finding 4): a figure of this machine, not of a case.
+TWO_PART_SLOW_SHARE = 0.45
+TWO_PART_SLOW_LAG_ONE = 0.9
+
+
+def two_part_batch_wander(cv: float, lag_one: float, slow_share: float = TWO_PART_SLOW_SHARE,
+                          slow_lag_one: float = TWO_PART_SLOW_LAG_ONE) -> Dict[str, float]:
+    """Pure: the probes' one-part wander (cv, lag-one a batch) as two parts counted in batches: the slower part takes
+    slow_share of the log variance at slow_lag_one a batch, the fast part the rest at the lag-one that keeps the sum's
+    lag-one the probes' ((lag_one - share x slow) / (1 - share), in [0, 0.95]). Profile keys cpu.core_speed_cv,
+    core_speed_correlation_batches, core_speed_slow_cv, core_speed_slow_correlation_batches."""
+    var = math.log1p(cv * cv)
+    fast_lag = min(0.95, max(0.0, (lag_one - slow_share * slow_lag_one) / (1.0 - slow_share)))
+    return {"core_speed_cv": math.sqrt(math.expm1(var * (1.0 - slow_share))),
+            "core_speed_correlation_batches": -1.0 / math.log(fast_lag) if fast_lag > 0 else 1e-6,
+            "core_speed_slow_cv": math.sqrt(math.expm1(var * slow_share)),
+            "core_speed_slow_correlation_batches": -1.0 / math.log(slow_lag_one)}
+
+
 def slow_wander_refit(calibrate_binary: str, log_path: str) -> Optional[Dict[str, Any]]:
     """`pipeplan calibrate --wander-from-log` on a call's calibrate.log: its logged chunk times refit with the
     wander's slower part (calibrate/wander_log.hpp). None where the log or the binary is missing or the refit
@@ -1801,6 +1822,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             if getattr(a, "wander_memory", "seconds") == "batches":
                 # a worker's wander counts its batches (validation run 59, finding 2): the probes' lag-one a batch
                 cpu["core_speed_correlation_batches"] = round(wander["correlation_batches"], 4)
+            elif getattr(a, "wander_memory", "seconds") == "batches-two-part":
+                cpu.update(two_part_batch_wander(wander["cv"], math.exp(-1.0 / wander["correlation_batches"])))
         c.setdefault("convert", {})["wander"] = wander
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
@@ -2884,10 +2907,11 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
-    ap.add_argument("--wander-memory", choices=["seconds", "batches"], default="seconds",
+    ap.add_argument("--wander-memory", choices=["seconds", "batches", "batches-two-part"], default="seconds",
                     help="a what-if: with batches a worker's wander keeps the probes' lag-one from one of its batches "
                          "to the next however long they take (cpu.core_speed_correlation_batches; validation run 59, "
-                         "finding 2); seconds: their correlation time (default %(default)s)")
+                         "finding 2); batches-two-part: the same lag-one split into a slower part of the machine's share and lag-one "
+                         "and a fast rest (two_part_batch_wander); seconds: their correlation time (default %(default)s)")
     ap.add_argument("--slow-wander", choices=["off", "no-pause", "paused"], default="off",
                     help="a what-if: split each case's wander into a fast and a slow part in the share its call's "
                          "calibrate.log shows (refit by --calibrate-binary --wander-from-log; no-pause: the 6 s log, "

@@ -193,6 +193,18 @@ class ProbeWanderTest(unittest.TestCase):
         self.assertAlmostEqual(w["correlation_s"], 0.2)
         self.assertAlmostEqual(w["correlation_batches"], 0.2 / 0.05)   # 4 batches of 0.05 s
 
+    def test_two_part_batch_wander_by_hand(self):
+        # cv 0.1 (log variance ln 1.01), lag-one 0.7: the slow part 0.45 of it at 0.9, the fast part the rest at
+        # (0.7 - 0.405) / 0.55 = 0.5364; the two variances add back to the whole
+        got = convert.two_part_batch_wander(0.1, 0.7)
+        var = math.log1p(0.01)
+        self.assertAlmostEqual(math.log1p(got["core_speed_cv"] ** 2), 0.55 * var)
+        self.assertAlmostEqual(math.log1p(got["core_speed_slow_cv"] ** 2), 0.45 * var)
+        self.assertAlmostEqual(math.exp(-1 / got["core_speed_correlation_batches"]), 0.295 / 0.55)
+        self.assertAlmostEqual(math.exp(-1 / got["core_speed_slow_correlation_batches"]), 0.9)
+        # a lag-one below the slow part's own contribution leaves the fast part memoryless
+        self.assertEqual(convert.two_part_batch_wander(0.1, 0.3)["core_speed_correlation_batches"], 1e-6)
+
 
 class ProbeWanderEndToEndTest(unittest.TestCase):
     def test_the_case_profile_carries_the_probes_wander(self):
