@@ -572,6 +572,20 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
   EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
 }
 
+// Each worker's log batch times (its trace's load+collate spans, by thread id) from one simulation with a trace.
+std::map<int, std::vector<double>> worker_log_batch_times(const json& scenario, const json& profile) {
+  const std::string trace_path = pipeplan::test::write_temp("");
+  simulate(scenario, {"--trace", trace_path}, pipeplan::test::write_temp(profile.dump()));
+  std::ifstream in(trace_path);
+  const json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  std::map<int, std::vector<double>> logs;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("ph", "") == "X" && e.value("name", "").rfind("load+collate", 0) == 0)
+      logs[e["tid"].get<int>()].push_back(std::log(e["dur"].get<double>()));
+  return logs;
+}
+
 // cpu.core_speed_cv_spread gives each thread its own amplitude: cv_w = cv x exp(s z - s^2 / 2). 8 workers, batches of
 // 32 ms of fixed loads, the wander redrawn every batch (correlation 1 us), cv 0.1: each worker's log batch time has sd
 // sigma_w = sqrt(ln(1 + cv_w^2)), about cv_w. Without a spread the eight sds differ only by sampling (about 0.1 /
@@ -586,16 +600,8 @@ TEST(Simulate, EachThreadWandersWithItsOwnAmplitudeUnderASpread) {
   prof["cpu"]["core_speed_correlation_s"] = 1e-6;
   auto worker_log_sds = [&](double spread) {
     prof["cpu"]["core_speed_cv_spread"] = spread;
-    const std::string trace_path = pipeplan::test::write_temp("");
-    simulate(s, {"--trace", trace_path}, pipeplan::test::write_temp(prof.dump()));
-    std::ifstream in(trace_path);
-    const json trace = json::parse(in);
-    std::remove(trace_path.c_str());
-    std::map<int, std::vector<double>> logs;
-    for (const auto& e : trace["traceEvents"])
-      if (e.value("ph", "") == "X" && e.value("name", "").rfind("load+collate", 0) == 0)
-        logs[e["tid"].get<int>()].push_back(std::log(e["dur"].get<double>()));
     std::vector<double> sds;
+    const auto logs = worker_log_batch_times(s, prof);
     for (auto& [tid, v] : logs) {
       double m = 0, q = 0;
       for (double x : v) m += x / v.size();
@@ -1633,15 +1639,7 @@ TEST(Simulate, AWorkersWanderCanCountBatches) {
     json s = base_scenario();
     s["loader"] = {{"batch_size", batch_size}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
     s["training"] = {{"step_s", 0.0005}, {"steps", 2000 * 16 / batch_size}};
-    const std::string trace_path = pipeplan::test::write_temp("");
-    simulate(s, {"--trace", trace_path}, pipeplan::test::write_temp(prof.dump()));
-    std::ifstream in(trace_path);
-    const json trace = json::parse(in);
-    std::remove(trace_path.c_str());
-    std::map<int, std::vector<double>> logs;
-    for (const auto& e : trace["traceEvents"])
-      if (e.value("ph", "") == "X" && e.value("name", "").rfind("load+collate", 0) == 0)
-        logs[e["tid"].get<int>()].push_back(std::log(e["dur"].get<double>()));
+    const auto logs = worker_log_batch_times(s, prof);
     double num = 0, den = 0;
     for (auto& [tid, v] : logs) {
       double m = 0;
