@@ -388,7 +388,7 @@ class CoreWander {
     bool on() const { return shaped_ || cv_ > 0.0; }
     double time_factor(double now, Rng& rng) {
       if (!on()) return 1.0;
-      // counted in batches: one step of one batch per call (a worker calls once a batch); else the seconds since
+      // counted in batches: one step per call (a worker calls once a batch); else by the seconds since the last call
       x_ = tau_batches_ > 0.0 ? wander_log_speed(x_, 1.0, tau_batches_, sigma_ln_, rng.standard_normal())
                               : wander_log_speed(x_, now - at_s_, tau_s_, sigma_ln_, rng.standard_normal());
       at_s_ = now;

@@ -308,11 +308,25 @@ SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-p
               "replay-parts-split", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
 
 
-def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random.Random) -> List[Dict[str, Any]]:
-    """Pure: loader.replay_worker_batches' entries with each worker's times replaced by the variant's surrogate."""
-    if variant in ("replay-parts", "replay-parts-values", "replay-parts-split"):
+def timeline_worker_walls(case: Dict[str, Any]) -> Dict[int, List[float]]:
+    """Pure: each worker's batch walls in the case's timeline (first __getitem__ to collate end; empty spans left
+    out), by worker id."""
+    workers = ((case.get("measured") or {}).get("timeline") or {}).get("workers") or {}
+    return {int(w): [float(r[1]) - float(r[0]) for r in iv if float(r[1]) > float(r[0])]
+            for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))}
+
+
+PARTS_SURROGATES = ("replay-parts", "replay-parts-values", "replay-parts-split")
+
+
+def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random.Random,
+                     fit: Optional[Dict[str, float]] = None) -> List[Dict[str, Any]]:
+    """Pure: loader.replay_worker_batches' entries with each worker's times replaced by the variant's surrogate.
+    fit: the parts variants' fit_wander_parts of these times, where the caller draws several surrogates of them
+    (computed here without it)."""
+    if variant in PARTS_SURROGATES:
         per_worker = [r["batch_s"] for r in replay]
-        drawn = wander_parts_surrogate(per_worker, fit_wander_parts(per_worker), rng)
+        drawn = wander_parts_surrogate(per_worker, fit or fit_wander_parts(per_worker), rng)
         if variant == "replay-parts-values":
             drawn = with_pooled_values(drawn, per_worker)
         elif variant == "replay-parts-split":
@@ -334,10 +348,13 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
     averages the surrogates' draws as well as the simulator's; as convert.simulate_replicated otherwise. One draw
     for all seeds had moved a batch size's median by 5-10 points (validation run 58, finding 8)."""
     paths = []
+    replay = scen["loader"]["replay_worker_batches"]
+    # the parts' fit is the case's, not the draw's: once for all seeds (a grid search)
+    fit = fit_wander_parts([r["batch_s"] for r in replay]) if variant in PARTS_SURROGATES else None
     for k in range(1, seeds + 1):
         rng = random.Random(f"{case_id}:{variant}:{k}")
         s_k = json.loads(json.dumps(scen))
-        s_k["loader"]["replay_worker_batches"] = surrogate_replay(scen["loader"]["replay_worker_batches"], variant, rng)
+        s_k["loader"]["replay_worker_batches"] = surrogate_replay(replay, variant, rng, fit)
         paths.append(os.path.join(tmp, f"s{k}.json"))
         with open(paths[-1], "w") as f:
             json.dump(s_k, f)
@@ -420,9 +437,7 @@ def main() -> int:
                         prof["cpu"]["core_speed_slow_side"] = slow * keep
             if a.wander in ("case-parts", "case-parts-shape", "probe-parts", "case-parts-batches",
                             "probe-parts-batches"):
-                workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
-                per_worker = [[float(r[1]) - float(r[0]) for r in iv if float(r[1]) > float(r[0])]
-                              for iv in workers.values()]
+                per_worker = list(timeline_worker_walls(c).values())
                 if a.wander.startswith("probe-parts"):
                     # out of the case: its probes' raw walls (harness since run 59), each probe's workers a series
                     per_worker = [list(map(float, w)) for k in ("probe", "probe_after")
@@ -433,14 +448,12 @@ def main() -> int:
                                      ((convert._timeline(c) or {}).get("own_wander") or {}) if
                                      a.wander == "case-parts-shape" else {}, a.wander.endswith("-batches"))
             if a.wander.startswith("replay"):
-                workers = ((c.get("measured") or {}).get("timeline") or {}).get("workers") or {}
                 # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since
                 # the simulator slows a worker's core by the machine's curve again (base table; base step has none)
                 at_busy = (convert.relative_core_speed(cpu_curve, float(c["measured"].get("cpu_busy_cores") or 1.0))
                            if a.base == "table" else 1.0)
-                replay = [{"worker": int(w),
-                           "batch_s": [at_busy * (float(r[1]) - float(r[0])) for r in iv if float(r[1]) > float(r[0])]}
-                          for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))]
+                replay = [{"worker": w, "batch_s": [at_busy * v for v in walls]}
+                          for w, walls in timeline_worker_walls(c).items()]
                 replay = [r for r in replay if r["batch_s"] and r["worker"] < int(c["knobs"].get("num_workers") or 0)]
                 if not replay:
                     print(f"{c['id']}: no worker timeline to replay")
