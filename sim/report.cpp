@@ -372,6 +372,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
        {{"pin_thread_held_fraction", r.memory_map_held_pin_fraction},
         {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},
   };
+  if (!s.loader.replay_batch_s.empty()) out["loader"]["replay_wrapped_batches"] = r.replay_wrapped_batches;
   return out;
 }
 

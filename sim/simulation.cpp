@@ -156,6 +156,7 @@ struct Rank {
   std::int64_t latency_count = 0;
   std::int64_t epochs_started = 0;
   std::int64_t activities = 0;
+  std::int64_t replay_wrapped_batches = 0;  // replayed batches past a worker's list, played again from its start
 };
 
 // A count that changes at events (activities running, reads in flight) and its integral over simulated time.
@@ -452,6 +453,9 @@ void worker_actor(Rank& r, int w) {
       // a measured batch time played back (loader.replay_worker_batches): its wall as is, on the worker's core
       const auto& times = s.loader.replay_batch_s[w];
       const double t0 = sg4::Engine::get_clock();
+      // past the list the worker plays it again: counted, since a few seconds' batches looped over a longer run
+      // stand for a speed the worker held only that long (validation run 60, finding 1)
+      if (replayed >= times.size()) ++r.replay_wrapped_batches;
       run_cpu(r, times[replayed % times.size()]);
       ++replayed;
       t1 = sg4::Engine::get_clock();
@@ -1291,7 +1295,10 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       out_of_order += out_of_order_fraction(r.batch_done_s, world.window.start_s, world.window.end_s);
     res.epochs_started = std::max(res.epochs_started, r.epochs_started);
   }
-  for (auto& r : world.ranks) res.des_events += r->activities;
+  for (auto& r : world.ranks) {
+    res.des_events += r->activities;
+    res.replay_wrapped_batches += r->replay_wrapped_batches;
+  }
   auto frac = [&](double busy_sum) { return std::clamp(busy_sum / gpus / window, 0.0, 1.0); };
   auto add_stage = [&](const char* name, const char* description, double busy) {
     res.stages.push_back(StageReport{name, description, busy, -1.0});

@@ -74,6 +74,8 @@ struct SimResult {
   double gil_busy_fraction() const { return std::min(1.0, gil_held_main_fraction + gil_held_pin_fraction); }
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)
+  // loader.replay_worker_batches only: batches a worker played after its list ran out (played again from the start)
+  std::int64_t replay_wrapped_batches = 0;
 };
 
 // Runs the simulation. Throws std::runtime_error if it cannot make progress.

@@ -363,6 +363,23 @@ TEST(Simulate, ReplayedBatchTimesSetTheWorkersPace) {
   EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.3, 16.0 / 0.3 * 0.02);
 }
 
+// A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from
+// one worker holding 2 measured times need at least 298 more (and at most its 2 prefetch slots beyond the last step);
+// a list longer than the run wraps none, and a scenario without a replay has no such key.
+TEST(Simulate, ReplayedBatchesPastTheListAreCounted) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.01, 0.02}}}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  const auto wrapped = simulate(s)["loader"]["replay_wrapped_batches"].get<std::int64_t>();
+  EXPECT_GE(wrapped, 298);
+  EXPECT_LE(wrapped, 298 + 2);
+  s["loader"]["replay_worker_batches"][0]["batch_s"] = std::vector<double>(310, 0.01);
+  EXPECT_EQ(simulate(s)["loader"]["replay_wrapped_batches"].get<std::int64_t>(), 0);
+  s["loader"].erase("replay_worker_batches");
+  EXPECT_FALSE(simulate(s)["loader"].contains("replay_wrapped_batches"));
+}
+
 // The same slow worker, counted: worker 0 makes batches 0, 4, 8, ... four times slower, so
 // batch 4k is finished after batch 4k+1 (whose worker idles, its slots full) and every other
 // consecutive pair is in order: 1 pair in 4. Equal workers finish in dispatch order: none.
