@@ -20,9 +20,9 @@ import sys
 from typing import Dict, List, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the calls whose batch_size family has timelines (validation run 58, finding 1; run 59's A2 with 4 s probes)
+# the calls whose batch_size family has timelines (validation run 58, finding 1; runs 59 and 60's A2 with 4 s probes)
 CALLS = ("run11a", "run12a2", "run13a2", "run14a2", "run16a2", "run44a2", "run46a2", "run47a2", "run49a2",
-         "run50a2", "run52a2", "run53a2", "run59a2")
+         "run50a2", "run52a2", "run53a2", "run59a2", "run60a2", "run60a2b")
 LINE = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+([+-]?\d+\.\d)%\s+p90 step\s+([\d.]+)\s+([\d.]+) ms\s+([+-]?\d+\.\d)%")
 BATCH = re.compile(r"-b(\d+)-")
 
