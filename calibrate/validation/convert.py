@@ -1973,6 +1973,29 @@ def p90_halves_summary(rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any
             "loose_p90_abs_step_p90_err": percentile(loose, 0.9) if loose else None}
 
 
+# A case measured in fewer steps than this holds a handful of rounds of its workers: its p90 step is where one or two
+# of a round's waits fall in the window (validation-runs.md run 60, findings 2-3: 12-step cases at +100% to +380%
+# under the workers' own replayed walls), so the report shows its error apart.
+SHORT_WINDOW_STEPS = 60
+
+
+def short_window_summary(rows: Sequence[Dict[str, Any]], steps: int = SHORT_WINDOW_STEPS) -> Optional[Dict[str, Any]]:
+    """Pure: pipeplan's abs error of the p90 step in the cases measured in fewer than `steps` steps against the rest
+    (rows with a prediction and n_measured). None when no row has both."""
+    pairs = [(int(r["measured"]["n_measured"]), abs(r["pipeplan"]["step_p90_err"])) for r in rows
+             if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
+             and r["measured"].get("n_measured") is not None]
+    if not pairs:
+        return None
+    short = [e for n, e in pairs if n < steps]
+    rest = [e for n, e in pairs if n >= steps]
+    return {"steps": steps, "n_short": len(short), "n_rest": len(rest),
+            "short_median_abs_step_p90_err": median(short) if short else None,
+            "short_p90_abs_step_p90_err": percentile(short, 0.9) if short else None,
+            "rest_median_abs_step_p90_err": median(rest) if rest else None,
+            "rest_p90_abs_step_p90_err": percentile(rest, 0.9) if rest else None}
+
+
 def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu_busy_hi: float) -> Dict[str, Any]:
     """Median of (GPU step measured alone, sustained) / (the loop between batches in situ) over the
     pinned cases synchronised every step whose step is GPU-bound (host time below the step) and whose
@@ -2292,6 +2315,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "p90_edge_flagged": flagged_edge_summary(pr),
                 "long_share_sides": long_share_sides(pr),
                 "p90_halves": p90_halves_summary(pr),
+                "short_windows": short_window_summary(pr),
                 "seeds_split": split_cmp,
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
@@ -2586,6 +2610,13 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"{100 * ph['precise_within']:.0f}%: median {_pct(ph['precise_median_abs_step_p90_err'], False)} / "
                  f"p90 {_pct(ph['precise_p90_abs_step_p90_err'], False)}; the {ph['n_loose']} others "
                  f"{_pct(ph['loose_median_abs_step_p90_err'], False)} / {_pct(ph['loose_p90_abs_step_p90_err'], False)} | | | |")
+    sw = p.get("short_windows") or {}
+    if sw.get("n_short") and sw.get("n_rest"):
+        L.append(f"| (diagnostic) the {sw['n_short']} cases measured in fewer than {sw['steps']} steps (a few rounds of "
+                 f"their workers: the p90 is where a round's waits fall) against the {sw['n_rest']} others: abs error "
+                 f"of the p90 step median {_pct(sw['short_median_abs_step_p90_err'], False)} / p90 "
+                 f"{_pct(sw['short_p90_abs_step_p90_err'], False)} against {_pct(sw['rest_median_abs_step_p90_err'], False)}"
+                 f" / {_pct(sw['rest_p90_abs_step_p90_err'], False)} | | | |")
     pi = p.get("pooled_inputs") or {}
     if pi.get("n"):
         L.append(f"| (diagnostic) the {pi['n']} cases whose call measured the same components more than once, each "

@@ -276,6 +276,18 @@ class StepAloneTest(unittest.TestCase):
         self.assertAlmostEqual(s["loose_median_abs_step_p90_err"], 0.35)
         self.assertIsNone(convert.p90_halves_summary([row(None, 0.1)]))
 
+    def test_short_window_summary_splits_on_the_measured_steps(self):
+        def row(n, err):
+            return {"measured": {"n_measured": n}, "pipeplan": {"step_p90_err": err}}
+        rows = [row(12, 1.5), row(40, -0.2), row(59, 0.1), row(60, 0.05), row(400, -0.15),
+                row(None, 0.9),                                   # no step count: left out
+                {"measured": {"n_measured": 30}, "pipeplan": None}]   # failed prediction: left out
+        s = convert.short_window_summary(rows)
+        self.assertEqual((s["steps"], s["n_short"], s["n_rest"]), (60, 3, 2))   # 60 steps is not short
+        self.assertAlmostEqual(s["short_median_abs_step_p90_err"], 0.2)          # of 1.5, 0.2, 0.1
+        self.assertAlmostEqual(s["rest_median_abs_step_p90_err"], 0.10)          # (0.05 + 0.15) / 2
+        self.assertIsNone(convert.short_window_summary([row(None, 0.1)]))
+
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
         self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy
