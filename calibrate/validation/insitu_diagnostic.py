@@ -316,6 +316,25 @@ def timeline_worker_walls(case: Dict[str, Any]) -> Dict[int, List[float]]:
             for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))}
 
 
+def worker_level_cv(per_worker: Sequence[Sequence[float]]) -> Optional[float]:
+    """Pure: the spread of the workers' own levels through a case (a cv), from their batch walls: the variance of
+    the workers' mean log walls less what each worker's own spread would give a mean of its n batches with the pooled
+    lag-one r1 (s^2 (1 + r1) / (1 - r1) / n, the AR(1) variance of a mean; validation-runs.md run 58, finding 5), 0
+    when that is all of it. None with fewer than two workers of three batches or more."""
+    logs = [[math.log(v) for v in w if v > 0] for w in per_worker]
+    logs = [w for w in logs if len(w) >= 3]
+    if len(logs) < 2:
+        return None
+    means = [statistics.fmean(w) for w in logs]
+    dev = [[x - m for x in w] for w, m in zip(logs, means)]
+    num = sum(d[i] * d[i + 1] for d in dev for i in range(len(d) - 1))
+    den = sum(x * x for d in dev for x in d)
+    r1 = min(max(num / den if den > 0 else 0.0, 0.0), 0.95)
+    expected = statistics.fmean(statistics.pvariance(w) * (1 + r1) / (1 - r1) / len(w) for w in logs)
+    level_var = max(statistics.variance(means) - expected, 0.0)
+    return math.sqrt(math.exp(level_var) - 1.0)
+
+
 PARTS_SURROGATES = ("replay-parts", "replay-parts-values", "replay-parts-split")
 
 
@@ -366,13 +385,15 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-parts", "case-parts-shape", "probe-parts",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape", "probe-parts",
                                           "case-parts-batches", "probe-parts-batches", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values", "replay-parts-split",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
-                         "(cv less the samples' spread, and its correlation time): in situ too; case-shape: as case, "
+                         "(cv less the samples' spread, and its correlation time): in situ too; case-level: as case, and each "
+                         "worker's own level through the case (worker_level_cv) as a slow part it never forgets; "
+                         "case-shape: as case, "
                          "and its log speed's fast and slow sides (timeline_analysis.wander_shape, scaled as the cv "
                          "by what the samples' spread leaves) as the profile's cpu.core_speed_fast_side / slow_side; "
                          "replay: each worker plays back its own measured batch times in order "
@@ -419,7 +440,7 @@ def main() -> int:
             prof = json.loads(json.dumps(prof))
             if a.base == "step":
                 prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]
-            if a.wander in ("case", "case-shape"):
+            if a.wander in ("case", "case-shape", "case-level"):
                 # the workers' own wander as the case's timeline shows it (harness --timeline), less the
                 # samples' own spread, as convert's probe_wander: in situ like the costs above
                 own = ((convert._timeline(c) or {}).get("own_wander") or {})
@@ -435,6 +456,13 @@ def main() -> int:
                         keep = prof["cpu"]["core_speed_cv"] / own["cv"]  # the wander's share of the batches' spread
                         prof["cpu"]["core_speed_fast_side"] = fast * keep
                         prof["cpu"]["core_speed_slow_side"] = slow * keep
+            if a.wander == "case-level":
+                # the case's one part, and each worker's own level through the case as a slow part that a worker
+                # never forgets (counted in batches); the pin and main threads' slow part is white at 1 us (run 60)
+                level = worker_level_cv(list(timeline_worker_walls(c).values()))
+                if level:
+                    prof["cpu"].update(core_speed_slow_cv=level, core_speed_slow_correlation_batches=1e6,
+                                       core_speed_slow_correlation_s=1e-6)
             if a.wander in ("case-parts", "case-parts-shape", "probe-parts", "case-parts-batches",
                             "probe-parts-batches"):
                 per_worker = list(timeline_worker_walls(c).values())

@@ -25,6 +25,16 @@ class Surrogates(unittest.TestCase):
     # a slow sine in log time, 64 batches, 4 periods: lag-one cos(2 pi 4 / 64) = 0.924 up to the end effect
     series = [math.exp(0.1 * math.sin(2 * math.pi * 4 * t / 64)) for t in range(64)]
 
+    def test_worker_level_cv_takes_the_spread_of_the_means_less_their_sampling(self):
+        # two steady workers at 1 s and 2 s: no spread within, so the level is all the means' spread:
+        # var(0, ln 2) = ln(2)^2 / 2 in log, cv sqrt(exp(that) - 1)
+        want = math.sqrt(math.exp(math.log(2) ** 2 / 2) - 1)
+        self.assertAlmostEqual(diag.worker_level_cv([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]), want)
+        # the same means, spread within each worker alone: no level
+        self.assertEqual(diag.worker_level_cv([[1.0, 2.0, 1.0, 2.0], [2.0, 1.0, 2.0, 1.0]]), 0.0)
+        # a worker with fewer than three batches does not count, and one worker has no spread across workers
+        self.assertIsNone(diag.worker_level_cv([[1.0, 1.0, 1.0], [2.0, 2.0]]))
+
     def test_both_keep_the_values(self):
         for f in (diag.shuffled, diag.phase_randomized):
             self.assertEqual(sorted(f(self.series, random.Random(1))), sorted(self.series))
