@@ -283,7 +283,8 @@ def set_wander_parts(cpu: Dict[str, Any], fit: Dict[str, float], per_worker: Seq
         # the same lag-ones as the workers' own count (cpu.core_speed_correlation_batches: N = -1 / ln(lag-one))
         cpu["core_speed_correlation_batches"] = (cpu["core_speed_correlation_s"] / batch_s
                                                  if cpu["core_speed_correlation_s"] > 1e-6 else 1e-6)
-        cpu["core_speed_slow_correlation_batches"] = cpu["core_speed_slow_correlation_s"] / batch_s
+        # at most the profile's bound: a cap of 3,600 s over a batch of under 3.6 ms (tokens) is a part never forgotten
+        cpu["core_speed_slow_correlation_batches"] = min(cpu["core_speed_slow_correlation_s"] / batch_s, 1e6)
     fast_side, slow_side, cv = shape.get("log_speed_fast_side"), shape.get("log_speed_slow_side"), shape.get("cv")
     if fast_side and slow_side and cv:
         keep = cpu["core_speed_cv"] / cv
