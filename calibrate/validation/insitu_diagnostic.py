@@ -317,6 +317,16 @@ def timeline_worker_walls(case: Dict[str, Any]) -> Dict[int, List[float]]:
             for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))}
 
 
+def repeat_walls(own: Dict[int, List[float]], donor: Dict[int, List[float]]) -> Dict[int, List[float]]:
+    """Pure: a repeat's worker walls (donor) brought to this case's mean wall (own): the real process of the same
+    setting (each worker's level, memory and spread) in another realisation, at this case's level, so that what a
+    replay of the case's own walls gains beyond it is that realisation (run 60, finding 7)."""
+    own_all = [v for w in own.values() for v in w]
+    donor_all = [v for w in donor.values() for v in w]
+    k = statistics.fmean(own_all) / statistics.fmean(donor_all)
+    return {w: [k * v for v in walls] for w, walls in donor.items()}
+
+
 def worker_level_cv(per_worker: Sequence[Sequence[float]]) -> Optional[float]:
     """Pure: the spread of the workers' own levels through a case (a cv), from their batch walls: the variance of
     the workers' mean log walls less what each worker's own spread would give a mean of its n batches with the pooled
@@ -387,7 +397,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape", "probe-parts",
-                                          "case-parts-batches", "probe-parts-batches", "replay", "replay-shuffled", "replay-phase", "replay-phase-joint",
+                                          "case-parts-batches", "probe-parts-batches", "replay", "replay-repeat", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values", "replay-parts-split",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
@@ -398,6 +408,8 @@ def main() -> int:
                          "and its log speed's fast and slow sides (timeline_analysis.wander_shape, scaled as the cv "
                          "by what the samples' spread leaves) as the profile's cpu.core_speed_fast_side / slow_side; "
                          "replay: each worker plays back its own measured batch times in order "
+                         "(replay-repeat: another repeat's of the same setting in the call, brought to this case's mean "
+                         "wall) "
                          "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
                          "replay-phase: a surrogate with their memory and values (phase_randomized); replay-phase-joint: the same with one "
@@ -418,6 +430,11 @@ def main() -> int:
     cpu_curve = (base_profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     duty_tau_s = convert.calls_duty_time_constant([(doc.get("components") or {}, base_profile)])
     errs, step_errs = [], []
+    # the cases of each setting (replay-repeat: another repeat's walls stand in for the case's own)
+    by_setting: Dict[str, List[Dict[str, Any]]] = {}
+    for c in doc["cases"]:
+        if c.get("status") == "ok":
+            by_setting.setdefault(json.dumps(c["knobs"], sort_keys=True), []).append(c)
     with tempfile.TemporaryDirectory() as tmp:
         for c in doc["cases"]:
             if c.get("status") != "ok" or (a.family and c.get("family") != a.family):
@@ -481,8 +498,16 @@ def main() -> int:
                 # the simulator slows a worker's core by the machine's curve again (base table; base step has none)
                 at_busy = (convert.relative_core_speed(cpu_curve, float(c["measured"].get("cpu_busy_cores") or 1.0))
                            if a.base == "table" else 1.0)
-                replay = [{"worker": w, "batch_s": [at_busy * v for v in walls]}
-                          for w, walls in timeline_worker_walls(c).items()]
+                source = timeline_worker_walls(c)
+                if a.wander == "replay-repeat":
+                    donors = [d for d in by_setting.get(json.dumps(c["knobs"], sort_keys=True), [])
+                              if d is not c and any(timeline_worker_walls(d).values())]
+                    if not donors or not any(source.values()):
+                        print(f"{c['id']}: no repeat of this setting with a timeline")
+                        continue
+                    source = repeat_walls(source, max((timeline_worker_walls(d) for d in donors),
+                                                      key=lambda w: sum(map(len, w.values()))))
+                replay = [{"worker": w, "batch_s": [at_busy * v for v in walls]} for w, walls in source.items()]
                 replay = [r for r in replay if r["batch_s"] and r["worker"] < int(c["knobs"].get("num_workers") or 0)]
                 if not replay:
                     print(f"{c['id']}: no worker timeline to replay")

@@ -35,6 +35,13 @@ class Surrogates(unittest.TestCase):
         # a worker with fewer than three batches does not count, and one worker has no spread across workers
         self.assertIsNone(diag.worker_level_cv([[1.0, 1.0, 1.0], [2.0, 2.0]]))
 
+    def test_repeat_walls_take_the_donors_shape_at_this_cases_level(self):
+        # this case's walls average 1 s; the donor's 8/3 s: its walls scaled by 3/8, each worker's kept apart
+        out = diag.repeat_walls({0: [1.0, 1.0], 1: [1.0, 1.0]}, {0: [2.0, 4.0], 1: [2.0]})
+        self.assertEqual(sorted(out), [0, 1])
+        for got, want in zip(out[0] + out[1], [0.75, 1.5, 0.75]):
+            self.assertAlmostEqual(got, want)
+
     def test_both_keep_the_values(self):
         for f in (diag.shuffled, diag.phase_randomized):
             self.assertEqual(sorted(f(self.series, random.Random(1))), sorted(self.series))
