@@ -5,6 +5,8 @@
 """
 import importlib.util
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -1808,6 +1810,21 @@ class HarnessCasesTest(unittest.TestCase):
         self.assertAlmostEqual(h.setup_overhead_s(unpinned, {}), 2 * 6.0 + 24.0 + 22.0 + 37.0)
         # quick mode runs no probe_main_loop
         self.assertAlmostEqual(h.setup_overhead_s(gil, {}, 0.0, True), 4 * 6.0 + 24.0 + 22.0 + 37.0)
+
+    def test_the_shortest_window_is_an_option(self):
+        h = load_harness()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(h.main(["--out", os.devnull, "--list", "--families", "pin_memory_image",
+                                        "--min-case-window-s", "12"]), 0)
+            self.assertEqual(h.MIN_CASE_WINDOW_S, 12.0)
+            # the floor cannot pass the ceiling, nor fall below a second
+            for bad in (["--min-case-window-s", "40"], ["--min-case-window-s", "0.5"]):
+                with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as e:
+                    h.main(["--out", os.devnull, "--list"] + bad)
+                self.assertEqual(e.exception.code, 2)
+        finally:
+            h.set_case_window(30.0, 3.0)
 
     def test_later_cases_are_left_out_before_a_case_gets_a_one_second_window(self):
         h = load_harness()
