@@ -1996,6 +1996,30 @@ def short_window_summary(rows: Sequence[Dict[str, Any]], steps: int = SHORT_WIND
             "rest_p90_abs_step_p90_err": percentile(rest, 0.9) if rest else None}
 
 
+# The measured window's length in seconds (n_measured x the mean step) sets how far one realisation of a case's p90
+# step lies from another's: another repeat's walls replayed miss it by 54% at p90 under 5 s and 22% from 20 s
+# (validation-runs.md run 60, finding 7), so the report shows the p90 step error by window length.
+WINDOW_BINS_S = (5.0, 12.0, 20.0)
+
+
+def window_length_summary(rows: Sequence[Dict[str, Any]], bins_s: Sequence[float] = WINDOW_BINS_S) -> Optional[List[Dict[str, Any]]]:
+    """Pure: pipeplan's abs error of the p90 step by the measured window's length (n_measured x step_mean_s), one
+    entry per bin [lo, hi) of seconds (the last open): n, median, p90. None when no row has both figures."""
+    pairs = [(int(r["measured"]["n_measured"]) * float(r["measured"]["step_mean_s"]), abs(r["pipeplan"]["step_p90_err"]))
+             for r in rows if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
+             and r["measured"].get("n_measured") is not None and r["measured"].get("step_mean_s") is not None]
+    if not pairs:
+        return None
+    edges = [0.0, *bins_s, math.inf]
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        errs = [e for w, e in pairs if lo <= w < hi]
+        out.append({"from_s": lo, "to_s": None if math.isinf(hi) else hi, "n": len(errs),
+                    "median_abs_step_p90_err": median(errs) if errs else None,
+                    "p90_abs_step_p90_err": percentile(errs, 0.9) if errs else None})
+    return out
+
+
 def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu_busy_hi: float) -> Dict[str, Any]:
     """Median of (GPU step measured alone, sustained) / (the loop between batches in situ) over the
     pinned cases synchronised every step whose step is GPU-bound (host time below the step) and whose
@@ -2316,6 +2340,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "long_share_sides": long_share_sides(pr),
                 "p90_halves": p90_halves_summary(pr),
                 "short_windows": short_window_summary(pr),
+                "window_lengths": window_length_summary(pr),
                 "seeds_split": split_cmp,
                 "repeated_settings": {"n": len(rep_thr),
                                       "median_abs_throughput_err": median(rep_thr) if rep_thr else None,
@@ -2617,6 +2642,14 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f"of the p90 step median {_pct(sw['short_median_abs_step_p90_err'], False)} / p90 "
                  f"{_pct(sw['short_p90_abs_step_p90_err'], False)} against {_pct(sw['rest_median_abs_step_p90_err'], False)}"
                  f" / {_pct(sw['rest_p90_abs_step_p90_err'], False)} | | | |")
+    wl = [b for b in (p.get("window_lengths") or []) if b["n"]]
+    if wl:
+        parts = [f"{b['from_s']:g}-{b['to_s']:g} s" if b["to_s"] is not None else f"{b['from_s']:g} s and more"
+                 for b in wl]
+        L.append("| (diagnostic) the p90 step's abs error by the measured window's length (steps x mean step; one "
+                 "realisation of a short window lies far from another's: validation-runs.md run 60, finding 7): "
+                 + "; ".join(f"{part} ({b['n']} cases) median {_pct(b['median_abs_step_p90_err'], False)} / p90 "
+                             f"{_pct(b['p90_abs_step_p90_err'], False)}" for part, b in zip(parts, wl)) + " | | | |")
     pi = p.get("pooled_inputs") or {}
     if pi.get("n"):
         L.append(f"| (diagnostic) the {pi['n']} cases whose call measured the same components more than once, each "

@@ -290,6 +290,20 @@ class StepAloneTest(unittest.TestCase):
         self.assertAlmostEqual(s["rest_median_abs_step_p90_err"], 0.10)          # (0.05 + 0.15) / 2
         self.assertIsNone(convert.short_window_summary([row(None, 0.1)]))
 
+    def test_window_length_summary_bins_the_p90_step_error_by_seconds(self):
+        def row(n, step_s, err):
+            return {"measured": {"n_measured": n, "step_mean_s": step_s}, "pipeplan": {"step_p90_err": err}}
+        # windows of 2, 4.8, 6, 25 and 40 s: two under 5 s, one of 5-12, none of 12-20, two from 20
+        rows = [row(100, 0.02, 0.5), row(120, 0.04, -0.1), row(200, 0.03, 0.2), row(500, 0.05, 0.3), row(800, 0.05, -0.1),
+                {"measured": {"n_measured": 50}, "pipeplan": {"step_p90_err": 0.9}}]   # no mean step: left out
+        bins = convert.window_length_summary(rows)
+        self.assertEqual([b["n"] for b in bins], [2, 1, 0, 2])
+        self.assertEqual((bins[0]["from_s"], bins[0]["to_s"], bins[3]["to_s"]), (0.0, 5.0, None))
+        self.assertAlmostEqual(bins[0]["median_abs_step_p90_err"], 0.3)    # (0.5 + 0.1) / 2
+        self.assertAlmostEqual(bins[3]["median_abs_step_p90_err"], 0.2)    # (0.3 + 0.1) / 2
+        self.assertIsNone(bins[2]["median_abs_step_p90_err"])
+        self.assertIsNone(convert.window_length_summary([]))
+
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
         self.assertEqual(convert.measured_bottleneck(0.025, 0.026, 0.0)[0], "compute")   # 96% busy
