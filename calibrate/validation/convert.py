@@ -1973,6 +1973,27 @@ def p90_halves_summary(rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any
             "loose_p90_abs_step_p90_err": percentile(loose, 0.9) if loose else None}
 
 
+def _step_p90_err_bins(rows: Sequence[Dict[str, Any]], measure, edges: Sequence[float]) -> Optional[List[Dict[str, Any]]]:
+    """Pure: pipeplan's abs error of the p90 step in bins [edges[i], edges[i + 1]) of measure(the row's measured
+    figures), over the rows with a prediction whose measure can be read: n, median, p90 a bin. None when no row can."""
+    pairs = []
+    for r in rows:
+        if not (r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None):
+            continue
+        try:
+            pairs.append((measure(r["measured"]), abs(r["pipeplan"]["step_p90_err"])))
+        except (KeyError, TypeError):   # the figure the measure needs is absent
+            continue
+    if not pairs:
+        return None
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        errs = [e for x, e in pairs if lo <= x < hi]
+        out.append({"n": len(errs), "median_abs_step_p90_err": median(errs) if errs else None,
+                    "p90_abs_step_p90_err": percentile(errs, 0.9) if errs else None})
+    return out
+
+
 # A case measured in fewer steps than this holds a handful of rounds of its workers: its p90 step is where one or two
 # of a round's waits fall in the window (validation-runs.md run 60, findings 2-3: 12-step cases at +100% to +380%
 # under the workers' own replayed walls), so the report shows its error apart.
@@ -1982,18 +2003,15 @@ SHORT_WINDOW_STEPS = 60
 def short_window_summary(rows: Sequence[Dict[str, Any]], steps: int = SHORT_WINDOW_STEPS) -> Optional[Dict[str, Any]]:
     """Pure: pipeplan's abs error of the p90 step in the cases measured in fewer than `steps` steps against the rest
     (rows with a prediction and n_measured). None when no row has both."""
-    pairs = [(int(r["measured"]["n_measured"]), abs(r["pipeplan"]["step_p90_err"])) for r in rows
-             if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
-             and r["measured"].get("n_measured") is not None]
-    if not pairs:
+    bins = _step_p90_err_bins(rows, lambda m: int(m["n_measured"]), (0.0, steps, math.inf))
+    if bins is None:
         return None
-    short = [e for n, e in pairs if n < steps]
-    rest = [e for n, e in pairs if n >= steps]
-    return {"steps": steps, "n_short": len(short), "n_rest": len(rest),
-            "short_median_abs_step_p90_err": median(short) if short else None,
-            "short_p90_abs_step_p90_err": percentile(short, 0.9) if short else None,
-            "rest_median_abs_step_p90_err": median(rest) if rest else None,
-            "rest_p90_abs_step_p90_err": percentile(rest, 0.9) if rest else None}
+    short, rest = bins
+    return {"steps": steps, "n_short": short["n"], "n_rest": rest["n"],
+            "short_median_abs_step_p90_err": short["median_abs_step_p90_err"],
+            "short_p90_abs_step_p90_err": short["p90_abs_step_p90_err"],
+            "rest_median_abs_step_p90_err": rest["median_abs_step_p90_err"],
+            "rest_p90_abs_step_p90_err": rest["p90_abs_step_p90_err"]}
 
 
 # The measured window's length in seconds (n_measured x the mean step) sets how far one realisation of a case's p90
@@ -2005,19 +2023,11 @@ WINDOW_BINS_S = (5.0, 12.0, 20.0)
 def window_length_summary(rows: Sequence[Dict[str, Any]], bins_s: Sequence[float] = WINDOW_BINS_S) -> Optional[List[Dict[str, Any]]]:
     """Pure: pipeplan's abs error of the p90 step by the measured window's length (n_measured x step_mean_s), one
     entry per bin [lo, hi) of seconds (the last open): n, median, p90. None when no row has both figures."""
-    pairs = [(int(r["measured"]["n_measured"]) * float(r["measured"]["step_mean_s"]), abs(r["pipeplan"]["step_p90_err"]))
-             for r in rows if r.get("pipeplan") and r["pipeplan"].get("step_p90_err") is not None
-             and r["measured"].get("n_measured") is not None and r["measured"].get("step_mean_s") is not None]
-    if not pairs:
-        return None
     edges = [0.0, *bins_s, math.inf]
-    out = []
-    for lo, hi in zip(edges, edges[1:]):
-        errs = [e for w, e in pairs if lo <= w < hi]
-        out.append({"from_s": lo, "to_s": None if math.isinf(hi) else hi, "n": len(errs),
-                    "median_abs_step_p90_err": median(errs) if errs else None,
-                    "p90_abs_step_p90_err": percentile(errs, 0.9) if errs else None})
-    return out
+    bins = _step_p90_err_bins(rows, lambda m: int(m["n_measured"]) * float(m["step_mean_s"]), edges)
+    if bins is None:
+        return None
+    return [{"from_s": lo, "to_s": None if math.isinf(hi) else hi, **b} for lo, hi, b in zip(edges, edges[1:], bins)]
 
 
 def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu_busy_hi: float) -> Dict[str, Any]:

@@ -529,11 +529,12 @@ def rest_for_duty_s(busy_s: float, wall_s: float, target_duty: float) -> float:
     return max(0.0, busy_s / target_duty - wall_s)
 
 
-def set_case_window(window_s: float, min_window_s: float = 3.0) -> None:
-    """--case-window-s and --min-case-window-s."""
+def set_case_window(window_s: float, min_window_s: Optional[float] = None) -> None:
+    """--case-window-s and --min-case-window-s (None: the shortest window as it is)."""
     global CASE_WINDOW_S, MIN_CASE_WINDOW_S
     CASE_WINDOW_S = float(window_s)
-    MIN_CASE_WINDOW_S = float(min_window_s)
+    if min_window_s is not None:
+        MIN_CASE_WINDOW_S = float(min_window_s)
 
 
 def set_probe_timing(window_s: float, settle_s: float = 1.0) -> None:

@@ -396,8 +396,9 @@ def main() -> int:
     ap.add_argument("results_dir")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
-    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape", "probe-parts",
-                                          "case-parts-batches", "probe-parts-batches", "replay", "replay-repeat", "replay-shuffled", "replay-phase", "replay-phase-joint",
+    ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape",
+                                          "probe-parts", "case-parts-batches", "probe-parts-batches", "replay",
+                                          "replay-repeat", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values", "replay-parts-split",
                                           "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
@@ -408,9 +409,8 @@ def main() -> int:
                          "and its log speed's fast and slow sides (timeline_analysis.wander_shape, scaled as the cv "
                          "by what the samples' spread leaves) as the profile's cpu.core_speed_fast_side / slow_side; "
                          "replay: each worker plays back its own measured batch times in order "
-                         "(replay-repeat: another repeat's of the same setting in the call, brought to this case's mean "
-                         "wall) "
-                         "(loader.replay_worker_batches), so what is left is the rest of the pipeline; "
+                         "(loader.replay_worker_batches), so what is left is the rest of the pipeline; replay-repeat: "
+                         "another repeat's of the same setting in the call, brought to this case's mean wall; "
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
                          "replay-phase: a surrogate with their memory and values (phase_randomized); replay-phase-joint: the same with one "
                          "draw of phases for all workers, keeping their correlation with one another; replay-pooled: "
@@ -500,13 +500,14 @@ def main() -> int:
                            if a.base == "table" else 1.0)
                 source = timeline_worker_walls(c)
                 if a.wander == "replay-repeat":
-                    donors = [d for d in by_setting.get(json.dumps(c["knobs"], sort_keys=True), [])
-                              if d is not c and any(timeline_worker_walls(d).values())]
+                    donors = [walls for walls in (timeline_worker_walls(d) for d in
+                                                  by_setting.get(json.dumps(c["knobs"], sort_keys=True), []) if d is not c)
+                              if any(walls.values())]
                     if not donors or not any(source.values()):
                         print(f"{c['id']}: no repeat of this setting with a timeline")
                         continue
-                    source = repeat_walls(source, max((timeline_worker_walls(d) for d in donors),
-                                                      key=lambda w: sum(map(len, w.values()))))
+                    # the repeat with the most batches, the likeliest to cover this case's window
+                    source = repeat_walls(source, max(donors, key=lambda w: sum(map(len, w.values()))))
                 replay = [{"worker": w, "batch_s": [at_busy * v for v in walls]} for w, walls in source.items()]
                 replay = [r for r in replay if r["batch_s"] and r["worker"] < int(c["knobs"].get("num_workers") or 0)]
                 if not replay:
