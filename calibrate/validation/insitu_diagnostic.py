@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
+import timeline_analysis  # noqa: E402
 
 
 def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
@@ -225,20 +226,50 @@ def fit_wander_parts(per_worker: Sequence[Sequence[float]], lags: Sequence[int] 
             "slow_share": max(0.0, 1.0 - l - f), "rho_slow": rs}
 
 
+def parts_less_common(fit: Dict[str, float], common_share: float) -> Dict[str, float]:
+    """Pure: fit_wander_parts' shares with common_share (of the log variance, in [0, 0.95]) taken out for a part all
+    workers share, from the slow part first, then the level, then the fast part: the shares still sum to one with
+    "common_share" beside them."""
+    out = dict(fit)
+    left = min(max(common_share, 0.0), 0.95)
+    out["common_share"] = left
+    for k in ("slow_share", "level_share", "fast_share"):
+        take = min(out[k], left)
+        out[k] -= take
+        left -= take
+    out["common_share"] -= left
+    return out
+
+
+def common_series(n: int, fit: Dict[str, float], rng: random.Random) -> List[float]:
+    """The shared part's log offsets for batches 0..n-1 of every worker: a stationary AR(1) at the slow part's lag-one
+    with fit["common_share"] of the log variance. Indexed by a worker's batch count: in order and round robin the
+    workers' k-th batches run at about the same time."""
+    sd = math.sqrt(fit["log_var"] * fit.get("common_share", 0.0))
+    rho = fit["rho_slow"]
+    x, out = sd * rng.gauss(0.0, 1.0), []
+    for _ in range(n):
+        out.append(x)
+        x = rho * x + sd * math.sqrt(1.0 - rho * rho) * rng.gauss(0.0, 1.0)
+    return out
+
+
 def wander_parts_surrogate(per_worker: Sequence[Sequence[float]], fit: Dict[str, float],
                            rng: random.Random) -> List[List[float]]:
     """Each worker's batch times drawn from fit_wander_parts' three parts (Gaussian in log time; stationary AR(1)s
     started at their own spread), as many as it had: the case's memory and spread, each worker a level of its own
-    drawn afresh."""
+    drawn afresh. With fit["common_share"] (parts_less_common) a fourth part, common_series, is shared by all."""
     var = fit["log_var"]
     sd_l, sd_f, sd_s = (math.sqrt(var * fit[k]) for k in ("level_share", "fast_share", "slow_share"))
+    shared = (common_series(max((len(w) for w in per_worker), default=0), fit, rng)
+              if fit.get("common_share", 0.0) > 0.0 else None)
     out = []
     for w in per_worker:
         level = sd_l * rng.gauss(0.0, 1.0)
         a, b = sd_f * rng.gauss(0.0, 1.0), sd_s * rng.gauss(0.0, 1.0)
         series = []
-        for _ in range(len(w)):
-            series.append(math.exp(fit["log_mean"] + level + a + b))
+        for k in range(len(w)):
+            series.append(math.exp(fit["log_mean"] + level + a + b + (shared[k] if shared else 0.0)))
             a = fit["rho_fast"] * a + sd_f * math.sqrt(1.0 - fit["rho_fast"] ** 2) * rng.gauss(0.0, 1.0)
             b = fit["rho_slow"] * b + sd_s * math.sqrt(1.0 - fit["rho_slow"] ** 2) * rng.gauss(0.0, 1.0)
         out.append(series)
@@ -306,7 +337,7 @@ def with_split_normal(drawn: Sequence[Sequence[float]], measured: Sequence[Seque
 
 
 SURROGATES = ("replay-shuffled", "replay-phase", "replay-phase-joint", "replay-parts", "replay-parts-values",
-              "replay-parts-split", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
+              "replay-parts-split", "replay-parts-common", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1")
 
 
 def timeline_worker_walls(case: Dict[str, Any]) -> Dict[int, List[float]]:
@@ -346,7 +377,7 @@ def worker_level_cv(per_worker: Sequence[Sequence[float]]) -> Optional[float]:
     return math.sqrt(math.exp(level_var) - 1.0)
 
 
-PARTS_SURROGATES = ("replay-parts", "replay-parts-values", "replay-parts-split")
+PARTS_SURROGATES = ("replay-parts", "replay-parts-values", "replay-parts-split", "replay-parts-common")
 
 
 def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random.Random,
@@ -372,8 +403,16 @@ def surrogate_replay(replay: Sequence[Dict[str, Any]], variant: str, rng: random
     return [dict(r, batch_s=surrogate(r["batch_s"], rng)) for r in replay]
 
 
+def case_common_share(case: Dict[str, Any]) -> Optional[float]:
+    """timeline_analysis.common_share of the case's workers' timeline (the share of their log-speed variance they
+    show at the same time), or None without one."""
+    workers = ((case["measured"].get("timeline") or {}).get("workers") or {})
+    cs = timeline_analysis.common_share([iv for _, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))])
+    return cs["share"] if cs else None
+
+
 def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tmp: str, variant: str, case_id: str,
-                        seeds: int) -> Dict[str, Any]:
+                        seeds: int, common_share: float = 0.0) -> Dict[str, Any]:
     """Seed k simulates its own surrogate draw (seeded by the case, the variant and k), so the mean over seeds
     averages the surrogates' draws as well as the simulator's; as convert.simulate_replicated otherwise. One draw
     for all seeds had moved a batch size's median by 5-10 points (validation run 58, finding 8)."""
@@ -381,6 +420,8 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
     replay = scen["loader"]["replay_worker_batches"]
     # the parts' fit is the case's, not the draw's: once for all seeds (a grid search)
     fit = fit_wander_parts([r["batch_s"] for r in replay]) if variant in PARTS_SURROGATES else None
+    if variant == "replay-parts-common":
+        fit = parts_less_common(fit, common_share)
     for k in range(1, seeds + 1):
         rng = random.Random(f"{case_id}:{variant}:{k}")
         s_k = json.loads(json.dumps(scen))
@@ -400,7 +441,7 @@ def main() -> int:
                                           "probe-parts", "case-parts-batches", "probe-parts-batches", "replay",
                                           "replay-repeat", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values", "replay-parts-split",
-                                          "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
+                                          "replay-parts-common", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
                     default="profile",
                     help="the workers' wander: the profile's (default), or the case's own from its timeline "
                          "(cv less the samples' spread, and its correlation time): in situ too; case-level: as case, and each "
@@ -414,7 +455,10 @@ def main() -> int:
                          "replay-shuffled: each worker's times in random order (their spread, no memory); "
                          "replay-phase: a surrogate with their memory and values (phase_randomized); replay-phase-joint: the same with one "
                          "draw of phases for all workers, keeping their correlation with one another; replay-pooled: "
-                         "all workers' times shuffled together (pooled); replay-lognormal / -ar1: each worker's own "
+                         "all workers' times shuffled together (pooled); replay-parts: the three parts fit_wander_parts finds in the "
+                         "workers' own times, each worker drawn alone (wander_parts_surrogate); replay-parts-common: the "
+                         "same with the share of the wander the workers show at the same time (timeline_analysis."
+                         "common_share) a part they all share (parts_less_common); replay-lognormal / -ar1: each worker's own "
                          "log mean and sd, lognormal draws, independent or with its own lag-one (lognormal_like); "
                          "all seeded")
     ap.add_argument("--base", choices=["step", "table"], default="step",
@@ -423,6 +467,10 @@ def main() -> int:
                          "20), or the case as the generated table builds it (the loop from the host probes, the "
                          "memory map, an unpinned loop's copy and release beside a live loader, the transport "
                          "measured): then only the workers' costs and the pin thread's are the case's own")
+    ap.add_argument("--common-share", default=None,
+                    help="the profile's cpu.core_speed_common_share for the simulator's own wander (not the replays): "
+                         "'case' for the case's own (timeline_analysis.common_share of its workers' timeline), or a "
+                         "number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
     doc = convert.read_call_json(a.results_dir, "cases.json")
@@ -493,6 +541,9 @@ def main() -> int:
                     set_wander_parts(prof["cpu"], fit_wander_parts(per_worker), per_worker, scen,
                                      ((convert._timeline(c) or {}).get("own_wander") or {}) if
                                      a.wander == "case-parts-shape" else {}, a.wander.endswith("-batches"))
+            if a.common_share is not None:
+                share = case_common_share(c) if a.common_share == "case" else float(a.common_share)
+                prof["cpu"]["core_speed_common_share"] = min(max(share or 0.0, 0.0), 0.95)
             if a.wander.startswith("replay"):
                 # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since
                 # the simulator slows a worker's core by the machine's curve again (base table; base step has none)
@@ -526,7 +577,8 @@ def main() -> int:
             json.dump(scen, open(sp, "w"))
             json.dump(prof, open(pp, "w"))
             if a.wander in SURROGATES:
-                out = simulate_surrogates(a.pipeplan, scen, pp, tmp, a.wander, c["id"], max(1, a.seeds))
+                common = (case_common_share(c) or 0.0) if a.wander == "replay-parts-common" else 0.0
+                out = simulate_surrogates(a.pipeplan, scen, pp, tmp, a.wander, c["id"], max(1, a.seeds), common)
             else:
                 out = convert.simulate_replicated(a.pipeplan, sp, pp, 300, max(1, a.seeds))
             if "error" in out:

@@ -9,7 +9,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402
-import insitu_diagnostic as diag  # noqa: E402
+import insitu_diagnostic as diag
+import timeline_analysis  # noqa: E402
 
 CALL = os.path.join(HERE, "results", "2026-11-30-h200-run20gil")
 
@@ -116,6 +117,29 @@ class Surrogates(unittest.TestCase):
         self.assertAlmostEqual(got["fast_share"], 0.5, delta=0.15)
         self.assertAlmostEqual(got["level_share"] + got["slow_share"], 0.5, delta=0.15)
         self.assertEqual([len(w) for w in drawn], [400] * 8)
+
+    def test_parts_less_common_takes_from_slow_then_level_then_fast(self):
+        fit = {"log_mean": 0.0, "log_var": 0.02, "level_share": 0.2, "fast_share": 0.5, "rho_fast": 0.6,
+               "slow_share": 0.3, "rho_slow": 0.9}
+        got = diag.parts_less_common(fit, 0.4)          # 0.3 from the slow part, 0.1 from the level
+        self.assertAlmostEqual(got["slow_share"], 0.0)
+        self.assertAlmostEqual(got["level_share"], 0.1)
+        self.assertAlmostEqual(got["fast_share"], 0.5)
+        self.assertAlmostEqual(got["common_share"], 0.4)
+        self.assertAlmostEqual(diag.parts_less_common(fit, -0.2)["common_share"], 0.0)   # a negative share: none
+        self.assertAlmostEqual(diag.parts_less_common(fit, 1.5)["common_share"], 0.95)   # capped below all
+        self.assertEqual(fit["slow_share"], 0.3)                                         # the input is left alone
+
+    def test_common_part_is_what_timeline_analysis_reads_back(self):
+        # 8 workers in lockstep (batch k of every worker over [k, k + 1) s); a common share of 0.4 drawn, measured
+        # back by timeline_analysis.common_share (cov with the other workers' mean over var): about 0.4; none: about 0
+        fit = diag.parts_less_common({"log_mean": math.log(0.08), "log_var": 0.02, "level_share": 0.0,
+                                      "fast_share": 0.6, "rho_fast": 0.3, "slow_share": 0.4, "rho_slow": 0.9}, 0.4)
+        for share, want in ((fit, 0.4), (dict(fit, common_share=0.0, slow_share=0.4), 0.0)):
+            drawn = diag.wander_parts_surrogate([[1.0] * 600] * 8, share, random.Random(5))
+            intervals = [[(k + 0.5 - d / 2, k + 0.5 + d / 2) for k, d in enumerate(w)] for w in drawn]
+            got = timeline_analysis.common_share(intervals)["share"]
+            self.assertAlmostEqual(got, want, delta=0.08)
 
     def test_pooled_values_follow_the_drawn_ranks(self):
         drawn = [[3.0, 1.0], [2.0, 4.0]]
