@@ -113,6 +113,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         r.number("core_speed_correlation_batches", p.cpu.core_speed_correlation_batches, Range::between(0, 1e6));
     p.cpu.core_speed_slow_correlation_batches = r.number(
         "core_speed_slow_correlation_batches", p.cpu.core_speed_slow_correlation_batches, Range::between(0, 1e6));
+    p.cpu.core_speed_common_share =
+        r.number("core_speed_common_share", p.cpu.core_speed_common_share, Range::between(0, 0.95));
     r.finish();
   }
   if (!missing("host")) {

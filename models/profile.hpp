@@ -52,6 +52,14 @@ struct CpuProfile {
   // in seconds (default); the pin and main threads keep seconds.
   double core_speed_correlation_batches = 0.0;
   double core_speed_slow_correlation_batches = 0.0;
+  // The share of the workers' wander (of its log variance) that all of a rank's workers share at the same time: a
+  // machine-wide spell rather than each core's own. The workers' own parts keep 1 - share of their log variance, and
+  // one process per rank (the slower part's memory where there is one, else the first's; by batches or seconds as
+  // those keys say) carries the rest. It matters where batches are handed over in order: workers slowing alone
+  // overtake one another and the loop waits on the late one, workers slowing together do not (validation run 61,
+  // finding 3: same-time pair correlation 0.0-0.4 on one call, and the out-of-order share follows it). 0 = each
+  // worker wanders alone (default); the pin and main threads keep their own whole wander.
+  double core_speed_common_share = 0.0;
 };
 
 struct HostProfile {

@@ -156,6 +156,9 @@ struct Rank {
   std::int64_t latency_count = 0;
   std::int64_t epochs_started = 0;
   std::int64_t activities = 0;
+  // cpu.core_speed_common_share: the workers' shared wander's log deviation and when it last moved (CoreWander)
+  double common_wander_x = 0.0, common_wander_at_s = 0.0;
+  bool common_wander_drawn = false;
   std::int64_t replay_wrapped_batches = 0;  // replayed batches past a worker's list, played again from its start
 };
 
@@ -363,16 +366,30 @@ void note_outstanding(Rank& r, std::int64_t delta) {
 class CoreWander {
  public:
   // per_batch: a worker's wander, called once a batch, whose parts may count batches (cpu.core_speed_correlation_batches)
-  CoreWander(const CpuProfile& cpu, Rng& rng, bool per_batch = false)
-      : fast_(thread_cv(cpu, rng), cpu.core_speed_correlation_s, rng, cpu.core_speed_fast_side, cpu.core_speed_slow_side,
+  // shared: the worker's rank, whose one process carries cpu.core_speed_common_share of the workers' wander (workers
+  // only: the pin and main threads pass none and keep their whole wander)
+  CoreWander(const CpuProfile& cpu, Rng& rng, bool per_batch = false, Rank* shared = nullptr)
+      : own_(shared ? 1.0 - cpu.core_speed_common_share : 1.0),
+        fast_(part_cv(thread_cv(cpu, rng), own_), cpu.core_speed_correlation_s, rng,
+              cpu.core_speed_fast_side * std::sqrt(own_), cpu.core_speed_slow_side * std::sqrt(own_),
               per_batch ? cpu.core_speed_correlation_batches : 0.0),
-        slow_(cpu.core_speed_slow_cv, cpu.core_speed_slow_correlation_s, rng, 0.0, 0.0,
-              per_batch ? cpu.core_speed_slow_correlation_batches : 0.0) {}
+        slow_(part_cv(cpu.core_speed_slow_cv, own_), cpu.core_speed_slow_correlation_s, rng, 0.0, 0.0,
+              per_batch ? cpu.core_speed_slow_correlation_batches : 0.0),
+        shared_(shared && cpu.core_speed_common_share > 0.0 && (cpu.core_speed_cv > 0.0 || cpu.core_speed_slow_cv > 0.0)
+                    ? shared
+                    : nullptr),
+        common_cv_(part_cv(std::sqrt(std::expm1(std::log1p(cpu.core_speed_cv * cpu.core_speed_cv) +
+                                                std::log1p(cpu.core_speed_slow_cv * cpu.core_speed_slow_cv))),
+                           cpu.core_speed_common_share)),
+        common_tau_s_(cpu.core_speed_slow_cv > 0.0 ? cpu.core_speed_slow_correlation_s : cpu.core_speed_correlation_s),
+        common_tau_batches_(per_batch ? (cpu.core_speed_slow_cv > 0.0 ? cpu.core_speed_slow_correlation_batches
+                                                                       : cpu.core_speed_correlation_batches)
+                                      : 0.0) {}
   // The factor on a piece of work's CPU seconds starting now.
   double time_factor(Rng& rng) {
-    if (!fast_.on() && !slow_.on()) return 1.0;  // steady cores: no clock read on every piece of work
+    if (!fast_.on() && !slow_.on() && !shared_) return 1.0;  // steady cores: no clock read on every piece of work
     const double now = sg4::Engine::get_clock();
-    return fast_.time_factor(now, rng) * slow_.time_factor(now, rng);
+    return fast_.time_factor(now, rng) * slow_.time_factor(now, rng) * common_factor(now, rng);
   }
 
  private:
@@ -408,7 +425,34 @@ class CoreWander {
     if (s <= 0.0 || cpu.core_speed_cv <= 0.0) return cpu.core_speed_cv;
     return cpu.core_speed_cv * std::exp(s * rng.standard_normal() - 0.5 * s * s);
   }
+  // The cv of a lognormal keeping `share` of the log variance of one of spread cv.
+  static double part_cv(double cv, double share) {
+    return share >= 1.0 ? cv : std::sqrt(std::expm1(share * std::log1p(cv * cv)));
+  }
+  // The rank's shared part, moved on by whichever worker starts a batch: by the seconds since it last moved, or
+  // counted in batches a round at a time (each worker's call 1 / num_workers of a batch), so the workers' k-th
+  // batches of a round robin see about the same value either way.
+  double common_factor(double now, Rng& rng) {
+    if (!shared_) return 1.0;
+    Rank& r = *shared_;
+    const double sigma = lognormal_sigma(common_cv_);
+    if (!r.common_wander_drawn) {
+      r.common_wander_x = sigma * rng.standard_normal();
+      r.common_wander_drawn = true;
+    } else if (common_tau_batches_ > 0.0) {
+      const double round = 1.0 / std::max<std::size_t>(1, r.worker_tasks.size());
+      r.common_wander_x = wander_log_speed(r.common_wander_x, round, common_tau_batches_, sigma, rng.standard_normal());
+    } else {
+      r.common_wander_x =
+          wander_log_speed(r.common_wander_x, now - r.common_wander_at_s, common_tau_s_, sigma, rng.standard_normal());
+    }
+    r.common_wander_at_s = now;
+    return wander_time_factor(r.common_wander_x, common_cv_);
+  }
+  double own_;
   Part fast_, slow_;
+  Rank* shared_;
+  double common_cv_, common_tau_s_, common_tau_batches_;
 };
 
 // loader.slow_worker's extra time on a batch, after its collate (where the harness's straggler spins): CPU work on
@@ -434,7 +478,7 @@ void worker_actor(Rank& r, int w) {
   const Scenario& s = *world.scenario;
   Fifo<Task>& tasks = *r.worker_tasks[w];
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
-  CoreWander wander(world.profile->cpu, r.rng, /*per_batch=*/true);  // moved on at each batch start
+  CoreWander wander(world.profile->cpu, r.rng, /*per_batch=*/true, &r);  // moved on at each batch start
   std::size_t replayed = 0;                       // batches played back (loader.replay_worker_batches)
   const bool reads_per_sample =
       s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;

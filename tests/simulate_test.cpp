@@ -1647,6 +1647,49 @@ TEST(Simulate, TheReportFlagsAP90StepBetweenShortAndLongSteps) {
 // 0): with N = 3 each worker's log batch times have lag-one exp(-1/3) = 0.717 at 16 and at 64 samples a batch (batches
 // 4x as long), where a correlation in seconds would give two different values. About 250 batches a worker at b16,
 // 62 at b64: the pooled estimate's sd about sqrt((1 - r^2) / n) = 0.016 and 0.031, plus its small-sample bias down.
+// cpu.core_speed_common_share: 8 workers of fixed 32 ms batches, wander cv 0.1 counted in batches (lag-one
+// exp(-1/4)), a share c of it common to all. Batch k of every worker starts in the same round, so the common part is
+// what the k-th batches share: cov(worker's log time, the others' mean at k) / its var = c (the own parts are
+// independent), while each worker's log variance stays ln(1 + 0.1^2) = 0.00995 whatever c (the own parts keep 1 - c).
+TEST(Simulate, AShareOfTheWorkersWanderIsCommonToThemAll) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}};
+  s["training"] = {{"step_s", 0.0005}, {"steps", 3200}};
+  json prof = flat_profile();
+  prof["cpu"]["core_speed_cv"] = 0.1;
+  prof["cpu"]["core_speed_correlation_s"] = 1e-6;
+  prof["cpu"]["core_speed_correlation_batches"] = 4.0;
+  auto measure = [&](double share) {
+    prof["cpu"]["core_speed_common_share"] = share;
+    const auto logs = worker_log_batch_times(s, prof);
+    std::vector<std::vector<double>> v;
+    std::size_t n = SIZE_MAX;
+    for (auto& [tid, x] : logs) {
+      v.push_back(x);
+      n = std::min(n, x.size());
+    }
+    double mean = 0;
+    for (auto& w : v)
+      for (std::size_t k = 0; k < n; ++k) mean += w[k] / (n * v.size());
+    double cov = 0, var = 0;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t k = 0; k < n; ++k) {
+        double others = 0;
+        for (std::size_t j = 0; j < v.size(); ++j)
+          if (j != i) others += (v[j][k] - mean) / (v.size() - 1);
+        cov += (v[i][k] - mean) * others;
+        var += (v[i][k] - mean) * (v[i][k] - mean);
+      }
+    return std::pair<double, double>{cov / var, var / (n * v.size())};
+  };
+  const auto [alone, alone_var] = measure(0.0);
+  const auto [half, half_var] = measure(0.5);
+  EXPECT_NEAR(alone, 0.0, 0.05);
+  EXPECT_NEAR(half, 0.5, 0.08);
+  EXPECT_NEAR(alone_var, std::log1p(0.01), 0.0015);
+  EXPECT_NEAR(half_var, std::log1p(0.01), 0.0025) << "the share moves the wander, it does not add to it";
+}
+
 TEST(Simulate, AWorkersWanderCanCountBatches) {
   json prof = flat_profile();
   prof["cpu"]["core_speed_cv"] = 0.1;
