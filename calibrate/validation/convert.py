@@ -781,6 +781,39 @@ def two_part_batch_wander(cv: float, lag_one: float, slow_share: float = TWO_PAR
             "core_speed_slow_correlation_batches": -1.0 / math.log(slow_lag_one)}
 
 
+# Calibrate's decode section logs each of its 8 threads' chunk times, paused 2 ms after each chunk as a worker
+# waits for its index ("wander chunk seconds paused, thread N: ..."); laid end to end they give each thread's
+# intervals, whose shared part timeline_analysis.common_share reads as in a case's workers (validation run 61,
+# finding 6: median 0.05 over 63 calls where the cases' own median is 0.12; correlation 0.15 call by call).
+CALIBRATE_CHUNK_PAUSE_S = 0.002
+
+
+def decode_threads_common_share(log_text: str, pause_s: float = CALIBRATE_CHUNK_PAUSE_S) -> Optional[float]:
+    """Pure: the common share of calibrate's paused decode threads' chunk times in a calibrate.log's text, or None
+    with fewer than two threads logged."""
+    import timeline_analysis  # beside this file; imported here so the converter runs without it otherwise
+    threads: Dict[int, List[float]] = {}
+    prefix = "calibrate: decode: wander chunk seconds paused, thread "
+    for line in log_text.splitlines():
+        if line.startswith(prefix):
+            head, _, values = line[len(prefix):].partition(":")
+            try:
+                threads[int(head)] = [float(v) for v in values.split()]
+            except ValueError:
+                continue
+    if len(threads) < 2:
+        return None
+    intervals = []
+    for k in sorted(threads):
+        t, iv = 0.0, []
+        for d in threads[k]:
+            iv.append((t, t + d))
+            t += d + pause_s
+        intervals.append(iv)
+    cs = timeline_analysis.common_share(intervals)
+    return cs["share"] if cs else None
+
+
 def slow_wander_refit(calibrate_binary: str, log_path: str) -> Optional[Dict[str, Any]]:
     """`pipeplan calibrate --wander-from-log` on a call's calibrate.log: its logged chunk times refit with the
     wander's slower part (calibrate/wander_log.hpp). None where the log or the binary is missing or the refit
@@ -2986,6 +3019,11 @@ def main(argv=None) -> int:
                          "to the next however long they take (cpu.core_speed_correlation_batches; validation run 59, "
                          "finding 2); batches-two-part: the same lag-one split into a slower part of the machine's share and lag-one "
                          "and a fast rest (two_part_batch_wander); seconds: their correlation time (default %(default)s)")
+    ap.add_argument("--wander-common-share", default="off",
+                    help="a what-if: the share of the workers' wander they all share at the same time "
+                         "(cpu.core_speed_common_share; validation run 61, findings 3-6): off, calibrate (its paused "
+                         "decode threads' share in the call's calibrate.log: decode_threads_common_share), or a number "
+                         "(default %(default)s)")
     ap.add_argument("--slow-wander", choices=["off", "no-pause", "paused"], default="off",
                     help="a what-if: split each case's wander into a fast and a slow part in the share its call's "
                          "calibrate.log shows (refit by --calibrate-binary --wander-from-log; no-pause: the 6 s log, "
@@ -3040,6 +3078,12 @@ def main(argv=None) -> int:
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
     a = ap.parse_args(argv)
+    if a.wander_common_share not in ("off", "calibrate"):
+        try:
+            if not 0.0 <= float(a.wander_common_share) <= 0.95:
+                raise ValueError
+        except ValueError:
+            ap.error(f"--wander-common-share: {a.wander_common_share!r}: expected off, calibrate or a number in [0, 0.95]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3120,6 +3164,20 @@ def main(argv=None) -> int:
                     c.setdefault("convert", {})["slow_wander"] = {
                         k: split["cpu"][k] for k in ("core_speed_cv", "core_speed_slow_cv",
                                                      "core_speed_slow_correlation_s")}
+            common_opt = getattr(a, "wander_common_share", "off")
+            if common_opt != "off" and (case_profile or run_profile) is not None:
+                if common_opt == "calibrate":
+                    if "common_share" not in run:
+                        log_path = os.path.join(os.path.dirname(run["profile"] or ""), "calibrate.log")
+                        run["common_share"] = (decode_threads_common_share(open(log_path, errors="replace").read())
+                                               if os.path.isfile(log_path) else None)
+                    share = run["common_share"]
+                else:
+                    share = float(common_opt)
+                if share is not None:
+                    case_profile = json.loads(json.dumps(case_profile or run_profile))
+                    case_profile.setdefault("cpu", {})["core_speed_common_share"] = round(min(max(share, 0.0), 0.95), 4)
+                    c.setdefault("convert", {})["common_share"] = case_profile["cpu"]["core_speed_common_share"]
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import math
+import random
 import os
 import stat
 import subprocess
@@ -303,6 +304,25 @@ class StepAloneTest(unittest.TestCase):
         self.assertAlmostEqual(bins[3]["median_abs_step_p90_err"], 0.2)    # (0.3 + 0.1) / 2
         self.assertIsNone(bins[2]["median_abs_step_p90_err"])
         self.assertIsNone(convert.window_length_summary([]))
+
+class DecodeThreadsCommonShareTest(unittest.TestCase):
+    def test_threads_that_slow_together_share_all_and_lone_ones_none(self):
+        pre = "calibrate: decode: wander chunk seconds paused, thread "
+        rng = random.Random(3)
+        walk = [0.05 * math.exp(0.2 * math.sin(k / 7.0)) for k in range(200)]
+        together = "\n".join(pre + f"{t}: " + " ".join(f"{v:.5f}" for v in walk) for t in range(4))
+        self.assertAlmostEqual(convert.decode_threads_common_share("noise\n" + together), 1.0, delta=0.02)
+        alone = "\n".join(pre + f"{t}: " + " ".join(f"{0.05 * math.exp(rng.gauss(0, 0.1)):.5f}" for _ in range(200))
+                          for t in range(4))
+        self.assertAlmostEqual(convert.decode_threads_common_share(alone), 0.0, delta=0.1)
+        self.assertIsNone(convert.decode_threads_common_share(pre + "0: 0.05 0.05 0.05"))   # one thread: none
+        # the unpaused set ("wander chunk seconds, thread N") is not read
+        self.assertIsNone(convert.decode_threads_common_share(together.replace(" paused", "")))
+
+    def test_a_bad_share_option_is_refused(self):
+        with self.assertRaises(SystemExit):
+            convert.main(["--cases", "x.json", "--wander-common-share", "1.5"])
+
 
 class RulesTest(unittest.TestCase):
     def test_measured_bottleneck(self):
