@@ -348,6 +348,33 @@ def timeline_worker_walls(case: Dict[str, Any]) -> Dict[int, List[float]]:
             for w, iv in sorted(workers.items(), key=lambda kv: int(kv[0]))}
 
 
+def call_walls_less(case: Dict[str, Any], cases: Sequence[Dict[str, Any]], min_batches: int = 8) -> List[List[float]]:
+    """Pure: every worker series of the call's other cases of the same kind of load with a timeline (two workers or
+    more), each case's walls over its own mean wall: a stand-in for a long loader probe measured beside the case in the
+    same call, out of this case (validation run 61, Next: the parts and the shared part are too slow for its own
+    1.5-4 s probes). Series shorter than min_batches are left out."""
+    out = []
+    for d in cases:
+        if d is case or d.get("status") != "ok" or (d.get("knobs") or {}).get("kind") != case["knobs"].get("kind"):
+            continue
+        walls = [w for w in timeline_worker_walls(d).values() if len(w) >= min_batches]
+        if len(walls) < 2:
+            continue
+        mean = statistics.fmean(v for w in walls for v in w)
+        out.extend([[v / mean for v in w] for w in walls])
+    return out
+
+
+def call_common_share_less(case: Dict[str, Any], cases: Sequence[Dict[str, Any]]) -> Optional[float]:
+    """The median of case_common_share over the call's other cases of the same kind of load (out of this case), or
+    None without one."""
+    shares = [case_common_share(d) for d in cases if d is not case and d.get("status") == "ok"
+              and (d.get("knobs") or {}).get("kind") == case["knobs"].get("kind")
+              and len(((d.get("measured") or {}).get("timeline") or {}).get("workers") or {}) >= 2]
+    shares = [x for x in shares if x is not None]
+    return statistics.median(shares) if shares else None
+
+
 def repeat_walls(own: Dict[int, List[float]], donor: Dict[int, List[float]]) -> Dict[int, List[float]]:
     """Pure: a repeat's worker walls (donor) brought to this case's mean wall (own): the real process of the same
     setting (each worker's level, memory and spread) in another realisation, at this case's level, so that what a
@@ -438,7 +465,8 @@ def main() -> int:
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape",
-                                          "probe-parts", "case-parts-batches", "probe-parts-batches", "replay",
+                                          "probe-parts", "case-parts-batches", "probe-parts-batches", "call-parts-batches",
+                                          "replay",
                                           "replay-repeat", "replay-shuffled", "replay-phase", "replay-phase-joint",
                                           "replay-parts", "replay-parts-values", "replay-parts-split",
                                           "replay-parts-common", "replay-pooled", "replay-lognormal", "replay-lognormal-ar1"],
@@ -449,6 +477,8 @@ def main() -> int:
                          "case-shape: as case, "
                          "and its log speed's fast and slow sides (timeline_analysis.wander_shape, scaled as the cv "
                          "by what the samples' spread leaves) as the profile's cpu.core_speed_fast_side / slow_side; "
+                         "call-parts-batches: as case-parts-batches, fitted out of the case to the call's other cases of the same "
+                         "load (call_walls_less: each over its own mean, at this case's probes' batch time); "
                          "replay: each worker plays back its own measured batch times in order "
                          "(loader.replay_worker_batches), so what is left is the rest of the pipeline; replay-repeat: "
                          "another repeat's of the same setting in the call, brought to this case's mean wall; "
@@ -469,8 +499,9 @@ def main() -> int:
                          "measured): then only the workers' costs and the pin thread's are the case's own")
     ap.add_argument("--common-share", default=None,
                     help="the profile's cpu.core_speed_common_share for the simulator's own wander (not the replays): "
-                         "'case' for the case's own (timeline_analysis.common_share of its workers' timeline), or a "
-                         "number (default: the profile's)")
+                         "'case' for the case's own (timeline_analysis.common_share of its workers' timeline), 'call' "
+                         "for the median of the call's other cases of the same load (call_common_share_less: out of "
+                         "the case), or a number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
     doc = convert.read_call_json(a.results_dir, "cases.json")
@@ -530,8 +561,15 @@ def main() -> int:
                     prof["cpu"].update(core_speed_slow_cv=level, core_speed_slow_correlation_batches=1e6,
                                        core_speed_slow_correlation_s=1e-6)
             if a.wander in ("case-parts", "case-parts-shape", "probe-parts", "case-parts-batches",
-                            "probe-parts-batches"):
+                            "probe-parts-batches", "call-parts-batches"):
                 per_worker = list(timeline_worker_walls(c).values())
+                if a.wander == "call-parts-batches":
+                    # out of the case: the call's other cases of this load, each over its mean, brought to this
+                    # case's probes' batch time (its level is the probes' as in the table)
+                    level = [float(w["batch_s"]) for k in ("probe", "probe_after")
+                             for w in [((c["components"].get(k) or {}).get("wander") or {})] if w.get("batch_s")]
+                    scale = statistics.fmean(level) if level else statistics.fmean(v for w in per_worker for v in w)
+                    per_worker = [[scale * v for v in w] for w in call_walls_less(c, doc["cases"])]
                 if a.wander.startswith("probe-parts"):
                     # out of the case: its probes' raw walls (harness since run 59), each probe's workers a series
                     per_worker = [list(map(float, w)) for k in ("probe", "probe_after")
@@ -542,7 +580,8 @@ def main() -> int:
                                      ((convert._timeline(c) or {}).get("own_wander") or {}) if
                                      a.wander == "case-parts-shape" else {}, a.wander.endswith("-batches"))
             if a.common_share is not None:
-                share = case_common_share(c) if a.common_share == "case" else float(a.common_share)
+                share = (case_common_share(c) if a.common_share == "case" else
+                         call_common_share_less(c, doc["cases"]) if a.common_share == "call" else float(a.common_share))
                 prof["cpu"]["core_speed_common_share"] = min(max(share or 0.0, 0.0), 0.95)
             if a.wander.startswith("replay"):
                 # measured walls at the case's busy cores: brought to one idle core as the in-situ costs above, since

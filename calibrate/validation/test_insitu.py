@@ -141,6 +141,40 @@ class Surrogates(unittest.TestCase):
             got = timeline_analysis.common_share(intervals)["share"]
             self.assertAlmostEqual(got, want, delta=0.08)
 
+    def test_call_walls_leave_the_case_out_and_take_its_load_only(self):
+        def case(kind, walls, status="ok"):
+            return {"status": status, "knobs": {"kind": kind},
+                    "measured": {"timeline": {"workers": {str(w): [[t, t + d] for t, d in enumerate(series)]
+                                                          for w, series in enumerate(walls)}}}}
+        me = case("image", [[0.1] * 10, [0.1] * 10])
+        same = case("image", [[0.2] * 10, [0.4] * 10])            # mean 0.3: over it 2/3 and 4/3
+        other_kind = case("tensor_f32", [[0.5] * 10, [0.5] * 10])
+        short = case("image", [[0.3] * 5, [0.3] * 5])            # under 8 batches a worker: left out
+        failed = case("image", [[0.3] * 10, [0.3] * 10], status="failed")
+        got = diag.call_walls_less(me, [me, same, other_kind, short, failed])
+        self.assertEqual(len(got), 2)
+        self.assertAlmostEqual(got[0][0], 2 / 3)
+        self.assertAlmostEqual(got[1][0], 4 / 3)
+        self.assertEqual(diag.call_walls_less(me, [me]), [])
+
+    def test_call_common_share_is_the_median_of_the_others(self):
+        # three other image cases whose 4 workers slow together in steps (share 1), alone (about 0) and a mix; the
+        # case itself (all together) is not counted
+        rng = random.Random(2)
+        def case(kind, shared):
+            levels = [math.exp(0.2 * math.sin(k / 5.0)) for k in range(120)]
+            workers = {}
+            for w in range(4):
+                own = [math.exp(rng.gauss(0.0, 0.2)) for _ in range(120)]
+                series = [0.05 * (lv if shared == 1 else o if shared == 0 else math.sqrt(lv * o))
+                          for lv, o in zip(levels, own)]
+                workers[str(w)] = [[k + 0.5 - d / 2, k + 0.5 + d / 2] for k, d in enumerate(series)]
+            return {"status": "ok", "knobs": {"kind": kind}, "measured": {"timeline": {"workers": workers}}}
+        me, together, alone, mixed = case("image", 1), case("image", 1), case("image", 0), case("image", 0.5)
+        got = diag.call_common_share_less(me, [me, together, alone, mixed, case("tokens", 1)])
+        self.assertAlmostEqual(got, diag.case_common_share(mixed))
+        self.assertIsNone(diag.call_common_share_less(me, [me]))
+
     def test_pooled_values_follow_the_drawn_ranks(self):
         drawn = [[3.0, 1.0], [2.0, 4.0]]
         measured = [[10.0, 40.0], [30.0, 20.0]]
