@@ -378,6 +378,7 @@ class CoreWander {
         shared_(shared && cpu.core_speed_common_share > 0.0 && (cpu.core_speed_cv > 0.0 || cpu.core_speed_slow_cv > 0.0)
                     ? shared
                     : nullptr),
+        // the shared part's size from the parts' cvs (with a split normal first part, from its core_speed_cv)
         common_cv_(part_cv(std::sqrt(std::expm1(std::log1p(cpu.core_speed_cv * cpu.core_speed_cv) +
                                                 std::log1p(cpu.core_speed_slow_cv * cpu.core_speed_slow_cv))),
                            cpu.core_speed_common_share)),
