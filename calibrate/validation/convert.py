@@ -3169,8 +3169,10 @@ def main(argv=None) -> int:
                 if common_opt == "calibrate":
                     if "common_share" not in run:
                         log_path = os.path.join(os.path.dirname(run["profile"] or ""), "calibrate.log")
-                        run["common_share"] = (decode_threads_common_share(open(log_path, errors="replace").read())
-                                               if os.path.isfile(log_path) else None)
+                        run["common_share"] = None
+                        if os.path.isfile(log_path):
+                            with open(log_path, errors="replace") as f:
+                                run["common_share"] = decode_threads_common_share(f.read())
                     share = run["common_share"]
                 else:
                     share = float(common_opt)

@@ -504,6 +504,12 @@ def main() -> int:
                          "the case), or a number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
+    if a.common_share not in (None, "case", "call"):
+        try:
+            if not 0.0 <= float(a.common_share) <= 0.95:
+                raise ValueError
+        except ValueError:
+            ap.error(f"--common-share {a.common_share!r}: expected case, call or a number in [0, 0.95]")
     doc = convert.read_call_json(a.results_dir, "cases.json")
     base_profile = convert.read_call_json(a.results_dir, "profile.json")
     cpu_curve = (base_profile.get("cpu") or {}).get("speed_vs_busy_cores") or []

@@ -93,10 +93,9 @@ def case_figures(case: Dict[str, Any], gap_s: float) -> Optional[Dict[str, Any]]
     walls = [w for w in insitu_diagnostic.timeline_worker_walls(case).values() if len(w) >= 8]
     acf = insitu_diagnostic.pooled_autocorrelation(walls, (1, 2, 4))[2] if len(walls) >= 2 else None
     per_worker = [spans_of for _, spans_of in sorted(workers.items(), key=lambda kv: int(kv[0]))]
-    whole = timeline_analysis.common_share(per_worker)
     return {"out_of_order": timeline_analysis.out_of_order_share(done),
             "by_gap": overtakes_by_send_gap(timeline, int(knobs.get("prefetch_factor") or 2), gap_s),
-            "autocorrelation": acf, "common_share": whole["share"] if whole else None,
+            "autocorrelation": acf, "common_share": insitu_diagnostic.case_common_share(case),
             "windowed_common_share": {w: windowed_common_share(per_worker, w) for w in WINDOWS_S}}
 
 
