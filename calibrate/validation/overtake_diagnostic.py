@@ -14,12 +14,20 @@ those overtake each other far more often than indices sent a pin period apart. P
 - the share of the workers' wander they show at the same time (timeline_analysis.common_share) over the whole case
   and read in windows of 1.5, 4 and 8 s (windowed_common_share: how long a window must be to see it).
 
+With --simulated the same split of overtakes by send gap is read from the simulator's trace of each case as the table
+builds it (seed 1, the steps past the first fifth), beside the measured: does the model's loop send indices together
+after an overtake as often, and do those overtake again as often (validation run 62, finding 3)?
+
 Run from the repository root: python3 calibrate/validation/overtake_diagnostic.py RESULTS_DIR [--gap-ms 2]
+    [--simulated [--pipeplan build/cli/pipeplan] [--steps N]]
 """
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,6 +72,74 @@ def overtakes_by_send_gap(timeline: Dict[str, Any], prefetch_factor: int, gap_s:
             "close_share": close_over / close if close else None, "far_share": far_over / far if far else None}
 
 
+def timeline_from_trace(events: Sequence[Dict[str, Any]], num_workers: int, skip_share: float = 0.2
+                        ) -> Optional[Dict[str, Any]]:
+    """Pure: the simulator's Perfetto events as a harness timeline ({"workers": {w: [(start, end) per batch]}, "main":
+    {"next_end": [...]}}, seconds), from the batch the first skip_share of the loop's returns reach on (the start-up's
+    fill left out, as the table's steady window). A worker's batch spans its per-sample loads and its collate (events
+    on thread "worker W" carrying args.batch); next() on the main thread carries the batch it returned. None unless
+    batches run round robin (batch j on worker j mod n), as in-order dispatch does."""
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    spans: Dict[int, List[float]] = {}
+    worker_of: Dict[int, int] = {}
+    returned: Dict[int, float] = {}
+    for e in events:
+        batch = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or batch is None:
+            continue
+        name, b = names.get(e.get("tid"), ""), int(batch)
+        a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+        if name.startswith("main thread") and e.get("name", "").startswith("next()"):
+            returned[b] = z
+        elif name.startswith("worker "):
+            worker_of[b] = int(name.split()[1])
+            old = spans.get(b)
+            spans[b] = [min(a, old[0]), max(z, old[1])] if old else [a, z]
+    if not returned or any(worker_of[b] != b % num_workers for b in worker_of):
+        return None
+    first = int(skip_share * (max(returned) + 1)) // num_workers * num_workers
+    last = max(b for b in spans if b in returned)
+    workers = {str(w): [tuple(spans[b]) for b in range(first + w, last + 1, num_workers) if b in spans]
+               for w in range(num_workers)}
+    next_end = [returned[b] for b in range(first, last + 1) if b in returned]
+    return {"workers": workers, "main": {"next_end": next_end}}
+
+
+def return_gap_quantile(next_end: Sequence[float], q: float) -> Optional[float]:
+    """Pure: the q-quantile (nearest rank below) of the time between the loop's consecutive batch returns. Its low
+    end is the loop's turnaround when the next batch is already in hand (after an overtake), which sets how close
+    together the two indices go out. None with fewer than 10 gaps."""
+    gaps = sorted(b - a for a, b in zip(next_end, next_end[1:]))
+    return gaps[int(q * (len(gaps) - 1))] if len(gaps) >= 10 else None
+
+
+def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
+                     steps: int, gap_s: float) -> Optional[Dict[str, Any]]:
+    """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1)."""
+    knobs = case.get("knobs") or {}
+    cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
+    tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
+    scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.join(tmp, n) for n in ("s.json", "p.json", "r.json", "t.json")]
+        json.dump(scen, open(paths[0], "w"))
+        json.dump(prof or profile, open(paths[1], "w"))
+        steps_arg = ["--steps", str(steps)] if steps else []   # else the scenario's: the case's own window
+        run = subprocess.run([pipeplan, "simulate", paths[0], "--profile", paths[1], *steps_arg,
+                              "--seed", "1", "--format", "json", "-o", paths[2], "--trace", paths[3]],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{case['id']}: pipeplan failed: {run.stderr.strip()}", file=sys.stderr)
+            return None
+        trace = json.load(open(paths[3]))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    timeline = timeline_from_trace(events, int(knobs.get("num_workers") or 0))
+    if timeline is None:
+        return None
+    split = overtakes_by_send_gap(timeline, int(knobs.get("prefetch_factor") or 2), gap_s)
+    return dict(split, turnaround_p10_s=return_gap_quantile(timeline["main"]["next_end"], 0.1)) if split else None
+
+
 def windowed_common_share(per_worker_spans: Sequence[Sequence[Sequence[float]]], window_s: float) -> Optional[float]:
     """Pure: the mean of timeline_analysis.common_share over consecutive windows of window_s from the first batch's
     start, each taking the batches wholly inside it. None where no window has a reading."""
@@ -94,6 +170,7 @@ def case_figures(case: Dict[str, Any], gap_s: float) -> Optional[Dict[str, Any]]
     acf = insitu_diagnostic.pooled_autocorrelation(walls, (1, 2, 4))[2] if len(walls) >= 2 else None
     per_worker = [spans_of for _, spans_of in sorted(workers.items(), key=lambda kv: int(kv[0]))]
     return {"out_of_order": timeline_analysis.out_of_order_share(done),
+            "turnaround_p10_s": return_gap_quantile((timeline.get("main") or {}).get("next_end") or [], 0.1),
             "by_gap": overtakes_by_send_gap(timeline, int(knobs.get("prefetch_factor") or 2), gap_s),
             "autocorrelation": acf, "common_share": insitu_diagnostic.case_common_share(case),
             "windowed_common_share": {w: windowed_common_share(per_worker, w) for w in WINDOWS_S}}
@@ -103,15 +180,27 @@ def _f(x: Optional[float], fmt: str = "{:+.2f}") -> str:
     return fmt.format(x) if x is not None else "n/a"
 
 
+def _ms(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{1e3 * x:.2f} ms"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
     ap.add_argument("--gap-ms", type=float, default=2.0,
                     help="indices sent closer than this count as sent together (default %(default)s ms)")
+    ap.add_argument("--simulated", action="store_true",
+                    help="also read the split from the simulator's trace of each case as the table builds it")
+    ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                       "build", "cli", "pipeplan"))
+    ap.add_argument("--steps", type=int, default=0,
+                    help="simulated steps with --simulated (default: the scenario's, the case's own; a trace whose "
+                         "batches are not dealt round robin, as after an epoch's end, is left out)")
     a = ap.parse_args(argv)
     doc = convert.read_call_json(a.results_dir, "cases.json")
+    profile = convert.read_call_json(a.results_dir, "profile.json") if a.simulated else {}
     print(f"{'case':52s} {'ooo':>5s}  overtaken: sent < {a.gap_ms:g} ms | farther   lag 1/2/4 (a worker's batches)"
-          f"   common share: case | in {' / '.join(f'{w:g}' for w in WINDOWS_S)} s")
+          f"   common share: case | in {' / '.join(f'{w:g}' for w in WINDOWS_S)} s   returns' gap p10")
     for c in doc["cases"]:
         fig = case_figures(c, a.gap_ms / 1e3)
         if fig is None:
@@ -122,7 +211,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         acf = " / ".join(_f(x) for x in fig["autocorrelation"]) if fig["autocorrelation"] else "n/a"
         win = " / ".join(_f(fig["windowed_common_share"][w]) for w in WINDOWS_S)
         print(f"{c['id'][:52]:52s} {_f(fig['out_of_order'], '{:.1%}'):>5s}  {gap:28s} {acf:22s}"
-              f" {_f(fig['common_share'])} | {win}")
+              f" {_f(fig['common_share'])} | {win}   {_ms(fig['turnaround_p10_s'])}")
+        if a.simulated:
+            sg = simulated_by_gap(c, doc, profile, a.pipeplan, a.steps, a.gap_ms / 1e3)
+            if sg is not None:
+                sim_ooo = ((sg["close_overtaken"] + sg["far_overtaken"]) / (sg["close"] + sg["far"])
+                           if sg["close"] + sg["far"] else None)
+                print(f"{'  simulated (seed 1)':52s} {_f(sim_ooo, '{:.1%}'):>5s}  "
+                      f"{sg['close_overtaken']}/{sg['close']} ({_f(sg['close_share'], '{:.0%}')}) | "
+                      f"{sg['far_overtaken']}/{sg['far']} ({_f(sg['far_share'], '{:.0%}')})"
+                      f"{'':58s}{_ms(sg['turnaround_p10_s'])}")
     return 0
 
 

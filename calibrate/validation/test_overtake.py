@@ -32,6 +32,37 @@ class OvertakeTest(unittest.TestCase):
         self.assertEqual((got["close"], got["far"], got["far_overtaken"]), (0, 3, 2))
         self.assertIsNone(diag.overtakes_by_send_gap({"main": {"next_end": [1.0]}, "workers": {}}, 1, 0.002))
 
+    def test_the_returns_gap_quantile_is_the_nearest_rank_below(self):
+        ends = [0.0, 1.0, 1.5, 3.5, 3.6, 4.6, 5.6, 6.6, 7.6, 8.6, 9.6]       # gaps 1, .5, 2, .1, then six of 1
+        self.assertAlmostEqual(diag.return_gap_quantile(ends, 0.0), 0.1)
+        self.assertAlmostEqual(diag.return_gap_quantile(ends, 0.1), 0.1)     # int(0.1 x 9) = 0: the smallest
+        self.assertAlmostEqual(diag.return_gap_quantile(ends, 0.2), 0.5)     # int(0.2 x 9) = 1
+        self.assertAlmostEqual(diag.return_gap_quantile(ends, 1.0), 2.0)
+        self.assertIsNone(diag.return_gap_quantile(ends[:10], 0.1))          # 9 gaps
+
+    def test_a_simulated_trace_reads_as_a_timeline_past_the_start(self):
+        # 2 workers; the simulator's events in microseconds: a batch is its loads and its collate on "worker W",
+        # the loop's next() carries the batch it returned. 10 batches, batch b on worker b % 2, returned at b + 1 s.
+        ev = [{"ph": "M", "name": "thread_name", "tid": 1, "args": {"name": "main thread (training loop)"}},
+              {"ph": "M", "name": "thread_name", "tid": 2, "args": {"name": "worker 0"}},
+              {"ph": "M", "name": "thread_name", "tid": 3, "args": {"name": "worker 1"}}]
+        for b in range(10):
+            t0 = b * 1e6
+            ev.append({"ph": "X", "tid": 2 + b % 2, "name": "load", "ts": t0, "dur": 2e5, "args": {"batch": b}})
+            ev.append({"ph": "X", "tid": 2 + b % 2, "name": "collate", "ts": t0 + 2e5, "dur": 1e5,
+                       "args": {"batch": b}})
+            ev.append({"ph": "X", "tid": 1, "name": "next(): the loader's own Python", "ts": t0 + 9e5, "dur": 1e5,
+                       "args": {"batch": b}})
+        tl = diag.timeline_from_trace(ev, 2, skip_share=0.2)
+        # the first fifth of 10 returns is 2 batches, a whole round of 2 workers: from batch 2 on
+        self.assertEqual(tl["main"]["next_end"], [float(b + 1) for b in range(2, 10)])
+        self.assertEqual(tl["workers"]["0"][0], (2.0, 2.3))                 # batch 2: its load and collate
+        self.assertEqual(len(tl["workers"]["1"]), 4)                        # batches 3, 5, 7, 9
+        self.assertEqual(diag.batch_spans(tl)[1], (3.0, 3.3))               # timeline index 1 is batch 3
+        # a batch on the wrong worker is not round robin: no timeline
+        ev.append({"ph": "X", "tid": 2, "name": "load", "ts": 0, "dur": 1, "args": {"batch": 11}})
+        self.assertIsNone(diag.timeline_from_trace(ev, 2))
+
     def test_windowed_common_share_over_one_window_is_the_whole(self):
         rng = random.Random(4)
         spans = []
