@@ -71,6 +71,11 @@ struct HostProfile {
 
 struct IpcProfile {
   double receive_s_per_batch = 2.0e-4;
+  // The share of receive_s_per_batch the pin thread runs holding the GIL (unpickling, the storage's rebuild); the
+  // rest (the pipe read, the fd's socket hand-off) releases it. 1 (default): the whole fixed cost held, as since
+  // validation run 38. A what-if until measured: run 62 found the simulated loop turning around in 3.5-4 ms where
+  // the real one takes 1.6 ms, its extra time the wait for this hold.
+  double receive_gil_share = 1.0;
   double receive_s_per_byte = 1.0e-10;
   double shm_write_s_per_byte = 0.0;  // filling fresh shared memory (collate in a worker); 0: not measured
   // Releasing a received batch (munmap + close: the tmpfs pages freed with the last reference, and the page

@@ -755,6 +755,36 @@ TEST(Simulate, APinThreadTakesTheGilAtTheLoopsNextOp) {
   EXPECT_NEAR(r["gil"]["main_thread_held_fraction"].get<double>(), 0.0015 / 0.02252, 0.002);
 }
 
+// The same pipeline with only a share of the receive's fixed cost holding the GIL (ipc.receive_gil_share; the rest,
+// the pipe read and the fd hand-off, releases it and runs first): the pin thread's cycle is the same 22.52 ms, but
+// the loop now waits only through the held part, 0.25 x 0.4 = 0.1 ms of every 22.52 (it still lands inside the
+// loop's 1.5 ms of Python: 1 ms off the core + 0.3 ms free, then the held 0.1 ms); held by none of it, never.
+TEST(Simulate, OnlyTheReceivesHeldShareKeepsTheLoopWaiting) {
+  json s = three_mb_batches(64, 8, true);
+  s["loader"]["pin_thread_wait_s_per_batch"] = 0.001;
+  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0015}, {"steps", 400}};
+  s["transfer"] = {{"non_blocking", true}};
+  json prof = flat_profile();
+  prof["ipc"]["receive_s_per_byte"] = 1e-10;
+  prof["ipc"]["receive_s_per_batch"] = 0.0004;
+  prof["ipc"]["receive_gil_share"] = 0.25;
+  json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(step_mean(r), 0.02252, 0.02252 * 0.005);
+  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0001 / 0.02252, 0.001);
+  EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0001 / 0.02252, 0.001);
+  prof["ipc"]["receive_gil_share"] = 0.0;
+  r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.02252, 0.02252 * 0.005);
+  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0, 1e-9);
+  EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0, 1e-9);
+  prof["ipc"]["receive_gil_share"] = 1.5;  // a share: one line naming the key, exit 2
+  const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                 pipeplan::test::write_temp(prof.dump())});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("ipc.receive_gil_share"), std::string::npos) << bad.err;
+}
+
 TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   json s = three_mb_batches(64, 8, true);
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"steps", 300}};

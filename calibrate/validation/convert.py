@@ -3074,6 +3074,10 @@ def main(argv=None) -> int:
     ap.add_argument("--load-curve", choices=["scaling", "machine"], default="scaling",
                     help="the load's speed around the K-worker probe: load_scaling's measured shape (scaling), "
                          "or the machine's cpu curve alone (machine) (default %(default)s)")
+    ap.add_argument("--receive-gil-share", type=float, default=None,
+                    help="a what-if: the share of the pin thread's fixed receive cost that holds the GIL "
+                         "(ipc.receive_gil_share, in [0, 1]; the simulator's default 1 holds all of it; validation "
+                         "run 62, finding 3)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3084,6 +3088,8 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--wander-common-share: {a.wander_common_share!r}: expected off, calibrate or a number in [0, 0.95]")
+    if a.receive_gil_share is not None and not 0.0 <= a.receive_gil_share <= 1.0:
+        ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected a number in [0, 1]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3180,6 +3186,12 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(case_profile or run_profile))
                     case_profile.setdefault("cpu", {})["core_speed_common_share"] = round(min(max(share, 0.0), 0.95), 4)
                     c.setdefault("convert", {})["common_share"] = case_profile["cpu"]["core_speed_common_share"]
+            gil_share = getattr(a, "receive_gil_share", None)
+            if gil_share is not None and (case_profile or run_profile) is not None:
+                # a what-if: only this share of the pin thread's fixed receive cost holds the GIL (run 62, finding 3)
+                case_profile = json.loads(json.dumps(case_profile or run_profile))
+                case_profile.setdefault("ipc", {})["receive_gil_share"] = gil_share
+                c.setdefault("convert", {})["receive_gil_share"] = gil_share
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:
