@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
+from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
 
 import numpy as np  # noqa: E402
 
@@ -2134,6 +2135,19 @@ class Harness:
                 if meter:
                     # the same pin-thread figures as each pinned case's in_situ, for a like-for-like check
                     res.update(pin_thread_figures(p0, meter.snapshot(), c0, PinThreadMeter.thread_cpu_s(it), n_all))
+                if pin:
+                    # one more window, apart from the figures above (the probe costs a few percent of a core): a
+                    # probe thread samples how long a thread wanting the GIL waits beside the pin thread's receive
+                    # (validation run 62, finding 3: what ipc.receive_gil_share needs); it never fails the component
+                    try:
+                        n, a, main0 = 0, time.perf_counter(), time.thread_time()
+                        with GilProbe() as gil:
+                            while n < 8 or time.perf_counter() - a < (0.4 if self.quick else 0.8):
+                                next(it)
+                                n += 1
+                        res["gil_probe"] = gil_probe_figures(gil.figures(), n, time.thread_time() - main0)
+                    except Exception as e:  # noqa: BLE001
+                        res["gil_probe"] = {"error": repr(e)}
                 else:
                     # the main thread's CPU per batch received: the probes' like-for-like figure when unpinned
                     res["receive_cpu_s_per_batch"] = (time.thread_time() - main0) / n_all
@@ -2146,6 +2160,11 @@ class Harness:
             extra += f", of which pin_memory() {res['pin_copy_s_per_batch']*1e3:.2f}"
         if "pin_thread_cpu_s_per_batch" in res:
             extra += f", pin thread CPU {res['pin_thread_cpu_s_per_batch']*1e3:.2f}"
+        g = res.get("gil_probe") or {}
+        if g.get("held_s_per_batch") is not None:
+            extra += (f"; a GIL-wanting thread waited {g['held_s_per_batch']*1e3:.2f} ms a batch (the loop's own "
+                      f"CPU {g['main_cpu_s_per_batch']*1e3:.2f}; less run-queue waits "
+                      f"{'n/a' if g.get('held_less_runqueue_s_per_batch') is None else '%.2f' % (g['held_less_runqueue_s_per_batch']*1e3)})")
         log(f"component transport[{key}]: receive {res['receive_s_per_batch']*1e3:.2f} ms/batch, "
             f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch{extra} ({time.perf_counter()-t0:.1f}s)")
         return res
