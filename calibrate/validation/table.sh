@@ -5,6 +5,8 @@
 # on 2 cores.
 #
 #   bash calibrate/validation/table.sh [extra convert.py options]      # e.g. --gpu-duty off (then keep --md away)
+#   PIPEPLAN_TABLE_CALLS=FILE bash calibrate/validation/table.sh OPTIONS  # a variant over FILE's calls only
+#     (e.g. calibrate/validation/results/sync-every-calls.txt, the 38 calls with sync_every: validation run 62)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=calibrate/validation/results
@@ -18,8 +20,12 @@ while read -r call; do
     echo "table.sh: $R/$call lacks cases.json (or cases.json.gz / .xz) or profile.json" >&2; exit 2; }
   args+=(--cases "$R/$call/cases.json" --profile "$R/$call/profile.json")
   n=$((n + 1))
-done < calibrate/validation/table_calls.txt
-[ "$n" -gt 0 ] || { echo "table.sh: no call listed in calibrate/validation/table_calls.txt" >&2; exit 2; }
+done < "${PIPEPLAN_TABLE_CALLS:-calibrate/validation/table_calls.txt}"
+[ "$n" -gt 0 ] || { echo "table.sh: no call listed in ${PIPEPLAN_TABLE_CALLS:-calibrate/validation/table_calls.txt}" >&2; exit 2; }
+if [ -n "${PIPEPLAN_TABLE_CALLS:-}" ] && [ "$#" -eq 0 ]; then
+  echo "table.sh: PIPEPLAN_TABLE_CALLS makes a variant only (give convert.py options); the page's table takes every call" >&2
+  exit 2
+fi
 if [ "$#" -gt 0 ]; then
   # a variant: scored beside, the page untouched
   exec python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
