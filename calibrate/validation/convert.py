@@ -723,6 +723,18 @@ def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load
     return math.sqrt(max(0.0, batch_cv ** 2 - sample_cv ** 2))
 
 
+def receive_gil_share_from_probe(probe: Optional[Dict[str, Any]], receive_s_per_batch: float) -> Optional[float]:
+    """Pure: ipc.receive_gil_share from the harness's GIL probe beside its pinned transport loop (gil_probe.per_batch):
+    the time a GIL-wanting thread waited a batch (less its run-queue wait where recorded), less the loop's own CPU a
+    batch there (its next(), the most of that wait the loop can hold), over the receive's fixed cost; in [0, 1].
+    None without a probe figure or a receive cost."""
+    if not probe or probe.get("held_s_per_batch") is None or receive_s_per_batch <= 0:
+        return None
+    held = probe.get("held_less_runqueue_s_per_batch")
+    held = float(probe["held_s_per_batch"] if held is None else held)
+    return min(1.0, max(0.0, (held - float(probe.get("main_cpu_s_per_batch") or 0.0)) / receive_s_per_batch))
+
+
 def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """The workers' speed wander around the case, from the probes before and after it (harness since run
     12): per probe, the cv of its workers' batch times read as the cases' timelines are
@@ -3074,10 +3086,11 @@ def main(argv=None) -> int:
     ap.add_argument("--load-curve", choices=["scaling", "machine"], default="scaling",
                     help="the load's speed around the K-worker probe: load_scaling's measured shape (scaling), "
                          "or the machine's cpu curve alone (machine) (default %(default)s)")
-    ap.add_argument("--receive-gil-share", type=float, default=None,
+    ap.add_argument("--receive-gil-share", default=None,
                     help="a what-if: the share of the pin thread's fixed receive cost that holds the GIL "
-                         "(ipc.receive_gil_share, in [0, 1]; the simulator's default 1 holds all of it; validation "
-                         "run 62, finding 3)")
+                         "(ipc.receive_gil_share, a number in [0, 1], or measured: from the call's GIL probe where "
+                         "its harness ran one (receive_gil_share_from_probe), else the simulator's default 1, which "
+                         "holds all of it; validation run 62, finding 3)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3088,8 +3101,12 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--wander-common-share: {a.wander_common_share!r}: expected off, calibrate or a number in [0, 0.95]")
-    if a.receive_gil_share is not None and not 0.0 <= a.receive_gil_share <= 1.0:
-        ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected a number in [0, 1]")
+    if a.receive_gil_share not in (None, "measured"):
+        try:
+            if not 0.0 <= float(a.receive_gil_share) <= 1.0:
+                raise ValueError
+        except ValueError:
+            ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3186,12 +3203,19 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(case_profile or run_profile))
                     case_profile.setdefault("cpu", {})["core_speed_common_share"] = round(min(max(share, 0.0), 0.95), 4)
                     c.setdefault("convert", {})["common_share"] = case_profile["cpu"]["core_speed_common_share"]
-            gil_share = getattr(a, "receive_gil_share", None)
-            if gil_share is not None and (case_profile or run_profile) is not None:
-                # a what-if: only this share of the pin thread's fixed receive cost holds the GIL (run 62, finding 3)
-                case_profile = json.loads(json.dumps(case_profile or run_profile))
-                case_profile.setdefault("ipc", {})["receive_gil_share"] = gil_share
-                c.setdefault("convert", {})["receive_gil_share"] = gil_share
+            gil_opt = getattr(a, "receive_gil_share", None)
+            if gil_opt is not None and (case_profile or run_profile) is not None:
+                # a what-if: only this share of the pin thread's fixed receive cost holds the GIL (run 62, finding 3);
+                # measured: from the call's GIL probe beside its pinned transport loop (harness since run 62)
+                base = case_profile or run_profile
+                gil_share = (receive_gil_share_from_probe(
+                    ((c.get("components") or {}).get("transport") or {}).get("gil_probe"),
+                    float((base.get("ipc") or {}).get("receive_s_per_batch") or 0.0))
+                    if gil_opt == "measured" else float(gil_opt))
+                if gil_share is not None:
+                    case_profile = json.loads(json.dumps(base))
+                    case_profile.setdefault("ipc", {})["receive_gil_share"] = round(gil_share, 4)
+                    c.setdefault("convert", {})["receive_gil_share"] = case_profile["ipc"]["receive_gil_share"]
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

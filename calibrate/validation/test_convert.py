@@ -159,6 +159,24 @@ class ReadCallJsonTest(unittest.TestCase):
                 self.assertEqual(err.getvalue().count("\n"), 1)
 
 
+class ReceiveGilShareTest(unittest.TestCase):
+    def test_the_share_from_the_gil_probe_by_hand(self):
+        # a GIL-wanting thread waited 0.9 ms a batch, 0.2 of it on the run queue; the loop's own next() 0.1 ms:
+        # the receive held 0.6 ms of its 1.5 ms fixed cost
+        probe = {"held_s_per_batch": 0.9e-3, "held_less_runqueue_s_per_batch": 0.7e-3, "main_cpu_s_per_batch": 0.1e-3}
+        self.assertAlmostEqual(convert.receive_gil_share_from_probe(probe, 1.5e-3), 0.4)
+        # no run-queue figure: the raw wait
+        probe["held_less_runqueue_s_per_batch"] = None
+        self.assertAlmostEqual(convert.receive_gil_share_from_probe(probe, 1.5e-3), 0.8 / 1.5)
+        # clamped to [0, 1]
+        self.assertEqual(convert.receive_gil_share_from_probe(probe, 0.5e-3), 1.0)
+        self.assertEqual(convert.receive_gil_share_from_probe(dict(probe, main_cpu_s_per_batch=2e-3), 1.5e-3), 0.0)
+        # nothing to go on
+        self.assertIsNone(convert.receive_gil_share_from_probe(None, 1.5e-3))
+        self.assertIsNone(convert.receive_gil_share_from_probe({"error": "x"}, 1.5e-3))
+        self.assertIsNone(convert.receive_gil_share_from_probe(probe, 0.0))
+
+
 class ProbeWanderTest(unittest.TestCase):
     def test_probe_wander_from_the_busy_spread_by_hand(self):
         c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
