@@ -2162,9 +2162,12 @@ class Harness:
             extra += f", pin thread CPU {res['pin_thread_cpu_s_per_batch']*1e3:.2f}"
         g = res.get("gil_probe") or {}
         if g.get("held_s_per_batch") is not None:
+            rq = g.get("held_less_runqueue_s_per_batch")
+            wm = g.get("late_weighted_median_s")
             extra += (f"; a GIL-wanting thread waited {g['held_s_per_batch']*1e3:.2f} ms a batch (the loop's own "
                       f"CPU {g['main_cpu_s_per_batch']*1e3:.2f}; less run-queue waits "
-                      f"{'n/a' if g.get('held_less_runqueue_s_per_batch') is None else '%.2f' % (g['held_less_runqueue_s_per_batch']*1e3)})")
+                      f"{'n/a' if rq is None else '%.2f' % (rq * 1e3)}; half of it in waits over "
+                      f"{'n/a' if wm is None else '%.2f' % (wm * 1e3)} ms)")
         log(f"component transport[{key}]: receive {res['receive_s_per_batch']*1e3:.2f} ms/batch, "
             f"receive+pin {res['pin_s_per_batch']*1e3:.2f} ms/batch{extra} ({time.perf_counter()-t0:.1f}s)")
         return res

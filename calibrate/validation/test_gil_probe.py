@@ -16,6 +16,11 @@ class HeldFromLatenessTest(unittest.TestCase):
         self.assertAlmostEqual(got["baseline_s"], 1e-5)
         self.assertEqual((got["wakes"], got["late_wakes"]), (11, 2))
         self.assertAlmostEqual(got["held_s"], 1.0e-3 + 0.5e-3)
+        # half the held time (0.75 ms) is reached at the 1 ms wake (0.5 + 1.0 in order)
+        self.assertAlmostEqual(got["late_weighted_median_s"], 1.0e-3)
+        # many small delays (a busy scheduler's) do not move it off the long holds
+        got = gil_probe.held_from_lateness([0.0] * 100 + [1e-4] * 20 + [2e-3] * 5, baseline_s=0.0)
+        self.assertAlmostEqual(got["late_weighted_median_s"], 2e-3)
 
     def test_a_wake_just_past_the_baseline_is_the_schedulers_own(self):
         got = gil_probe.held_from_lateness([1e-5] * 5 + [2.5e-5], late_beyond_s=2e-5)   # 15 us beyond: not held
@@ -62,6 +67,7 @@ class GilProbeLiveTest(unittest.TestCase):
         self.assertGreater(got["held_s"], 0.5 * 0.120)
         self.assertLess(got["held_s"], 2.5 * 0.120)     # 1.5x seen on 2 cores busy with other work
         self.assertLess(got["held_s"], got["window_s"])
+        self.assertGreater(got["late_weighted_median_s"], 0.5e-3)   # about half a 3 ms hold, not a scheduler's blip
 
 
 if __name__ == "__main__":
