@@ -20,6 +20,8 @@ after an overtake as often, and do those overtake again as often (validation run
 
 Run from the repository root: python3 calibrate/validation/overtake_diagnostic.py RESULTS_DIR [--gap-ms 2]
     [--simulated [--pipeplan build/cli/pipeplan] [--steps N]]
+    python3 calibrate/validation/overtake_diagnostic.py --family sync_every [--knob sync_every] RESULTS_DIR ...
+        (pooled over the calls, measured against simulated: run 62, finding 3's table)
 """
 import argparse
 import json
@@ -180,13 +182,66 @@ def _f(x: Optional[float], fmt: str = "{:+.2f}") -> str:
     return fmt.format(x) if x is not None else "n/a"
 
 
+def pooled_split(splits: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Pure: overtakes_by_send_gap's counts summed over cases, with the pooled shares: the share of pairs sent
+    close, of those overtaken, and of those sent apart overtaken. None without pairs."""
+    tot = {k: sum(int(s[k]) for s in splits) for k in ("close", "close_overtaken", "far", "far_overtaken")}
+    n = tot["close"] + tot["far"]
+    if n == 0:
+        return None
+    return dict(tot, sent_close_share=tot["close"] / n,
+                close_share=tot["close_overtaken"] / tot["close"] if tot["close"] else None,
+                far_share=tot["far_overtaken"] / tot["far"] if tot["far"] else None,
+                overtaken_share=(tot["close_overtaken"] + tot["far_overtaken"]) / n)
+
+
+def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, pipeplan: str, steps: int) -> int:
+    """Prints, per value of `knob` over the `family` cases of the calls given, the pooled send-gap split and the
+    median returns' gap p10, measured and simulated (validation run 62, finding 3's table)."""
+    groups: Dict[str, Dict[str, List[Any]]] = {}
+    for rd in results_dirs:
+        doc = convert.read_call_json(rd, "cases.json")
+        profile = convert.read_call_json(rd, "profile.json")
+        for c in doc["cases"]:
+            if c.get("family") != family:
+                continue
+            fig = case_figures(c, gap_s)
+            if fig is None or not fig["by_gap"]:
+                continue
+            sg = simulated_by_gap(c, doc, profile, pipeplan, steps, gap_s)
+            if sg is None:
+                continue
+            g = groups.setdefault(str((c.get("knobs") or {}).get(knob)), {"m": [], "s": [], "mt": [], "st": []})
+            g["m"].append(fig["by_gap"])
+            g["s"].append(sg)
+            g["mt"].append(fig["turnaround_p10_s"])
+            g["st"].append(sg["turnaround_p10_s"])
+    print(f"{family}, by {knob}: consecutive pairs whose indices went out under {gap_s * 1e3:g} ms apart (share of "
+          f"pairs; of those overtaken), pairs sent apart overtaken, all pairs overtaken, the loop's returns' gap p10 "
+          f"(median over cases); measured | simulated (seed 1)")
+    for value, g in sorted(groups.items()):
+        line = f"{knob}={value} ({len(g['m'])} cases):"
+        for label, split, turn in (("measured", pooled_split(g["m"]), g["mt"]), ("simulated", pooled_split(g["s"]), g["st"])):
+            turns = [t for t in turn if t is not None]
+            med = statistics.median(turns) if turns else None
+            line += (f"  {label} {_f(split['sent_close_share'], '{:.1%}')} ({_f(split['close_share'], '{:.0%}')}), "
+                     f"{_f(split['far_share'], '{:.1%}')}, {_f(split['overtaken_share'], '{:.1%}')}, {_ms(med)}"
+                     if split else f"  {label} n/a")
+        print(line)
+    return 0
+
+
 def _ms(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{1e3 * x:.2f} ms"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results_dir")
+    ap.add_argument("results_dir", nargs="+", help="one call's results folder (several with --family)")
+    ap.add_argument("--family", default=None,
+                    help="pool this family's cases over every call given, measured against simulated, by --knob "
+                         "(validation run 62, finding 3: --family sync_every over results/sync-every-calls.txt)")
+    ap.add_argument("--knob", default="sync_every", help="with --family, split by this knob (default %(default)s)")
     ap.add_argument("--gap-ms", type=float, default=2.0,
                     help="indices sent closer than this count as sent together (default %(default)s ms)")
     ap.add_argument("--simulated", action="store_true",
@@ -197,8 +252,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="simulated steps with --simulated (default: the scenario's, the case's own; a trace whose "
                          "batches are not dealt round robin, as after an epoch's end, is left out)")
     a = ap.parse_args(argv)
-    doc = convert.read_call_json(a.results_dir, "cases.json")
-    profile = convert.read_call_json(a.results_dir, "profile.json") if a.simulated else {}
+    if a.family:
+        return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps)
+    if len(a.results_dir) != 1:
+        ap.error("one results folder, or several with --family")
+    doc = convert.read_call_json(a.results_dir[0], "cases.json")
+    profile = convert.read_call_json(a.results_dir[0], "profile.json") if a.simulated else {}
     print(f"{'case':52s} {'ooo':>5s}  overtaken: sent < {a.gap_ms:g} ms | farther   lag 1/2/4 (a worker's batches)"
           f"   common share: case | in {' / '.join(f'{w:g}' for w in WINDOWS_S)} s   returns' gap p10")
     for c in doc["cases"]:

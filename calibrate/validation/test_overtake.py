@@ -63,6 +63,18 @@ class OvertakeTest(unittest.TestCase):
         ev.append({"ph": "X", "tid": 2, "name": "load", "ts": 0, "dur": 1, "args": {"batch": 11}})
         self.assertIsNone(diag.timeline_from_trace(ev, 2))
 
+    def test_the_split_pools_counts_not_shares(self):
+        a = {"close": 10, "close_overtaken": 6, "far": 90, "far_overtaken": 9}
+        b = {"close": 0, "close_overtaken": 0, "far": 100, "far_overtaken": 5}
+        got = diag.pooled_split([a, b])
+        self.assertEqual((got["close"], got["far"]), (10, 190))
+        self.assertAlmostEqual(got["sent_close_share"], 10 / 200)
+        self.assertAlmostEqual(got["close_share"], 0.6)
+        self.assertAlmostEqual(got["far_share"], 14 / 190)
+        self.assertAlmostEqual(got["overtaken_share"], 20 / 200)
+        self.assertIsNone(diag.pooled_split([b])["close_share"])
+        self.assertIsNone(diag.pooled_split([]))
+
     def test_windowed_common_share_over_one_window_is_the_whole(self):
         rng = random.Random(4)
         spans = []
