@@ -115,13 +115,31 @@ def return_gap_quantile(next_end: Sequence[float], q: float) -> Optional[float]:
     return gaps[int(q * (len(gaps) - 1))] if len(gaps) >= 10 else None
 
 
+def with_profile_sets(profile: Dict[str, Any], sets: Sequence[str]) -> Dict[str, Any]:
+    """Pure: a copy of `profile` with each "section.key=number" set (a what-if, e.g. ipc.receive_gil_share=0).
+    Raises ValueError on a malformed setting."""
+    out = json.loads(json.dumps(profile))
+    for item in sets:
+        path, sep, value = item.partition("=")
+        keys = path.split(".")
+        if not sep or len(keys) < 2 or not all(keys):
+            raise ValueError(f"{item!r}: expected section.key=number")
+        node = out
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = float(value)
+    return out
+
+
 def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
-                     steps: int, gap_s: float) -> Optional[Dict[str, Any]]:
-    """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1)."""
+                     steps: int, gap_s: float, profile_sets: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+    """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1), with the
+    profile settings given on top (with_profile_sets)."""
     knobs = case.get("knobs") or {}
     cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
     scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
+    prof = with_profile_sets(prof or profile, profile_sets) if profile_sets else prof
     with tempfile.TemporaryDirectory() as tmp:
         paths = [os.path.join(tmp, n) for n in ("s.json", "p.json", "r.json", "t.json")]
         json.dump(scen, open(paths[0], "w"))
@@ -195,7 +213,8 @@ def pooled_split(splits: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
                 overtaken_share=(tot["close_overtaken"] + tot["far_overtaken"]) / n)
 
 
-def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, pipeplan: str, steps: int) -> int:
+def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, pipeplan: str, steps: int,
+            profile_sets: Sequence[str] = ()) -> int:
     """Prints, per value of `knob` over the `family` cases of the calls given, the pooled send-gap split and the
     median returns' gap p10, measured and simulated (validation run 62, finding 3's table)."""
     groups: Dict[str, Dict[str, List[Any]]] = {}
@@ -208,7 +227,7 @@ def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, p
             fig = case_figures(c, gap_s)
             if fig is None or not fig["by_gap"]:
                 continue
-            sg = simulated_by_gap(c, doc, profile, pipeplan, steps, gap_s)
+            sg = simulated_by_gap(c, doc, profile, pipeplan, steps, gap_s, profile_sets)
             if sg is None:
                 continue
             g = groups.setdefault(str((c.get("knobs") or {}).get(knob)), {"m": [], "s": [], "mt": [], "st": []})
@@ -242,6 +261,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="pool this family's cases over every call given, measured against simulated, by --knob "
                          "(validation run 62, finding 3: --family sync_every over results/sync-every-calls.txt)")
     ap.add_argument("--knob", default="sync_every", help="with --family, split by this knob (default %(default)s)")
+    ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=NUMBER",
+                    help="a what-if on the simulated side, on top of each case's profile (repeatable; e.g. "
+                         "ipc.receive_gil_share=0: validation run 62, finding 6)")
     ap.add_argument("--gap-ms", type=float, default=2.0,
                     help="indices sent closer than this count as sent together (default %(default)s ms)")
     ap.add_argument("--simulated", action="store_true",
@@ -252,8 +274,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="simulated steps with --simulated (default: the scenario's, the case's own; a trace whose "
                          "batches are not dealt round robin, as after an epoch's end, is left out)")
     a = ap.parse_args(argv)
+    try:
+        with_profile_sets({}, a.profile_set)
+    except ValueError as e:
+        ap.error(f"--profile-set {e}")
     if a.family:
-        return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps)
+        return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps, a.profile_set)
     if len(a.results_dir) != 1:
         ap.error("one results folder, or several with --family")
     doc = convert.read_call_json(a.results_dir[0], "cases.json")
@@ -272,7 +298,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{c['id'][:52]:52s} {_f(fig['out_of_order'], '{:.1%}'):>5s}  {gap:28s} {acf:22s}"
               f" {_f(fig['common_share'])} | {win}   {_ms(fig['turnaround_p10_s'])}")
         if a.simulated:
-            sg = simulated_by_gap(c, doc, profile, a.pipeplan, a.steps, a.gap_ms / 1e3)
+            sg = simulated_by_gap(c, doc, profile, a.pipeplan, a.steps, a.gap_ms / 1e3, a.profile_set)
             if sg is not None:
                 sim_ooo = ((sg["close_overtaken"] + sg["far_overtaken"]) / (sg["close"] + sg["far"])
                            if sg["close"] + sg["far"] else None)

@@ -63,6 +63,16 @@ class OvertakeTest(unittest.TestCase):
         ev.append({"ph": "X", "tid": 2, "name": "load", "ts": 0, "dur": 1, "args": {"batch": 11}})
         self.assertIsNone(diag.timeline_from_trace(ev, 2))
 
+    def test_profile_sets_are_a_copy_with_numbers_set(self):
+        prof = {"ipc": {"receive_s_per_batch": 0.0015}}
+        got = diag.with_profile_sets(prof, ["ipc.receive_gil_share=0", "cpu.core_speed_cv=0.1"])
+        self.assertEqual(got["ipc"], {"receive_s_per_batch": 0.0015, "receive_gil_share": 0.0})
+        self.assertEqual(got["cpu"]["core_speed_cv"], 0.1)
+        self.assertNotIn("receive_gil_share", prof["ipc"])          # the original untouched
+        for bad in ("ipc.receive_gil_share", "receive_gil_share=0", "ipc.x=abc", ".x=1"):
+            with self.assertRaises(ValueError):
+                diag.with_profile_sets(prof, [bad])
+
     def test_the_split_pools_counts_not_shares(self):
         a = {"close": 10, "close_overtaken": 6, "far": 90, "far_overtaken": 9}
         b = {"close": 0, "close_overtaken": 0, "far": 100, "far_overtaken": 5}
