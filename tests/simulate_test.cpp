@@ -1672,11 +1672,6 @@ TEST(Simulate, TheReportFlagsAP90StepBetweenShortAndLongSteps) {
   EXPECT_NE(sweep.out.find("~ the p90 is on an edge"), std::string::npos) << sweep.out;
 }
 
-// cpu.core_speed_correlation_batches: a worker's wander steps once a batch with lag-one exp(-1 / N), however long the
-// batch. 8 workers of fixed loads (cv 0), cv 0.1, the seconds' correlation 1 us (alone it redraws every batch: lag-one
-// 0): with N = 3 each worker's log batch times have lag-one exp(-1/3) = 0.717 at 16 and at 64 samples a batch (batches
-// 4x as long), where a correlation in seconds would give two different values. About 250 batches a worker at b16,
-// 62 at b64: the pooled estimate's sd about sqrt((1 - r^2) / n) = 0.016 and 0.031, plus its small-sample bias down.
 // cpu.core_speed_common_share: 8 workers of fixed 32 ms batches, wander cv 0.1 counted in batches (lag-one
 // exp(-1/4)), a share c of it common to all. Batch k of every worker starts in the same round, so the common part is
 // what the k-th batches share: cov(worker's log time, the others' mean at k) / its var = c (the own parts are
@@ -1720,6 +1715,11 @@ TEST(Simulate, AShareOfTheWorkersWanderIsCommonToThemAll) {
   EXPECT_NEAR(half_var, std::log1p(0.01), 0.0025) << "the share moves the wander, it does not add to it";
 }
 
+// cpu.core_speed_correlation_batches: a worker's wander steps once a batch with lag-one exp(-1 / N), however long the
+// batch. 8 workers of fixed loads (cv 0), cv 0.1, the seconds' correlation 1 us (alone it redraws every batch: lag-one
+// 0): with N = 3 each worker's log batch times have lag-one exp(-1/3) = 0.717 at 16 and at 64 samples a batch (batches
+// 4x as long), where a correlation in seconds would give two different values. About 250 batches a worker at b16,
+// 62 at b64: the pooled estimate's sd about sqrt((1 - r^2) / n) = 0.016 and 0.031, plus its small-sample bias down.
 TEST(Simulate, AWorkersWanderCanCountBatches) {
   json prof = flat_profile();
   prof["cpu"]["core_speed_cv"] = 0.1;
