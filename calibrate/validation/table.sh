@@ -10,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=calibrate/validation/results
+calls_file=${PIPEPLAN_TABLE_CALLS:-calibrate/validation/table_calls.txt}
+[ -f "$calls_file" ] || { echo "table.sh: $calls_file: not found (expected a list of result folders, one a line)" >&2; exit 2; }
+if [ -n "${PIPEPLAN_TABLE_CALLS:-}" ] && [ "$#" -eq 0 ]; then
+  echo "table.sh: PIPEPLAN_TABLE_CALLS makes a variant only (give convert.py options); the page's table takes every call" >&2
+  exit 2
+fi
 args=()
 n=0
 while read -r call; do
@@ -20,12 +26,8 @@ while read -r call; do
     echo "table.sh: $R/$call lacks cases.json (or cases.json.gz / .xz) or profile.json" >&2; exit 2; }
   args+=(--cases "$R/$call/cases.json" --profile "$R/$call/profile.json")
   n=$((n + 1))
-done < "${PIPEPLAN_TABLE_CALLS:-calibrate/validation/table_calls.txt}"
-[ "$n" -gt 0 ] || { echo "table.sh: no call listed in ${PIPEPLAN_TABLE_CALLS:-calibrate/validation/table_calls.txt}" >&2; exit 2; }
-if [ -n "${PIPEPLAN_TABLE_CALLS:-}" ] && [ "$#" -eq 0 ]; then
-  echo "table.sh: PIPEPLAN_TABLE_CALLS makes a variant only (give convert.py options); the page's table takes every call" >&2
-  exit 2
-fi
+done < "$calls_file"
+[ "$n" -gt 0 ] || { echo "table.sh: no call listed in $calls_file" >&2; exit 2; }
 if [ "$#" -gt 0 ]; then
   # a variant: scored beside, the page untouched
   exec python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
