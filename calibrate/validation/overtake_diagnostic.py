@@ -81,22 +81,9 @@ def timeline_from_trace(events: Sequence[Dict[str, Any]], num_workers: int, skip
     fill left out, as the table's steady window). A worker's batch spans its per-sample loads and its collate (events
     on thread "worker W" carrying args.batch); next() on the main thread carries the batch it returned. None unless
     batches run round robin (batch j on worker j mod n), as in-order dispatch does."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    spans: Dict[int, List[float]] = {}
-    worker_of: Dict[int, int] = {}
-    returned: Dict[int, float] = {}
-    for e in events:
-        batch = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or batch is None:
-            continue
-        name, b = names.get(e.get("tid"), ""), int(batch)
-        a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
-        if name.startswith("main thread") and e.get("name", "").startswith("next()"):
-            returned[b] = z
-        elif name.startswith("worker "):
-            worker_of[b] = int(name.split()[1])
-            old = spans.get(b)
-            spans[b] = [min(a, old[0]), max(z, old[1])] if old else [a, z]
+    by_worker, returned = timeline_analysis.trace_batches(events)
+    spans = {b: span for (_, b), span in by_worker.items()}
+    worker_of = {b: w for (w, b) in by_worker}
     if not returned or any(worker_of[b] != b % num_workers for b in worker_of):
         return None
     first = int(skip_share * (max(returned) + 1)) // num_workers * num_workers

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
+import timeline_analysis  # noqa: E402
 
 Span = Tuple[float, float]
 
@@ -190,20 +191,9 @@ def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str
         return None
     trace = json.load(open(paths[3]))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     nw = int(case["knobs"]["num_workers"])
-    per_batch: Dict[Tuple[int, int], Span] = {}   # (worker, batch): a per-sample load and its collate are one batch
-    returned: Dict[int, float] = {}                # batch -> end of next(): the loop has it
-    for e in events:
-        name = names.get(e.get("tid"), "")
-        if (e.get("ph") == "X" and name.startswith("main thread") and e.get("name", "").startswith("next()")
-                and (e.get("args") or {}).get("batch") is not None):
-            returned[int(e["args"]["batch"])] = (e["ts"] + e["dur"]) / 1e6
-        if e.get("ph") == "X" and name.startswith("worker ") and (e.get("args") or {}).get("batch") is not None:
-            key = (int(name.split()[1]), int(e["args"]["batch"]))
-            a, b = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
-            old = per_batch.get(key)
-            per_batch[key] = (min(a, old[0]), max(b, old[1])) if old else (a, b)
+    # (worker, batch) -> its span (a per-sample load and its collate are one batch); batch -> end of next()
+    per_batch, returned = timeline_analysis.trace_batches(events)
     rhythm = []
     for w in range(nw):
         spans = [per_batch[k] for k in sorted(per_batch) if k[0] == w]

@@ -30,6 +30,29 @@ def overlap(a: float, b: float, lo: float, hi: float) -> float:
     return max(0.0, min(b, hi) - max(a, lo))
 
 
+def trace_batches(events: Sequence[Dict[str, Any]]
+                  ) -> Tuple[Dict[Tuple[int, int], Tuple[float, float]], Dict[int, float]]:
+    """Pure: the simulator's Perfetto events (pipeplan simulate --trace) read as batches, in seconds: {(worker, batch):
+    (first start, last end)} over the events on thread "worker W" carrying args.batch (a batch's per-sample loads and
+    its collate are one span), and {batch: end of the loop's next() that returned it} (main thread, args.batch)."""
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    spans: Dict[Tuple[int, int], Tuple[float, float]] = {}
+    returned: Dict[int, float] = {}
+    for e in events:
+        batch = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or batch is None:
+            continue
+        name, b = names.get(e.get("tid"), ""), int(batch)
+        a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+        if name.startswith("main thread") and e.get("name", "").startswith("next()"):
+            returned[b] = z
+        elif name.startswith("worker "):
+            key = (int(name.split()[1]), b)
+            old = spans.get(key)
+            spans[key] = (min(a, old[0]), max(z, old[1])) if old else (a, z)
+    return spans, returned
+
+
 def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dict[str, float]]:
     """The workers' batch times as calibrate reads its decode chunks (calibrate/stats.hpp
     fit_core_wander): y = ln(1 / duration) less its mean over all batches of all workers; cv =
