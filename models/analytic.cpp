@@ -108,7 +108,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   // mapping when it keeps needing the process's memory map (validation run 17). A busy loop's capacity is what
   // both leave it.
   const bool pin_thread = s.loader.pin_memory && s.loader.num_workers > 0;
-  const double pin_gil_s = pin_thread ? p.ipc.receive_s_per_batch * p.ipc.receive_gil_share : 0.0;
+  const double pin_gil_s = pin_thread ? receive_gil_held_s(p) : 0.0;
   const double pin_map_s =
       pin_thread && s.training.host_needs_memory_map
           ? memory_map_stall_s(bytes * p.ipc.receive_s_per_byte,

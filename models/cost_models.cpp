@@ -19,6 +19,11 @@ double unpinned_map_s(const Profile& p, double bytes) {
   return unpinned_copy_from_fresh_mapping(p) ? p.ipc.receive_s_per_batch : unpinned_receive_s(p, bytes);
 }
 
+double receive_gil_held_s(const Profile& p) {
+  if (p.ipc.receive_gil_s_per_batch) return *p.ipc.receive_gil_s_per_batch;
+  return p.ipc.receive_s_per_batch * p.ipc.receive_gil_share;
+}
+
 double unpinned_release_s(const Profile& p, double bytes) {
   return unpinned_copy_from_fresh_mapping(p) ? bytes * *p.ipc.release_s_per_byte : 0.0;
 }

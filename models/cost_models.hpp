@@ -23,6 +23,11 @@ double copy_time_s(const CopyCurve& curve, double bytes);
 // (the fresh curve alone would drop the release with the touch: run 15's unpinned cases +11 to +25%).
 bool unpinned_copy_from_fresh_mapping(const Profile& p);
 double unpinned_receive_s(const Profile& p, double bytes);
+
+// The part of the pin thread's fixed receive (ipc.receive_s_per_batch) it runs holding the GIL, on one idle core:
+// ipc.receive_gil_s_per_batch where given, else ipc.receive_gil_share of the receive. A measured hold beyond
+// receive_s_per_batch comes out of the per-byte part (ipc.receive_s_per_byte): the pin thread's work stays the same.
+double receive_gil_held_s(const Profile& p);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 // unpinned_receive_s split by where the main thread pays it: inside next() (the mapping) and when the batch is
 // dropped after its step (the release, with the fresh-mapping path; 0 otherwise, the receive holding it all).

@@ -133,6 +133,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     ObjectReader r = top.object("ipc");
     p.ipc.receive_s_per_batch = r.number("receive_s_per_batch", p.ipc.receive_s_per_batch, Range::between(0, 10));
     p.ipc.receive_gil_share = r.number("receive_gil_share", p.ipc.receive_gil_share, Range::between(0, 1));
+    p.ipc.receive_gil_s_per_batch = r.optional_number("receive_gil_s_per_batch", Range::between(0, 10));
     p.ipc.receive_s_per_byte = r.number("receive_s_per_byte", p.ipc.receive_s_per_byte, Range::between(0, 1));
     p.ipc.shm_write_s_per_byte = r.number("shm_write_s_per_byte", p.ipc.shm_write_s_per_byte, Range::between(0, 1));
     p.ipc.release_s_per_byte = r.optional_number("release_s_per_byte", Range::between(0, 1));

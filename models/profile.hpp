@@ -73,9 +73,16 @@ struct IpcProfile {
   double receive_s_per_batch = 2.0e-4;
   // The share of receive_s_per_batch the pin thread runs holding the GIL (unpickling, the storage's rebuild); the
   // rest (the pipe read, the fd's socket hand-off) releases it. 1 (default): the whole fixed cost held, as since
-  // validation run 38. A what-if until measured: run 62 found the simulated loop turning around in 3.5-4 ms where
-  // the real one takes 1.6 ms, its extra time the wait for this hold.
+  // validation run 38. The held part runs first: the fifty-ninth session's timelines (validation-runs.md run 62,
+  // finding 9) show the loop's ops right after the hand-off slowed and those it runs 1-2 ms later (a batch in hand)
+  // not. A what-if; receive_gil_s_per_batch, where given, replaces it.
   double receive_gil_share = 1.0;
+  // The GIL-held part of a batch's receive in seconds on one idle core; replaces
+  // receive_gil_share. receive_s_per_batch is the transport loop's receive less its release at calibrate's per-byte
+  // rate, a difference that swings 0.02-3.6 ms from call to call on the same pipeline, where the loop's measured
+  // loss to the receive stays 0.5-1.0 ms (run 62, finding 9). Beyond receive_s_per_batch it comes out of the
+  // per-byte part, which that difference had charged with it (the pin thread's work stays the same). Unset: the share.
+  std::optional<double> receive_gil_s_per_batch;
   double receive_s_per_byte = 1.0e-10;
   double shm_write_s_per_byte = 0.0;  // filling fresh shared memory (collate in a worker); 0: not measured
   // Releasing a received batch (munmap + close: the tmpfs pages freed with the last reference, and the page

@@ -581,33 +581,33 @@ void worker_actor(Rank& r, int w) {
 // Validation run 38 (finding 6): with the loop's whole piece held, the pin-bound cases' errors fell one for one with
 // the pin thread's simulated wait for the GIL (within calls, slope -1.02 over 340 cases), and the pin thread off its
 // core in the cases (3.9% of the wall) was no more than in the probes with no loop beside it (4.6%).
-void receive_with_gil(Rank& r, double receive_s, std::int64_t batch) {
+// ipc.receive_gil_s_per_batch / receive_gil_share: only `held_s` of the receive holds the GIL, and it runs first; the
+// rest (free_s) then runs beside the loop (validation-runs.md run 62, finding 9: the loop's ops right after the
+// hand-off lose the time, those it runs a batch later do not).
+void receive_with_gil(Rank& r, double held_s, double free_s, std::int64_t batch) {
   World& world = *r.world;
-  // the part that releases the GIL (ipc.receive_gil_share's rest) runs first, beside the loop
-  const double held_share = world.profile->ipc.receive_gil_share;
-  if (held_share < 1.0) {
-    run_cpu(r, receive_s * (1.0 - held_share));
-    receive_s *= held_share;
-    if (receive_s <= 0.0) return;
+  if (held_s > 0.0) {
+    if (!r.main_python || r.main_python->get_state() != sg4::Activity::State::STARTED) {
+      GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, batch);
+      run_cpu(r, held_s);
+    } else {
+      const sg4::ExecPtr loop = r.main_python;
+      const double g0 = sg4::Engine::get_clock();
+      loop->suspend();
+      if (!r.synthetic) world.cpu_running.add(-1, g0);
+      run_cpu(r, held_s);
+      const double g1 = sg4::Engine::get_clock();
+      if (!r.synthetic) world.cpu_running.add(+1, g1);
+      loop->resume();
+      const double window_held_s = world.window.overlap(g0, g1);
+      r.gil_held_pin_s += window_held_s;
+      r.gil_wait_main_s += window_held_s;
+      r.gil_held_main_s -= window_held_s;  // the loop's GilHold counts its whole piece as held
+      if (!r.synthetic)
+        world.trace->span(r.id, kMainTrack, "wait for the GIL (the pin thread's receive)", g0, g1, batch);
+    }
   }
-  if (!r.main_python || r.main_python->get_state() != sg4::Activity::State::STARTED) {
-    GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, batch);
-    run_cpu(r, receive_s);
-    return;
-  }
-  const sg4::ExecPtr loop = r.main_python;
-  const double g0 = sg4::Engine::get_clock();
-  loop->suspend();
-  if (!r.synthetic) world.cpu_running.add(-1, g0);
-  run_cpu(r, receive_s);
-  const double g1 = sg4::Engine::get_clock();
-  if (!r.synthetic) world.cpu_running.add(+1, g1);
-  loop->resume();
-  const double held_s = world.window.overlap(g0, g1);
-  r.gil_held_pin_s += held_s;
-  r.gil_wait_main_s += held_s;
-  r.gil_held_main_s -= held_s;  // the loop's GilHold counts its whole piece as held
-  if (!r.synthetic) world.trace->span(r.id, kMainTrack, "wait for the GIL (the pin thread's receive)", g0, g1, batch);
+  if (free_s > 0.0) run_cpu(r, free_s);
 }
 
 void pin_thread_actor(Rank& r) {
@@ -635,7 +635,11 @@ void pin_thread_actor(Rank& r) {
       sg4::this_actor::sleep_for(s.loader.pin_thread_wait_s_per_batch);
       world.trace->span(r.id, kPinTrack, "receive: off the core (fd hand-off)", w0, sg4::Engine::get_clock(), b.batch);
     }
-    receive_with_gil(r, world.profile->ipc.receive_s_per_batch * speed_factor, b.batch);
+    // a measured GIL hold beyond the fixed receive (a call whose receive_s_per_batch came out small) is work the
+    // per-byte part was charged with: it leaves that part, so the pin thread's cycle stays the measured one
+    const double held_s = receive_gil_held_s(*world.profile);
+    const double fixed_s = world.profile->ipc.receive_s_per_batch;
+    receive_with_gil(r, held_s * speed_factor, std::max(0.0, fixed_s - held_s) * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
     // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
     // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
@@ -647,7 +651,8 @@ void pin_thread_actor(Rank& r) {
       const double m0 = sg4::Engine::get_clock();
       r.memory_map->lock();
       r.memory_map_busy = true;
-      run_cpu(r, bytes * world.profile->ipc.receive_s_per_byte * speed_factor);
+      run_cpu(r, std::max(0.0, bytes * world.profile->ipc.receive_s_per_byte - std::max(0.0, held_s - fixed_s)) *
+                     speed_factor);
       r.memory_map_busy = false;
       r.memory_map->unlock();
       r.memory_map_releases.add();

@@ -3091,6 +3091,10 @@ def main(argv=None) -> int:
                          "(ipc.receive_gil_share, a number in [0, 1], or measured: from the call's GIL probe where "
                          "its harness ran one (receive_gil_share_from_probe), else the simulator's default 1, which "
                          "holds all of it; validation run 62, finding 3)")
+    ap.add_argument("--receive-gil-s", type=float, default=None, metavar="SECONDS",
+                    help="ipc.receive_gil_s_per_batch in every case's profile: the GIL-held part of the pin "
+                         "thread's receive a batch, on one idle core (replaces --receive-gil-share; validation-runs.md "
+                         "run 62, finding 9: 0.00048 from runs 11-40's timelines)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3107,6 +3111,8 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
+    if a.receive_gil_s is not None and not 0.0 <= a.receive_gil_s <= 10.0:
+        ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected seconds in [0, 10]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3216,6 +3222,10 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(base))
                     case_profile.setdefault("ipc", {})["receive_gil_share"] = round(gil_share, 4)
                     c.setdefault("convert", {})["receive_gil_share"] = case_profile["ipc"]["receive_gil_share"]
+            gil_s_opt = getattr(a, "receive_gil_s", None)
+            if gil_s_opt is not None and (case_profile or run_profile) is not None:
+                case_profile = json.loads(json.dumps(case_profile or run_profile))
+                case_profile.setdefault("ipc", {})["receive_gil_s_per_batch"] = gil_s_opt
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:

@@ -118,11 +118,10 @@ def with_profile_sets(profile: Dict[str, Any], sets: Sequence[str]) -> Dict[str,
     return out
 
 
-def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
-                     steps: int, gap_s: float, profile_sets: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
-    """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1), with the
-    profile settings given on top (with_profile_sets)."""
-    knobs = case.get("knobs") or {}
+def simulated_trace(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
+                    steps: int, profile_sets: Sequence[str] = ()) -> Optional[List[Dict[str, Any]]]:
+    """The simulator's Perfetto events for the case as the table builds it (seed 1), with the profile settings given
+    on top (with_profile_sets); None (and a line on stderr) where pipeplan fails."""
     cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
     scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
@@ -139,7 +138,17 @@ def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[st
             print(f"{case['id']}: pipeplan failed: {run.stderr.strip()}", file=sys.stderr)
             return None
         trace = json.load(open(paths[3]))
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
+def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
+                     steps: int, gap_s: float, profile_sets: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+    """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1), with the
+    profile settings given on top (with_profile_sets)."""
+    knobs = case.get("knobs") or {}
+    events = simulated_trace(case, doc, profile, pipeplan, steps, profile_sets)
+    if events is None:
+        return None
     timeline = timeline_from_trace(events, int(knobs.get("num_workers") or 0))
     if timeline is None:
         return None
