@@ -65,7 +65,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
                                    pin_thread_wait="probes", transport_busy="probes", main_next="probes",
-                                   copy_call="probe")
+                                   copy_call="probe", receive_gil_s="0.00048")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -426,11 +426,27 @@ def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str,
 def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any],
                       cpu_curve: Sequence[Dict[str, float]], duty_time_constant_s: Optional[float] = None
                       ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
-    """case_inputs as the generated table builds a case of call `doc` (TABLE_OPTIONS, the case's duty shape),
-    for the diagnostics that rebuild it (bracket, burst, component)."""
+    """case_inputs as the generated table builds a case of call `doc` (TABLE_OPTIONS, the case's duty shape, the
+    receive's GIL hold), for the diagnostics that rebuild it (bracket, burst, component, overtake, handoff)."""
     duty_shape = case_duty_shape(doc.get("components") or {}, profile, case)
-    return case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape, True,
-                       duty_time_constant_s, doc.get("components") or {})
+    scen, case_profile = case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape,
+                                     True, duty_time_constant_s, doc.get("components") or {})
+    held = with_receive_gil(case, case_profile or profile, TABLE_OPTIONS.receive_gil_s)
+    return scen, held if held is not None else case_profile
+
+
+def with_receive_gil(case: Dict[str, Any], profile: Optional[Dict[str, Any]],
+                     receive_gil_s: Optional[str]) -> Optional[Dict[str, Any]]:
+    """Pure: a copy of `profile` with ipc.receive_gil_s_per_batch = receive_gil_s (seconds, given as text), for a
+    case whose loader has a pin thread (pin_memory and workers: only it receives in one); None where it does not
+    apply (no such thread, no profile, or "off" / None: the profile's own receive_gil_share)."""
+    knobs = case.get("knobs") or {}
+    if (receive_gil_s in (None, "off") or profile is None or not knobs.get("pin_memory")
+            or int(knobs.get("num_workers") or 0) <= 0):
+        return None
+    out = json.loads(json.dumps(profile))
+    out.setdefault("ipc", {})["receive_gil_s_per_batch"] = float(receive_gil_s)
+    return out
 
 
 def share_at_step_start(duty: float, step_s: float, time_constant_s: float) -> float:
@@ -721,6 +737,17 @@ def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load
     the samples explain it all; the batch cv as is without a batch time."""
     sample_cv = math.sqrt(batch_size) * getitem_s * load_cv / batch_s if batch_s > 0 else 0.0
     return math.sqrt(max(0.0, batch_cv ** 2 - sample_cv ** 2))
+
+
+# The GIL-held part of the pin thread's receive a batch on the validation H200 host, seconds on one idle core
+# (ipc.receive_gil_s_per_batch): the hold at which the simulated loop's ops right after a hand-off (next()'s return
+# to its last launch) match the measured ones, over runs 11-40's 129 pinned sync_every / pin_memory_tensor cases with
+# a timeline (median of the per-case differences 0 between 0.45 ms, -0.03, and 0.50 ms, +0.02); on runs 41-62's 70
+# held out +0.03 ms (the whole fixed receive: +1.15). handoff_diagnostic.py --simulated reads it (validation-runs.md
+# run 62, finding 9). The machine's figure, not the table's: the loop's loss does not follow a call's
+# receive_s_per_batch (0.69 / 0.71 / 0.66 / 0.58 ms over calls with 0-1 / 1-2 / 2-3 / 3-4 ms of it, 446 cases).
+H200_RECEIVE_GIL_S = 0.00048
+assert float(TABLE_OPTIONS.receive_gil_s) == H200_RECEIVE_GIL_S
 
 
 def receive_gil_share_from_probe(probe: Optional[Dict[str, Any]], receive_s_per_batch: float) -> Optional[float]:
@@ -2591,6 +2618,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- Runs: {meta['runs_note']}")
     if meta.get("memory_map_note"):
         L.append(f"- The memory map: {meta['memory_map_note']}")
+    if meta.get("receive_gil_note"):
+        L.append(f"- The pin thread's receive holds the GIL for: {meta['receive_gil_note']}")
     if meta.get("launch_tail_note"):
         L.append(f"- The GPU work launched last (a host-bound step's tail after its last launch): {meta['launch_tail_note']}")
     if meta.get("gpu_duty_time_constant_s"):
@@ -3091,10 +3120,12 @@ def main(argv=None) -> int:
                          "(ipc.receive_gil_share, a number in [0, 1], or measured: from the call's GIL probe where "
                          "its harness ran one (receive_gil_share_from_probe), else the simulator's default 1, which "
                          "holds all of it; validation run 62, finding 3)")
-    ap.add_argument("--receive-gil-s", type=float, default=None, metavar="SECONDS",
+    ap.add_argument("--receive-gil-s", default=None, metavar="SECONDS|off",
                     help="ipc.receive_gil_s_per_batch in every case's profile: the GIL-held part of the pin "
-                         "thread's receive a batch, on one idle core (replaces --receive-gil-share; validation-runs.md "
-                         "run 62, finding 9: 0.00048 from runs 11-40's timelines)")
+                         "thread's receive a batch, seconds on one idle core; off: the profile's receive_gil_share "
+                         "instead (the whole fixed receive: the model until the fifty-ninth session). Default: "
+                         f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, the H200's measured figure), or off with "
+                         "--receive-gil-share")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3111,8 +3142,14 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
-    if a.receive_gil_s is not None and not 0.0 <= a.receive_gil_s <= 10.0:
-        ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected seconds in [0, 10]")
+    if a.receive_gil_s is None:
+        a.receive_gil_s = "off" if a.receive_gil_share is not None else str(H200_RECEIVE_GIL_S)
+    if a.receive_gil_s != "off":
+        try:
+            if not 0.0 <= float(a.receive_gil_s) <= 10.0:
+                raise ValueError
+        except ValueError:
+            ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected off or seconds in [0, 10]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3222,10 +3259,9 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(base))
                     case_profile.setdefault("ipc", {})["receive_gil_share"] = round(gil_share, 4)
                     c.setdefault("convert", {})["receive_gil_share"] = case_profile["ipc"]["receive_gil_share"]
-            gil_s_opt = getattr(a, "receive_gil_s", None)
-            if gil_s_opt is not None and (case_profile or run_profile) is not None:
-                case_profile = json.loads(json.dumps(case_profile or run_profile))
-                case_profile.setdefault("ipc", {})["receive_gil_s_per_batch"] = gil_s_opt
+            held = with_receive_gil(c, case_profile or run_profile, getattr(a, "receive_gil_s", None))
+            if held is not None:
+                case_profile = held
             stem = c["id"].replace(":", "_")
             sp = os.path.join(scen_dir, stem + ".json")
             with open(sp, "w") as f:
@@ -3318,6 +3354,11 @@ def main(argv=None) -> int:
             "(calls since run 27), the others stopped while the pin thread maps a batch (`--memory-map-wait pin-parts`)"
             if getattr(a, "memory_map_wait", "pin-parts") == "pin-parts"
             else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
+        "receive_gil_note": (
+            f"{float(a.receive_gil_s) * 1e3:.2f} ms of each batch's receive on one idle core, first in the receive "
+            "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9)"
+            if getattr(a, "receive_gil_s", "off") not in (None, "off")
+            else "the profile's `ipc.receive_gil_share` of the fixed receive (`--receive-gil-s off`)"),
     }
     if len(runs) > 1:
         meta["calls"] = [{"tag": r["tag"], "results": os.path.dirname(r["cases_path"]) or "."} for r in runs]

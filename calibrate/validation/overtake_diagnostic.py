@@ -103,8 +103,9 @@ def return_gap_quantile(next_end: Sequence[float], q: float) -> Optional[float]:
 
 
 def with_profile_sets(profile: Dict[str, Any], sets: Sequence[str]) -> Dict[str, Any]:
-    """Pure: a copy of `profile` with each "section.key=number" set (a what-if, e.g. ipc.receive_gil_share=0).
-    Raises ValueError on a malformed setting."""
+    """Pure: a copy of `profile` with each "section.key=number" set (a what-if, e.g. ipc.receive_gil_share=0), or
+    "section.key=none" removed (e.g. ipc.receive_gil_s_per_batch=none: the table's hold off, the share's whole
+    receive back). Raises ValueError on a malformed setting."""
     out = json.loads(json.dumps(profile))
     for item in sets:
         path, sep, value = item.partition("=")
@@ -114,7 +115,10 @@ def with_profile_sets(profile: Dict[str, Any], sets: Sequence[str]) -> Dict[str,
         node = out
         for k in keys[:-1]:
             node = node.setdefault(k, {})
-        node[keys[-1]] = float(value)
+        if value == "none":
+            node.pop(keys[-1], None)
+        else:
+            node[keys[-1]] = float(value)
     return out
 
 

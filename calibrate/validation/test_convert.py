@@ -246,7 +246,7 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
                 out = os.path.join(d, "rep-" + mode)
                 p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
                                     "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
-                                    "--wander", mode], capture_output=True, text=True)
+                                    "--wander", mode, "--receive-gil-s", "off"], capture_output=True, text=True)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 written = os.path.join(out, "scenarios", "w8.profile.json")
                 if expect is None:
@@ -256,6 +256,39 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
                     self.assertAlmostEqual(prof["cpu"]["core_speed_cv"], expect)
                     self.assertEqual(prof["cpu"]["core_speed_correlation_s"], 0.5)   # the probe's
                 self.assertFalse(os.path.exists(os.path.join(out, "scenarios", "w4.profile.json")))
+
+
+class ReceiveGilEndToEndTest(unittest.TestCase):
+    def test_a_pin_threads_case_gets_the_machines_hold_unless_off(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = fake_pipeplan(d)
+            cases = [make_case("pin", "pin_memory_image", 1500.0, 64 / 1500, 0.05, nw=8),
+                     make_case("nopin", "pin_memory_image", 1400.0, 64 / 1400, 0.05, nw=8, pin_memory=False),
+                     make_case("inline", "num_workers", 200.0, 64 / 200, 0.4, nw=0)]
+            cases_path, prof_path = os.path.join(d, "cases.json"), os.path.join(d, "profile.json")
+            with open(cases_path, "w") as f:
+                json.dump({"cases": cases, "machine": {"cpu_cores": 16}, "mode": "full", "components": {}}, f)
+            with open(prof_path, "w") as f:
+                json.dump({"ipc": {"receive_s_per_batch": 0.002}}, f)
+            for opt, expect in (([], convert.H200_RECEIVE_GIL_S), (["--receive-gil-s", "0.0003"], 0.0003),
+                                (["--receive-gil-s", "off"], None), (["--receive-gil-share", "0.5"], None)):
+                out = os.path.join(d, "rep" + str(len(os.listdir(d))))
+                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
+                                    "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
+                                    "--wander", "profile", *opt], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                written = os.path.join(out, "scenarios", "pin.profile.json")
+                got = json.load(open(written))["ipc"].get("receive_gil_s_per_batch") if os.path.exists(written) else None
+                self.assertEqual(got, expect, opt)
+                # only a loader with a pin thread receives in one
+                for other in ("nopin", "inline"):
+                    path = os.path.join(out, "scenarios", other + ".profile.json")
+                    if os.path.exists(path):
+                        self.assertNotIn("receive_gil_s_per_batch", json.load(open(path)).get("ipc") or {})
+        p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", "x", "--receive-gil-s",
+                            "-1"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--receive-gil-s", p.stderr)
 
 
 class SpreadTest(unittest.TestCase):

@@ -65,7 +65,11 @@ class GilProbeLiveTest(unittest.TestCase):
         got = probe.figures()
         self.assertGreater(got["wakes"], 40)
         self.assertGreater(got["held_s"], 0.5 * 0.120)
-        self.assertLess(got["held_s"], 2.5 * 0.120)     # 1.5x seen on 2 cores busy with other work
+        # On a loaded machine the run queue's delays read as holds (3x seen on 2 cores running two simulations
+        # beside the test, the fifty-ninth session): the upper bound is on the held time less them where Linux
+        # keeps schedstat (0.12-0.16 s seen then), else on the raw figure
+        bounded = got["held_less_runqueue_s"] if got.get("held_less_runqueue_s") is not None else got["held_s"]
+        self.assertLess(bounded, 2.5 * 0.120)
         self.assertLess(got["held_s"], got["window_s"])
         self.assertGreater(got["late_weighted_median_s"], 0.5e-3)   # about half a 3 ms hold, not a scheduler's blip
 

@@ -69,6 +69,9 @@ class OvertakeTest(unittest.TestCase):
         self.assertEqual(got["ipc"], {"receive_s_per_batch": 0.0015, "receive_gil_share": 0.0})
         self.assertEqual(got["cpu"]["core_speed_cv"], 0.1)
         self.assertNotIn("receive_gil_share", prof["ipc"])          # the original untouched
+        got = diag.with_profile_sets(dict(prof, ipc={"receive_gil_s_per_batch": 0.00048}),
+                                     ["ipc.receive_gil_s_per_batch=none", "ipc.y=none"])
+        self.assertEqual(got["ipc"], {})                              # removed; a key not there stays out
         for bad in ("ipc.receive_gil_share", "receive_gil_share=0", "ipc.x=abc", ".x=1"):
             with self.assertRaises(ValueError):
                 diag.with_profile_sets(prof, [bad])
