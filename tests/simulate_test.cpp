@@ -62,6 +62,20 @@ json flat_profile() { return json::parse(std::ifstream(pipeplan::test::test_data
 double samples_per_s(const json& r) { return r["throughput"]["samples_per_s"].get<double>(); }
 double step_mean(const json& r) { return r["step_time_s"]["mean"].get<double>(); }
 
+// The pin-bound pipeline of the GIL tests below: 64 x 3 MB batches, 8 workers; the pin thread's cycle is 1 ms off the
+// core + 0.4 ms receive + 19.2 ms per-byte work + 1.92 ms copy = 22.52 ms; the loop's 1.5 ms of Python a 5 ms GPU
+// step, launched right after next() (non_blocking, the copy queued). Returns {scenario, profile}.
+std::pair<json, json> pin_bound_gil_pipeline() {
+  json s = three_mb_batches(64, 8, true);
+  s["loader"]["pin_thread_wait_s_per_batch"] = 0.001;
+  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0015}, {"steps", 400}};
+  s["transfer"] = {{"non_blocking", true}};
+  json prof = flat_profile();
+  prof["ipc"]["receive_s_per_byte"] = 1e-10;
+  prof["ipc"]["receive_s_per_batch"] = 0.0004;
+  return {s, prof};
+}
+
 }  // namespace
 
 // Deterministic pipeline: throughput is the slowest stage's capacity.
@@ -738,13 +752,7 @@ TEST(Simulate, AnUnpinnedWorkerBatchIsCopiedFromItsFreshMapping) {
 // batch it pins wakes the loop, whose 1.5 ms of Python starts at once, so every receive (1 ms later) lands inside
 // it. Held for the whole piece, the pin thread would wait 0.5 ms a batch (23.02 ms a cycle).
 TEST(Simulate, APinThreadTakesTheGilAtTheLoopsNextOp) {
-  json s = three_mb_batches(64, 8, true);
-  s["loader"]["pin_thread_wait_s_per_batch"] = 0.001;
-  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0015}, {"steps", 400}};
-  s["transfer"] = {{"non_blocking", true}};  // the loop launches right after next(), its copy queued
-  json prof = flat_profile();
-  prof["ipc"]["receive_s_per_byte"] = 1e-10;
-  prof["ipc"]["receive_s_per_batch"] = 0.0004;
+  auto [s, prof] = pin_bound_gil_pipeline();
   const json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
   EXPECT_NEAR(step_mean(r), 0.02252, 0.02252 * 0.005);
@@ -757,16 +765,10 @@ TEST(Simulate, APinThreadTakesTheGilAtTheLoopsNextOp) {
 
 // The same pipeline with only a share of the receive's fixed cost holding the GIL (ipc.receive_gil_share; the rest,
 // the pipe read and the fd hand-off, releases it and runs first): the pin thread's cycle is the same 22.52 ms, but
-// the loop now waits only through the held part, 0.25 x 0.4 = 0.1 ms of every 22.52 (it still lands inside the
-// loop's 1.5 ms of Python: 1 ms off the core + 0.3 ms free, then the held 0.1 ms); held by none of it, never.
+// the loop now waits only through the held part, 0.25 x 0.4 = 0.1 ms of every 22.52 (it lands inside the loop's 1.5
+// ms of Python: 1 ms off the core, then the held 0.1 ms, then 0.3 ms free); held by none of it, never.
 TEST(Simulate, OnlyTheReceivesHeldShareKeepsTheLoopWaiting) {
-  json s = three_mb_batches(64, 8, true);
-  s["loader"]["pin_thread_wait_s_per_batch"] = 0.001;
-  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0015}, {"steps", 400}};
-  s["transfer"] = {{"non_blocking", true}};
-  json prof = flat_profile();
-  prof["ipc"]["receive_s_per_byte"] = 1e-10;
-  prof["ipc"]["receive_s_per_batch"] = 0.0004;
+  auto [s, prof] = pin_bound_gil_pipeline();
   prof["ipc"]["receive_gil_share"] = 0.25;
   json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
@@ -790,13 +792,7 @@ TEST(Simulate, OnlyTheReceivesHeldShareKeepsTheLoopWaiting) {
 // loop's 1.5 ms of Python, which waits those 0.2 ms of every 22.52. A hold of 1 ms, beyond the 0.4 ms receive, takes
 // its extra 0.6 ms from the 19.2 ms per-byte part: the pin thread's cycle stays 22.52 ms and the loop waits 1 ms of it.
 TEST(Simulate, AReceivesGilHoldInSecondsComesFirstAndKeepsThePinThreadsCycle) {
-  json s = three_mb_batches(64, 8, true);
-  s["loader"]["pin_thread_wait_s_per_batch"] = 0.001;
-  s["training"] = {{"step_s", 0.005}, {"host_s_per_step", 0.0015}, {"steps", 400}};
-  s["transfer"] = {{"non_blocking", true}};
-  json prof = flat_profile();
-  prof["ipc"]["receive_s_per_byte"] = 1e-10;
-  prof["ipc"]["receive_s_per_batch"] = 0.0004;
+  auto [s, prof] = pin_bound_gil_pipeline();
   prof["ipc"]["receive_gil_s_per_batch"] = 0.0002;
   json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
