@@ -431,8 +431,19 @@ def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[s
     duty_shape = case_duty_shape(doc.get("components") or {}, profile, case)
     scen, case_profile = case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape,
                                      True, duty_time_constant_s, doc.get("components") or {})
-    held = with_receive_gil(case, case_profile or profile, TABLE_OPTIONS.receive_gil_s)
+    held = with_receive_gil(case, case_profile or profile,
+                            receive_gil_for_machine(TABLE_OPTIONS.receive_gil_s, False, doc.get("machine") or {}))
     return scen, held if held is not None else case_profile
+
+
+def receive_gil_for_machine(receive_gil_s: Optional[str], given: bool, machine: Dict[str, Any]) -> Optional[str]:
+    """Pure: the hold to give a call's pinned cases. One given on the command line is used as is; the default
+    (H200_RECEIVE_GIL_S) was measured on the validation H200 host (its Python, torch and CPU: validation-runs.md
+    run 62, finding 9), so it applies only to calls whose harness recorded that GPU, and other machines keep their
+    profile's receive_gil_share ("off") until their own timelines or GIL probe measure it."""
+    if given or receive_gil_s in (None, "off"):
+        return receive_gil_s
+    return receive_gil_s if "H200" in str(machine.get("gpu") or "") else "off"
 
 
 def with_receive_gil(case: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -3124,8 +3135,8 @@ def main(argv=None) -> int:
                     help="ipc.receive_gil_s_per_batch in every case's profile: the GIL-held part of the pin "
                          "thread's receive a batch, seconds on one idle core; off: the profile's receive_gil_share "
                          "instead (the whole fixed receive: the model until the fifty-ninth session). Default: "
-                         f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, the H200's measured figure), or off with "
-                         "--receive-gil-share")
+                         f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, measured on the validation H200 host) for calls "
+                         "whose harness recorded an H200, off for others and with --receive-gil-share")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3142,6 +3153,7 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
+    a.receive_gil_s_given = a.receive_gil_s is not None
     if a.receive_gil_s is None:
         a.receive_gil_s = "off" if a.receive_gil_share is not None else str(H200_RECEIVE_GIL_S)
     if a.receive_gil_s != "off":
@@ -3259,7 +3271,9 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(base))
                     case_profile.setdefault("ipc", {})["receive_gil_share"] = round(gil_share, 4)
                     c.setdefault("convert", {})["receive_gil_share"] = case_profile["ipc"]["receive_gil_share"]
-            held = with_receive_gil(c, case_profile or run_profile, getattr(a, "receive_gil_s", None))
+            held = with_receive_gil(c, case_profile or run_profile,
+                                    receive_gil_for_machine(getattr(a, "receive_gil_s", None),
+                                                            getattr(a, "receive_gil_s_given", True), machine))
             if held is not None:
                 case_profile = held
             stem = c["id"].replace(":", "_")
@@ -3356,7 +3370,8 @@ def main(argv=None) -> int:
             else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
         "receive_gil_note": (
             f"{float(a.receive_gil_s) * 1e3:.2f} ms of each batch's receive on one idle core, first in the receive "
-            "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9)"
+            "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9; "
+            "by default only in the calls whose harness recorded an H200)"
             if getattr(a, "receive_gil_s", "off") not in (None, "off")
             else "the profile's `ipc.receive_gil_share` of the fixed receive (`--receive-gil-s off`)"),
     }

@@ -258,6 +258,16 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
                 self.assertFalse(os.path.exists(os.path.join(out, "scenarios", "w4.profile.json")))
 
 
+class ReceiveGilForMachineTest(unittest.TestCase):
+    def test_the_default_only_on_the_h200_given_values_everywhere(self):
+        h200, other = {"gpu": "NVIDIA H200"}, {"gpu": "NVIDIA B200"}
+        self.assertEqual(convert.receive_gil_for_machine("0.00048", False, h200), "0.00048")
+        self.assertEqual(convert.receive_gil_for_machine("0.00048", False, other), "off")
+        self.assertEqual(convert.receive_gil_for_machine("0.00048", False, {}), "off")
+        self.assertEqual(convert.receive_gil_for_machine("0.0003", True, other), "0.0003")
+        self.assertEqual(convert.receive_gil_for_machine("off", False, h200), "off")
+
+
 class ReceiveGilEndToEndTest(unittest.TestCase):
     def test_a_pin_threads_case_gets_the_machines_hold_unless_off(self):
         with tempfile.TemporaryDirectory() as d:
@@ -267,13 +277,21 @@ class ReceiveGilEndToEndTest(unittest.TestCase):
                      make_case("inline", "num_workers", 200.0, 64 / 200, 0.4, nw=0)]
             cases_path, prof_path = os.path.join(d, "cases.json"), os.path.join(d, "profile.json")
             with open(cases_path, "w") as f:
-                json.dump({"cases": cases, "machine": {"cpu_cores": 16}, "mode": "full", "components": {}}, f)
+                json.dump({"cases": cases, "machine": {"cpu_cores": 16, "gpu": "NVIDIA H200"}, "mode": "full",
+                           "components": {}}, f)
+            other_path = os.path.join(d, "other.json")          # another machine: the default does not apply
+            with open(other_path, "w") as f:
+                json.dump({"cases": cases, "machine": {"cpu_cores": 64, "gpu": "NVIDIA B200"}, "mode": "full",
+                           "components": {}}, f)
             with open(prof_path, "w") as f:
                 json.dump({"ipc": {"receive_s_per_batch": 0.002}}, f)
             for opt, expect in (([], convert.H200_RECEIVE_GIL_S), (["--receive-gil-s", "0.0003"], 0.0003),
-                                (["--receive-gil-s", "off"], None), (["--receive-gil-share", "0.5"], None)):
+                                (["--receive-gil-s", "off"], None), (["--receive-gil-share", "0.5"], None),
+                                (["--cases-other"], None), (["--cases-other", "--receive-gil-s", "0.0003"], 0.0003)):
+                paths = other_path if opt[:1] == ["--cases-other"] else cases_path
+                opt = [o for o in opt if o != "--cases-other"]
                 out = os.path.join(d, "rep" + str(len(os.listdir(d))))
-                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
+                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", paths,
                                     "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
                                     "--wander", "profile", *opt], capture_output=True, text=True)
                 self.assertEqual(p.returncode, 0, p.stderr)
