@@ -342,6 +342,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     }
     s.training.step_cv = r.number("step_cv", 0.0, Range::between(0, 10));
     s.training.host_s_per_step = r.number("host_s_per_step", 0.0, Range::between(0, 3600));
+    s.training.back_to_back_host_factor = r.number("back_to_back_host_factor", 1.0, Range::between(0.05, 2));
     s.training.host_needs_memory_map = r.boolean("host_needs_memory_map", false);
     s.training.memory_map_needs_per_step = r.number("memory_map_needs_per_step", 0.0, Range::between(0, 1e6));
     s.training.memory_map_wait_s = r.number("memory_map_wait_s", 0.0, Range::between(0, 1));

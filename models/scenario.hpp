@@ -157,6 +157,12 @@ struct TrainingConfig {
   bool split_given = false; // forward/backward given by the user
   double step_cv = 0.0;
   double host_s_per_step = 0.0;
+  // The loop's Python of a step (its .to() call and its launches) run right after the previous step's launches,
+  // with no block between (no sync, no wait for a batch or for the launch queue), over the same after a block:
+  // host_s_per_step is timed after a sync. Validation-runs.md run 62, finding 10: in sync_every 8 loops a batch in
+  // hand took 0.79 ms right after launches and 1.15 ms right after the sync step (median over 80 cases). 1: no
+  // difference (the model until the fifty-ninth session).
+  double back_to_back_host_factor = 1.0;
   // The loop's host work keeps needing the process's memory map (a Python-heavy loop: allocations, page
   // faults), so it stalls while the pin thread maps, touches or unmaps a worker's batch (validation run 17:
   // ResNet-50's loop yes, a loop of a few GEMM launches no). False: the loop never waits for the map.

@@ -967,6 +967,7 @@ class MainLoop {
 
   void get_batch(std::int64_t step, int samples) {
     if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
+      blocked_since_launch_ = true;    // not a block, but not launches back to back either
       const double t0 = sg4::Engine::get_clock();
       std::unique_lock lock(*r_.gil);
       const double read_cpu_s = read_storage(r_, samples);
@@ -996,6 +997,7 @@ class MainLoop {
       }
       const double pop_start_s = sg4::Engine::get_clock();
       Batch b = source.pop();
+      if (sg4::Engine::get_clock() > pop_start_s) blocked_since_launch_ = true;
       r_.main_wait_for_batch_s += w_.window.overlap(pop_start_s, sg4::Engine::get_clock());
       if (!s_.loader.pin_memory) receive_on_main(b);
       stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s, b.worker});
@@ -1027,8 +1029,13 @@ class MainLoop {
   // The .to() call's own host time (transfer.copy_call_s_per_batch): Python with the GIL before the copy is
   // enqueued, so like next() it delays the GPU after a sync (validation run 43).
   void copy_call(std::int64_t step) {
-    loop_python(step, s_.transfer.copy_call_s_per_batch, ".to(): the copy call");
+    loop_python(step, s_.transfer.copy_call_s_per_batch * back_to_back_factor(), ".to(): the copy call");
   }
+
+  // training.back_to_back_host_factor where the loop has not blocked since its last launches (no sync, no wait for a
+  // batch or for the launch queue), else 1: the harness times the loop's Python after a sync (validation-runs.md
+  // run 62, finding 10).
+  double back_to_back_factor() const { return blocked_since_launch_ ? 1.0 : s_.training.back_to_back_host_factor; }
 
   void copy_to_device(std::int64_t step, int samples) {
     copy_call(step);
@@ -1044,6 +1051,7 @@ class MainLoop {
       stream.completed_ops.wait_at_least(op_number);
       w_.trace->span(r_.id, kMainTrack, pinned ? "cudaMemcpy (blocking)" : "cudaMemcpy (pageable, staged)", t0,
                      sg4::Engine::get_clock(), step);
+      blocked_since_launch_ = true;
     }
   }
 
@@ -1070,7 +1078,10 @@ class MainLoop {
 
   void launch_step(std::int64_t step) {
     // The launch queue holds only so many steps: wait for an old one to finish.
+    const double queue_wait0_s = sg4::Engine::get_clock();
     r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
+    if (sg4::Engine::get_clock() > queue_wait0_s) blocked_since_launch_ = true;
+    const double host_factor = back_to_back_factor();
     double duration_s = s_.training.step_s();
     if (s_.training.step_cv > 0.0) duration_s = sample(Distribution{duration_s, s_.training.step_cv}, r_.rng);
     StreamOp op{StreamOp::Kind::kCompute, step, duration_s, 0};
@@ -1093,7 +1104,7 @@ class MainLoop {
       double host_s = 0.0;
       for (int i = 0; i < slices; ++i) {
         GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
-        if (i == 0) host_s = s_.training.host_s_per_step * wander_.time_factor(r_.rng);  // drawn with the GIL held
+        if (i == 0) host_s = s_.training.host_s_per_step * host_factor * wander_.time_factor(r_.rng);  // GIL held
         for (int c = 0; c < chunks; ++c) {
           if (map_shared) wait_for_memory_map(step);
           run_cpu(r_, host_s / slices / chunks, &r_.main_python);  // the pin thread may suspend it
@@ -1118,11 +1129,13 @@ class MainLoop {
     }
     r_.launch_end_s[step] = sg4::Engine::get_clock();
     r_.launched_steps.add();
+    blocked_since_launch_ = false;
     const int k = s_.training.sync_every_steps;
     if (k > 0 && (step + 1) % k == 0) {
       const double t0 = sg4::Engine::get_clock();
       r_.computed_steps.wait_at_least(step + 1);
       if (!r_.synthetic) w_.trace->span(r_.id, kMainTrack, "sync (.item())", t0, sg4::Engine::get_clock(), step);
+      blocked_since_launch_ = true;
     }
   }
 
@@ -1136,6 +1149,7 @@ class MainLoop {
   std::int64_t next_to_deliver_ = 0;
   std::map<std::int64_t, StashedBatch> stash_;  // received early, by batch number
   CoreWander wander_;  // the main thread's core, as the workers' and the pin thread's
+  bool blocked_since_launch_ = true;  // a sync or a wait since the last launches (back_to_back_factor)
 };
 
 // ---------------------------------------------------------------- setup and results

@@ -1048,6 +1048,35 @@ TEST(Simulate, TheCopyCallsHostTimeDelaysAStepThatSyncs) {
       << why;
 }
 
+// A step whose Python runs right after the previous step's launches, with no block between, costs
+// training.back_to_back_host_factor of it (validation-runs.md run 62, finding 10: host_s_per_step and the .to() call
+// are timed after a sync). The host-bound loop above (0.5 ms .to(), 4 ms of launches, 1 ms of kernels that run from
+// the first launch, no sync, its batch always in hand) at a factor of 0.5: 2.25 ms a step. Synced every step it is
+// never back to back: 0.5 + 4 = 4.5 ms at either factor (the kernels end inside the launches, the sync waits for
+// nothing). Synced every 2nd step, every other step follows a sync: (4.5 + 2.25) / 2 = 3.375 ms.
+TEST(Simulate, ALoopsPythonRightAfterItsLastLaunchesCostsTheBackToBackFactor) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["loader"] = {{"batch_size", 32}, {"num_workers", 8}, {"collate_s_per_batch", 0.0}, {"pin_memory", true}};
+  s["transfer"] = {{"non_blocking", true}, {"copy_call_s_per_batch", 0.0005}};
+  s["training"] = {{"step_s", 0.001}, {"host_s_per_step", 0.004}, {"sync_every_steps", 0}, {"steps", 300},
+                   {"back_to_back_host_factor", 0.5}};
+  json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.00225, 0.00225 * 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  s["training"]["sync_every_steps"] = 1;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.0045, 0.0045 * 0.005);
+  s["training"]["back_to_back_host_factor"] = 1.0;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.0045, 0.0045 * 0.005);
+  s["training"]["back_to_back_host_factor"] = 0.5;
+  s["training"]["sync_every_steps"] = 2;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.003375, 0.003375 * 0.005);
+  s["training"]["back_to_back_host_factor"] = 0.0;  // a factor: one line naming the key, exit 2
+  const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump())});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("training.back_to_back_host_factor"), std::string::npos) << bad.err;
+}
+
 // The GPU work launched last (training.launch_tail_s; validation run 25): a host-bound step's kernels end no earlier
 // than its last launch plus the tail. With a sync every step the loop waits for it: 30 + 2 = 32 ms a step, in the
 // synthetic twin too (its plain loop is the user's measure of it). A pinned, non_blocking batch and no sync: the

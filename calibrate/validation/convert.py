@@ -65,7 +65,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
                                    pin_thread_wait="probes", transport_busy="probes", main_next="probes",
-                                   copy_call="probe", receive_gil_s="0.00048")
+                                   copy_call="probe", receive_gil_s="0.00048", back_to_back="measured")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -1822,6 +1822,27 @@ def gpu_clock_humps(components: Dict[str, Any], key: str) -> Optional[Dict[str, 
             "amplitude_vs_gpu_duty": sorted(points, key=lambda q: q["duty"])}
 
 
+def back_to_back_host_factor(step: Dict[str, Any]) -> Optional[float]:
+    """Pure: training.back_to_back_host_factor from the case's step component: its launches timed right after another
+    step's with no sync between (host_after_launch_s, harness since the fifty-ninth session) over the same after a
+    sync (host_s), clamped to the simulator's range 0.05-2; None where the harness did not time the first."""
+    after = ((step or {}).get("host_after_launch_s") or {}).get("mean")
+    alone = ((step or {}).get("host_s") or {}).get("mean")
+    if not after or not alone or after != after or alone <= 0:
+        return None
+    return round(min(2.0, max(0.05, float(after) / float(alone))), 4)
+
+
+def back_to_back_factor_option(option: str, step: Dict[str, Any]) -> Optional[float]:
+    """Pure: the factor `--back-to-back` gives a case: measured (back_to_back_host_factor, None where not timed),
+    off (None: the simulator's 1) or a number (a what-if)."""
+    if option == "measured":
+        return back_to_back_host_factor(step)
+    if option == "off":
+        return None
+    return round(min(2.0, max(0.05, float(option))), 4)
+
+
 def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optional[Dict[str, Any]],
                 a: argparse.Namespace, cpu_curve: Sequence[Dict[str, float]],
                 duty_shape: Optional[Sequence[Tuple[float, float]]], simulate: bool = True,
@@ -1840,6 +1861,11 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
                         pin_thread_wait=getattr(a, "pin_thread_wait", "probes"),
                         main_next=getattr(a, "main_next", "probes"), copy_call=call_copy_s)
+    b2b = back_to_back_factor_option(getattr(a, "back_to_back", "measured"),
+                                     ((c.get("components") or {}).get("step") or {}))
+    if b2b is not None:
+        scen["training"]["back_to_back_host_factor"] = b2b
+        c.setdefault("convert", {})["back_to_back_host_factor"] = b2b
     if scen["training"].get("launch_tail_s"):
         c.setdefault("convert", {})["launch_tail_s"] = scen["training"]["launch_tail_s"]
     if scen["training"].get("memory_map_wait_s"):
@@ -2629,6 +2655,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- Runs: {meta['runs_note']}")
     if meta.get("memory_map_note"):
         L.append(f"- The memory map: {meta['memory_map_note']}")
+    if meta.get("back_to_back_note"):
+        L.append(f"- A step's Python right after the previous step's launches: {meta['back_to_back_note']}")
     if meta.get("receive_gil_note"):
         L.append(f"- The pin thread's receive holds the GIL for: {meta['receive_gil_note']}")
     if meta.get("launch_tail_note"):
@@ -3137,6 +3165,12 @@ def main(argv=None) -> int:
                          "instead (the whole fixed receive: the model until the fifty-ninth session). Default: "
                          f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, measured on the validation H200 host) for calls "
                          "whose harness recorded an H200, off for others and with --receive-gil-share")
+    ap.add_argument("--back-to-back", default="measured", metavar="measured|off|FACTOR",
+                    help="training.back_to_back_host_factor: the loop's Python right after its previous launches "
+                         "over the same after a sync; measured: from the case's step component (host_after_launch_s "
+                         "over host_s, harness since the fifty-ninth session; none before), off: 1, or a number (a "
+                         "what-if; validation-runs.md run 62, finding 10 read 0.69 in the sync_every 8 timelines) "
+                         "(default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3153,6 +3187,12 @@ def main(argv=None) -> int:
                 raise ValueError
         except ValueError:
             ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
+    if a.back_to_back not in ("measured", "off"):
+        try:
+            if not 0.05 <= float(a.back_to_back) <= 2.0:
+                raise ValueError
+        except ValueError:
+            ap.error(f"--back-to-back: {a.back_to_back!r}: expected measured, off or a factor in [0.05, 2]")
     a.receive_gil_s_given = a.receive_gil_s is not None
     if a.receive_gil_s is None:
         a.receive_gil_s = "off" if a.receive_gil_share is not None else str(H200_RECEIVE_GIL_S)
@@ -3368,6 +3408,12 @@ def main(argv=None) -> int:
             "(calls since run 27), the others stopped while the pin thread maps a batch (`--memory-map-wait pin-parts`)"
             if getattr(a, "memory_map_wait", "pin-parts") == "pin-parts"
             else "stopped while the pin thread maps a batch (`--memory-map-wait off`)"),
+        "back_to_back_note": (
+            f"{sum(1 for c in cases if (c.get('convert') or {}).get('back_to_back_host_factor') is not None)} case(s) "
+            "whose step component timed its launches right after another step's charge that ratio of the loop's "
+            "Python to a step run back to back (`--back-to-back measured`; harness since the fifty-ninth session), the "
+            "others none" if getattr(a, "back_to_back", "measured") == "measured" else
+            f"`--back-to-back {getattr(a, 'back_to_back', 'off')}`"),
         "receive_gil_note": (
             f"{float(a.receive_gil_s) * 1e3:.2f} ms of each batch's receive on one idle core, first in the receive "
             "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9; "

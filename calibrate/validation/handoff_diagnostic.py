@@ -165,6 +165,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=NUMBER",
                     help="with --simulated, a what-if on top of each case's profile (repeatable; e.g. "
                          "ipc.receive_gil_share=0.3)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
+                    help="with --simulated, a scenario key on top of each case's (pipeplan simulate --set; repeatable; "
+                         "e.g. training.back_to_back_host_factor=0.69)")
     ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                                        "build", "cli", "pipeplan"))
     a = ap.parse_args(argv)
@@ -191,7 +194,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             ex = loop_excess(tl)
             sim = None
             if a.simulated and ex is not None:
-                events = overtake_diagnostic.simulated_trace(c, doc, profile, a.pipeplan, 0, a.profile_set)
+                events = overtake_diagnostic.simulated_trace(c, doc, profile, a.pipeplan, 0, a.profile_set,
+                                                             a.scenario_set)
                 sim = simulated_loop_excess(events) if events else None
             if a.family:
                 g = groups.setdefault(str((c.get("knobs") or {}).get(a.knob)),

@@ -123,9 +123,11 @@ def with_profile_sets(profile: Dict[str, Any], sets: Sequence[str]) -> Dict[str,
 
 
 def simulated_trace(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
-                    steps: int, profile_sets: Sequence[str] = ()) -> Optional[List[Dict[str, Any]]]:
+                    steps: int, profile_sets: Sequence[str] = (), scenario_sets: Sequence[str] = ()
+                    ) -> Optional[List[Dict[str, Any]]]:
     """The simulator's Perfetto events for the case as the table builds it (seed 1), with the profile settings given
-    on top (with_profile_sets); None (and a line on stderr) where pipeplan fails."""
+    on top (with_profile_sets) and the scenario keys (pipeplan simulate --set KEY=VALUE); None (and a line on stderr)
+    where pipeplan fails."""
     cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
     scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
@@ -135,7 +137,8 @@ def simulated_trace(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str
         json.dump(scen, open(paths[0], "w"))
         json.dump(prof or profile, open(paths[1], "w"))
         steps_arg = ["--steps", str(steps)] if steps else []   # else the scenario's: the case's own window
-        run = subprocess.run([pipeplan, "simulate", paths[0], "--profile", paths[1], *steps_arg,
+        sets = [arg for kv in scenario_sets for arg in ("--set", kv)]
+        run = subprocess.run([pipeplan, "simulate", paths[0], "--profile", paths[1], *steps_arg, *sets,
                               "--seed", "1", "--format", "json", "-o", paths[2], "--trace", paths[3]],
                              capture_output=True, text=True)
         if run.returncode != 0:
@@ -146,11 +149,12 @@ def simulated_trace(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str
 
 
 def simulated_by_gap(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[str, Any], pipeplan: str,
-                     steps: int, gap_s: float, profile_sets: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+                     steps: int, gap_s: float, profile_sets: Sequence[str] = (),
+                     scenario_sets: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
     """overtakes_by_send_gap on the simulator's trace of the case as the table builds it (seed 1), with the
-    profile settings given on top (with_profile_sets)."""
+    profile settings and scenario keys given on top (simulated_trace)."""
     knobs = case.get("knobs") or {}
-    events = simulated_trace(case, doc, profile, pipeplan, steps, profile_sets)
+    events = simulated_trace(case, doc, profile, pipeplan, steps, profile_sets, scenario_sets)
     if events is None:
         return None
     timeline = timeline_from_trace(events, int(knobs.get("num_workers") or 0))
@@ -214,7 +218,7 @@ def pooled_split(splits: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 
 
 def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, pipeplan: str, steps: int,
-            profile_sets: Sequence[str] = ()) -> int:
+            profile_sets: Sequence[str] = (), scenario_sets: Sequence[str] = ()) -> int:
     """Prints, per value of `knob` over the `family` cases of the calls given, the pooled send-gap split and the
     median returns' gap p10, measured and simulated (validation run 62, finding 3's table)."""
     groups: Dict[str, Dict[str, List[Any]]] = {}
@@ -227,7 +231,7 @@ def summary(results_dirs: Sequence[str], family: str, knob: str, gap_s: float, p
             fig = case_figures(c, gap_s)
             if fig is None or not fig["by_gap"]:
                 continue
-            sg = simulated_by_gap(c, doc, profile, pipeplan, steps, gap_s, profile_sets)
+            sg = simulated_by_gap(c, doc, profile, pipeplan, steps, gap_s, profile_sets, scenario_sets)
             if sg is None:
                 continue
             g = groups.setdefault(str((c.get("knobs") or {}).get(knob)), {"m": [], "s": [], "mt": [], "st": []})
@@ -264,6 +268,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=NUMBER",
                     help="a what-if on the simulated side, on top of each case's profile (repeatable; e.g. "
                          "ipc.receive_gil_share=0: validation run 62, finding 6)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
+                    help="a scenario key on the simulated side, on top of each case's (pipeplan simulate --set; "
+                         "repeatable; e.g. training.back_to_back_host_factor=0.69: validation run 62, finding 10)")
     ap.add_argument("--gap-ms", type=float, default=2.0,
                     help="indices sent closer than this count as sent together (default %(default)s ms)")
     ap.add_argument("--simulated", action="store_true",
@@ -279,7 +286,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:
         ap.error(f"--profile-set {e}")
     if a.family:
-        return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps, a.profile_set)
+        return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps, a.profile_set,
+                       a.scenario_set)
     if len(a.results_dir) != 1:
         ap.error("one results folder, or several with --family")
     doc = convert.read_call_json(a.results_dir[0], "cases.json")
@@ -298,7 +306,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{c['id'][:52]:52s} {_f(fig['out_of_order'], '{:.1%}'):>5s}  {gap:28s} {acf:22s}"
               f" {_f(fig['common_share'])} | {win}   {_ms(fig['turnaround_p10_s'])}")
         if a.simulated:
-            sg = simulated_by_gap(c, doc, profile, a.pipeplan, a.steps, a.gap_ms / 1e3, a.profile_set)
+            sg = simulated_by_gap(c, doc, profile, a.pipeplan, a.steps, a.gap_ms / 1e3, a.profile_set,
+                                  a.scenario_set)
             if sg is not None:
                 sim_ooo = ((sg["close_overtaken"] + sg["far_overtaken"]) / (sg["close"] + sg["far"])
                            if sg["close"] + sg["far"] else None)

@@ -258,6 +258,23 @@ class ProbeWanderEndToEndTest(unittest.TestCase):
                 self.assertFalse(os.path.exists(os.path.join(out, "scenarios", "w4.profile.json")))
 
 
+class BackToBackFactorTest(unittest.TestCase):
+    def test_the_ratio_of_the_two_host_timings(self):
+        step = {"host_s": {"mean": 0.0014}, "host_after_launch_s": {"mean": 0.00098}}
+        self.assertAlmostEqual(convert.back_to_back_host_factor(step), 0.7)
+        self.assertIsNone(convert.back_to_back_host_factor({"host_s": {"mean": 0.0014}}))   # not timed (before run 63)
+        self.assertIsNone(convert.back_to_back_host_factor({"host_s": {"mean": 0.0014},
+                                                            "host_after_launch_s": None}))
+        self.assertEqual(convert.back_to_back_host_factor({"host_s": {"mean": 0.001},
+                                                           "host_after_launch_s": {"mean": 0.01}}), 2.0)  # clamped
+
+    def test_the_option(self):
+        step = {"host_s": {"mean": 0.0014}, "host_after_launch_s": {"mean": 0.00098}}
+        self.assertAlmostEqual(convert.back_to_back_factor_option("measured", step), 0.7)
+        self.assertIsNone(convert.back_to_back_factor_option("off", step))
+        self.assertEqual(convert.back_to_back_factor_option("0.69", {}), 0.69)
+
+
 class ReceiveGilForMachineTest(unittest.TestCase):
     def test_the_default_only_on_the_h200_given_values_everywhere(self):
         h200, other = {"gpu": "NVIDIA H200"}, {"gpu": "NVIDIA B200"}
