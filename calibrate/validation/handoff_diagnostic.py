@@ -90,6 +90,41 @@ def loop_excess(timeline: Dict[str, Any], least: int = 20) -> Optional[Dict[str,
     return _excess(waited, in_hand, least)
 
 
+def pair_turnaround(timeline: Dict[str, Any], least: int = 10) -> Optional[float]:
+    """Pure: the median time from the return of a batch next() waited for to the return of the next one, where that
+    one was in hand (next() under IN_HAND_S): the loop's turnaround after an overtake, the pair whose two indices go
+    out together. From timeline["skip"] on; None with fewer than `least` such pairs."""
+    main = timeline.get("main") or {}
+    ns, ne = main.get("next_start") or [], main.get("next_end") or []
+    gaps = [ne[i + 1] - ne[i] for i in range(int(timeline.get("skip") or 0), min(len(ns), len(ne)) - 1)
+            if ne[i] - ns[i] >= IN_HAND_S and ne[i + 1] - ns[i + 1] < IN_HAND_S]
+    return statistics.median(gaps) if len(gaps) >= least else None
+
+
+def simulated_pair_turnaround(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
+                              least: int = 10) -> Optional[float]:
+    """Pure: pair_turnaround from the simulator's Perfetto events: a step waited where it has a "wait for batch" of
+    IN_HAND_S or more; a return is the end of "next(): the loader's own Python"."""
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    next_end: Dict[int, float] = {}
+    wait: Dict[int, float] = {}
+    for e in events:
+        step = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or step is None or not names.get(e.get("tid"), "").startswith("main thread"):
+            continue
+        if e.get("name", "").startswith("next()"):
+            next_end[int(step)] = (e["ts"] + e["dur"]) / 1e6
+        elif e.get("name") == "wait for batch":
+            wait[int(step)] = wait.get(int(step), 0.0) + e["dur"] / 1e6
+    steps = sorted(next_end)
+    if not steps:
+        return None
+    first = steps[0] + int(skip_share * (steps[-1] - steps[0] + 1))
+    gaps = [next_end[s + 1] - next_end[s] for s in steps
+            if s >= first and s + 1 in next_end and wait.get(s, 0.0) >= IN_HAND_S and wait.get(s + 1, 0.0) < IN_HAND_S]
+    return statistics.median(gaps) if len(gaps) >= least else None
+
+
 def simulated_loop_excess(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
                           least: int = 20) -> Optional[Dict[str, Any]]:
     """Pure: loop_excess read from the simulator's Perfetto events (pipeplan simulate --trace): per step on the main
@@ -193,10 +228,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 continue
             ex = loop_excess(tl)
             sim = None
+            events_turn = None
             if a.simulated and ex is not None:
                 events = overtake_diagnostic.simulated_trace(c, doc, profile, a.pipeplan, 0, a.profile_set,
                                                              a.scenario_set)
                 sim = simulated_loop_excess(events) if events else None
+                events_turn = simulated_pair_turnaround(events) if events else None
             if a.family:
                 g = groups.setdefault(str((c.get("knobs") or {}).get(a.knob)),
                                       {"delay": [], "lead": [], "gap": [], "cases": [], "excess": [], "sim": [],
@@ -209,6 +246,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if sim is not None:
                     g["sim"].append(sim["excess_s"])
                     g["pairs"].append((ex, sim))
+                turn = pair_turnaround(tl)
+                if turn is not None:
+                    g.setdefault("turn", []).append(turn)
+                if events_turn is not None:
+                    g.setdefault("sim_turn", []).append(events_turn)
             else:
                 steps = max(1, len((tl.get("main") or {}).get("next_end") or []) - int(tl.get("skip") or 0))
                 print(f"{c['id'][:60]:60s} {_q_ms(got['delay'])} | {_q_ms(got['lead'])} | {_q_ms(got['gap'])}"
@@ -222,6 +264,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(line)
         if a.simulated and g["pairs"]:
             print("    " + paired_summary(g["pairs"]))
+        if g.get("turn"):
+            line = (f"    the turnaround after an overtake (a waited return to the next, in hand), median over cases: "
+                    f"measured {1e3 * statistics.median(g['turn']):.2f} ms ({len(g['turn'])} cases)")
+            if a.simulated and g.get("sim_turn"):
+                line += f", simulated {1e3 * statistics.median(g['sim_turn']):.2f} ms ({len(g['sim_turn'])})"
+            print(line)
     if a.simulated and len(groups) > 1:
         print("all: " + paired_summary([p for g in groups.values() for p in g["pairs"]]))
     return 0

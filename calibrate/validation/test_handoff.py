@@ -63,6 +63,24 @@ class HandoffDelays(unittest.TestCase):
         self.assertEqual((got["n_waited"], got["n_in_hand"]), (4, 4))
         self.assertIsNone(diag.simulated_loop_excess(meta))
 
+    def test_the_turnaround_of_a_waited_return_then_one_in_hand(self):
+        # returns: waited at 10 ms, in hand at 11.8 ms (gap 1.8), waited at 30, in hand at 31.6 (1.6), waited at 50,
+        # waited at 70 (a gap of two waited returns does not count)
+        ns = [0.005, 0.0117, 0.02, 0.0315, 0.04, 0.06]
+        ne = [0.010, 0.0118, 0.03, 0.0316, 0.05, 0.07]
+        got = diag.pair_turnaround({"skip": 0, "main": {"next_start": ns, "next_end": ne}}, least=2)
+        self.assertAlmostEqual(got, (0.0018 + 0.0016) / 2)
+        self.assertIsNone(diag.pair_turnaround({"skip": 0, "main": {"next_start": ns, "next_end": ne}}, least=3))
+        meta = [{"ph": "M", "name": "thread_name", "tid": 1, "args": {"name": "main thread (training loop)"}}]
+        ev = list(meta)
+        for step, (t, wait) in enumerate([(0.0, 5000.0), (8000.0, 0.0), (20000.0, 5000.0), (27500.0, 0.0)]):
+            if wait:
+                ev.append({"ph": "X", "tid": 1, "name": "wait for batch", "ts": t, "dur": wait, "args": {"batch": step}})
+            ev.append({"ph": "X", "tid": 1, "name": "next(): the loader's own Python", "ts": t + wait, "dur": 200.0,
+                       "args": {"batch": step}})
+        # returns at 5.2, 8.2, 25.2, 27.7 ms: pairs (0, 1) 3.0 ms and (2, 3) 2.5 ms
+        self.assertAlmostEqual(diag.simulated_pair_turnaround(ev, skip_share=0.0, least=2), 0.00275)
+
     def test_the_paired_summary_takes_medians_of_the_cases(self):
         m = [{"waited_s": 0.0014, "in_hand_s": 0.0008}, {"waited_s": 0.0016, "in_hand_s": 0.0009},
              {"waited_s": 0.0015, "in_hand_s": 0.0010}]
