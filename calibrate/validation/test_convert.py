@@ -275,6 +275,34 @@ class BackToBackFactorTest(unittest.TestCase):
         self.assertEqual(convert.back_to_back_factor_option("0.69", {}), 0.69)
 
 
+class BackToBackEndToEndTest(unittest.TestCase):
+    def test_a_case_whose_step_timed_it_gets_the_ratio(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = fake_pipeplan(d)
+            timed = make_case("timed", "sync_every", 3500.0, 64 / 3500, 0.03, sync_every=0)
+            timed["components"]["step"]["host_after_launch_s"] = {"mean": 0.0014}   # over host_s 0.002: 0.7
+            plain = make_case("plain", "sync_every", 3500.0, 64 / 3500, 0.03, sync_every=0)
+            cases_path, prof_path = os.path.join(d, "cases.json"), os.path.join(d, "profile.json")
+            with open(cases_path, "w") as f:
+                json.dump({"cases": [timed, plain], "machine": {"cpu_cores": 16}, "mode": "full", "components": {}}, f)
+            with open(prof_path, "w") as f:
+                json.dump({}, f)
+            for opt, expect_timed, expect_plain in (([], 0.7, None), (["--back-to-back", "off"], None, None),
+                                                    (["--back-to-back", "0.5"], 0.5, 0.5)):
+                out = os.path.join(d, "rep" + str(len(os.listdir(d))))
+                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path,
+                                    "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
+                                    *opt], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                for cid, expect in (("timed", expect_timed), ("plain", expect_plain)):
+                    with open(os.path.join(out, "scenarios", cid + ".json")) as f:
+                        got = json.load(f)["training"].get("back_to_back_host_factor")
+                    if expect is None:
+                        self.assertIsNone(got, (opt, cid))
+                    else:
+                        self.assertAlmostEqual(got, expect, msg=str((opt, cid)))
+
+
 class ReceiveGilForMachineTest(unittest.TestCase):
     def test_the_default_only_on_the_h200_given_values_everywhere(self):
         h200, other = {"gpu": "NVIDIA H200"}, {"gpu": "NVIDIA B200"}
@@ -324,6 +352,11 @@ class ReceiveGilEndToEndTest(unittest.TestCase):
                             "-1"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--receive-gil-s", p.stderr)
+        for bad in ("0", "fast"):
+            p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", "x", "--back-to-back",
+                                bad], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("--back-to-back", p.stderr)
 
 
 class SpreadTest(unittest.TestCase):
