@@ -101,60 +101,58 @@ def pair_turnaround(timeline: Dict[str, Any], least: int = 10) -> Optional[float
     return statistics.median(gaps) if len(gaps) >= least else None
 
 
-def simulated_pair_turnaround(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
-                              least: int = 10) -> Optional[float]:
-    """Pure: pair_turnaround from the simulator's Perfetto events: a step waited where it has a "wait for batch" of
-    IN_HAND_S or more; a return is the end of "next(): the loader's own Python"."""
+def main_thread_steps(events: Sequence[Dict[str, Any]]) -> Dict[str, Dict[int, float]]:
+    """Pure: the simulator's Perfetto events on the main thread, by step (args.batch), in seconds: "next_end" (the end
+    of "next(): the loader's own Python", the return), "launched" (the end of "training step (python)", the last
+    launch) and "wait" (the step's "wait for batch", summed)."""
     names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    next_end: Dict[int, float] = {}
-    wait: Dict[int, float] = {}
-    for e in events:
-        step = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or step is None or not names.get(e.get("tid"), "").startswith("main thread"):
-            continue
-        if e.get("name", "").startswith("next()"):
-            next_end[int(step)] = (e["ts"] + e["dur"]) / 1e6
-        elif e.get("name") == "wait for batch":
-            wait[int(step)] = wait.get(int(step), 0.0) + e["dur"] / 1e6
-    steps = sorted(next_end)
-    if not steps:
-        return None
-    first = steps[0] + int(skip_share * (steps[-1] - steps[0] + 1))
-    gaps = [next_end[s + 1] - next_end[s] for s in steps
-            if s >= first and s + 1 in next_end and wait.get(s, 0.0) >= IN_HAND_S and wait.get(s + 1, 0.0) < IN_HAND_S]
-    return statistics.median(gaps) if len(gaps) >= least else None
-
-
-def simulated_loop_excess(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
-                          least: int = 20) -> Optional[Dict[str, Any]]:
-    """Pure: loop_excess read from the simulator's Perfetto events (pipeplan simulate --trace): per step on the main
-    thread, from the end of "next(): the loader's own Python" to the end of "training step (python)" (the .to() call and
-    any wait for the GIL between), waited where the step has a "wait for batch" of IN_HAND_S or more; the first
-    skip_share of the steps left out."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    next_end: Dict[int, float] = {}
-    launched: Dict[int, float] = {}
-    wait: Dict[int, float] = {}
+    out: Dict[str, Dict[int, float]] = {"next_end": {}, "launched": {}, "wait": {}}
     for e in events:
         step = (e.get("args") or {}).get("batch")
         if e.get("ph") != "X" or step is None or not names.get(e.get("tid"), "").startswith("main thread"):
             continue
         name, end = e.get("name", ""), (e["ts"] + e["dur"]) / 1e6
         if name.startswith("next()"):
-            next_end[int(step)] = end
+            out["next_end"][int(step)] = end
         elif name.startswith("training step"):
-            launched[int(step)] = end
+            out["launched"][int(step)] = end
         elif name == "wait for batch":
-            wait[int(step)] = wait.get(int(step), 0.0) + e["dur"] / 1e6
-    steps = sorted(set(next_end) & set(launched))
+            out["wait"][int(step)] = out["wait"].get(int(step), 0.0) + e["dur"] / 1e6
+    return out
+
+
+def _steady(steps: Sequence[int], skip_share: float) -> List[int]:
+    if not steps:
+        return []
+    first = steps[0] + int(skip_share * (steps[-1] - steps[0] + 1))
+    return [s for s in steps if s >= first]
+
+
+def simulated_pair_turnaround(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
+                              least: int = 10) -> Optional[float]:
+    """Pure: pair_turnaround from the simulator's Perfetto events (main_thread_steps): a step waited where it has a
+    "wait for batch" of IN_HAND_S or more; the first skip_share of the steps left out."""
+    m = main_thread_steps(events)
+    next_end, wait = m["next_end"], m["wait"]
+    gaps = [next_end[s + 1] - next_end[s] for s in _steady(sorted(next_end), skip_share)
+            if s + 1 in next_end and wait.get(s, 0.0) >= IN_HAND_S and wait.get(s + 1, 0.0) < IN_HAND_S]
+    return statistics.median(gaps) if len(gaps) >= least else None
+
+
+def simulated_loop_excess(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
+                          least: int = 20) -> Optional[Dict[str, Any]]:
+    """Pure: loop_excess read from the simulator's Perfetto events (main_thread_steps): per step, from next()'s return
+    to the end of "training step (python)" (the .to() call and any wait for the GIL between), waited where the step
+    has a "wait for batch" of IN_HAND_S or more; the first skip_share of the steps left out."""
+    m = main_thread_steps(events)
+    next_end, launched, wait = m["next_end"], m["launched"], m["wait"]
+    steps = _steady(sorted(set(next_end) & set(launched)), skip_share)
     if not steps:
         return None
-    first = steps[0] + int(skip_share * (steps[-1] - steps[0] + 1))
     waited: List[float] = []
     in_hand: List[float] = []
     for s in steps:
-        if s >= first:
-            (waited if wait.get(s, 0.0) >= IN_HAND_S else in_hand).append(launched[s] - next_end[s])
+        (waited if wait.get(s, 0.0) >= IN_HAND_S else in_hand).append(launched[s] - next_end[s])
     return _excess(waited, in_hand, least)
 
 
