@@ -81,7 +81,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                             read_bytes * s.storage.buffered_read_cpu_s_per_byte +
                             (s.loader.num_workers > 0 ? s.loader.worker_s_per_batch : 0.0);
   const double read_wait_s = s.storage.stream_read_bytes_per_s > 0.0 ? read_bytes / s.storage.stream_read_bytes_per_s : 0.0;
-  const double ipc_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
+  const double ipc_s = pin_receive_parts(p, bytes).total_s();  // the pin thread's receive (the main thread's below)
   const double pin_s = bytes / p.host.pin_copy_bytes_per_s;
 
   if (miss > 0.0) {

@@ -24,6 +24,15 @@ double receive_gil_held_s(const Profile& p) {
   return p.ipc.receive_s_per_batch * p.ipc.receive_gil_share;
 }
 
+PinReceiveParts pin_receive_parts(const Profile& p, double bytes) {
+  const double fixed_s = p.ipc.receive_s_per_batch;
+  PinReceiveParts parts;
+  parts.held_s = receive_gil_held_s(p);
+  parts.free_s = std::max(0.0, fixed_s - parts.held_s);
+  parts.map_s = std::max(0.0, bytes * p.ipc.receive_s_per_byte - std::max(0.0, parts.held_s - fixed_s));
+  return parts;
+}
+
 double unpinned_release_s(const Profile& p, double bytes) {
   return unpinned_copy_from_fresh_mapping(p) ? bytes * *p.ipc.release_s_per_byte : 0.0;
 }

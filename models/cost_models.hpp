@@ -25,9 +25,21 @@ bool unpinned_copy_from_fresh_mapping(const Profile& p);
 double unpinned_receive_s(const Profile& p, double bytes);
 
 // The part of the pin thread's fixed receive (ipc.receive_s_per_batch) it runs holding the GIL, on one idle core:
-// ipc.receive_gil_s_per_batch where given, else ipc.receive_gil_share of the receive. A measured hold beyond
-// receive_s_per_batch comes out of the per-byte part (ipc.receive_s_per_byte): the pin thread's work stays the same.
+// ipc.receive_gil_s_per_batch where given, else ipc.receive_gil_share of the receive.
 double receive_gil_held_s(const Profile& p);
+
+// The pin thread's receive of one batch as the simulator runs it, on one idle core: the GIL-held part (first), the
+// rest of the fixed receive (GIL released), and the per-byte work on the worker's mapping (ipc.receive_s_per_byte x
+// bytes, with the process's memory map held). A hold beyond receive_s_per_batch comes out of the per-byte part (the
+// fixed receive is a difference of two measurements that can come out short; validation-runs.md run 62, finding 9),
+// so the parts sum to the receive's whole cost unless the hold exceeds it.
+struct PinReceiveParts {
+  double held_s = 0.0;
+  double free_s = 0.0;
+  double map_s = 0.0;
+  double total_s() const { return held_s + free_s + map_s; }
+};
+PinReceiveParts pin_receive_parts(const Profile& p, double bytes);
 double unpinned_worker_batch_copy_s(const Profile& p, double bytes);
 // unpinned_receive_s split by where the main thread pays it: inside next() (the mapping) and when the batch is
 // dropped after its step (the release, with the fresh-mapping path; 0 otherwise, the receive holding it all).

@@ -637,22 +637,20 @@ void pin_thread_actor(Rank& r) {
     }
     // a measured GIL hold beyond the fixed receive (a call whose receive_s_per_batch came out small) is work the
     // per-byte part was charged with: it leaves that part, so the pin thread's cycle stays the measured one
-    const double held_s = receive_gil_held_s(*world.profile);
-    const double fixed_s = world.profile->ipc.receive_s_per_batch;
-    receive_with_gil(r, held_s * speed_factor, std::max(0.0, fixed_s - held_s) * speed_factor, b.batch);
+    const double bytes = batch_bytes(s, b.samples);
+    const PinReceiveParts parts = pin_receive_parts(*world.profile, bytes);
+    receive_with_gil(r, parts.held_s * speed_factor, parts.free_s * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
     // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
     // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
     // The work on the worker's mapping (first touch, unmap) holds the process's memory map, which the loop's
     // host work keeps needing: run 17 measured the loop slowed by it, not by the copy of the same bytes from
     // private memory. The copy itself holds nothing.
-    const double bytes = batch_bytes(s, b.samples);
     {
       const double m0 = sg4::Engine::get_clock();
       r.memory_map->lock();
       r.memory_map_busy = true;
-      run_cpu(r, std::max(0.0, bytes * world.profile->ipc.receive_s_per_byte - std::max(0.0, held_s - fixed_s)) *
-                     speed_factor);
+      run_cpu(r, parts.map_s * speed_factor);
       r.memory_map_busy = false;
       r.memory_map->unlock();
       r.memory_map_releases.add();

@@ -55,6 +55,38 @@ TEST(CopyModel, AFreshMappingCurveCarriesTheUnpinnedBatchsFirstTouch) {
   EXPECT_DOUBLE_EQ(h2d_batch_copy_s(p, 4e7, /*pinned=*/false, /*from_workers=*/false), 0.004);  // inline: resident
 }
 
+// The pin thread's receive split as the simulator runs it (validation-runs.md run 62, finding 9): a 1 ms fixed receive
+// and 40 MB at 0.2 ns/B (8 ms of per-byte work). Whole hold by default; a quarter share holds 0.25 ms and frees 0.75;
+// a 0.4 ms hold in seconds frees 0.6; a 1.5 ms hold, beyond the fixed receive, takes its extra 0.5 ms from the
+// per-byte 8 ms; the sum stays 9 ms. A hold beyond both the receive and the per-byte work sets the total.
+TEST(CostModels, ThePinThreadsReceiveSplitsWithoutChangingItsWork) {
+  Profile p;
+  p.ipc.receive_s_per_batch = 0.001;
+  p.ipc.receive_s_per_byte = 2e-10;
+  auto parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.held_s, 0.001);
+  EXPECT_DOUBLE_EQ(parts.free_s, 0.0);
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.008);
+  p.ipc.receive_gil_share = 0.25;
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.held_s, 0.00025);
+  EXPECT_DOUBLE_EQ(parts.free_s, 0.00075);
+  EXPECT_DOUBLE_EQ(parts.total_s(), 0.009);
+  p.ipc.receive_gil_s_per_batch = 0.0004;  // replaces the share
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.held_s, 0.0004);
+  EXPECT_DOUBLE_EQ(parts.free_s, 0.0006);
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.008);
+  p.ipc.receive_gil_s_per_batch = 0.0015;
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.free_s, 0.0);
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.0075);
+  EXPECT_DOUBLE_EQ(parts.total_s(), 0.009);
+  parts = pin_receive_parts(p, 1e6);  // 0.2 ms of per-byte work: the 1.5 ms hold sets the total
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.0);
+  EXPECT_DOUBLE_EQ(parts.total_s(), 0.0015);
+}
+
 // The loop's Python holds the GIL in one piece with nobody waiting, else one slice per 5 ms switch interval begun.
 TEST(GilModel, TheLoopHoldsTheGilInSwitchIntervalSlicesWhenShared) {
   EXPECT_EQ(gil_slices(0.021, false), 1);
