@@ -117,7 +117,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
           : 0.0;
   // A sync every k steps also waits, once in k, for the kernels launched last (training.launch_tail_s).
   if (s.loop_thread_s() > 0.0)
-    out.push_back({"host_loop", gpus * per_batch(batch, (s.loop_thread_s() + pin_gil_s + pin_map_s) / share +
+    out.push_back({"host_loop", gpus * per_batch(batch, (s.host_bound_loop_thread_s() + pin_gil_s + pin_map_s) / share +
                                                             s.sync_tail_s_per_step())});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});

@@ -249,6 +249,19 @@ struct Scenario {
   double loop_batch_s() const { return main_next_s() + transfer.copy_call_s_per_batch; }
   // Everything the loop's thread runs a step with a loader: its own host time, the rest of next() and the .to() call.
   double loop_thread_s() const { return loop_host_s() + loop_batch_s(); }
+  // The share of a host-bound loop's steps whose .to() call and launches run right after the previous step's
+  // launches (training.back_to_back_host_factor): all without a sync, k - 1 of every k with a sync every k steps;
+  // none where every step blocks anyway (a blocking or pageable copy, or loading inline without workers).
+  double back_to_back_share() const {
+    if (loader.num_workers == 0 || !loader.pin_memory || !transfer.non_blocking) return 0.0;
+    const int k = training.sync_every_steps;
+    return k > 0 ? (k - 1.0) / k : 1.0;
+  }
+  // loop_thread_s as a loop that never waits for a batch runs it, its back-to-back steps at the factor.
+  double host_bound_loop_thread_s() const {
+    const double scale = 1.0 + back_to_back_share() * (training.back_to_back_host_factor - 1.0);
+    return main_next_s() + (training.host_s_per_step + transfer.copy_call_s_per_batch) * scale + ddp_host_s();
+  }
   // A host-bound loop's wait a step for the kernels launched last: the launch tail, once every sync.
   double sync_tail_s_per_step() const {
     return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;

@@ -1064,13 +1064,16 @@ TEST(Simulate, ALoopsPythonRightAfterItsLastLaunchesCostsTheBackToBackFactor) {
   json r = simulate(s);
   EXPECT_NEAR(step_mean(r), 0.00225, 0.00225 * 0.005);
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  EXPECT_NEAR(r["analytic_bound"]["samples_per_s"].get<double>(), 32 / 0.00225, 32 / 0.00225 * 0.01);
   s["training"]["sync_every_steps"] = 1;
   EXPECT_NEAR(step_mean(simulate(s)), 0.0045, 0.0045 * 0.005);
   s["training"]["back_to_back_host_factor"] = 1.0;
   EXPECT_NEAR(step_mean(simulate(s)), 0.0045, 0.0045 * 0.005);
   s["training"]["back_to_back_host_factor"] = 0.5;
   s["training"]["sync_every_steps"] = 2;
-  EXPECT_NEAR(step_mean(simulate(s)), 0.003375, 0.003375 * 0.005);
+  r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.003375, 0.003375 * 0.005);
+  EXPECT_NEAR(r["analytic_bound"]["samples_per_s"].get<double>(), 32 / 0.003375, 32 / 0.003375 * 0.01);
   s["training"]["back_to_back_host_factor"] = 0.0;  // a factor: one line naming the key, exit 2
   const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump())});
   EXPECT_EQ(bad.exit_code, 2);
