@@ -773,6 +773,19 @@ def receive_gil_share_from_probe(probe: Optional[Dict[str, Any]], receive_s_per_
     return min(1.0, max(0.0, (held - float(probe.get("main_cpu_s_per_batch") or 0.0)) / receive_s_per_batch))
 
 
+def receive_gil_s_from_probe(probe: Optional[Dict[str, Any]]) -> Optional[float]:
+    """Pure: ipc.receive_gil_s_per_batch from the harness's GIL probe beside its pinned transport loop
+    (gil_probe.per_batch): the time a GIL-wanting thread waited a batch (less its run-queue wait where recorded), less
+    the loop's own CPU a batch there, in seconds (>= 0); None without a probe figure. Wall seconds at the transport
+    loop's busy cores, not brought to one idle core (on the H200 the curve moves it by a few percent; validation-runs.md
+    run 62, finding 9 expects about 0.5 ms)."""
+    if not probe or probe.get("held_s_per_batch") is None:
+        return None
+    held = probe.get("held_less_runqueue_s_per_batch")
+    held = float(probe["held_s_per_batch"] if held is None else held)
+    return max(0.0, held - float(probe.get("main_cpu_s_per_batch") or 0.0))
+
+
 def probe_wander(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
     """The workers' speed wander around the case, from the probes before and after it (harness since run
     12): per probe, the cv of its workers' batch times read as the cases' timelines are
@@ -3159,12 +3172,14 @@ def main(argv=None) -> int:
                          "(ipc.receive_gil_share, a number in [0, 1], or measured: from the call's GIL probe where "
                          "its harness ran one (receive_gil_share_from_probe), else the simulator's default 1, which "
                          "holds all of it; validation run 62, finding 3)")
-    ap.add_argument("--receive-gil-s", default=None, metavar="SECONDS|off",
+    ap.add_argument("--receive-gil-s", default=None, metavar="SECONDS|measured|off",
                     help="ipc.receive_gil_s_per_batch in every case's profile: the GIL-held part of the pin "
                          "thread's receive a batch, seconds on one idle core; off: the profile's receive_gil_share "
                          "instead (the whole fixed receive: the model until the fifty-ninth session). Default: "
                          f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, measured on the validation H200 host) for calls "
-                         "whose harness recorded an H200, off for others and with --receive-gil-share")
+                         "whose harness recorded an H200, off for others and with --receive-gil-share; measured: "
+                         "each call's own from its transport component's GIL probe (receive_gil_s_from_probe, harness "
+                         "since run 62's plan), the default where a call has none")
     ap.add_argument("--back-to-back", default="measured", metavar="measured|off|FACTOR",
                     help="training.back_to_back_host_factor: the loop's Python right after its previous launches "
                          "over the same after a sync; measured: from the case's step component (host_after_launch_s "
@@ -3196,12 +3211,12 @@ def main(argv=None) -> int:
     a.receive_gil_s_given = a.receive_gil_s is not None
     if a.receive_gil_s is None:
         a.receive_gil_s = "off" if a.receive_gil_share is not None else str(H200_RECEIVE_GIL_S)
-    if a.receive_gil_s != "off":
+    if a.receive_gil_s not in ("off", "measured"):
         try:
             if not 0.0 <= float(a.receive_gil_s) <= 10.0:
                 raise ValueError
         except ValueError:
-            ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected off or seconds in [0, 10]")
+            ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected off, measured or seconds in [0, 10]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2
@@ -3311,9 +3326,17 @@ def main(argv=None) -> int:
                     case_profile = json.loads(json.dumps(base))
                     case_profile.setdefault("ipc", {})["receive_gil_share"] = round(gil_share, 4)
                     c.setdefault("convert", {})["receive_gil_share"] = case_profile["ipc"]["receive_gil_share"]
-            held = with_receive_gil(c, case_profile or run_profile,
-                                    receive_gil_for_machine(getattr(a, "receive_gil_s", None),
-                                                            getattr(a, "receive_gil_s_given", True), machine))
+            gil_opt = getattr(a, "receive_gil_s", None)
+            if gil_opt == "measured":
+                # the call's own figure where its harness ran the GIL probe, else the machine's default
+                probed = receive_gil_s_from_probe(((c.get("components") or {}).get("transport") or {}).get("gil_probe"))
+                gil_s = (f"{probed:.7f}" if probed is not None
+                         else receive_gil_for_machine(str(H200_RECEIVE_GIL_S), False, machine))
+                if probed is not None:
+                    c.setdefault("convert", {})["receive_gil_s_per_batch"] = round(probed, 7)
+            else:
+                gil_s = receive_gil_for_machine(gil_opt, getattr(a, "receive_gil_s_given", True), machine)
+            held = with_receive_gil(c, case_profile or run_profile, gil_s)
             if held is not None:
                 case_profile = held
             stem = c["id"].replace(":", "_")
@@ -3415,6 +3438,10 @@ def main(argv=None) -> int:
             "others none" if getattr(a, "back_to_back", "measured") == "measured" else
             f"`--back-to-back {getattr(a, 'back_to_back', 'off')}`"),
         "receive_gil_note": (
+            f"{sum(1 for c in cases if (c.get('convert') or {}).get('receive_gil_s_per_batch') is not None)} case(s) "
+            "their call's own figure from its GIL probe, the others the H200's "
+            f"{H200_RECEIVE_GIL_S * 1e3:.2f} ms where their harness recorded an H200 (`--receive-gil-s measured`)"
+            if getattr(a, "receive_gil_s", "off") == "measured" else
             f"{float(a.receive_gil_s) * 1e3:.2f} ms of each batch's receive on one idle core, first in the receive "
             "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9; "
             "by default only in the calls whose harness recorded an H200)"

@@ -177,6 +177,18 @@ class ReceiveGilShareTest(unittest.TestCase):
         self.assertIsNone(convert.receive_gil_share_from_probe(probe, 0.0))
 
 
+class ReceiveGilSecondsTest(unittest.TestCase):
+    def test_the_hold_from_the_gil_probe_by_hand(self):
+        # waited 0.9 ms a batch, 0.2 of it on the run queue, the loop's own CPU 0.1 ms: 0.6 ms held
+        probe = {"held_s_per_batch": 0.9e-3, "held_less_runqueue_s_per_batch": 0.7e-3, "main_cpu_s_per_batch": 0.1e-3}
+        self.assertAlmostEqual(convert.receive_gil_s_from_probe(probe), 0.6e-3)
+        probe["held_less_runqueue_s_per_batch"] = None                     # the raw wait
+        self.assertAlmostEqual(convert.receive_gil_s_from_probe(probe), 0.8e-3)
+        self.assertEqual(convert.receive_gil_s_from_probe(dict(probe, main_cpu_s_per_batch=2e-3)), 0.0)
+        self.assertIsNone(convert.receive_gil_s_from_probe(None))
+        self.assertIsNone(convert.receive_gil_s_from_probe({"error": "x"}))
+
+
 class ProbeWanderTest(unittest.TestCase):
     def test_probe_wander_from_the_busy_spread_by_hand(self):
         c = make_case("w8", "num_workers", 1500, 0.04, 0.05, nw=8, bs=64)
@@ -331,6 +343,7 @@ class ReceiveGilEndToEndTest(unittest.TestCase):
             with open(prof_path, "w") as f:
                 json.dump({"ipc": {"receive_s_per_batch": 0.002}}, f)
             for opt, expect in (([], convert.H200_RECEIVE_GIL_S), (["--receive-gil-s", "0.0003"], 0.0003),
+                                (["--receive-gil-s", "measured"], convert.H200_RECEIVE_GIL_S),  # no probe: default
                                 (["--receive-gil-s", "off"], None), (["--receive-gil-share", "0.5"], None),
                                 (["--cases-other"], None), (["--cases-other", "--receive-gil-s", "0.0003"], 0.0003)):
                 paths = other_path if opt[:1] == ["--cases-other"] else cases_path
@@ -348,6 +361,22 @@ class ReceiveGilEndToEndTest(unittest.TestCase):
                     path = os.path.join(out, "scenarios", other + ".profile.json")
                     if os.path.exists(path):
                         self.assertNotIn("receive_gil_s_per_batch", json.load(open(path)).get("ipc") or {})
+            # a call whose harness ran the GIL probe: measured takes its figure (0.7 - 0.1 ms)
+            probed = json.loads(json.dumps(cases[0]))
+            probed["components"]["transport"] = {"gil_probe": {"held_s_per_batch": 0.9e-3,
+                                                               "held_less_runqueue_s_per_batch": 0.7e-3,
+                                                               "main_cpu_s_per_batch": 0.1e-3}}
+            probed_path = os.path.join(d, "probed.json")
+            with open(probed_path, "w") as f:
+                json.dump({"cases": [probed], "machine": {"cpu_cores": 16, "gpu": "NVIDIA H200"}, "mode": "full",
+                           "components": {}}, f)
+            out = os.path.join(d, "rep-probed")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", probed_path,
+                                "--profile", prof_path, "--pipeplan", fake, "--out-dir", out, "--seeds", "1",
+                                "--wander", "profile", "--receive-gil-s", "measured"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(out, "scenarios", "pin.profile.json")) as f:
+                self.assertAlmostEqual(json.load(f)["ipc"]["receive_gil_s_per_batch"], 0.6e-3)
         p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", "x", "--receive-gil-s",
                             "-1"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
