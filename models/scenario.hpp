@@ -257,10 +257,11 @@ struct Scenario {
     const int k = training.sync_every_steps;
     return k > 0 ? (k - 1.0) / k : 1.0;
   }
-  // loop_thread_s as a loop that never waits for a batch runs it, its back-to-back steps at the factor.
+  // loop_thread_s as a loop that never waits for a batch runs it: its back-to-back steps' .to() call and launches at
+  // the factor (next()'s own Python and DDP's reducer work as they are).
   double host_bound_loop_thread_s() const {
-    const double scale = 1.0 + back_to_back_share() * (training.back_to_back_host_factor - 1.0);
-    return main_next_s() + (training.host_s_per_step + transfer.copy_call_s_per_batch) * scale + ddp_host_s();
+    return loop_thread_s() + back_to_back_share() * (training.back_to_back_host_factor - 1.0) *
+                                 (training.host_s_per_step + transfer.copy_call_s_per_batch);
   }
   // A host-bound loop's wait a step for the kernels launched last: the launch tail, once every sync.
   double sync_tail_s_per_step() const {

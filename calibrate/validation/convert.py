@@ -762,15 +762,13 @@ assert float(TABLE_OPTIONS.receive_gil_s) == H200_RECEIVE_GIL_S
 
 
 def receive_gil_share_from_probe(probe: Optional[Dict[str, Any]], receive_s_per_batch: float) -> Optional[float]:
-    """Pure: ipc.receive_gil_share from the harness's GIL probe beside its pinned transport loop (gil_probe.per_batch):
-    the time a GIL-wanting thread waited a batch (less its run-queue wait where recorded), less the loop's own CPU a
-    batch there (its next(), the most of that wait the loop can hold), over the receive's fixed cost; in [0, 1].
-    None without a probe figure or a receive cost."""
-    if not probe or probe.get("held_s_per_batch") is None or receive_s_per_batch <= 0:
+    """Pure: ipc.receive_gil_share from the harness's GIL probe beside its pinned transport loop: the hold a batch
+    (receive_gil_s_from_probe) over the receive's fixed cost, in [0, 1]. None without a probe figure or a receive
+    cost."""
+    held_s = receive_gil_s_from_probe(probe)
+    if held_s is None or receive_s_per_batch <= 0:
         return None
-    held = probe.get("held_less_runqueue_s_per_batch")
-    held = float(probe["held_s_per_batch"] if held is None else held)
-    return min(1.0, max(0.0, (held - float(probe.get("main_cpu_s_per_batch") or 0.0)) / receive_s_per_batch))
+    return min(1.0, held_s / receive_s_per_batch)
 
 
 def receive_gil_s_from_probe(probe: Optional[Dict[str, Any]]) -> Optional[float]:
@@ -3190,33 +3188,30 @@ def main(argv=None) -> int:
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
     a = ap.parse_args(argv)
-    if a.wander_common_share not in ("off", "calibrate"):
+
+    def word_or_number(flag: str, value: Optional[str], words: Sequence[Optional[str]], lo: float, hi: float,
+                       expected: str) -> None:
+        """One of `words`, or a number in [lo, hi]; else one line and exit 2."""
+        if value in words:
+            return
         try:
-            if not 0.0 <= float(a.wander_common_share) <= 0.95:
-                raise ValueError
-        except ValueError:
-            ap.error(f"--wander-common-share: {a.wander_common_share!r}: expected off, calibrate or a number in [0, 0.95]")
-    if a.receive_gil_share not in (None, "measured"):
-        try:
-            if not 0.0 <= float(a.receive_gil_share) <= 1.0:
-                raise ValueError
-        except ValueError:
-            ap.error(f"--receive-gil-share: {a.receive_gil_share!r}: expected measured or a number in [0, 1]")
-    if a.back_to_back not in ("measured", "off"):
-        try:
-            if not 0.05 <= float(a.back_to_back) <= 2.0:
-                raise ValueError
-        except ValueError:
-            ap.error(f"--back-to-back: {a.back_to_back!r}: expected measured, off or a factor in [0.05, 2]")
+            if lo <= float(value) <= hi:
+                return
+        except (TypeError, ValueError):
+            pass
+        ap.error(f"{flag}: {value!r}: expected {expected}")
+
+    word_or_number("--wander-common-share", a.wander_common_share, ("off", "calibrate"), 0.0, 0.95,
+                   "off, calibrate or a number in [0, 0.95]")
+    word_or_number("--receive-gil-share", a.receive_gil_share, (None, "measured"), 0.0, 1.0,
+                   "measured or a number in [0, 1]")
+    word_or_number("--back-to-back", a.back_to_back, ("measured", "off"), 0.05, 2.0,
+                   "measured, off or a factor in [0.05, 2]")
     a.receive_gil_s_given = a.receive_gil_s is not None
     if a.receive_gil_s is None:
         a.receive_gil_s = "off" if a.receive_gil_share is not None else str(H200_RECEIVE_GIL_S)
-    if a.receive_gil_s not in ("off", "measured"):
-        try:
-            if not 0.0 <= float(a.receive_gil_s) <= 10.0:
-                raise ValueError
-        except ValueError:
-            ap.error(f"--receive-gil-s: {a.receive_gil_s!r}: expected off, measured or seconds in [0, 10]")
+    word_or_number("--receive-gil-s", a.receive_gil_s, ("off", "measured"), 0.0, 10.0,
+                   "off, measured or seconds in [0, 10]")
     if a.seeds < 1:
         print(f"convert: --seeds {a.seeds}: expected an integer >= 1", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 import overtake_diagnostic  # noqa: E402
+import timeline_analysis  # noqa: E402
 
 
 def handoff_delays(timeline: Dict[str, Any]) -> Optional[Dict[str, List[float]]]:
@@ -101,26 +102,6 @@ def pair_turnaround(timeline: Dict[str, Any], least: int = 10) -> Optional[float
     return statistics.median(gaps) if len(gaps) >= least else None
 
 
-def main_thread_steps(events: Sequence[Dict[str, Any]]) -> Dict[str, Dict[int, float]]:
-    """Pure: the simulator's Perfetto events on the main thread, by step (args.batch), in seconds: "next_end" (the end
-    of "next(): the loader's own Python", the return), "launched" (the end of "training step (python)", the last
-    launch) and "wait" (the step's "wait for batch", summed)."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    out: Dict[str, Dict[int, float]] = {"next_end": {}, "launched": {}, "wait": {}}
-    for e in events:
-        step = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or step is None or not names.get(e.get("tid"), "").startswith("main thread"):
-            continue
-        name, end = e.get("name", ""), (e["ts"] + e["dur"]) / 1e6
-        if name.startswith("next()"):
-            out["next_end"][int(step)] = end
-        elif name.startswith("training step"):
-            out["launched"][int(step)] = end
-        elif name == "wait for batch":
-            out["wait"][int(step)] = out["wait"].get(int(step), 0.0) + e["dur"] / 1e6
-    return out
-
-
 def _steady(steps: Sequence[int], skip_share: float) -> List[int]:
     if not steps:
         return []
@@ -130,9 +111,9 @@ def _steady(steps: Sequence[int], skip_share: float) -> List[int]:
 
 def simulated_pair_turnaround(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
                               least: int = 10) -> Optional[float]:
-    """Pure: pair_turnaround from the simulator's Perfetto events (main_thread_steps): a step waited where it has a
+    """Pure: pair_turnaround from the simulator's Perfetto events (timeline_analysis.main_thread_steps): a step waited where it has a
     "wait for batch" of IN_HAND_S or more; the first skip_share of the steps left out."""
-    m = main_thread_steps(events)
+    m = timeline_analysis.main_thread_steps(events)
     next_end, wait = m["next_end"], m["wait"]
     gaps = [next_end[s + 1] - next_end[s] for s in _steady(sorted(next_end), skip_share)
             if s + 1 in next_end and wait.get(s, 0.0) >= IN_HAND_S and wait.get(s + 1, 0.0) < IN_HAND_S]
@@ -141,10 +122,11 @@ def simulated_pair_turnaround(events: Sequence[Dict[str, Any]], skip_share: floa
 
 def simulated_loop_excess(events: Sequence[Dict[str, Any]], skip_share: float = 0.2,
                           least: int = 20) -> Optional[Dict[str, Any]]:
-    """Pure: loop_excess read from the simulator's Perfetto events (main_thread_steps): per step, from next()'s return
+    """Pure: loop_excess read from the simulator's Perfetto events (timeline_analysis.main_thread_steps): per step, from
+    next()'s return
     to the end of "training step (python)" (the .to() call and any wait for the GIL between), waited where the step
     has a "wait for batch" of IN_HAND_S or more; the first skip_share of the steps left out."""
-    m = main_thread_steps(events)
+    m = timeline_analysis.main_thread_steps(events)
     next_end, launched, wait = m["next_end"], m["launched"], m["wait"]
     steps = _steady(sorted(set(next_end) & set(launched)), skip_share)
     if not steps:
@@ -195,21 +177,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--simulated", action="store_true",
                     help="also the loop's excess from the simulator's trace of each case as the table builds it "
                          "(seed 1; overtake_diagnostic.simulated_trace)")
-    ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=NUMBER",
-                    help="with --simulated, a what-if on top of each case's profile (repeatable; e.g. "
-                         "ipc.receive_gil_share=0.3)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
-                    help="with --simulated, a scenario key on top of each case's (pipeplan simulate --set; repeatable; "
-                         "e.g. training.back_to_back_host_factor=0.69)")
-    ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                       "build", "cli", "pipeplan"))
+    overtake_diagnostic.add_simulated_options(ap)   # --profile-set, --set, --pipeplan: with --simulated
     a = ap.parse_args(argv)
     if not a.family and len(a.results_dir) != 1:
         ap.error("one results folder, or several with --family")
-    try:
-        overtake_diagnostic.with_profile_sets({}, a.profile_set)
-    except ValueError as e:
-        ap.error(f"--profile-set {e}")
+    overtake_diagnostic.check_simulated_options(ap, a)
     groups: Dict[str, Dict[str, List[float]]] = {}
     print("hand-off delay (pin_memory() end -> next() return) | lead (return -> next pin_memory()) | the pin "
           "thread's gap, ms, p10 / p50 / p90; the loop's excess: next() return -> last launch, waited less in hand, "

@@ -258,6 +258,27 @@ def _ms(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{1e3 * x:.2f} ms"
 
 
+def add_simulated_options(ap: argparse.ArgumentParser) -> None:
+    """The what-ifs on the simulated side and the simulator to run, as this diagnostic and handoff_diagnostic take
+    them: --profile-set (with_profile_sets), --set (pipeplan simulate --set) and --pipeplan."""
+    ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="a what-if on the simulated side, on top of each case's profile (repeatable; a number, or "
+                         "none to remove the key; e.g. ipc.receive_gil_share=0: validation run 62, finding 6)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
+                    help="a scenario key on the simulated side, on top of each case's (pipeplan simulate --set; "
+                         "repeatable; e.g. training.back_to_back_host_factor=0.69: validation run 62, finding 10)")
+    ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                       "build", "cli", "pipeplan"))
+
+
+def check_simulated_options(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """A malformed --profile-set gets one line and exit 2 before anything runs."""
+    try:
+        with_profile_sets({}, a.profile_set)
+    except ValueError as e:
+        ap.error(f"--profile-set {e}")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", nargs="+", help="one call's results folder (several with --family)")
@@ -265,26 +286,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="pool this family's cases over every call given, measured against simulated, by --knob "
                          "(validation run 62, finding 3: --family sync_every over results/sync-every-calls.txt)")
     ap.add_argument("--knob", default="sync_every", help="with --family, split by this knob (default %(default)s)")
-    ap.add_argument("--profile-set", action="append", default=[], metavar="SECTION.KEY=NUMBER",
-                    help="a what-if on the simulated side, on top of each case's profile (repeatable; e.g. "
-                         "ipc.receive_gil_share=0: validation run 62, finding 6)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
-                    help="a scenario key on the simulated side, on top of each case's (pipeplan simulate --set; "
-                         "repeatable; e.g. training.back_to_back_host_factor=0.69: validation run 62, finding 10)")
+    add_simulated_options(ap)
     ap.add_argument("--gap-ms", type=float, default=2.0,
                     help="indices sent closer than this count as sent together (default %(default)s ms)")
     ap.add_argument("--simulated", action="store_true",
                     help="also read the split from the simulator's trace of each case as the table builds it")
-    ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                       "build", "cli", "pipeplan"))
     ap.add_argument("--steps", type=int, default=0,
                     help="simulated steps with --simulated (default: the scenario's, the case's own; a trace whose "
                          "batches are not dealt round robin, as after an epoch's end, is left out)")
     a = ap.parse_args(argv)
-    try:
-        with_profile_sets({}, a.profile_set)
-    except ValueError as e:
-        ap.error(f"--profile-set {e}")
+    check_simulated_options(ap, a)
     if a.family:
         return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps, a.profile_set,
                        a.scenario_set)

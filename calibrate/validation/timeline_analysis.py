@@ -37,20 +37,37 @@ def trace_batches(events: Sequence[Dict[str, Any]]
     its collate are one span), and {batch: end of the loop's next() that returned it} (main thread, args.batch)."""
     names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     spans: Dict[Tuple[int, int], Tuple[float, float]] = {}
-    returned: Dict[int, float] = {}
     for e in events:
         batch = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or batch is None:
+        name = names.get(e.get("tid"), "")
+        if e.get("ph") != "X" or batch is None or not name.startswith("worker "):
             continue
-        name, b = names.get(e.get("tid"), ""), int(batch)
         a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
-        if name.startswith("main thread") and e.get("name", "").startswith("next()"):
-            returned[b] = z
-        elif name.startswith("worker "):
-            key = (int(name.split()[1]), b)
-            old = spans.get(key)
-            spans[key] = (min(a, old[0]), max(z, old[1])) if old else (a, z)
-    return spans, returned
+        key = (int(name.split()[1]), int(batch))
+        old = spans.get(key)
+        spans[key] = (min(a, old[0]), max(z, old[1])) if old else (a, z)
+    return spans, main_thread_steps(events)["next_end"]
+
+
+def main_thread_steps(events: Sequence[Dict[str, Any]]) -> Dict[str, Dict[int, float]]:
+    """Pure: the simulator's Perfetto events on the main thread, by step (args.batch: the step, which an in-order loop
+    returns as the batch of that number), in seconds: "next_end" (the end
+    of "next(): the loader's own Python", the return), "launched" (the end of "training step (python)", the last
+    launch) and "wait" (the step's "wait for batch", summed)."""
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    out: Dict[str, Dict[int, float]] = {"next_end": {}, "launched": {}, "wait": {}}
+    for e in events:
+        step = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or step is None or not names.get(e.get("tid"), "").startswith("main thread"):
+            continue
+        name, end = e.get("name", ""), (e["ts"] + e["dur"]) / 1e6
+        if name.startswith("next()"):
+            out["next_end"][int(step)] = end
+        elif name.startswith("training step"):
+            out["launched"][int(step)] = end
+        elif name == "wait for batch":
+            out["wait"][int(step)] = out["wait"].get(int(step), 0.0) + e["dur"] / 1e6
+    return out
 
 
 def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dict[str, float]]:
