@@ -29,10 +29,11 @@ struct BudgetRow {
   double samples_per_s, read_bytes_per_s, read_iops, epoch_s;
 };
 
-// One GPU's synthetic-data rate: its step, or the training loop's Python (and its syncs' wait for the kernels
-// launched last) when that is longer.
+// One GPU's synthetic-data rate: its step (a sequence batch's mean shape), or the training loop's Python (and its
+// syncs' wait for the kernels launched last) when that is longer.
 double per_gpu_samples_per_s(const Scenario& s) {
-  return s.loader.batch_size / std::max(s.training.saturated_step_s(), s.loop_host_s() + s.sync_tail_s_per_step());
+  return s.mean_samples_per_batch() / std::max(s.training.saturated_step_s() * s.mean_step_factor(),
+                                               s.loop_host_s() + s.sync_tail_s_per_step());
 }
 
 // Pure: the demand of `gpus` GPUs running at the scenario's synthetic-data rate.

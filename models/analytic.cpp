@@ -13,9 +13,9 @@ constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 double per_batch(double batch, double seconds) { return seconds > 0.0 ? batch / seconds : kUnbounded; }
 }  // namespace
 
-double worker_collate_s(const Scenario& s, const Profile& p, int samples) {
-  const double bytes = samples * s.dataset.item_bytes;
-  const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * samples / s.loader.batch_size
+double worker_collate_s(const Scenario& s, const Profile& p, double bytes) {
+  // a measured collate scales with the batch's bytes (a short last batch, a sequence batch's padded shape)
+  const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * bytes / s.batch_bytes()
                                                          : bytes / p.host.memcpy_bytes_per_s;
   if (s.loader.num_workers == 0) return measured_s;  // inline: plain memory, no shared segment
   // timed in a worker, into shared memory: the segment's first writes are already in it
@@ -36,7 +36,7 @@ namespace {
 double effective_input_threads(const Scenario& s, const Profile& p) {
   if (s.loader.num_workers == 0) return s.node.gpus;
   const double bytes = s.batch_bytes();
-  const double step_s = s.training.step_s();
+  const double step_s = s.training.step_s() * s.mean_step_factor();
   const double receive_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
   double others = 0.0;
   if (s.loader.pin_memory) {
@@ -60,11 +60,11 @@ double capacity_cores(const Profile& p, int cores, double threads) {
 std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p) {
   std::vector<StageCapacity> out;
   const double gpus = s.node.gpus;
-  const double batch = s.loader.batch_size;
+  const double batch = s.mean_samples_per_batch();
   const double bytes = s.batch_bytes();
   const double threads = effective_input_threads(s, p);
   const double share = threads > 0 ? capacity_cores(p, s.node.cpu_cores, threads) / threads : 1.0;
-  const double collate_s = worker_collate_s(s, p, s.loader.batch_size);
+  const double collate_s = worker_collate_s(s, p, bytes);
   // A dataset measured with its own speed curve: its load slows by that curve, not the machine's.
   double load_factor = 1.0;
   if (!s.dataset.load_speed_vs_busy_cores.empty()) {
@@ -77,7 +77,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   // own at the stream rate (storage.buffered_read_cpu_s_per_byte, stream_read_bytes_per_s)
   const double miss = 1.0 - s.storage.page_cache_hit_ratio;
   const double read_bytes = batch * s.dataset.sample_bytes.mean * std::max(miss, 0.0);
-  const double load_cpu_s = batch * s.dataset.load_s_per_sample.mean * load_factor + collate_s +
+  const double tokenize_s = s.sequence.enabled ? s.sequence_mean.load_tokens * s.sequence.load_s_per_token : 0.0;
+  const double load_cpu_s = (batch * s.dataset.load_s_per_sample.mean + tokenize_s) * load_factor + collate_s +
                             read_bytes * s.storage.buffered_read_cpu_s_per_byte +
                             (s.loader.num_workers > 0 ? s.loader.worker_s_per_batch : 0.0);
   const double read_wait_s = s.storage.stream_read_bytes_per_s > 0.0 ? read_bytes / s.storage.stream_read_bytes_per_s : 0.0;
@@ -121,7 +122,7 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                                                             s.sync_tail_s_per_step())});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});
-  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s())});
+  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s() * s.mean_step_factor())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())

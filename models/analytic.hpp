@@ -20,10 +20,10 @@ struct StageCapacity {
 // Capacities of every stage the scenario uses, node-wide (all ranks).
 std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p);
 
-// collate_fn's time for a batch of `samples` in a worker: the scenario's (or a memcpy of the
-// batch), but at least the time to fill fresh shared memory with the batch, which is where a
+// collate_fn's time for a batch of `bytes` in a worker: the scenario's (scaled by the bytes over a whole batch's), or
+// a memcpy of the batch, but at least the time to fill fresh shared memory with the batch, which is where a
 // worker's default_collate writes (calibrated ipc.shm_write_s_per_byte).
-double worker_collate_s(const Scenario& s, const Profile& p, int samples);
+double worker_collate_s(const Scenario& s, const Profile& p, double bytes);
 
 // Threads of the input pipeline on the node (workers, main and pin threads, all ranks).
 int input_threads(const Scenario& s);

@@ -36,6 +36,73 @@ Distribution read_distribution(ObjectReader& parent, const std::string& key, Dis
   return d;
 }
 
+// Explicit draws a batch of sequences may take (each sample's length is drawn): bounds a step's cost.
+constexpr double kMaxSequenceSamplesPerBatch = 65536;
+
+// The `sequence` section (docs/scenario.md), checked against the loader it shapes; sets s.sequence and its mean.
+void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
+  const std::string& file = top.file();
+  ObjectReader r = top.object("sequence");
+  SequenceConfig& q = s.sequence;
+  q.enabled = true;
+  if (!r.has("tokens_per_sample"))
+    throw InputError(file, r.path_of("tokens_per_sample"), "nothing",
+                     "a sample's length in tokens, a number >= 1 or {\"mean\", \"cv\", \"kind\"} (required in a sequence section)");
+  q.tokens_per_sample = read_distribution(r, "tokens_per_sample", q.tokens_per_sample, Range::at_least(1));
+  const std::string collate = r.choice("collate", "pad_to_longest", {"pad_to_longest", "pad_to_max", "bucket", "pack"});
+  q.collate = collate == "pad_to_max" ? SequenceCollate::kPadToMax
+              : collate == "bucket"   ? SequenceCollate::kBucket
+              : collate == "pack"     ? SequenceCollate::kPack
+                                      : SequenceCollate::kPadToLongest;
+  q.max_tokens = r.integer("max_tokens", 0, Range::between(0, 1.0e8));
+  if (q.max_tokens == 0 && (q.collate == SequenceCollate::kPadToMax || q.collate == SequenceCollate::kPack))
+    throw InputError(file, r.path_of("max_tokens"), r.has("max_tokens") ? "0" : "nothing",
+                     "an integer >= 1 with collate=" + collate + " (the length every row is " +
+                         (q.collate == SequenceCollate::kPack ? "packed" : "padded") + " to)");
+  if (const json* b = r.raw("bucket_boundaries_tokens")) {
+    if (q.collate != SequenceCollate::kBucket)
+      r.fail("bucket_boundaries_tokens", *b, "no bucket boundaries unless collate=bucket");
+    if (!b->is_array() || b->empty() || b->size() > 1024)
+      r.fail("bucket_boundaries_tokens", *b, "an array of 1 to 1,024 increasing token counts >= 1");
+    for (std::size_t i = 0; i < b->size(); ++i) {
+      const json& x = (*b)[i];
+      const bool integral = x.is_number_integer() || (x.is_number() && std::floor(x.get<double>()) == x.get<double>());
+      const double v = x.is_number() ? x.get<double>() : 0.0;
+      if (!integral || v < 1 || v > 1.0e8 || (i > 0 && v <= static_cast<double>(q.bucket_boundaries_tokens.back())))
+        throw InputError(file, r.path_of("bucket_boundaries_tokens") + "[" + std::to_string(i) + "]", show_value(x),
+                         i > 0 ? "an integer above the previous boundary (" + std::to_string(q.bucket_boundaries_tokens.back()) + ")"
+                               : "an integer >= 1");
+      q.bucket_boundaries_tokens.push_back(static_cast<std::int64_t>(v));
+    }
+  } else if (q.collate == SequenceCollate::kBucket) {
+    throw InputError(file, r.path_of("bucket_boundaries_tokens"), "nothing",
+                     "an array of increasing token counts with collate=bucket (each batch's samples from one bucket)");
+  }
+  q.bytes_per_token = r.number("bytes_per_token", 8.0, Range::between(0, 1.0e6));
+  if (q.bytes_per_token <= 0.0) r.fail("bytes_per_token", q.bytes_per_token, "a number > 0");
+  q.load_s_per_token = r.number("load_s_per_token", 0.0, Range::between(0, 1));
+  q.step_s_per_token = r.number("step_s_per_token", 0.0, Range::between(0, 1));
+  q.step_s_per_token_squared = r.number("step_s_per_token_squared", 0.0, Range::between(0, 1));
+  r.finish();
+  if (item_bytes_given)
+    throw InputError(file, "dataset.item_bytes", show_value(s.dataset.item_bytes),
+                     "no item_bytes with a sequence section (a batch's bytes are its padded tokens x sequence.bytes_per_token)");
+  // each sample's length is drawn: keep a batch's draws bounded
+  const double samples_per_batch =
+      q.collate == SequenceCollate::kPack
+          ? static_cast<double>(s.loader.batch_size) * static_cast<double>(q.max_tokens) / q.tokens_per_sample.mean
+          : s.loader.batch_size;
+  if (samples_per_batch > kMaxSequenceSamplesPerBatch)
+    throw InputError(file, q.collate == SequenceCollate::kPack ? "sequence.max_tokens" : "loader.batch_size",
+                     q.collate == SequenceCollate::kPack ? std::to_string(q.max_tokens) : std::to_string(s.loader.batch_size),
+                     "at most 65,536 samples a batch with a sequence section" +
+                         std::string(q.collate == SequenceCollate::kPack
+                                         ? " (batch_size x max_tokens / tokens_per_sample.mean)"
+                                         : ""));
+  s.sequence_mean = expected_batch_shape(q, s.loader.batch_size, derive_seed(s.seed, 0x5E9),
+                                         expected_shape_batches(s.loader.batch_size, samples_per_batch));
+}
+
 }  // namespace
 
 double estimated_activities(const Scenario& s, std::int64_t steps) {
@@ -83,8 +150,30 @@ std::vector<double> DdpConfig::bucket_bytes() const {
 
 std::int64_t Scenario::batches_per_epoch() const {
   const std::int64_t n = samples_per_rank();
+  if (sequence.enabled && sequence.collate == SequenceCollate::kPack) {
+    // a packed batch takes a varying number of samples: the epoch ends when its samples are used up, on average
+    const double batches = static_cast<double>(n) / std::max(1.0, sequence_mean.samples);
+    return static_cast<std::int64_t>(loader.drop_last ? std::floor(batches) : std::ceil(batches));
+  }
   const std::int64_t b = loader.batch_size;
   return loader.drop_last ? n / b : (n + b - 1) / b;
+}
+
+BatchShape Scenario::batch_shape(int loader_batch, Rng& rng) const {
+  if (sequence.enabled) return draw_batch_shape(sequence, loader_batch, rng);
+  BatchShape b;
+  b.samples = loader_batch;
+  b.bytes = loader_batch * dataset.item_bytes;
+  return b;
+}
+
+double Scenario::step_factor(const BatchShape& shape) const {
+  return sequence.enabled ? sequence_step_s(training.step_s(), sequence, shape) / training.step_s() : 1.0;
+}
+
+double Scenario::mean_step_factor() const {
+  return sequence.enabled ? sequence_step_s(training.step_s(), sequence, sequence_mean.as_batch()) / training.step_s()
+                          : 1.0;
 }
 
 json read_json_file(const std::string& path) {
@@ -148,6 +237,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
   }
   s.description = top.string("description", "");
   s.seed = static_cast<std::uint64_t>(top.integer("seed", 1, Range::between(0, 9.0e15)));
+  bool item_bytes_given = false;  // dataset.item_bytes set: not with a sequence, whose shape sets the bytes
 
   {
     ObjectReader r = top.object("node");
@@ -159,6 +249,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     ObjectReader r = top.object("dataset");
     s.dataset.num_samples = r.integer("num_samples", s.dataset.num_samples, Range::between(1, 1e15));
     s.dataset.sample_bytes = read_distribution(r, "sample_bytes", s.dataset.sample_bytes, Range::positive());
+    item_bytes_given = r.has("item_bytes");
     s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::positive());
     s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::positive());
     for (auto& q : r.array_of_objects("load_speed_vs_busy_cores")) {
@@ -395,6 +486,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
              "0 unless ddp.parameter_bytes gives the parameter tensors it applies to");
     r.finish();
   }
+  if (top.has("sequence")) read_sequence(top, s, item_bytes_given);
   top.finish();
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0) {
     // Each bucket is a simulated collective per step: keep their number sane.

@@ -13,6 +13,7 @@
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "models/profile.hpp"
+#include "models/sequence.hpp"
 
 namespace pipeplan {
 
@@ -239,8 +240,20 @@ struct Scenario {
   TransferConfig transfer;
   TrainingConfig training;
   DdpConfig ddp;
+  SequenceConfig sequence;
+  MeanBatchShape sequence_mean;  // the sequence's expected batch (expected_batch_shape), set by parse_scenario
 
-  double batch_bytes() const { return loader.batch_size * dataset.item_bytes; }
+  // The collated batch's bytes: batch_size x item_bytes, or a sequence's mean over its batches' shapes.
+  double batch_bytes() const { return sequence.enabled ? sequence_mean.bytes : loader.batch_size * dataset.item_bytes; }
+  // Samples a batch holds on average: batch_size, or a packed sequence batch's mean.
+  double mean_samples_per_batch() const { return sequence.enabled ? sequence_mean.samples : loader.batch_size; }
+  // One batch of `loader_batch` samples (rows with a packed sequence): its bytes from item_bytes, or its sequence
+  // shape drawn from `rng`.
+  BatchShape batch_shape(int loader_batch, Rng& rng) const;
+  // A batch's GPU step over training.step_s's (1 without a sequence; its per-token and attention terms with one).
+  double step_factor(const BatchShape& shape) const;
+  // step_factor's mean over the sequence's batches (exact: the step is linear in the shape's sums).
+  double mean_step_factor() const;
   // The training loop's host time per step: its own (Python, launches) plus DDP's host work.
   double loop_host_s() const { return training.host_s_per_step + ddp_host_s(); }
   // The loop thread's Python in next() a step beside its own (loader.main_next_s_per_batch; workers only).

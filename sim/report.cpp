@@ -373,6 +373,18 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},
   };
   if (!s.loader.replay_batch_s.empty()) out["loader"]["replay_wrapped_batches"] = r.replay_wrapped_batches;
+  if (s.sequence.enabled) {
+    // tokens are what a language model's job counts; padding is the GPU time spent on nothing
+    out["sequence"] = {{"collate", to_string(s.sequence.collate)},
+                       {"tokens_per_s", r.tokens_per_s},
+                       {"token_slots_per_s", r.token_slots_per_s},
+                       {"padding_fraction", r.padding_fraction()},
+                       {"mean_samples_per_batch", s.sequence_mean.samples},
+                       {"mean_tokens_per_batch", s.sequence_mean.tokens},
+                       {"mean_token_slots_per_batch", s.sequence_mean.slots},
+                       {"mean_batch_bytes", s.sequence_mean.bytes},
+                       {"mean_step_s_synthetic", s.training.step_s() * s.mean_step_factor()}};
+  }
   return out;
 }
 
@@ -392,6 +404,11 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   o << "  throughput      " << with_thousands(r.samples_per_s) << " samples/s";
   std::snprintf(line, sizeof line, " (%.2f steps/s)\n", r.steps_per_s);
   o << line;
+  if (s.sequence.enabled) {
+    std::snprintf(line, sizeof line, "  tokens          %s tokens/s; %.0f%% of the batches' token positions are padding (%s)\n",
+                  with_thousands(r.tokens_per_s).c_str(), 100 * r.padding_fraction(), to_string(s.sequence.collate));
+    o << line;
+  }
   std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),
                 ms(r.step_p90_s).c_str());
   o << line;

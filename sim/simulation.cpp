@@ -67,13 +67,13 @@ enum Track : int { kMainTrack = 1, kPinTrack = 2, kCopyTrack = 3, kComputeTrack 
 
 struct Task {
   std::int64_t batch = 0;  // global batch number (across epochs)
-  int samples = 0;
+  BatchShape shape;        // its samples and bytes (a sequence batch: its tokens and padding too)
   double sent_s = 0.0;
 };
 
 struct Batch {
   std::int64_t batch = 0;
-  int samples = 0;
+  BatchShape shape;
   double sent_s = 0.0;
   int worker = -1;
 };
@@ -143,6 +143,7 @@ struct Rank {
   // Per step records
   std::vector<double> step_end_s, data_wait_start_s, data_wait_end_s, copy_start_s, copy_end_s, launch_end_s;
   std::vector<int> step_samples;
+  std::vector<double> step_tokens, step_slots;  // a sequence batch's real tokens and token positions (padding included)
 
   // Busy time inside the window
   double worker_busy_s = 0.0, pin_busy_s = 0.0, main_receive_busy_s = 0.0, host_busy_s = 0.0;
@@ -226,7 +227,16 @@ struct World {
 
 // ---------------------------------------------------------------- small cost helpers
 
-double batch_bytes(const Scenario& s, int samples) { return samples * s.dataset.item_bytes; }
+// A batch's shape, the same for the rank and its synthetic twin: drawn from a stream of its own (rank, batch number)
+// so that the twin's step on batch i costs what the rank's does whatever order the events ran in.
+BatchShape shape_of(const Scenario& s, int rank, std::int64_t batch, int loader_batch) {
+  if (!s.sequence.enabled) {
+    Rng unused(0);
+    return s.batch_shape(loader_batch, unused);
+  }
+  Rng rng(derive_seed(s.seed, 0x5E9A00ULL + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(batch)));
+  return s.batch_shape(loader_batch, rng);
+}
 
 // Sum of `n` per-sample draws. Beyond 64 samples the sum is drawn from the normal law with
 // the same mean and variance (central limit): exact enough, and it keeps 10k-step runs fast.
@@ -244,16 +254,17 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
 
 // the main thread's receive of an unpinned batch from a worker, in next() (a pinned one goes to the pin thread);
 // its release comes after the step (MainLoop::release_batch)
-double ipc_receive_s(const Scenario& s, const Profile& p, int samples) {
-  return unpinned_map_s(p, batch_bytes(s, samples));
+double ipc_receive_s(const Profile& p, double bytes) { return unpinned_map_s(p, bytes); }
+
+double pin_copy_s(const Profile& p, double bytes) { return bytes / p.host.pin_copy_bytes_per_s; }
+
+double h2d_copy_s(const Scenario& s, const Profile& p, double bytes) {
+  return h2d_batch_copy_s(p, bytes, s.loader.pin_memory, s.loader.num_workers > 0);
 }
 
-double pin_copy_s(const Scenario& s, const Profile& p, int samples) {
-  return batch_bytes(s, samples) / p.host.pin_copy_bytes_per_s;
-}
-
-double h2d_copy_s(const Scenario& s, const Profile& p, int samples) {
-  return h2d_batch_copy_s(p, batch_bytes(s, samples), s.loader.pin_memory, s.loader.num_workers > 0);
+// A sequence batch's tokenization in its __getitem__ calls (sequence.load_s_per_token), on one idle core.
+double tokenize_s(const Scenario& s, const BatchShape& shape) {
+  return s.sequence.enabled ? s.sequence.load_s_per_token * shape.load_tokens : 0.0;
 }
 
 // CPU work on the actor's host; returns the simulated seconds it took. With `running`, the work is published there
@@ -491,7 +502,8 @@ void worker_actor(Rank& r, int w) {
     const double slow_factor = w == s.loader.slow_worker ? s.loader.slow_worker_factor : 1.0;
     // a factor below 1 (a faster worker) scales the data work itself; one above 1 adds straggler_extra after it
     const double data_factor = std::min(slow_factor, 1.0);
-    const double collate_cpu_s = worker_collate_s(s, *world.profile, t.samples);
+    const double collate_cpu_s = worker_collate_s(s, *world.profile, t.shape.bytes);
+    const int samples = t.shape.samples;
     const double worker_loop_cpu_s = s.loader.worker_s_per_batch;
     double t1 = 0.0;
     if (w < static_cast<int>(s.loader.replay_batch_s.size()) && !s.loader.replay_batch_s[w].empty()) {
@@ -528,11 +540,13 @@ void worker_actor(Rank& r, int w) {
       // beyond storage.read_pieces_per_batch samples (4 by default; 64 reads the table's 64-sample batches one
       // sample at a time), runs of consecutive samples share one read and one CPU piece, so a batch costs a bounded
       // number of events
-      const int pieces = std::min(t.samples, s.storage.read_pieces_per_batch);
+      const int pieces = std::min(samples, s.storage.read_pieces_per_batch);
       for (int i = 0; i < pieces; ++i) {
-        const int n = t.samples / pieces + (i < t.samples % pieces ? 1 : 0);
+        const int n = samples / pieces + (i < samples % pieces ? 1 : 0);
         const double read_cpu_s = read_storage(r, n);
-        const double load_core_s = sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) * load_factor + read_cpu_s;
+        const double load_core_s =
+            (sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) + tokenize_s(s, t.shape) * n / samples) * load_factor +
+            read_cpu_s;
         data_core_s += load_core_s;
         cpu_piece(load_core_s);
       }
@@ -549,12 +563,13 @@ void worker_actor(Rank& r, int w) {
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
     } else {
       const double read_start_s = sg4::Engine::get_clock();
-      const double read_cpu_s = read_storage(r, t.samples);
+      const double read_cpu_s = read_storage(r, samples);
       const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
       if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double data_core_s =
-          sum_of_draws(s.dataset.load_s_per_sample, t.samples, r.rng) * dataset_load_factor(world, busy_now) +
+          (sum_of_draws(s.dataset.load_s_per_sample, samples, r.rng) + tokenize_s(s, t.shape)) *
+              dataset_load_factor(world, busy_now) +
           read_cpu_s + collate_cpu_s;
       const double time_factor = wander.time_factor(r.rng);
       const double integral0 = world.cpu_running.integral_at(t0);
@@ -571,7 +586,7 @@ void worker_actor(Rank& r, int w) {
       if (index >= r.batch_done_s.size()) r.batch_done_s.resize(index + 1, -1.0);
       r.batch_done_s[index] = t1;
     }
-    r.arrivals.push(Batch{t.batch, t.samples, t.sent_s, w});
+    r.arrivals.push(Batch{t.batch, t.shape, t.sent_s, w});
   }
 }
 
@@ -637,7 +652,7 @@ void pin_thread_actor(Rank& r) {
     }
     // a measured GIL hold beyond the fixed receive (a call whose receive_s_per_batch came out small) is work the
     // per-byte part was charged with: it leaves that part, so the pin thread's cycle stays the measured one
-    const double bytes = batch_bytes(s, b.samples);
+    const double bytes = b.shape.bytes;
     const PinReceiveParts parts = pin_receive_parts(*world.profile, bytes);
     receive_with_gil(r, parts.held_s * speed_factor, parts.free_s * speed_factor, b.batch);
     // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
@@ -658,7 +673,7 @@ void pin_thread_actor(Rank& r) {
       r.memory_map_held_pin_s += world.window.overlap(m0, m1);
       world.trace->span(r.id, kPinTrack, "map, touch, unmap (holds the memory map)", m0, m1, b.batch);
     }
-    run_cpu(r, pin_copy_s(s, *world.profile, b.samples) * speed_factor);
+    run_cpu(r, pin_copy_s(*world.profile, bytes) * speed_factor);
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);
@@ -844,28 +859,33 @@ class MainLoop {
         in_epoch = 0;
         start_epoch(epoch, step);
       }
-      const int samples = samples_of(in_epoch);
-      if (!r_.synthetic) get_batch(step, samples);
+      // the batch the loop gets: the one its workers delivered, or (inline, or the synthetic twin) this step's own
+      const BatchShape shape = r_.synthetic ? shape_of(s_, r_.id, step, samples_of(in_epoch))
+                                            : get_batch(step, samples_of(in_epoch));
       const double wait_end_s = sg4::Engine::get_clock();
       ++in_epoch;
       r_.data_wait_start_s[step] = wait_start_s;
       r_.data_wait_end_s[step] = wait_end_s;
-      r_.step_samples[step] = samples;
+      r_.step_samples[step] = shape.samples;
+      r_.step_tokens[step] = shape.tokens;
+      r_.step_slots[step] = shape.slots;
       if (!r_.synthetic && wait_end_s > wait_start_s) w_.trace->span(r_.id, kMainTrack, "wait for batch", wait_start_s, wait_end_s, step);
       if (!r_.synthetic) {
         if (s_.loader.num_workers > 0) put_next_index(per_epoch);
         next_bookkeeping(step);
-        copy_to_device(step, samples);
+        copy_to_device(step, shape.bytes);
       }
-      launch_step(step);
-      if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, samples);
+      launch_step(step, s_.step_factor(shape));
+      if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, shape.bytes);
     }
     r_.computed_steps.wait_at_least(w_.steps);
     ++w_.finished_mains;
   }
 
  private:
+  // The loader's count for a batch: its samples (the epoch's last may be short), or a packed batch's rows.
   int samples_of(std::int64_t batch_in_epoch) const {
+    if (s_.sequence.enabled && s_.sequence.collate == SequenceCollate::kPack) return s_.loader.batch_size;
     const std::int64_t first = batch_in_epoch * s_.loader.batch_size;
     return static_cast<int>(std::min<std::int64_t>(s_.loader.batch_size, s_.samples_per_rank() - first));
   }
@@ -909,7 +929,7 @@ class MainLoop {
     const int worker = next_worker();
     ++r_.worker_outstanding[worker];
     const std::int64_t batch = epoch_first_batch_ + sent_in_epoch_;
-    Task t{batch, samples_of(sent_in_epoch_), sg4::Engine::get_clock()};
+    Task t{batch, shape_of(s_, r_.id, batch, samples_of(sent_in_epoch_)), sg4::Engine::get_clock()};
     ++sent_in_epoch_;
     note_outstanding(r_, +1);
     r_.worker_tasks[worker]->push(t);
@@ -919,7 +939,7 @@ class MainLoop {
     const double t0 = sg4::Engine::get_clock();
     {
       GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, b.batch);
-      run_cpu(r_, ipc_receive_s(s_, p_, b.samples) * wander_.time_factor(r_.rng));
+      run_cpu(r_, ipc_receive_s(p_, b.shape.bytes) * wander_.time_factor(r_.rng));
     }
     const double t1 = sg4::Engine::get_clock();
     r_.main_receive_busy_s += w_.window.overlap(t0, t1);
@@ -953,8 +973,8 @@ class MainLoop {
   // next(): the harness's `del batch` after the sync; a plain `for batch in loader` drops it when the next batch is
   // bound, also outside next() and also serial with the loop. Counted with the receive (the same mapping's cost).
   // Without the GIL: PyTorch frees a tensor under gil_scoped_release (docs/model.md, the pin thread's release).
-  void release_batch(std::int64_t step, int samples) {
-    const double release_s = unpinned_release_s(p_, batch_bytes(s_, samples));
+  void release_batch(std::int64_t step, double bytes) {
+    const double release_s = unpinned_release_s(p_, bytes);
     if (release_s <= 0.0) return;
     const double t0 = sg4::Engine::get_clock();
     run_cpu(r_, release_s * wander_.time_factor(r_.rng));
@@ -963,20 +983,22 @@ class MainLoop {
     w_.trace->span(r_.id, kMainTrack, "release batch (unmap)", t0, t1, step);
   }
 
-  void get_batch(std::int64_t step, int samples) {
+  // Returns the shape of the batch handed to the loop.
+  BatchShape get_batch(std::int64_t step, int loader_batch) {
     if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
       blocked_since_launch_ = true;    // not a block, but not launches back to back either
+      const BatchShape shape = shape_of(s_, r_.id, step, loader_batch);
       const double t0 = sg4::Engine::get_clock();
       std::unique_lock lock(*r_.gil);
-      const double read_cpu_s = read_storage(r_, samples);
-      double cpu_s =
-          sum_of_draws(s_.dataset.load_s_per_sample, samples, r_.rng) + read_cpu_s + worker_collate_s(s_, p_, samples);
-      if (s_.loader.pin_memory) cpu_s += pin_copy_s(s_, p_, samples);
+      const double read_cpu_s = read_storage(r_, shape.samples);
+      double cpu_s = sum_of_draws(s_.dataset.load_s_per_sample, shape.samples, r_.rng) + tokenize_s(s_, shape) +
+                     read_cpu_s + worker_collate_s(s_, p_, shape.bytes);
+      if (s_.loader.pin_memory) cpu_s += pin_copy_s(p_, shape.bytes);
       run_cpu(r_, cpu_s);
       const double t1 = sg4::Engine::get_clock();
       r_.inline_load_busy_s += w_.window.overlap(t0, t1);
       w_.trace->span(r_.id, kMainTrack, "load+collate (inline)", t0, t1, step);
-      return;
+      return shape;
     }
     Fifo<Batch>& source = s_.loader.pin_memory ? r_.pinned : r_.arrivals;
     // In order: receive in arrival order, stash early ones, return the expected one.
@@ -984,27 +1006,29 @@ class MainLoop {
       if (s_.loader.in_order) {
         auto it = stash_.find(next_to_deliver_);
         if (it != stash_.end()) {
+          const BatchShape shape = it->second.shape;
           hand_over(it->second);
           stash_.erase(it);
-          break;
+          return shape;
         }
       } else if (!stash_.empty()) {
+        const BatchShape shape = stash_.begin()->second.shape;
         hand_over(stash_.begin()->second);
         stash_.erase(stash_.begin());
-        break;
+        return shape;
       }
       const double pop_start_s = sg4::Engine::get_clock();
       Batch b = source.pop();
       if (sg4::Engine::get_clock() > pop_start_s) blocked_since_launch_ = true;
       r_.main_wait_for_batch_s += w_.window.overlap(pop_start_s, sg4::Engine::get_clock());
       if (!s_.loader.pin_memory) receive_on_main(b);
-      stash_.emplace(b.batch, StashedBatch{b.batch, b.samples, b.sent_s, b.worker});
+      stash_.emplace(b.batch, StashedBatch{b.batch, b.shape, b.sent_s, b.worker});
     }
   }
 
   struct StashedBatch {
     std::int64_t batch;
-    int samples;
+    BatchShape shape;
     double sent_s;
     int worker;
   };
@@ -1015,7 +1039,7 @@ class MainLoop {
     note_outstanding(r_, -1);
     if (b.worker >= 0) --r_.worker_outstanding[b.worker];  // _process_data: _workers_num_tasks -= 1
     if (s_.loader.pin_memory) {
-      r_.pinned_bytes -= batch_bytes(s_, b.samples);
+      r_.pinned_bytes -= b.shape.bytes;
       w_.trace->counter(r_.id, "pinned_bytes", now, r_.pinned_bytes);
     }
     if (now >= w_.window.start_s) {
@@ -1035,9 +1059,9 @@ class MainLoop {
   // run 62, finding 10).
   double back_to_back_factor() const { return blocked_since_launch_ ? 1.0 : s_.training.back_to_back_host_factor; }
 
-  void copy_to_device(std::int64_t step, int samples) {
+  void copy_to_device(std::int64_t step, double bytes) {
     copy_call(step);
-    const double duration_s = h2d_copy_s(s_, p_, samples);
+    const double duration_s = h2d_copy_s(s_, p_, bytes);
     const bool pinned = s_.loader.pin_memory;
     const bool side = s_.transfer.copy_stream == CopyStream::kSide;
     Stream& stream = side ? r_.side : r_.compute;
@@ -1074,13 +1098,14 @@ class MainLoop {
     }
   }
 
-  void launch_step(std::int64_t step) {
+  // step_factor: this batch's GPU step over training.step_s's (Scenario::step_factor: a sequence batch's shape).
+  void launch_step(std::int64_t step, double step_factor) {
     // The launch queue holds only so many steps: wait for an old one to finish.
     const double queue_wait0_s = sg4::Engine::get_clock();
     r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
     if (sg4::Engine::get_clock() > queue_wait0_s) blocked_since_launch_ = true;
     const double host_factor = back_to_back_factor();
-    double duration_s = s_.training.step_s();
+    double duration_s = s_.training.step_s() * step_factor;
     if (s_.training.step_cv > 0.0) duration_s = sample(Distribution{duration_s, s_.training.step_cv}, r_.rng);
     StreamOp op{StreamOp::Kind::kCompute, step, duration_s, 0};
     if (!r_.synthetic && s_.transfer.copy_stream == CopyStream::kSide) op.wait_side_ops = r_.side.enqueued_ops;
@@ -1256,6 +1281,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s, &r.launch_end_s})
         v->assign(world.steps, 0.0);
       r.step_samples.assign(world.steps, 0);
+      r.step_tokens.assign(world.steps, 0.0);
+      r.step_slots.assign(world.steps, 0.0);
       const std::string prefix = (synthetic ? "baseline" : "rank") + std::to_string(g);
       if (!synthetic) {
         trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
@@ -1304,13 +1331,19 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.storage_wait_s_per_file = world.storage_files > 0.0 ? world.storage_wait_s / world.storage_files : 0.0;
   res.storage_getitem_in_flight_mean = world.workers_in_getitem.mean();
   std::vector<double> step_times;
-  double samples = 0.0;
+  double samples = 0.0, tokens = 0.0, slots = 0.0;
   for (std::int64_t i = world.warmup; i < world.steps; ++i) {
     step_times.push_back(world.node_step_end_s[i] - (i > 0 ? world.node_step_end_s[i - 1] : 0.0));
-    for (int g = 0; g < gpus; ++g) samples += world.ranks[g]->step_samples[i];
+    for (int g = 0; g < gpus; ++g) {
+      samples += world.ranks[g]->step_samples[i];
+      tokens += world.ranks[g]->step_tokens[i];
+      slots += world.ranks[g]->step_slots[i];
+    }
   }
   const double window = std::max(res.window_s, 1e-12);
   res.samples_per_s = samples / window;
+  res.tokens_per_s = tokens / window;
+  res.token_slots_per_s = slots / window;
   res.steps_per_s = static_cast<double>(step_times.size()) / window;
   res.step_mean_s = std::accumulate(step_times.begin(), step_times.end(), 0.0) / std::max<std::size_t>(1, step_times.size());
   const StepTimeShape shape = step_time_shape(step_times);

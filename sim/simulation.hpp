@@ -46,6 +46,9 @@ struct SimResult {
   double window_s = 0.0;                 // simulated time of the measured steps
   double simulated_end_s = 0.0;
   double samples_per_s = 0.0;            // node-wide
+  double tokens_per_s = 0.0;             // node-wide, a sequence's real tokens (0 without a sequence section)
+  double token_slots_per_s = 0.0;        // node-wide, the batches' token positions, padding included
+  double padding_fraction() const { return token_slots_per_s > 0.0 ? 1.0 - tokens_per_s / token_slots_per_s : 0.0; }
   double steps_per_s = 0.0;
   double step_mean_s = 0.0, step_p50_s = 0.0, step_p80_s = 0.0, step_p90_s = 0.0, step_p95_s = 0.0, step_p99_s = 0.0;
   double long_step_fraction = 0.0;       // steps over 1.5x the median step (sim/step_stats.hpp)

@@ -597,21 +597,21 @@ TEST(Collate, WorkersWriteIntoFreshSharedMemory) {
             {"training", {{"step_s", 0.1}}}};
   Scenario s = parse_scenario(j, "x", p);
   // 16 MB at 1 GB/s = 16 ms > the 2 ms measured in plain memory.
-  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16), 0.016);
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16e6), 0.016);
   // A collate slower than the floor keeps its own time; a half batch scales.
   s.loader.collate_s_per_batch = 0.040;
-  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16), 0.040);
-  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 8), 0.020);
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 16e6), 0.040);
+  EXPECT_DOUBLE_EQ(worker_collate_s(s, p, 8e6), 0.020);
   // num_workers=0 collates inline into plain memory: no floor.
   j["loader"] = {{"batch_size", 16}, {"collate_s_per_batch", 0.002}};
-  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.002);
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16e6), 0.002);
   // Timed inside a worker, into shared memory (pipeplan_probe): the 12 ms measured stands under the 16 ms floor.
   j["loader"] = {{"batch_size", 16}, {"num_workers", 4}, {"collate_s_per_batch", 0.012}, {"collate_in_shared_memory", true}};
-  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.012);
-  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 8), 0.006);
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16e6), 0.012);
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 8e6), 0.006);
   // without a measured collate the flag says nothing: the memcpy estimate, under the floor
   j["loader"].erase("collate_s_per_batch");
-  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16), 0.016);
+  EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16e6), 0.016);
 }
 
 // Property: any mutation of a valid scenario either parses or throws InputError; nothing else.

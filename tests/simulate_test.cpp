@@ -1804,3 +1804,69 @@ TEST(Simulate, AWorkersWanderCanCountBatches) {
   EXPECT_NEAR(lag_one(64, 3.0), want, 0.1);
   EXPECT_NEAR(lag_one(16, 0.0), 0.0, 0.06) << "without the key the seconds' 1 us correlation redraws every batch";
 }
+
+// ---- variable-length sequences (the scenario's `sequence` section)
+
+namespace {
+
+// Batches of 8 sequences behind a fast loader (2 workers, 0.1 ms a sample): `sequence` shapes them.
+json sequence_scenario(const json& sequence) {
+  json s = base_scenario();
+  s["dataset"].erase("item_bytes");
+  s["dataset"]["load_s_per_sample"] = 0.0001;
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 2}, {"collate_s_per_batch", 0.0}};
+  s["sequence"] = sequence;
+  s["training"] = {{"step_s", 0.010}, {"steps", 600}};
+  return s;
+}
+
+double lognormal_cdf(double x, double m, double cv) {
+  const double s2 = std::log1p(cv * cv), mu = std::log(m) - s2 / 2;
+  return x <= 0 ? 0.0 : 0.5 * std::erfc(-(std::log(x) - mu) / std::sqrt(2 * s2));
+}
+
+}  // namespace
+
+// GPU-bound, every row padded to 512: a step is 10 ms + 8 x 512 positions x 1 us = 14.096 ms, so 567.5 samples/s,
+// 56,754 real tokens/s (100 a sample) and 1 - 100 / 512 of the positions padding.
+TEST(Simulate, SequencesPaddedToMaxTokensCostTheirPadding) {
+  const json r = simulate(sequence_scenario(
+      {{"tokens_per_sample", 100}, {"max_tokens", 512}, {"collate", "pad_to_max"}, {"step_s_per_token", 1e-6}}));
+  EXPECT_NEAR(samples_per_s(r), 8 / 0.014096, 0.01 * 8 / 0.014096);
+  EXPECT_NEAR(r["sequence"]["tokens_per_s"].get<double>(), 800 / 0.014096, 0.01 * 800 / 0.014096);
+  EXPECT_NEAR(r["sequence"]["padding_fraction"].get<double>(), 1 - 100.0 / 512, 1e-9);
+  EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
+  // packing the same samples into 8 rows of 512 has no padding: the same step time carries 40.96 samples
+  // (4,096 positions of 100-token samples, 41 a batch with the last cut) instead of 8
+  const json packed = simulate(sequence_scenario(
+      {{"tokens_per_sample", 100}, {"max_tokens", 512}, {"collate", "pack"}, {"step_s_per_token", 1e-6}}));
+  EXPECT_NEAR(samples_per_s(packed), 41 / 0.014096, 0.01 * 41 / 0.014096);
+  EXPECT_NEAR(packed["sequence"]["tokens_per_s"].get<double>(), 4096 / 0.014096, 0.01 * 4096 / 0.014096);
+  EXPECT_DOUBLE_EQ(packed["sequence"]["padding_fraction"].get<double>(), 0.0);
+}
+
+// Padded to each batch's longest, lengths lognormal (mean 600, cv 0.5): the mean step is 10 ms + 1 us x 8 x E[max of
+// 8], the order statistic integrated from the lognormal's CDF. The synthetic twin steps through the same shapes.
+TEST(Simulate, SequencesPaddedToTheLongestCostTheExpectedMaximum) {
+  const double mean = 600, cv = 0.5;
+  double expected_max = 0.0;
+  for (double x = 0.5; x < 20 * mean; x += 1.0) expected_max += 1.0 - std::pow(lognormal_cdf(x, mean, cv), 8);
+  const double step_s = 0.010 + 1e-6 * 8 * expected_max;
+  json s = sequence_scenario({{"tokens_per_sample", {{"mean", mean}, {"cv", cv}}}, {"step_s_per_token", 1e-6}});
+  s["training"]["steps"] = 3000;
+  const json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), step_s, 0.015 * step_s);
+  EXPECT_NEAR(r["synthetic_baseline"]["step_time_s"].get<double>(), step_s, 0.015 * step_s);
+  EXPECT_NEAR(r["sequence"]["padding_fraction"].get<double>(), 1 - mean / expected_max, 0.02);
+}
+
+// Worker-bound by tokenization: one worker, samples of 1,000 tokens at 10 us a token, so 8 x (0.1 + 10) ms = 80.8 ms
+// a batch behind a 10 ms step: 99.0 samples/s, the workers named.
+TEST(Simulate, SequenceTokenizationLoadsTheWorkers) {
+  json s = sequence_scenario({{"tokens_per_sample", 1000}, {"load_s_per_token", 1e-5}});
+  s["loader"]["num_workers"] = 1;
+  const json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 8 / 0.0808, 0.02 * 8 / 0.0808);
+  EXPECT_NEAR(r["sequence"]["tokens_per_s"].get<double>(), 8000 / 0.0808, 0.02 * 8000 / 0.0808);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+}

@@ -1,0 +1,136 @@
+#include "models/sequence.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipeplan {
+
+namespace {
+
+// Draws per batch a length-grouped sampler may spend finding same-bucket samples before it takes the bucket's
+// nearest length (a bucket almost no sample falls in; keeps a batch's cost bounded).
+constexpr int kBucketTriesPerSample = 1000;
+
+double truncated(const SequenceConfig& seq, double tokens) {
+  return seq.max_tokens > 0 ? std::min(tokens, static_cast<double>(seq.max_tokens)) : tokens;
+}
+
+// The bucket (index into the boundaries; boundaries.size() for the open last one) a length falls in.
+std::size_t bucket_of(const std::vector<std::int64_t>& boundaries, double tokens) {
+  return static_cast<std::size_t>(
+      std::lower_bound(boundaries.begin(), boundaries.end(), tokens,
+                       [](std::int64_t b, double t) { return static_cast<double>(b) < t; }) -
+      boundaries.begin());
+}
+
+// The bucket's nearest length to `tokens` (the fallback when rejection sampling gives up).
+double clamp_to_bucket(const std::vector<std::int64_t>& boundaries, std::size_t k, double tokens) {
+  const double lo = k == 0 ? 1.0 : static_cast<double>(boundaries[k - 1] + 1);
+  const double hi = k < boundaries.size() ? static_cast<double>(boundaries[k]) : tokens;
+  return std::clamp(tokens, lo, std::max(lo, hi));
+}
+
+}  // namespace
+
+const char* to_string(SequenceCollate c) {
+  switch (c) {
+    case SequenceCollate::kPadToLongest: return "pad_to_longest";
+    case SequenceCollate::kPadToMax: return "pad_to_max";
+    case SequenceCollate::kBucket: return "bucket";
+    case SequenceCollate::kPack: return "pack";
+  }
+  return "?";
+}
+
+double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const BatchShape& shape) {
+  return fixed_step_s + seq.step_s_per_token * shape.slots + seq.step_s_per_token_squared * shape.row_tokens_squared;
+}
+
+double draw_sample_tokens(const SequenceConfig& seq, Rng& rng) {
+  return std::max(1.0, std::round(sample(seq.tokens_per_sample, rng)));
+}
+
+BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng) {
+  BatchShape b;
+  if (seq.collate == SequenceCollate::kPack) {
+    const double row = static_cast<double>(seq.max_tokens);
+    const double positions = loader_batch * row;
+    double drawn = 0.0;
+    while (drawn < positions) {
+      drawn += draw_sample_tokens(seq, rng);
+      ++b.samples;
+    }
+    b.load_tokens = drawn;
+    b.tokens = b.slots = positions;
+    b.rows = loader_batch;
+    b.row_tokens_squared = loader_batch * row * row;
+  } else {
+    b.samples = loader_batch;
+    b.rows = loader_batch;
+    double longest = 0.0;
+    std::size_t bucket = 0;
+    for (int i = 0; i < loader_batch; ++i) {
+      double raw = draw_sample_tokens(seq, rng);
+      if (seq.collate == SequenceCollate::kBucket) {
+        if (i == 0) {
+          bucket = bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw));
+        } else {
+          int tries = 0;
+          while (bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw)) != bucket && tries < kBucketTriesPerSample) {
+            raw = draw_sample_tokens(seq, rng);
+            ++tries;
+          }
+          if (bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw)) != bucket)
+            raw = clamp_to_bucket(seq.bucket_boundaries_tokens, bucket, truncated(seq, raw));
+        }
+      }
+      const double kept = truncated(seq, raw);
+      b.load_tokens += raw;
+      b.tokens += kept;
+      longest = std::max(longest, kept);
+    }
+    const double padded = seq.collate == SequenceCollate::kPadToMax ? static_cast<double>(seq.max_tokens) : longest;
+    b.slots = loader_batch * padded;
+    b.row_tokens_squared = loader_batch * padded * padded;
+  }
+  b.bytes = b.slots * seq.bytes_per_token;
+  return b;
+}
+
+int expected_shape_batches(int loader_batch, double samples_per_batch) {
+  const double per_batch = std::max({1.0, static_cast<double>(loader_batch), samples_per_batch});
+  return static_cast<int>(std::clamp(262144.0 / per_batch, 64.0, 4096.0));
+}
+
+BatchShape MeanBatchShape::as_batch() const {
+  BatchShape b;
+  b.samples = static_cast<int>(std::lround(samples));
+  b.bytes = bytes;
+  b.load_tokens = load_tokens;
+  b.tokens = tokens;
+  b.slots = slots;
+  b.rows = rows;
+  b.row_tokens_squared = row_tokens_squared;
+  return b;
+}
+
+MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches) {
+  Rng rng(seed);
+  MeanBatchShape sum;
+  for (int i = 0; i < batches; ++i) {
+    const BatchShape b = draw_batch_shape(seq, loader_batch, rng);
+    sum.samples += b.samples;
+    sum.bytes += b.bytes;
+    sum.load_tokens += b.load_tokens;
+    sum.tokens += b.tokens;
+    sum.slots += b.slots;
+    sum.rows += b.rows;
+    sum.row_tokens_squared += b.row_tokens_squared;
+  }
+  const double n = std::max(1, batches);
+  for (double* x : {&sum.samples, &sum.bytes, &sum.load_tokens, &sum.tokens, &sum.slots, &sum.rows, &sum.row_tokens_squared})
+    *x /= n;
+  return sum;
+}
+
+}  // namespace pipeplan

@@ -1,0 +1,73 @@
+// Variable-length token sequences: how a batch of them is shaped (padding, bucketing, packing) and what that
+// shape costs in bytes, tokenization and GPU time. A scenario's `sequence` section (docs/scenario.md); the
+// simulator draws one shape per batch, the analytic bound uses their expectation. Pure: no SimGrid.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/distribution.hpp"
+
+namespace pipeplan {
+
+// How collate_fn lays a batch of sequences out.
+enum class SequenceCollate {
+  kPadToLongest,  // pad every row to the batch's longest (pad_sequence, DataCollatorWithPadding)
+  kPadToMax,      // pad every row to max_tokens (tokenizer padding="max_length")
+  kBucket,        // a length-grouped batch sampler: a batch's samples come from one length bucket, padded to the longest
+  kPack,          // samples concatenated into batch_size rows of max_tokens, no padding
+};
+
+const char* to_string(SequenceCollate c);
+
+struct SequenceConfig {
+  bool enabled = false;  // the scenario has a `sequence` section
+  Distribution tokens_per_sample{512.0, 0.0, Distribution::Kind::kLognormal};  // a sample's tokens, before truncation
+  std::int64_t max_tokens = 0;  // truncation (and pad_to_max's length, pack's row length); 0: none
+  SequenceCollate collate = SequenceCollate::kPadToLongest;
+  std::vector<std::int64_t> bucket_boundaries_tokens;  // increasing; bucket k holds lengths in (b[k-1], b[k]]
+  double bytes_per_token = 8.0;            // the collated batch's bytes per token position (every tensor it builds)
+  double load_s_per_token = 0.0;           // __getitem__ CPU per token (tokenization), beside load_s_per_sample
+  double step_s_per_token = 0.0;           // GPU time per token position of the batch, padding included
+  double step_s_per_token_squared = 0.0;   // GPU time per squared row length, summed over rows (attention)
+};
+
+// One batch as the pipeline sees it.
+struct BatchShape {
+  int samples = 0;           // samples in it: each one loaded (and tokenized) by its worker
+  double bytes = 0.0;        // the collated batch's bytes: what collate writes, the pin thread copies, H2D moves
+  double load_tokens = 0.0;  // tokens its __getitem__ calls produce, before truncation (sequence only)
+  double tokens = 0.0;       // real tokens in the batch tensor, after truncation (sequence only)
+  double slots = 0.0;        // token positions of the batch tensor, padding included (sequence only)
+  double rows = 0.0;         // rows of the batch tensor (sequence only)
+  double row_tokens_squared = 0.0;  // the sum over rows of a row's length squared (sequence only)
+};
+
+// The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
+struct MeanBatchShape {
+  double samples = 0.0, bytes = 0.0, load_tokens = 0.0, tokens = 0.0, slots = 0.0, rows = 0.0, row_tokens_squared = 0.0;
+  // The shape with whole samples, for the cost formulas that take one batch (sequence_step_s).
+  BatchShape as_batch() const;
+};
+
+// The GPU time of a step on a batch of this shape: the step's fixed part (training.step_s) plus its per-token and
+// attention terms. Pure.
+double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const BatchShape& shape);
+
+// One sample's length in tokens, drawn: rounded, at least 1 (before truncation).
+double draw_sample_tokens(const SequenceConfig& seq, Rng& rng);
+
+// A batch of `loader_batch` (samples, or rows with pack) drawn from `seq`: lengths drawn per sample, truncated at
+// max_tokens, laid out by the collate. With pack, samples are drawn until the batch's rows x max_tokens positions
+// are full; the last one is cut where the batch ends (its rest tokenized, then dropped). Pure but for the draws.
+BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng);
+
+// The mean of draw_batch_shape over `batches` draws from a fixed stream of `seed`: what the analytic bound, the
+// epoch's length under packing and the report's expectations use. Deterministic.
+MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches);
+
+// How many batches expected_batch_shape draws for a batch of `loader_batch` samples or rows: enough for a stable
+// mean (4,096 batches of 64), at most about 262,144 draws of a sample.
+int expected_shape_batches(int loader_batch, double samples_per_batch);
+
+}  // namespace pipeplan

@@ -1,0 +1,220 @@
+// Variable-length sequences (models/sequence.hpp, the scenario's `sequence` section) against hand calculations,
+// order statistics and renewal theory.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "models/analytic.hpp"
+#include "models/input_error.hpp"
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+#include "models/sequence.hpp"
+
+using namespace pipeplan;
+using nlohmann::json;
+
+namespace {
+
+SequenceConfig constant_lengths(double tokens, SequenceCollate collate, std::int64_t max_tokens = 0) {
+  SequenceConfig q;
+  q.enabled = true;
+  q.tokens_per_sample = {tokens, 0.0, Distribution::Kind::kConstant};
+  q.collate = collate;
+  q.max_tokens = max_tokens;
+  return q;
+}
+
+// The lognormal's CDF with mean m and coefficient of variation cv.
+double lognormal_cdf(double x, double m, double cv) {
+  const double s2 = std::log1p(cv * cv), mu = std::log(m) - s2 / 2;
+  return x <= 0 ? 0.0 : 0.5 * std::erfc(-(std::log(x) - mu) / std::sqrt(2 * s2));
+}
+
+json lm_scenario() {
+  return {{"dataset", {{"num_samples", 100000}, {"load_s_per_sample", 0.0001}}},
+          {"loader", {{"batch_size", 8}, {"num_workers", 2}}},
+          {"sequence", {{"tokens_per_sample", 100}, {"max_tokens", 512}, {"collate", "pad_to_max"}}},
+          {"training", {{"step_s", 0.01}}}};
+}
+
+void expect_input_error(const json& j, const std::string& path_fragment) {
+  Profile p;
+  try {
+    parse_scenario(j, "lm.json", p);
+    FAIL() << "expected an InputError naming " << path_fragment;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path_fragment), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(SequenceShape, ConstantLengthsPadToTheirOwnLength) {
+  Rng rng(1);
+  SequenceConfig q = constant_lengths(100, SequenceCollate::kPadToLongest);
+  q.bytes_per_token = 16;  // input_ids and labels, int64
+  const BatchShape b = draw_batch_shape(q, 8, rng);
+  EXPECT_EQ(b.samples, 8);
+  EXPECT_DOUBLE_EQ(b.tokens, 800);
+  EXPECT_DOUBLE_EQ(b.slots, 800);  // no padding: every row is the longest
+  EXPECT_DOUBLE_EQ(b.load_tokens, 800);
+  EXPECT_DOUBLE_EQ(b.bytes, 800 * 16);
+  EXPECT_DOUBLE_EQ(b.row_tokens_squared, 8 * 100.0 * 100.0);
+}
+
+TEST(SequenceShape, TruncationKeepsMaxTokensButTokenizesTheWholeSample) {
+  Rng rng(1);
+  const BatchShape b = draw_batch_shape(constant_lengths(3000, SequenceCollate::kPadToLongest, 2048), 4, rng);
+  EXPECT_DOUBLE_EQ(b.tokens, 4 * 2048.0);
+  EXPECT_DOUBLE_EQ(b.slots, 4 * 2048.0);
+  EXPECT_DOUBLE_EQ(b.load_tokens, 4 * 3000.0);  // the tokenizer reads the whole text, then cuts
+}
+
+TEST(SequenceShape, PadToMaxPadsEveryRowToMaxTokens) {
+  Rng rng(1);
+  const BatchShape b = draw_batch_shape(constant_lengths(100, SequenceCollate::kPadToMax, 512), 8, rng);
+  EXPECT_DOUBLE_EQ(b.tokens, 800);
+  EXPECT_DOUBLE_EQ(b.slots, 8 * 512.0);  // 84% padding
+  EXPECT_DOUBLE_EQ(b.row_tokens_squared, 8 * 512.0 * 512.0);
+}
+
+TEST(SequenceShape, PackFillsRowsAndCutsTheLastSample) {
+  Rng rng(1);
+  // 4 rows of 256 = 1,024 positions; samples of 100 tokens: 11 fill them (1,100), the last cut at 24 of its 100
+  const BatchShape b = draw_batch_shape(constant_lengths(100, SequenceCollate::kPack, 256), 4, rng);
+  EXPECT_EQ(b.samples, 11);
+  EXPECT_DOUBLE_EQ(b.tokens, 1024);
+  EXPECT_DOUBLE_EQ(b.slots, 1024);
+  EXPECT_DOUBLE_EQ(b.load_tokens, 1100);
+  EXPECT_DOUBLE_EQ(b.row_tokens_squared, 4 * 256.0 * 256.0);
+}
+
+// Padding to the longest of n independent lengths: the mean padded row is E[max] = integral of 1 - F(x)^n.
+TEST(SequenceShape, PadToLongestMeanIsTheExpectedMaximum) {
+  const double mean = 600, cv = 0.5;
+  const int n = 16;
+  SequenceConfig q = constant_lengths(mean, SequenceCollate::kPadToLongest);
+  q.tokens_per_sample = {mean, cv, Distribution::Kind::kLognormal};
+  double expected_max = 0.0;
+  for (double x = 0.5; x < 20 * mean; x += 1.0) expected_max += 1.0 - std::pow(lognormal_cdf(x, mean, cv), n);
+  const MeanBatchShape m = expected_batch_shape(q, n, 7, 4096);
+  EXPECT_NEAR(m.slots / n, expected_max, 0.01 * expected_max);
+  EXPECT_NEAR(m.tokens / n, mean, 0.01 * mean);  // the real tokens: the lengths' own mean (rounded to whole tokens)
+}
+
+// Packing S positions from lengths of mean mu: the samples a batch takes is a first-passage count, whose mean renewal
+// theory gives as S / mu + E[L^2] / (2 mu^2) = S / mu + (1 + cv^2) / 2 for S much longer than a sample.
+TEST(SequenceShape, PackSamplesPerBatchFollowsRenewalTheory) {
+  const double mean = 300, cv = 0.5;
+  SequenceConfig q = constant_lengths(mean, SequenceCollate::kPack, 2048);
+  q.tokens_per_sample = {mean, cv, Distribution::Kind::kLognormal};
+  const double positions = 8 * 2048.0;
+  const MeanBatchShape m = expected_batch_shape(q, 8, 11, 4096);
+  EXPECT_NEAR(m.samples, positions / mean + (1 + cv * cv) / 2, 0.3);
+  EXPECT_DOUBLE_EQ(m.slots, positions);
+}
+
+// A length-grouped sampler: a batch's samples all come from its first sample's bucket, so batches fall in a bucket as
+// often as samples do, and a bucket's batches hold its conditional mean length: for (100, 1000],
+// E[L | 100 < L <= 1000] = ([x F(x)] from 100 to 1000 - integral of F) / (F(1000) - F(100)).
+TEST(SequenceShape, BucketDrawsEachBatchFromOneBucket) {
+  const double mean = 300, cv = 1.0;
+  SequenceConfig q = constant_lengths(mean, SequenceCollate::kBucket);
+  q.tokens_per_sample = {mean, cv, Distribution::Kind::kLognormal};
+  q.bucket_boundaries_tokens = {100, 1000};
+  const double f_lo = lognormal_cdf(100.5, mean, cv), f_hi = lognormal_cdf(1000.5, mean, cv);  // whole tokens
+  double integral = 0.0;
+  for (double x = 100.5; x < 1000.5; x += 0.5) integral += 0.5 * lognormal_cdf(x + 0.25, mean, cv);
+  const double conditional_mean = (1000.5 * f_hi - 100.5 * f_lo - integral) / (f_hi - f_lo);
+  Rng rng(3);
+  int in_middle = 0;
+  double middle_tokens = 0.0, bucketed_slots = 0.0;
+  const int batches = 4000;
+  for (int i = 0; i < batches; ++i) {
+    const BatchShape b = draw_batch_shape(q, 16, rng);
+    const double longest = b.slots / 16;
+    if (longest > 100 && longest <= 1000) {
+      ++in_middle;
+      middle_tokens += b.tokens;
+    }
+    bucketed_slots += b.slots;
+  }
+  EXPECT_NEAR(static_cast<double>(in_middle) / batches, f_hi - f_lo, 0.025);
+  EXPECT_NEAR(middle_tokens / (16.0 * in_middle), conditional_mean, 0.02 * conditional_mean);
+  // the same lengths padded to each batch's longest without buckets waste more positions
+  q.collate = SequenceCollate::kPadToLongest;
+  Rng rng2(3);
+  double padded_slots = 0.0;
+  for (int i = 0; i < batches; ++i) padded_slots += draw_batch_shape(q, 16, rng2).slots;
+  EXPECT_LT(bucketed_slots, 0.8 * padded_slots);
+}
+
+TEST(SequenceShape, StepIsFixedPartPlusTokensPlusAttention) {
+  SequenceConfig q = constant_lengths(100, SequenceCollate::kPadToMax, 512);
+  q.step_s_per_token = 1e-6;
+  q.step_s_per_token_squared = 1e-9;
+  BatchShape b;
+  b.slots = 8 * 512.0;
+  b.row_tokens_squared = 8 * 512.0 * 512.0;
+  // 10 ms + 4,096 x 1 us + 2,097,152 x 1 ns
+  EXPECT_NEAR(sequence_step_s(0.010, q, b), 0.010 + 0.004096 + 0.002097152, 1e-12);
+}
+
+TEST(SequenceScenario, ShapesTheBatchBytesStepAndCapacities) {
+  Profile p;
+  json j = lm_scenario();
+  j["sequence"]["bytes_per_token"] = 16;
+  j["sequence"]["step_s_per_token"] = 1e-6;
+  j["sequence"]["load_s_per_token"] = 1e-6;
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  EXPECT_DOUBLE_EQ(s.batch_bytes(), 8 * 512 * 16.0);  // padded to 512
+  EXPECT_DOUBLE_EQ(s.mean_samples_per_batch(), 8);
+  // step: 10 ms + 4,096 positions x 1 us = 14.096 ms
+  EXPECT_NEAR(s.mean_step_factor(), 0.014096 / 0.010, 1e-12);
+  for (const auto& c : stage_capacities(s, p)) {
+    if (c.stage == "gpu_compute") EXPECT_NEAR(c.samples_per_s, 8 / 0.014096, 1e-9);
+  }
+}
+
+TEST(SequenceScenario, PackedEpochCountsItsSamples) {
+  Profile p;
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample", 100}, {"max_tokens", 256}, {"collate", "pack"}};
+  j["loader"]["batch_size"] = 4;  // rows: 11 samples a batch (see PackFillsRowsAndCutsTheLastSample)
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  EXPECT_DOUBLE_EQ(s.mean_samples_per_batch(), 11);
+  EXPECT_EQ(s.batches_per_epoch(), 9091);  // ceil(100,000 / 11)
+}
+
+TEST(SequenceScenario, BadSectionsNameTheKey) {
+  json j = lm_scenario();
+  j["sequence"].erase("tokens_per_sample");
+  expect_input_error(j, "sequence.tokens_per_sample");
+  j = lm_scenario();
+  j["sequence"].erase("max_tokens");
+  expect_input_error(j, "sequence.max_tokens");  // pad_to_max needs the length it pads to
+  j = lm_scenario();
+  j["sequence"]["collate"] = "bucket";
+  expect_input_error(j, "sequence.bucket_boundaries_tokens");
+  j["sequence"]["bucket_boundaries_tokens"] = {256, 128};
+  expect_input_error(j, "sequence.bucket_boundaries_tokens[1]");
+  j = lm_scenario();
+  j["sequence"]["bucket_boundaries_tokens"] = {128};
+  expect_input_error(j, "sequence.bucket_boundaries_tokens");  // only with collate=bucket
+  j = lm_scenario();
+  j["dataset"]["item_bytes"] = 1000;
+  expect_input_error(j, "dataset.item_bytes");  // the shape sets the bytes
+  j = lm_scenario();
+  j["sequence"]["collate"] = "pack";
+  j["sequence"]["tokens_per_sample"] = 1;
+  j["sequence"]["max_tokens"] = 1000000;
+  expect_input_error(j, "sequence.max_tokens");  // 8 million one-token samples a batch
+  j = lm_scenario();
+  j["sequence"]["collate"] = "padded";
+  expect_input_error(j, "sequence.collate");
+  j = lm_scenario();
+  j["sequence"]["tokens_pre_sample"] = 5;
+  expect_input_error(j, "sequence.tokens_pre_sample");
+}
