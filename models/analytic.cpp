@@ -15,7 +15,7 @@ double per_batch(double batch, double seconds) { return seconds > 0.0 ? batch / 
 
 double worker_collate_s(const Scenario& s, const Profile& p, double bytes) {
   // a measured collate scales with the batch's bytes (a short last batch, a sequence batch's padded shape)
-  const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * bytes / s.batch_bytes()
+  const double measured_s = s.loader.collate_s_per_batch ? *s.loader.collate_s_per_batch * (bytes / s.batch_bytes())
                                                          : bytes / p.host.memcpy_bytes_per_s;
   if (s.loader.num_workers == 0) return measured_s;  // inline: plain memory, no shared segment
   // timed in a worker, into shared memory: the segment's first writes are already in it

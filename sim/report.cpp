@@ -155,6 +155,13 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     d.suggestion += "; the loop stalls " + pct(result.memory_map_wait_main_fraction) +
                     " of the time while the pin thread touches and unmaps workers' batches: fewer bytes a batch "
                     "(uint8 images, normalize on the GPU) shorten that work";
+  // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
+  if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
+      result.padding_fraction() >= 0.2)
+    d.suggestion += "; " + pct(result.padding_fraction()) +
+                    " of the batches' token positions are padding: packing (sequence.collate=pack) or length buckets "
+                    "(collate=bucket) give the GPU fewer (compare with pipeplan sweep --vary "
+                    "sequence.collate=" + std::string(to_string(s.sequence.collate)) + ",pack)";
   return d;
 }
 
