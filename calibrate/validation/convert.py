@@ -572,6 +572,36 @@ def _dist(mean: float, cv: Optional[float]) -> Dict[str, Any]:
     return {"mean": float(mean), "cv": round(cv, 4), "kind": "lognormal"}
 
 
+# The harness's token batches: int64 ids (TokenDataset, pad_collate / PadToMaxCollate); the lengths tensor beside them
+# (8 bytes a row) is left out.
+SEQUENCE_BYTES_PER_TOKEN = 8
+
+
+def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], float]]:
+    """Pure: the scenario's `sequence` section for a case whose step follows its batch's shape (the harness's seq:N
+    decoder on token batches), and the step's fixed part (training.step_s): the lines' lengths in tokens (the
+    dataset's, lognormal by their mean and cv), the collate (pad_to_max at the kind's max_tokens, else
+    pad_to_longest), int64 ids, and the step's per-position and per-squared-length terms from the
+    sequence_step_shapes component's fit. None for any other case, or one without those components."""
+    k, comp = case.get("knobs") or {}, case.get("components") or {}
+    if not str(k.get("step", "")).startswith("seq:"):
+        return None
+    tokens = comp.get("tokens_per_sample") or {}
+    fit = (comp.get("sequence_step_shapes") or {}).get("fit") or {}
+    if not tokens.get("mean") or fit.get("per_token_s") is None:
+        return None
+    max_tokens = int(comp.get("max_tokens") or 0)
+    seq = {"tokens_per_sample": _dist(tokens["mean"], tokens.get("cv")),
+           "collate": "pad_to_max" if max_tokens else "pad_to_longest",
+           "bytes_per_token": SEQUENCE_BYTES_PER_TOKEN,
+           "step_s_per_token": float(fit["per_token_s"]),
+           "step_s_per_token_squared": float(fit.get("per_token_squared_s") or 0.0)}
+    if max_tokens:
+        seq["max_tokens"] = max_tokens
+    # the simulator needs a positive fixed part; a fit through the origin keeps a microsecond
+    return seq, max(float(fit.get("fixed_s") or 0.0), 1e-6)
+
+
 def worker_collate_cost(case: Dict[str, Any]) -> float:
     """A batch's collate as a worker pays it: measured inside one worker (component in_worker) when
     the run has it, else the main-process collate (runs before in_worker existed)."""
@@ -1291,7 +1321,17 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     training["step_s_vs_gpu_duty"] = curve or []
     if curve and duty_time_constant_s:
         training["gpu_duty_time_constant_s"] = round(duty_time_constant_s, 5)
-    return {
+    seq = sequence_section(case)
+    extra: Dict[str, Any] = {}
+    if seq:
+        # the batch's shape sets its bytes and its GPU step (docs/scenario.md, sequence): the step's fit is the
+        # back-to-back time, so no duty curve (one measured on the component's single batch would scale the fixed
+        # part alone)
+        extra["sequence"], training["step_s"] = seq
+        dataset.pop("item_bytes", None)
+        training["step_s_vs_gpu_duty"] = []
+        training.pop("gpu_duty_time_constant_s", None)
+    return dict({
         "schema": "pipeplan-scenario/1",
         "name": case["id"],
         "description": desc,
@@ -1304,7 +1344,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                          **({"copy_call_s_per_batch": round(copy_call, 7)}
                             if copy_call and k["pin_memory"] and k["non_blocking"] else {})),
         "training": training,
-    }
+    }, **extra)
 
 
 def relative_core_speed(curve: Sequence[Dict[str, float]], busy: float) -> float:

@@ -129,7 +129,13 @@ def gen_tokens(root, n_lines, mean_words=256, cv=0.6, vocab_size=8000):
             offsets.append(pos)
             lens.append(len(b))
             pos += len(b)
-    return path, offsets, lens, vocab
+    return path, offsets, lens, vocab, [int(L) for L in lengths]
+
+
+def token_length_stats(tokens_per_line):
+    """Pure: the lines' lengths in tokens (words: TokenDataset's ids) as convert's sequence section reads them."""
+    s = summarize([float(x) for x in tokens_per_line])
+    return {"mean": s["mean"], "cv": s["cv"], "max": float(max(tokens_per_line)), "n": len(tokens_per_line)}
 
 
 # ============================================================================ datasets (picklable)
@@ -230,6 +236,25 @@ class TokenDataset:
         v = self.vocab
         ids = [v.get(w, 1) for w in line.split()]
         return torch.tensor(ids, dtype=torch.int64), len(ids)
+
+
+SEQ_PAD_MAX_TOKENS = 512   # the tokens_pad512 kind: truncated at, and every row padded to, this many tokens
+
+
+class PadToMaxCollate:
+    """Truncate each sequence at max_tokens and pad every row to it (tokenizer padding="max_length",
+    truncation=True) (+ the kept lengths). Picklable, for DataLoader workers."""
+
+    def __init__(self, max_tokens):
+        self.max_tokens = int(max_tokens)
+
+    def __call__(self, batch):
+        import torch
+        seqs = [b[0][: self.max_tokens] for b in batch]
+        out = torch.zeros((len(seqs), self.max_tokens), dtype=torch.int64)
+        for j, s in enumerate(seqs):
+            out[j, : s.shape[0]] = s
+        return out, torch.tensor([int(s.shape[0]) for s in seqs], dtype=torch.int64)
 
 
 def pad_collate(batch):
@@ -349,6 +374,9 @@ class PinThreadMeter:
 # last case started with 22 s left, took 65.6 s and ran the harness 37 s past its budget; HEAVY_PROBES_S).
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 24.0, 15.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
+# A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): nine shapes of 13
+# steps each, 4-130 ms a step on the H200 by estimate (not yet measured: fifty-ninth session)
+SEQ_SHAPES_S = 15.0
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
 # host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
 # NEW_COMPONENTS_S (38 s for every new kind) and the second nowhere; run 45's later kinds took 13-16 s of components
@@ -378,7 +406,7 @@ def step_is_heavy(step_name: str, step_component: Optional[dict] = None) -> bool
     (the harness's GEMM steps, mm:N, are light; resnet50 is not)."""
     if step_component and "host_s" in step_component and "gpu_s" in step_component:
         return step_component["host_s"]["mean"] > 0.5 * step_component["gpu_s"]["mean"]
-    return not step_name.startswith("mm:")
+    return not (step_name.startswith("mm:") or step_name.startswith("seq:"))
 
 
 def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Optional[str]:
@@ -414,6 +442,7 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
     steps = (components or {}).get("step") or {}
     seen_step = set(steps)
     seen_probes = set((components or {}).get("host_beside_workers") or {})
+    seen_shapes = set((components or {}).get("sequence_step_shapes") or {})
     total = FIRST_PIN_PROBES_S if first_pin_probes_due else 0.0
     for case in cases_left:
         k = case["knobs"]
@@ -429,6 +458,9 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
         if st_key not in seen_step:
             total += NEW_HEAVY_STEP_S if heavy else NEW_STEP_S
             seen_step.add(st_key)
+        if k["step"].startswith("seq:") and k["step"] not in seen_shapes:
+            total += SEQ_SHAPES_S
+            seen_shapes.add(k["step"])
         if heavy and k["num_workers"] > 0 and heavy_probe_key(k) not in seen_probes:
             total += HEAVY_PROBES_S
             seen_probes.add(heavy_probe_key(k))
@@ -1040,6 +1072,115 @@ class MatmulStep:
                 "gemm_n": int(self.a.shape[0]), "per_gemm_s": self.per_mm_s}
 
 
+class SequenceStep:
+    """A small decoder stack whose GPU time follows its batch's shape (validation of pipeplan's sequence section): an
+    embedding, `layers` blocks of causal self-attention (scaled_dot_product_attention) and an MLP, bf16 autocast,
+    SGD. Its time is a fixed part, a part per token position (the linear layers) and a part per squared row length
+    (attention): sequence.step_s_per_token and step_s_per_token_squared. Padded positions cost as real ones."""
+    D, HEADS, VOCAB = 1024, 8, 8192
+
+    def __init__(self, dev, layers):
+        t = dev.torch
+        nn = t.nn
+        self.dev, self.layers = dev, layers
+        self.d = 128 if dev.cpu else self.D
+        t.manual_seed(0)
+        d = self.d
+        self.emb = nn.Embedding(self.VOCAB, d)
+        self.blocks = nn.ModuleList(
+            nn.ModuleDict({"ln1": nn.LayerNorm(d), "qkv": nn.Linear(d, 3 * d), "proj": nn.Linear(d, d),
+                           "ln2": nn.LayerNorm(d), "up": nn.Linear(d, 4 * d), "down": nn.Linear(4 * d, d)})
+            for _ in range(layers))
+        self.model = nn.ModuleList([self.emb, self.blocks]).to(dev.device)
+        self.model.train()
+        self.opt = t.optim.SGD(self.model.parameters(), lr=1e-4)
+
+    def __call__(self, batch):
+        t = self.dev.torch
+        F = t.nn.functional
+        ids = batch[0] if isinstance(batch, (list, tuple)) else batch
+        ids = ids.clamp(max=self.VOCAB - 1)
+        B, L = int(ids.shape[0]), int(ids.shape[1])
+        h, d = self.HEADS, self.d
+        with t.autocast(device_type=self.dev.device.type, dtype=t.bfloat16):
+            x = self.emb(ids)
+            for blk in self.blocks:
+                qkv = blk["qkv"](blk["ln1"](x)).view(B, L, 3, h, d // h).permute(2, 0, 3, 1, 4)
+                a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True)
+                x = x + blk["proj"](a.transpose(1, 2).reshape(B, L, d))
+                x = x + blk["down"](F.gelu(blk["up"](blk["ln2"](x))))
+            loss = x.float().pow(2).mean()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+    def describe(self):
+        return {"kind": "decoder", "layers": self.layers, "d_model": self.d, "heads": self.HEADS,
+                "vocab": self.VOCAB, "attention": "scaled_dot_product_attention(is_causal=True)",
+                "autocast": "bf16", "optimizer": "SGD"}
+
+
+# (rows, tokens a row) the sequence step is timed at for its fit (comp_sequence_step_shapes): rows x length from 4k to
+# 131k positions, lengths 128-2048, so both the per-position and the per-squared-length terms are pinned down
+SEQ_FIT_SHAPES = ((16, 256), (16, 1024), (32, 128), (32, 512), (32, 1024), (8, 2048), (64, 512), (128, 256),
+                  (128, 1024))
+
+
+def _solve3(m, v):
+    """Pure: the solution of a 3x3 linear system (Cramer's rule); None when singular."""
+    def det(a):
+        return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+                + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
+    d = det(m)
+    if abs(d) < 1e-300:
+        return None
+    out = []
+    for j in range(3):
+        mj = [[v[i] if c == j else m[i][c] for c in range(3)] for i in range(3)]
+        out.append(det(mj) / d)
+    return out
+
+
+def fit_sequence_step(points):
+    """Pure: step time = fixed + per_token x rows x length + per_token_squared x rows x length^2, fitted to
+    points [{"rows", "tokens", "step_s"}] by least squares on relative errors (each point weighted 1 / step^2, so a
+    4 ms step counts as much as a 130 ms one). A term that comes out negative is dropped (0) and the rest refitted.
+    Returns {"fixed_s", "per_token_s", "per_token_squared_s", "max_rel_residual", "n"}; None with fewer than three
+    points."""
+    pts = [(float(q["rows"]), float(q["tokens"]), float(q["step_s"])) for q in points if q.get("step_s")]
+    if len(pts) < 3:
+        return None
+    rows = [(1.0, b * l, b * l * l, y) for b, l, y in pts]
+    scale = [1.0, 1.0 / max(r[1] for r in rows), 1.0 / max(r[2] for r in rows)]   # conditioning
+    keep = [True, True, True]
+    for _ in range(3):
+        idx = [j for j in range(3) if keep[j]]
+        m = [[0.0] * 3 for _ in range(3)]
+        v = [0.0] * 3
+        for r in rows:
+            w = 1.0 / (r[3] * r[3])
+            x = [r[j] * scale[j] for j in range(3)]
+            for i in range(3):
+                v[i] += w * x[i] * r[3] if keep[i] else 0.0
+                for j in range(3):
+                    m[i][j] += w * x[i] * x[j] if keep[i] and keep[j] else 0.0
+        for j in range(3):
+            if not keep[j]:
+                m[j][j], v[j] = 1.0, 0.0
+        sol = _solve3(m, v)
+        if sol is None:
+            return None
+        coef = [sol[j] * scale[j] if keep[j] else 0.0 for j in range(3)]
+        negative = [j for j in idx if coef[j] < 0]
+        if not negative:
+            break
+        keep[min(negative, key=lambda j: coef[j] / scale[j])] = False
+    resid = max(abs(coef[0] + coef[1] * r[1] + coef[2] * r[2] - r[3]) / r[3] for r in rows)
+    return {"fixed_s": coef[0], "per_token_s": coef[1], "per_token_squared_s": coef[2],
+            "max_rel_residual": resid, "n": len(rows)}
+
+
 class ResNetStep:
     """torchvision ResNet (50 on GPU), bf16 autocast, channels_last, SGD momentum."""
 
@@ -1244,9 +1385,16 @@ class Harness:
             p8, s8 = gen_tensors(root, "tensor_u8", n_t8, shp, "uint8", pool)
             self.datasets["tensor_u8"] = NpyTensorDataset(p8)
             self._ds_info("tensor_u8", p8, s8, f"np.load of uint8 {shp} .npy")
-        path, offs, lens, vocab = gen_tokens(root, n_tok)
+        path, offs, lens, vocab, tokens_per_line = gen_tokens(root, n_tok)
         self.datasets["tokens"] = TokenDataset(path, offs, lens, vocab)
         self._ds_info("tokens", [path], lens, "pread one text line, word-vocab tokenize; pad-to-longest collate")
+        # the same lines, truncated at and padded to SEQ_PAD_MAX_TOKENS (convert: sequence.collate pad_to_max)
+        self.datasets["tokens_pad512"] = self.datasets["tokens"]
+        self._ds_info("tokens_pad512", [path], lens, "pread one text line, word-vocab tokenize; truncate at and pad "
+                      f"every row to {SEQ_PAD_MAX_TOKENS} tokens")
+        for kind in ("tokens", "tokens_pad512"):
+            self.doc["datasets"][kind]["tokens_per_sample"] = token_length_stats(tokens_per_line)
+        self.doc["datasets"]["tokens_pad512"]["max_tokens"] = SEQ_PAD_MAX_TOKENS
         os.sync()
         log(f"data generated in {time.perf_counter() - t0:.1f}s: "
             + ", ".join(f"{k} n={v['n']} mean {v['sample_bytes']['mean']/1e3:.0f} kB"
@@ -1261,13 +1409,15 @@ class Harness:
         self._paths[kind] = list(paths)
 
     def collate_fn(self, kind):
+        if kind == "tokens_pad512":
+            return PadToMaxCollate(SEQ_PAD_MAX_TOKENS)
         return pad_collate if kind == "tokens" else None
 
     # ------------------------------------------------------------------ components
     def comp_load(self, kind):
         c = self.doc["components"]["load"]
         if kind not in c:
-            n = {"image": 400, "tensor_f32": 300, "tensor_u8": 300, "tokens": 400}.get(kind, 300)
+            n = {"image": 400, "tensor_f32": 300, "tensor_u8": 300, "tokens": 400, "tokens_pad512": 400}.get(kind, 300)
             if self.quick:
                 n = n // 2
             t0 = time.perf_counter()
@@ -1349,6 +1499,8 @@ class Harness:
         if name not in self.steps:
             if name.startswith("mm:"):
                 self.steps[name] = MatmulStep(self.dev, float(name[3:]) / 1e3)
+            elif name.startswith("seq:"):
+                self.steps[name] = SequenceStep(self.dev, int(name[4:]))
             elif name in ("resnet50",):
                 self.steps[name] = ResNetStep(self.dev, name)
             else:
@@ -1646,6 +1798,49 @@ class Harness:
             + f", synthetic loop {loop_s*1e3:.2f} "
             f"ms/step -> step_s {c[key]['step_s']*1e3:.2f} ms ({time.perf_counter()-t0:.1f}s)")
         return c[key]
+
+    def comp_sequence_step_shapes(self, step_name):
+        """A sequence step model's GPU time at SEQ_FIT_SHAPES (synthetic token ids already on the GPU), sustained back
+        to back as comp_step's step_s, and its fit (fit_sequence_step): convert's sequence.step_s_per_token,
+        step_s_per_token_squared and the fixed training.step_s. Once per step model."""
+        c = self.doc["components"].setdefault("sequence_step_shapes", {})
+        if step_name in c:
+            return c[step_name]
+        t, dev = self.t, self.dev
+        t0 = time.perf_counter()
+        model = self.step_model(step_name)
+        points = []
+        for rows, tokens in SEQ_FIT_SHAPES:
+            if dev.cpu:
+                rows, tokens = max(1, rows // 8), max(8, tokens // 8)
+            g = t.Generator(device="cpu").manual_seed(rows * 100000 + tokens)
+            ids = t.randint(2, 8000, (rows, tokens), generator=g, dtype=t.int64).to(dev.device)
+            gb = (ids, t.full((rows,), tokens, dtype=t.int64).to(dev.device))
+            for _ in range(3):
+                loss = model(gb)
+            dev.sync()
+            n = 4 if self.quick else 10
+            evs = [dev.event() for _ in range(n + 1)]
+            evs[0].record()
+            for j in range(n):
+                loss = model(gb)
+                evs[j + 1].record()
+            dev.sync()
+            sus = summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n)])
+            points.append({"rows": rows, "tokens": tokens, "step_s": sus["mean"], "cv": sus["cv"]})
+            del gb, ids
+        float(loss.item())
+        fit = fit_sequence_step(points)
+        c[step_name] = {"points": points, "fit": fit, "model": model.describe(),
+                        "method": "synthetic token ids (rows x tokens) on the GPU; 3 warm-up steps, then the mean "
+                                  "interval between CUDA events around back-to-back steps (no sync between); "
+                                  "fit_sequence_step: fixed + per position + per squared row length, relative "
+                                  "least squares"}
+        if fit:
+            log(f"component sequence_step_shapes[{step_name}]: fixed {fit['fixed_s']*1e3:.2f} ms, "
+                f"{fit['per_token_s']*1e9:.1f} ns a position, {fit['per_token_squared_s']*1e12:.3f} ps a squared "
+                f"length; worst point {fit['max_rel_residual']*100:.1f}% off ({time.perf_counter()-t0:.1f}s)")
+        return c[step_name]
 
     def comp_host_under_load(self, step_name, kind, bs, busy):
         """The training loop's own host time with `busy` other cores busy, against the same loop alone,
@@ -2493,6 +2688,8 @@ class Harness:
         comps["load"] = self.comp_load(kind)
         comps["collate"] = self.comp_collate(kind, bs)
         comps["step"] = self.comp_step(k["step"], kind, bs)
+        if k["step"].startswith("seq:"):
+            comps["sequence_step_shapes"] = self.comp_sequence_step_shapes(k["step"])
         heavy = step_is_heavy(k["step"], comps["step"])
         if nw > 0 and heavy:
             try:                                   # a host-heavy loop (ResNet-50): does the CPU slow it?
@@ -2529,6 +2726,10 @@ class Harness:
             comps["in_worker"] = self.comp_in_worker(kind, bs)
             comps["load_scaling"] = self.comp_load_scaling(kind, bs)
         comps["sample_bytes"] = self.doc["datasets"][kind]["sample_bytes"]
+        if self.doc["datasets"][kind].get("tokens_per_sample"):   # a token kind: convert's sequence section
+            comps["tokens_per_sample"] = self.doc["datasets"][kind]["tokens_per_sample"]
+            if self.doc["datasets"][kind].get("max_tokens"):
+                comps["max_tokens"] = self.doc["datasets"][kind]["max_tokens"]
         if k.get("storage") == "cold":
             if nw > 0 and not self.quick:
                 # since run 23's plan: the loader probed once more BEFORE the cold case, while the dataset is still
@@ -3003,6 +3204,12 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
         add("storage_image", [{"storage": "warm"}, {"storage": "cold"}])
     BS = [32, 128] if quick else [16, 32, 64, 128]
     add("batch_size", [{"batch_size": b, "step": f"mm:{25 * b / 64:g}"} for b in BS])
+    # Variable-length sequences (pipeplan's sequence section): token batches padded to their longest at three batch
+    # sizes (the longest of more samples pads more) and to a fixed 512, behind a decoder step whose GPU time follows
+    # the batch's shape; GPU-bound, so the prediction is the padding and the step's fit
+    add("sequence_step", [{"batch_size": b} for b in ([32, 128] if quick else [16, 32, 128])]
+        + [{"kind": "tokens_pad512", "batch_size": 32}],
+        dict(BASE, kind="tokens", num_workers=4, step="seq:4"))
     add("prefetch_factor", [{"prefetch_factor": p} for p in ([1, 4] if quick else [1, 2, 4])],
         dict(BASE, num_workers=4))
     ep = dict(epochs=3, steps_per_epoch=6) if quick else dict(epochs=4, steps_per_epoch=10)

@@ -1,0 +1,129 @@
+"""The sequence validation's pure parts (harness: the step's fit, the token lengths, the family; convert: the scenario's
+sequence section) against hand calculations, and the converted scenario run through pipeplan where it is built."""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import convert  # noqa: E402
+from test_convert import load_harness, make_case  # noqa: E402
+
+PIPEPLAN = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
+
+
+def seq_case(kind="tokens", bs=32, fixed=0.002, per_token=3e-7, per_sq=2e-10, max_tokens=None):
+    c = make_case("r1:00-sequence_step-tokens", "sequence_step", 1000.0, 0.03, 0.035, nw=4, bs=bs, kind=kind,
+                  step="seq:4")
+    c["components"]["tokens_per_sample"] = {"mean": 256.0, "cv": 0.6, "max": 2048.0, "n": 6000}
+    if max_tokens:
+        c["components"]["max_tokens"] = max_tokens
+    c["components"]["sequence_step_shapes"] = {"fit": {"fixed_s": fixed, "per_token_s": per_token,
+                                                       "per_token_squared_s": per_sq, "max_rel_residual": 0.01}}
+    c["components"]["collate"]["batch_bytes"] = {"mean": bs * 800 * 8.0}
+    return c
+
+
+class SequenceStepFitTest(unittest.TestCase):
+    def test_recovers_known_terms(self):
+        h = load_harness()
+        pts = [{"rows": b, "tokens": n, "step_s": 0.002 + 3e-7 * b * n + 2e-10 * b * n * n} for b, n in h.SEQ_FIT_SHAPES]
+        fit = h.fit_sequence_step(pts)
+        self.assertAlmostEqual(fit["fixed_s"], 0.002, places=9)
+        self.assertAlmostEqual(fit["per_token_s"] / 3e-7, 1.0, places=6)
+        self.assertAlmostEqual(fit["per_token_squared_s"] / 2e-10, 1.0, places=6)
+        self.assertLess(fit["max_rel_residual"], 1e-9)
+
+    def test_relative_least_squares_and_a_dropped_term(self):
+        h = load_harness()
+        # a step with no attention term and 2% noise alternating: the squared term comes out near 0 or is dropped,
+        # never negative; the linear term within 3%
+        pts = [{"rows": b, "tokens": n, "step_s": (0.004 + 5e-7 * b * n) * (1.02 if i % 2 else 0.98)}
+               for i, (b, n) in enumerate(h.SEQ_FIT_SHAPES)]
+        fit = h.fit_sequence_step(pts)
+        self.assertGreaterEqual(fit["per_token_squared_s"], 0.0)
+        self.assertGreaterEqual(fit["fixed_s"], 0.0)
+        self.assertAlmostEqual(fit["per_token_s"] / 5e-7, 1.0, delta=0.03)
+        self.assertIsNone(h.fit_sequence_step(pts[:2]))
+
+    def test_token_lengths_and_the_family(self):
+        h = load_harness()
+        st = h.token_length_stats([100, 200, 300])
+        self.assertAlmostEqual(st["mean"], 200.0)
+        self.assertEqual((st["max"], st["n"]), (300.0, 3))
+        cases = h.build_cases(False, ["sequence_step"])
+        self.assertEqual([(c["knobs"]["kind"], c["knobs"]["batch_size"]) for c in cases],
+                         [("tokens", 16), ("tokens", 32), ("tokens", 128), ("tokens_pad512", 32)])
+        self.assertTrue(all(c["knobs"]["step"] == "seq:4" and c["knobs"]["num_workers"] == 4 for c in cases))
+        self.assertFalse(h.step_is_heavy("seq:4"))
+        # its shapes are timed once a call: the budget counts SEQ_SHAPES_S once, not again once measured
+        with_shapes = h.setup_overhead_s(cases, {})
+        measured = h.setup_overhead_s(cases, {"sequence_step_shapes": {"seq:4": {}}})
+        self.assertAlmostEqual(with_shapes - measured, h.SEQ_SHAPES_S)
+
+
+class SequenceSectionTest(unittest.TestCase):
+    def test_pad_to_longest_and_pad_to_max(self):
+        seq, fixed = convert.sequence_section(seq_case())
+        self.assertEqual(seq["collate"], "pad_to_longest")
+        self.assertEqual(seq["tokens_per_sample"], {"mean": 256.0, "cv": 0.6, "kind": "lognormal"})
+        self.assertEqual((seq["step_s_per_token"], seq["step_s_per_token_squared"], fixed), (3e-7, 2e-10, 0.002))
+        self.assertNotIn("max_tokens", seq)
+        seq, _ = convert.sequence_section(seq_case(kind="tokens_pad512", max_tokens=512))
+        self.assertEqual((seq["collate"], seq["max_tokens"]), ("pad_to_max", 512))
+
+    def test_other_cases_have_none(self):
+        self.assertIsNone(convert.sequence_section(make_case("x", "data_kind", 1.0, 0.1, 0.1, kind="tokens")))
+        c = seq_case()
+        del c["components"]["sequence_step_shapes"]
+        self.assertIsNone(convert.sequence_section(c))
+        # a fit through the origin keeps a positive fixed part, which the simulator needs
+        self.assertEqual(convert.sequence_section(seq_case(fixed=0.0))[1], 1e-6)
+
+    def test_scenario_has_the_section_and_no_item_bytes(self):
+        s = convert.scenario_for(seq_case(), {"cpu_cores": 16})
+        self.assertIn("sequence", s)
+        self.assertNotIn("item_bytes", s["dataset"])
+        self.assertEqual(s["training"]["step_s"], 0.002)
+        self.assertEqual(s["training"]["step_s_vs_gpu_duty"], [])
+        plain = convert.scenario_for(make_case("x", "data_kind", 1.0, 0.1, 0.1), {"cpu_cores": 16})
+        self.assertNotIn("sequence", plain)
+        self.assertIn("item_bytes", plain["dataset"])
+
+    @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_converted_case_simulates_the_expected_padding(self):
+        # GPU-bound (a 0.002 + 3e-7 x positions s step on 32 rows, loads of 0.1 ms a sample and
+        # 1 ms collates over 4 workers, no sync a step): the mean step is the fixed part plus 3e-7 x 32 x E[max of 32
+        # lognormal(256, cv 0.6) lengths], the order statistic integrated from the lognormal's CDF
+        c = seq_case(per_sq=0.0)
+        c["components"]["load"]["mean"] = 0.0001
+        c["components"]["collate"]["s_per_batch"]["mean"] = 0.001
+        c["knobs"]["sync_every"] = 0   # no sync a step: the loop's launches and the copy overlap the GPU step
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        s["training"]["steps"] = 1500
+        s["dataset"]["num_samples"] = 32 * 1500   # one epoch over the run, as convert writes it for the case's own
+        s2 = math.log1p(0.36)
+        mu = math.log(256.0) - s2 / 2
+
+        def cdf(x):
+            return 0.5 * math.erfc(-(math.log(x) - mu) / math.sqrt(2 * s2))
+        e_max = sum(1 - cdf(x + 0.5) ** 32 for x in range(0, 20000))
+        want = 0.002 + 3e-7 * 32 * e_max
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.json")
+            json.dump(s, open(path, "w"))
+            p = subprocess.run([PIPEPLAN, "simulate", path, "--format", "json"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = json.loads(p.stdout)
+        self.assertEqual(r["bottleneck"]["stage"], "gpu_compute")
+        self.assertAlmostEqual(r["step_time_s"]["mean"] / want, 1.0, delta=0.02)
+        self.assertAlmostEqual(r["synthetic_baseline"]["step_time_s"] / want, 1.0, delta=0.015)
+
+
+if __name__ == "__main__":
+    unittest.main()
