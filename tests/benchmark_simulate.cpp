@@ -1,7 +1,8 @@
 // pipeplan_bench: how fast `pipeplan simulate` runs the bundled default scenario (one GPU,
 // 8 workers), and how its wall time grows with steps; then the same scenario read cold from storage
 // (storage.page_cache_hit_ratio=0), whose reads went through a SimGrid disk that grew quadratically with
-// steps until the seventeenth session, sample by sample and batch by batch (storage.worker_reads). A
+// steps until the seventeenth session, sample by sample and batch by batch (storage.worker_reads); and the bundled
+// sequence example, padded and packed (a batch's shape drawn from its samples' lengths). A
 // benchmark, not a test: it prints figures and the targets beside them; it fails nothing.
 //   build/tests/pipeplan_bench [STEPS...]   (default: 1000 10000 100000)
 #include <chrono>
@@ -67,5 +68,12 @@ int main(int argc, char** argv) {
     return 1;
   std::printf("\nthe same, each batch's files read at once (--set storage.worker_reads=per_batch)\n");
   if (!bench(steps_list, {"--set", "storage.page_cache_hit_ratio=0", "--set", "storage.worker_reads=per_batch"})) return 1;
+  // a sequence job draws every sample's length for each batch's shape (scenarios/lm-sequences.json: 32 a batch,
+  // padded to the longest); packing draws until its rows are full (about 82 samples a batch there)
+  const std::string lm = pipeplan::test::test_data("../../scenarios/lm-sequences.json");
+  std::printf("\nscenarios/lm-sequences.json (variable-length token sequences, padded to each batch's longest)\n");
+  if (!bench(steps_list, {lm})) return 1;
+  std::printf("\nthe same packed (--set sequence.collate=pack)\n");
+  if (!bench(steps_list, {lm, "--set", "sequence.collate=pack"})) return 1;
   return 0;
 }

@@ -136,6 +136,27 @@ TEST(CliErrors, ContradictorySettingsPyTorchRejects) {
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }
 
+TEST(CliErrors, BadSequenceSections) {
+  const char* seq = R"({"loader": {"batch_size": 8, "num_workers": 2}, "training": {"step_s": 0.01, "steps": 50},
+                       "sequence": {"tokens_per_sample": {"mean": 300, "cv": 0.5}, "max_tokens": 512}})";
+  const std::vector<BadCase> cases = {
+      {"pack without a row length", R"({"training": {"step_s": 0.01}, "sequence": {"tokens_per_sample": 100, "collate": "pack"}})",
+       {"simulate", "{S}"}, {"sequence.max_tokens", "collate=pack"}},
+      {"bucket boundaries out of order", seq,
+       {"simulate", "{S}", "--set", "sequence.collate=bucket", "--set", "sequence.bucket_boundaries_tokens=[256,64]"},
+       {"sequence.bucket_boundaries_tokens[1]", "64", "above the previous boundary"}},
+      {"item bytes beside a sequence", seq, {"simulate", "{S}", "--set", "dataset.item_bytes=1000"},
+       {"dataset.item_bytes", "sequence.bytes_per_token"}},
+      {"no lengths", R"({"training": {"step_s": 0.01}, "sequence": {"collate": "pad_to_longest"}})", {"simulate", "{S}"},
+       {"sequence.tokens_per_sample", "required"}},
+      {"a negative per-token step", seq, {"simulate", "{S}", "--set", "sequence.step_s_per_token=-1"},
+       {"sequence.step_s_per_token", "-1"}},
+      {"a sweep over a bad collate", seq, {"sweep", "{S}", "--vary", "sequence.collate=pack,padded"},
+       {"sequence.collate", "padded"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
 TEST(CliErrors, BadSetPathsAndOptions) {
   const std::vector<BadCase> cases = {
       {"set without =", kGood, {"simulate", "{S}", "--set", "loader.num_workers"}, {"--set", "KEY.PATH=VALUE"}},
