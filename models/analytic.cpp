@@ -129,6 +129,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
       comm_s += collective_time_s(p.nccl.all_reduce, b, all_reduce_bus_factor(s.node.gpus));
     out.push_back({"comm", gpus * per_batch(batch, comm_s)});
   }
+  // FSDP's collectives a step, one after another on NCCL's stream: their sum bounds the step when none is hidden
+  if (s.fsdp.enabled() && s.node.gpus > 1)
+    out.push_back({"comm", gpus * per_batch(batch, fsdp_comm_s_per_step(s.fsdp, p.nccl, s.node.gpus))});
   return out;
 }
 

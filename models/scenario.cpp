@@ -103,10 +103,50 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
                                          expected_shape_batches(s.loader.batch_size, samples_per_batch));
 }
 
+// The `fsdp` section (docs/scenario.md): a model wrapped in FullyShardedDataParallel, unit by unit.
+void read_fsdp(ObjectReader& top, Scenario& s) {
+  const std::string& file = top.file();
+  ObjectReader r = top.object("fsdp");
+  FsdpConfig& f = s.fsdp;
+  const json* units = r.raw("unit_parameter_bytes");
+  const std::string expected = "the unsharded parameter bytes of each FSDP unit in forward order: an array, or "
+                               "{\"count\": N, \"bytes\": B} (1 to " + std::to_string(kMaxFsdpUnits) + " units)";
+  if (!units) throw InputError(file, r.path_of("unit_parameter_bytes"), "nothing", expected + " (required in an fsdp section)");
+  if (units->is_array()) {
+    if (units->empty() || units->size() > static_cast<std::size_t>(kMaxFsdpUnits)) r.fail("unit_parameter_bytes", *units, expected);
+    for (std::size_t i = 0; i < units->size(); ++i) {
+      const json& b = (*units)[i];
+      if (!b.is_number() || !(b.get<double>() > 0.0) || !std::isfinite(b.get<double>()))
+        throw InputError(file, r.path_of("unit_parameter_bytes") + "[" + std::to_string(i) + "]", show_value(b), "a number > 0");
+      f.unit_parameter_bytes.push_back(b.get<double>());
+    }
+  } else if (units->is_object()) {
+    ObjectReader q = r.object("unit_parameter_bytes");
+    const auto count = q.integer("count", 1, Range::between(1, kMaxFsdpUnits));
+    const double bytes = q.required_number("bytes", Range::positive());
+    q.finish();
+    f.unit_parameter_bytes.assign(static_cast<std::size_t>(count), bytes);
+  } else {
+    r.fail("unit_parameter_bytes", *units, expected);
+  }
+  f.gradient_bytes_per_parameter_byte = r.number("gradient_bytes_per_parameter_byte", 1.0, {0.0, 16.0, true});
+  f.reshard_after_forward = r.boolean("reshard_after_forward", true);
+  f.all_gathers_in_flight = static_cast<int>(r.integer("all_gathers_in_flight", 2, Range::between(1, kMaxFsdpUnits)));
+  const std::string prefetch = r.choice("backward_prefetch", "backward_pre", {"backward_pre", "backward_post", "none"});
+  f.backward_prefetch = prefetch == "backward_post" ? FsdpBackwardPrefetch::kBackwardPost
+                        : prefetch == "none"        ? FsdpBackwardPrefetch::kNone
+                                                    : FsdpBackwardPrefetch::kBackwardPre;
+  r.finish();
+  if (s.ddp.gradient_bytes > 0.0)
+    throw InputError(file, "ddp.gradient_bytes", show_value(s.ddp.gradient_bytes),
+                     "0 with an fsdp section (a model is wrapped in DDP or in FSDP, not both)");
+}
+
 }  // namespace
 
 double estimated_activities(const Scenario& s, std::int64_t steps) {
-  const double buckets = s.node.gpus > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0;
+  const double buckets = (s.node.gpus > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0) +
+                         3.0 * static_cast<double>(s.fsdp.unit_parameter_bytes.size());
   // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
   const double threads = static_cast<double>(s.node.gpus) * (s.loader.num_workers + 2);
@@ -487,6 +527,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     r.finish();
   }
   if (top.has("sequence")) read_sequence(top, s, item_bytes_given);
+  if (top.has("fsdp")) read_fsdp(top, s);
   top.finish();
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0) {
     // Each bucket is a simulated collective per step: keep their number sane.

@@ -12,6 +12,7 @@
 
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
+#include "models/fsdp.hpp"
 #include "models/profile.hpp"
 #include "models/sequence.hpp"
 
@@ -21,6 +22,8 @@ namespace pipeplan {
 constexpr std::int64_t kMaxSteps = 2'000'000;
 // DDP buckets per step the simulator accepts (each is a simulated all-reduce).
 constexpr int kMaxBucketsPerStep = 4096;
+// FSDP units a scenario may have (each is two or three simulated collectives per step).
+constexpr int kMaxFsdpUnits = 4096;
 // Simulated work the CLI accepts in one run (about two minutes at ~400k activities per second).
 constexpr double kMaxSimulatedActivities = 5.0e7;
 
@@ -240,6 +243,7 @@ struct Scenario {
   TransferConfig transfer;
   TrainingConfig training;
   DdpConfig ddp;
+  FsdpConfig fsdp;  // off unless the scenario has an fsdp section (not with DDP's gradient_bytes)
   SequenceConfig sequence;
   MeanBatchShape sequence_mean;  // the sequence's expected batch (expected_batch_shape), set by parse_scenario
 

@@ -102,6 +102,20 @@ struct Comm {
   double busy_s = 0.0;
 };
 
+// FSDP's collectives shared by all ranks of one world (real or baseline): a step's ops in issue order
+// (models::fsdp_step_ops), run one after another on NCCL's stream once every rank has issued each.
+struct FsdpComm {
+  std::vector<FsdpOp> ops;
+  std::vector<double> op_s;
+  std::vector<Counter*> issued;  // each rank's count of ops issued (in the ops' order, step after step)
+  Counter done;                  // ops finished (every rank's)
+  double busy_until_s = 0.0;     // when the collective running now ends (compute beside it runs slower)
+  double busy_s = 0.0;
+  // an op's index in `ops`: the forward and backward all-gather and the reduce-scatter of each unit
+  std::vector<int> forward_gather, backward_gather, reduce_scatter;
+  double total_parameter_bytes = 0.0;
+};
+
 struct World;
 
 struct Rank {
@@ -109,6 +123,8 @@ struct Rank {
   bool synthetic = false;
   World* world = nullptr;
   Comm* comm = nullptr;
+  FsdpComm* fsdp = nullptr;
+  Counter fsdp_issued;
   sg4::Host* cpu = nullptr;
   sg4::Host* gpu = nullptr;
   sg4::MutexPtr gil;  // the main process's interpreter lock (main thread + pin thread)
@@ -203,6 +219,7 @@ struct World {
   sg4::Host* storage = nullptr;  // see "storage" at the top
   std::vector<std::unique_ptr<Rank>> ranks;  // real ranks first, then baseline ranks
   std::unique_ptr<Comm> comm, baseline_comm;
+  std::unique_ptr<FsdpComm> fsdp, baseline_fsdp;
   Window window, baseline_window;
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
@@ -716,6 +733,52 @@ void attribute_gap(Rank& r, std::int64_t step, double gap_start_s, double gap_en
   r.idle_host_s += std::max(0.0, gap_end_s - gap_start_s - data - copy);
 }
 
+// One step's forward and backward under FSDP, unit by unit (models/fsdp.hpp): each unit waits for its all-gather, and
+// its compute runs slower while a collective runs beside it (compute.gemm_kept_with_nccl); forward all-gathers are
+// issued all_gathers_in_flight units ahead, backward ones by backward_prefetch, a unit's reduce-scatter after its
+// backward; the optimizer waits for the last reduce-scatter. Returns the time the compute stream waited for
+// collectives (exposed communication).
+double fsdp_step(Rank& r, std::int64_t step, double forward_s, double backward_s) {
+  World& world = *r.world;
+  const Scenario& s = *world.scenario;
+  FsdpComm& f = *r.fsdp;
+  const FsdpConfig& cfg = s.fsdp;
+  const int units = static_cast<int>(cfg.unit_parameter_bytes.size());
+  const std::int64_t base = step * static_cast<std::int64_t>(f.ops.size());
+  const double kept = world.profile->compute.gemm_kept_with_nccl;
+  double exposed_s = 0.0;
+  auto issue = [&]() { r.fsdp_issued.add(); };  // the ops go out in fsdp_step_ops's order, on every rank alike
+  auto wait_for = [&](int op) {
+    const double t0 = sg4::Engine::get_clock();
+    f.done.wait_at_least(base + op + 1);
+    exposed_s += sg4::Engine::get_clock() - t0;
+  };
+  auto compute = [&](double work_s) {
+    sg4::this_actor::sleep_for(compute_beside_comm_s(work_s, f.busy_until_s - sg4::Engine::get_clock(), kept));
+  };
+  const int ahead = std::min(units, cfg.all_gathers_in_flight);
+  for (int u = 0; u < ahead; ++u) issue();
+  for (int u = 0; u < units; ++u) {
+    wait_for(f.forward_gather[u]);
+    compute(forward_s * cfg.unit_parameter_bytes[u] / f.total_parameter_bytes);
+    if (u + ahead < units) issue();
+  }
+  const bool regather = cfg.reshard_after_forward;
+  if (regather) issue();  // the last unit's all-gather for backward
+  for (int u = units - 1; u >= 0; --u) {
+    const bool next = regather && u > 0;
+    if (next && cfg.backward_prefetch == FsdpBackwardPrefetch::kBackwardPre) issue();
+    if (regather && u < units - 1 && cfg.backward_prefetch == FsdpBackwardPrefetch::kNone) issue();  // its own, now
+    if (regather) wait_for(f.backward_gather[u]);
+    compute(backward_s * cfg.unit_parameter_bytes[u] / f.total_parameter_bytes);
+    if (next && cfg.backward_prefetch == FsdpBackwardPrefetch::kBackwardPost) issue();
+    issue();  // the unit's reduce-scatter
+  }
+  wait_for(static_cast<int>(f.ops.size()) - 1);  // the optimizer needs every gradient shard
+  r.activities += static_cast<std::int64_t>(f.ops.size());
+  return exposed_s;
+}
+
 void compute_stream_actor(Rank& r) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
@@ -759,10 +822,13 @@ void compute_stream_actor(Rank& r) {
                                          humps.period_s, humps.high_share);
     }
     const double forward_share = s.training.forward_s / s.training.step_s();
-    sg4::this_actor::sleep_for(op.duration_s * forward_share);
-    double backward_s = op.duration_s - op.duration_s * forward_share;
+    const double forward_s = op.duration_s * forward_share;
+    const double backward_s = op.duration_s - forward_s;
     double exposed_comm_s = 0.0;
-    if (r.comm && !r.comm->bucket_bytes.empty()) {
+    if (r.fsdp) {
+      exposed_comm_s = fsdp_step(r, op.step, forward_s, backward_s);  // unit by unit beside FSDP's collectives
+    } else if (r.comm && !r.comm->bucket_bytes.empty()) {
+      sg4::this_actor::sleep_for(forward_s);
       // Backward produces gradients at a steady rate; each bucket's all-reduce launches when
       // it fills, and runs beside the rest of backward, which NCCL's kernels slow.
       const auto& buckets = r.comm->bucket_bytes;
@@ -777,6 +843,7 @@ void compute_stream_actor(Rank& r) {
       exposed_comm_s = sg4::Engine::get_clock() - wait_from_s;
       r.activities += nb;
     } else {
+      sg4::this_actor::sleep_for(forward_s);
       sg4::this_actor::sleep_for(backward_s);
     }
     const double kernels_end_s = sg4::Engine::get_clock();
@@ -840,6 +907,27 @@ void comm_actor(World& world, Comm& comm, bool synthetic) {
       for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, "all_reduce", t0, t1, n / nb);
     }
     comm.buckets_done.add();
+  }
+}
+
+void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
+  const std::int64_t nops = static_cast<std::int64_t>(comm.ops.size());
+  const Window& window = synthetic ? world.baseline_window : world.window;
+  for (std::int64_t n = 0;; ++n) {
+    for (Counter* c : comm.issued) c->wait_at_least(n + 1);  // every rank has issued it
+    const std::size_t j = static_cast<std::size_t>(n % nops);
+    const double t0 = sg4::Engine::get_clock();
+    comm.busy_until_s = t0 + comm.op_s[j];
+    sg4::this_actor::sleep_for(comm.op_s[j]);
+    const double t1 = sg4::Engine::get_clock();
+    if (!synthetic) {
+      comm.busy_s += window.overlap(t0, t1);
+      const FsdpOp& op = comm.ops[j];
+      const std::string name = std::string(op.kind == FsdpOp::Kind::kAllGather ? "all_gather" : "reduce_scatter") +
+                               " unit " + std::to_string(op.unit) + (op.backward && op.kind == FsdpOp::Kind::kAllGather ? " (backward)" : "");
+      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, name.c_str(), t0, t1, n / nops);
+    }
+    comm.done.add();
   }
 }
 
@@ -1216,6 +1304,26 @@ std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
 
 }  // namespace
 
+std::unique_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
+  if (!s.fsdp.enabled()) return nullptr;
+  auto f = std::make_unique<FsdpComm>();
+  f->ops = fsdp_step_ops(s.fsdp);
+  const int units = static_cast<int>(s.fsdp.unit_parameter_bytes.size());
+  f->forward_gather.assign(units, -1);
+  f->backward_gather.assign(units, -1);
+  f->reduce_scatter.assign(units, -1);
+  for (std::size_t j = 0; j < f->ops.size(); ++j) {
+    const FsdpOp& op = f->ops[j];
+    f->op_s.push_back(fsdp_op_s(op, p.nccl, s.node.gpus));
+    auto& index = op.kind == FsdpOp::Kind::kReduceScatter ? f->reduce_scatter
+                  : op.backward                          ? f->backward_gather
+                                                         : f->forward_gather;
+    index[op.unit] = static_cast<int>(j);
+  }
+  for (double b : s.fsdp.unit_parameter_bytes) f->total_parameter_bytes += b;
+  return f;
+}
+
 SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace) {
   World world;
   world.scenario = &scenario;
@@ -1259,6 +1367,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
 
   world.comm = make_comm(scenario, profile);
   world.baseline_comm = make_comm(scenario, profile);
+  world.fsdp = make_fsdp(scenario, profile);
+  world.baseline_fsdp = make_fsdp(scenario, profile);
 
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked]() { deadlocked = true; });
@@ -1272,6 +1382,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
       r.synthetic = synthetic;
       r.world = &world;
       r.comm = synthetic ? world.baseline_comm.get() : world.comm.get();
+      r.fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
+      if (r.fsdp) r.fsdp->issued.push_back(&r.fsdp_issued);
       r.cpu = synthetic ? baseline_cpu : cpu;
       r.gpu = synthetic ? baseline_gpu_hosts[g] : gpu_hosts[g];
       r.gil = sg4::Mutex::create();
@@ -1303,6 +1415,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
         }
         trace.name_thread(g, kComputeTrack, "compute stream", 3);
         if (world.comm) trace.name_thread(g, kCommTrack, "NCCL all-reduce", 4);
+        if (world.fsdp) trace.name_thread(g, kCommTrack, "NCCL (FSDP all-gather, reduce-scatter)", 4);
       }
       sg4::Actor::create(prefix + "-compute", r.gpu, [&r]() { compute_stream_actor(r); })->daemonize();
       sg4::Actor::create(prefix + "-main", r.cpu, [&r]() { MainLoop loop(r); loop(); });
@@ -1311,6 +1424,9 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     Comm* comm = synthetic ? world.baseline_comm.get() : world.comm.get();
     if (comm) sg4::Actor::create(synthetic ? "baseline-comm" : "comm", synthetic ? baseline_gpu_hosts[0] : gpu_hosts[0],
                                  [&world, comm, synthetic]() { comm_actor(world, *comm, synthetic); })->daemonize();
+    FsdpComm* fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
+    if (fsdp) sg4::Actor::create(synthetic ? "baseline-fsdp" : "fsdp", synthetic ? baseline_gpu_hosts[0] : gpu_hosts[0],
+                                 [&world, fsdp, synthetic]() { fsdp_comm_actor(world, *fsdp, synthetic); })->daemonize();
   }
 
   engine.run();
@@ -1425,6 +1541,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   add_stage("h2d_copy", s.loader.pin_memory ? "host-to-device copy from pinned memory" : "host-to-device copy from pageable memory (staged)", frac(copy));
   add_stage("gpu_compute", "forward and backward kernels on the compute stream", frac(compute));
   if (world.comm) add_stage("comm", "DDP gradient all-reduce (NCCL)", std::clamp(world.comm->busy_s / window, 0.0, 1.0));
+  if (world.fsdp)
+    add_stage("comm", "FSDP all-gathers and reduce-scatters (NCCL)", std::clamp(world.fsdp->busy_s / window, 0.0, 1.0));
 
   res.gpu.busy_fraction = frac(compute);
   res.gpu.idle_waiting_for_data_fraction = frac(idle_data);

@@ -1870,3 +1870,38 @@ TEST(Simulate, SequenceTokenizationLoadsTheWorkers) {
   EXPECT_NEAR(r["sequence"]["tokens_per_s"].get<double>(), 8000 / 0.0808, 0.02 * 8000 / 0.0808);
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
 }
+
+// ---- FSDP (the scenario's `fsdp` section)
+
+// Two ranks, two FSDP units of 200 MB: each all-gather or reduce-scatter moves 100 MB on a 10 GB/s bus, 10 ms, one
+// after another on NCCL's stream; a unit's forward 2 ms, its backward 4 ms. By hand, BACKWARD_PRE (AG0 AG1 AG1b AG0b
+// RS1 RS0): AG0 0-10, AG1 10-20, fwd0 10-12, fwd1 20-22; AG1b issued at 22, 22-32, AG0b 32-42; bwd1 32-36, RS1 42-52;
+// bwd0 42-46, RS0 52-62: a 62 ms step, 50 ms of it waiting for collectives (10 + 8 + 10 + 6 + 16). With no backward
+// prefetch (AG0b issued after RS1): RS1 36-46, AG0b 46-56, bwd0 56-60, RS0 60-70, a 70 ms step with 58 ms exposed.
+TEST(Simulate, FsdpCollectivesByHand) {
+  json prof = flat_profile();
+  prof["nccl"] = {{"measured", true}, {"gpus", 2}, {"all_gather", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}},
+                  {"reduce_scatter", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}}};
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["training"] = {{"forward_s", 0.004}, {"backward_s", 0.008}, {"steps", 200}};
+  s["fsdp"] = {{"unit_parameter_bytes", {{"count", 2}, {"bytes", 2e8}}}};
+  const std::string profile_path = pipeplan::test::write_temp(prof.dump());
+  const double copy_s = 32 * 1000 / 1e10;  // each step's 32 KB pageable batch copied first on the compute stream
+  const json pre = simulate(s, {}, profile_path);
+  EXPECT_NEAR(step_mean(pre), 0.062 + copy_s, 1e-7);
+  EXPECT_NEAR(samples_per_s(pre), 2 * 32 / (0.062 + copy_s), 0.01);
+  EXPECT_NEAR(pre["gpu"]["exposed_comm_fraction"].get<double>(), 50.0 / 62, 1e-3);
+  EXPECT_NEAR(pre["gpu"]["busy_fraction"].get<double>(), 12.0 / 62, 1e-3);
+  EXPECT_EQ(pre["bottleneck"]["stage"], "comm");
+  s["fsdp"]["backward_prefetch"] = "none";
+  const json none = simulate(s, {}, profile_path);
+  EXPECT_NEAR(step_mean(none), 0.070 + copy_s, 1e-7);
+  EXPECT_NEAR(none["gpu"]["exposed_comm_fraction"].get<double>(), 58.0 / 70, 1e-3);
+  // SHARD_GRAD_OP keeps forward's parameters: AG0 0-10, AG1 10-20, fwd 10-12 and 20-22, bwd1 22-26, RS1 26-36,
+  // bwd0 26-30, RS0 36-46; the next step's AG0 waits for it: a 46 ms step
+  s["fsdp"]["backward_prefetch"] = "backward_pre";
+  s["fsdp"]["reshard_after_forward"] = false;
+  EXPECT_NEAR(step_mean(simulate(s, {}, profile_path)), 0.046 + copy_s, 1e-7);
+  std::remove(profile_path.c_str());
+}
