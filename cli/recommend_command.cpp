@@ -3,7 +3,8 @@
 //
 // Which of PyTorch's input-pipeline knobs to change, and by how much it would help: a greedy search over
 // one-knob changes (num_workers, prefetch_factor, pin_memory, non_blocking, the copy stream,
-// persistent_workers, in_order, DDP's bucket_cap_mb), each point simulated with R seeds. Each round
+// persistent_workers, in_order, DDP's bucket_cap_mb, FSDP's backward_prefetch and reshard_after_forward), each point
+// simulated with R seeds. Each round
 // takes the change that raises the mean throughput most, when it does so by more than kMinGain and by
 // more than twice the seeds' standard error; it stops when none does, when the job runs within kMinGain of
 // its synthetic-data rate (the GPU sets the pace), or after --max-changes. A worker count it raised is
@@ -81,7 +82,8 @@ std::string bool_text(bool b) { return b ? "true" : "false"; }
 const std::vector<std::string>& knob_keys() {
   static const std::vector<std::string> keys{"loader.num_workers",     "loader.prefetch_factor", "loader.pin_memory",
                                              "loader.persistent_workers", "loader.in_order",     "transfer.non_blocking",
-                                             "transfer.copy_stream",   "ddp.bucket_cap_mb"};
+                                             "transfer.copy_stream",   "ddp.bucket_cap_mb",
+                                             "fsdp.backward_prefetch", "fsdp.reshard_after_forward"};
   return keys;
 }
 
@@ -124,9 +126,13 @@ std::vector<std::string> moves(const Scenario& s) {
   if (!s.transfer.non_blocking) out.push_back("transfer.non_blocking=true");
   if (s.transfer.copy_stream == CopyStream::kDefault && s.loader.pin_memory && s.transfer.non_blocking)
     out.push_back("transfer.copy_stream=side");
-  if (s.node.gpus > 1)
+  if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0)
     for (int cap : {10, 25, 50, 100})
       if (std::abs(cap - s.ddp.bucket_cap_mb) > 1e-9) out.push_back("ddp.bucket_cap_mb=" + std::to_string(cap));
+  if (s.node.gpus > 1 && s.fsdp.enabled()) {
+    if (s.fsdp.backward_prefetch != FsdpBackwardPrefetch::kBackwardPre) out.push_back("fsdp.backward_prefetch=backward_pre");
+    if (s.fsdp.reshard_after_forward) out.push_back("fsdp.reshard_after_forward=false");
+  }
   return out;
 }
 
@@ -188,6 +194,11 @@ std::string knob_value(const Scenario& s, const std::string& key) {
   if (key == "loader.pin_memory") return bool_text(s.loader.pin_memory);
   if (key == "transfer.non_blocking") return bool_text(s.transfer.non_blocking);
   if (key == "transfer.copy_stream") return s.transfer.copy_stream == CopyStream::kSide ? "side" : "default";
+  if (key == "fsdp.backward_prefetch")
+    return s.fsdp.backward_prefetch == FsdpBackwardPrefetch::kBackwardPre    ? "backward_pre"
+           : s.fsdp.backward_prefetch == FsdpBackwardPrefetch::kBackwardPost ? "backward_post"
+                                                                             : "none";
+  if (key == "fsdp.reshard_after_forward") return bool_text(s.fsdp.reshard_after_forward);
   if (key == "ddp.bucket_cap_mb") {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", s.ddp.bucket_cap_mb);
@@ -208,6 +219,9 @@ std::string caveat(const std::string& assignment) {
   if (key == "loader.pin_memory" && value == "true")
     return "pin_memory=True page-locks each batch in host memory until it is copied (prefetch_factor x num_workers "
            "batches at most)";
+  if (key == "fsdp.reshard_after_forward" && value == "false")
+    return "reshard_after_forward=False (SHARD_GRAD_OP) keeps each unit's gathered parameters from forward to backward: "
+           "the whole model's parameters stay unsharded on every GPU for the step";
   if (key == "transfer.copy_stream" && value == "side")
     return "copy_stream=side: the step must wait for the copy stream (wait_stream) and each copied tensor "
            "record_stream on the compute stream, or a batch is read before it lands or freed too early";
@@ -231,7 +245,8 @@ int recommend_command(int argc, char** argv) {
   po::options_description options(
       "pipeplan recommend [SCENARIO.json] [options]\n\n"
       "Which input-pipeline knobs to change (num_workers, prefetch_factor, pin_memory, non_blocking, the copy\n"
-      "stream, persistent_workers, in_order, DDP's bucket_cap_mb), one change at a time while one helps by more\n"
+      "stream, persistent_workers, in_order, DDP's bucket_cap_mb, FSDP's backward_prefetch and\n"
+      "reshard_after_forward), one change at a time while one helps by more\n"
       "than 2% and more than the seeds' noise; each point simulated with R seeds. Without SCENARIO, the bundled\n"
       "default scenario.\n\noptions");
   CommonOptions common;
@@ -277,7 +292,10 @@ int recommend_command(int argc, char** argv) {
   std::vector<std::string> last_round_from;
   for (int round = 0; round < max_changes; ++round) {
     const double synthetic = current.first["synthetic_baseline"]["samples_per_s"].get<double>();
-    if (current.samples_per_s >= (1.0 - kMinGain) * synthetic) {
+    // the synthetic-data twin communicates too: a comm-bound job runs at its rate, and only the comm knobs
+    // (DDP's buckets, FSDP's prefetch and resharding) can move it
+    const bool comm_bound = current.first["bottleneck"]["stage"] == "comm";
+    if (current.samples_per_s >= (1.0 - kMinGain) * synthetic && !comm_bound) {
       stopped = "the job runs within 2% of its synthetic-data rate: the GPU sets the pace";
       break;
     }

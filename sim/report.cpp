@@ -109,6 +109,18 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
            "set the pace";
   if (stage == "storage")
     return "storage is the limit: keep the dataset in the page cache or on faster local disk, or read fewer bytes per sample";
+  if (stage == "comm" && s.fsdp.enabled())
+    // what FSDP's own knobs trade: prefetch hides gathers behind compute, SHARD_GRAD_OP drops backward's gathers
+    // for memory
+    return s.fsdp.reshard_after_forward
+               ? std::string(s.fsdp.backward_prefetch == FsdpBackwardPrefetch::kNone
+                                 ? "prefetch backward's all-gathers (fsdp.backward_prefetch=backward_pre), or "
+                                 : "") +
+                     "keep forward's parameters for backward (fsdp.reshard_after_forward=false, SHARD_GRAD_OP: more "
+                     "memory, a third fewer collectives) (pipeplan sweep --vary fsdp.reshard_after_forward=true,false), "
+                     "or fewer, larger units (less latency a step)"
+               : "FSDP's collectives outlast the units' compute: fewer, larger units (less latency a step), a larger "
+                 "batch per GPU (more compute to hide them behind), or a faster interconnect";
   if (stage == "comm")
     return "try a different ddp.bucket_cap_mb (pipeplan sweep --vary ddp.bucket_cap_mb=5,25,100) or overlap more of the all-reduce";
   return "the GPU sets the pace: the input pipeline has headroom";
@@ -282,7 +294,10 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
   }
   if (std::string(top->name) == "comm") {
     d.stage = "comm";
-    d.explanation = "communication-bound: the gradient all-reduce is exposed after backward" + waits;
+    d.explanation = s.fsdp.enabled()
+                        ? "communication-bound: FSDP's all-gathers and reduce-scatters are not hidden behind the "
+                          "units' compute" + waits
+                        : "communication-bound: the gradient all-reduce is exposed after backward" + waits;
     return d;
   }
   d.stage = s.loop_thread_s() > 0.0 ? "host_loop" : "h2d_copy";

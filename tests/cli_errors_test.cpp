@@ -157,6 +157,23 @@ TEST(CliErrors, BadSequenceSections) {
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }
 
+TEST(CliErrors, BadFsdpSections) {
+  const char* fsdp = R"({"node": {"gpus": 2}, "training": {"step_s": 0.05, "steps": 50},
+                        "fsdp": {"unit_parameter_bytes": {"count": 4, "bytes": 1e8}}})";
+  const std::vector<BadCase> cases = {
+      {"no units", R"({"node": {"gpus": 2}, "training": {"step_s": 0.05}, "fsdp": {}})", {"simulate", "{S}"},
+       {"fsdp.unit_parameter_bytes", "required"}},
+      {"a unit of no bytes", fsdp, {"simulate", "{S}", "--set", "fsdp.unit_parameter_bytes=[1e8,0]"},
+       {"fsdp.unit_parameter_bytes[1]", "a number > 0"}},
+      {"DDP beside FSDP", fsdp, {"simulate", "{S}", "--set", "ddp.gradient_bytes=1e9"}, {"ddp.gradient_bytes", "not both"}},
+      {"an unknown prefetch", fsdp, {"simulate", "{S}", "--set", "fsdp.backward_prefetch=BACKWARD_PRE"},
+       {"fsdp.backward_prefetch", "BACKWARD_PRE"}},
+      {"a misspelt key", fsdp, {"simulate", "{S}", "--set", "fsdp.reshard_after_foward=false"},
+       {"fsdp.reshard_after_foward", "reshard_after_forward"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+}
+
 TEST(CliErrors, BadSetPathsAndOptions) {
   const std::vector<BadCase> cases = {
       {"set without =", kGood, {"simulate", "{S}", "--set", "loader.num_workers"}, {"--set", "KEY.PATH=VALUE"}},
