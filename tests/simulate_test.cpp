@@ -1873,12 +1873,11 @@ TEST(Simulate, SequenceTokenizationLoadsTheWorkers) {
 
 // ---- FSDP (the scenario's `fsdp` section)
 
-// Two ranks, two FSDP units of 200 MB: each all-gather or reduce-scatter moves 100 MB on a 10 GB/s bus, 10 ms, one
-// after another on NCCL's stream; a unit's forward 2 ms, its backward 4 ms. By hand, BACKWARD_PRE (AG0 AG1 AG1b AG0b
-// RS1 RS0): AG0 0-10, AG1 10-20, fwd0 10-12, fwd1 20-22; AG1b issued at 22, 22-32, AG0b 32-42; bwd1 32-36, RS1 42-52;
-// bwd0 42-46, RS0 52-62: a 62 ms step, 50 ms of it waiting for collectives (10 + 8 + 10 + 6 + 16). With no backward
-// prefetch (AG0b issued after RS1): RS1 36-46, AG0b 46-56, bwd0 56-60, RS0 60-70, a 70 ms step with 58 ms exposed.
-TEST(Simulate, FsdpCollectivesByHand) {
+namespace {
+
+// Two ranks, two FSDP units of 200 MB on a 10 GB/s bus (each collective 10 ms over 2 ranks), a unit's forward 2 ms
+// and backward 4 ms (the timeline below). Returns {scenario, profile}.
+std::pair<json, json> fsdp_two_unit_job() {
   json prof = flat_profile();
   prof["nccl"] = {{"measured", true}, {"gpus", 2}, {"all_gather", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}},
                   {"reduce_scatter", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}}};
@@ -1886,6 +1885,18 @@ TEST(Simulate, FsdpCollectivesByHand) {
   s["node"]["gpus"] = 2;
   s["training"] = {{"forward_s", 0.004}, {"backward_s", 0.008}, {"steps", 200}};
   s["fsdp"] = {{"unit_parameter_bytes", {{"count", 2}, {"bytes", 2e8}}}};
+  return {s, prof};
+}
+
+}  // namespace
+
+// Two ranks, two FSDP units of 200 MB: each all-gather or reduce-scatter moves 100 MB on a 10 GB/s bus, 10 ms, one
+// after another on NCCL's stream; a unit's forward 2 ms, its backward 4 ms. By hand, BACKWARD_PRE (AG0 AG1 AG1b AG0b
+// RS1 RS0): AG0 0-10, AG1 10-20, fwd0 10-12, fwd1 20-22; AG1b issued at 22, 22-32, AG0b 32-42; bwd1 32-36, RS1 42-52;
+// bwd0 42-46, RS0 52-62: a 62 ms step, 50 ms of it waiting for collectives (10 + 8 + 10 + 6 + 16). With no backward
+// prefetch (AG0b issued after RS1): RS1 36-46, AG0b 46-56, bwd0 56-60, RS0 60-70, a 70 ms step with 58 ms exposed.
+TEST(Simulate, FsdpCollectivesByHand) {
+  auto [s, prof] = fsdp_two_unit_job();
   const std::string profile_path = pipeplan::test::write_temp(prof.dump());
   const double copy_s = 32 * 1000 / 1e10;  // each step's 32 KB pageable batch copied first on the compute stream
   const json pre = simulate(s, {}, profile_path);
@@ -1911,13 +1922,9 @@ TEST(Simulate, FsdpCollectivesByHand) {
 // gives 62 ms and SHARD_GRAD_OP 46 ms: the greedy round takes reshard_after_forward=false (+52%), with its memory
 // note, and from there prefetch changes nothing (no backward gathers).
 TEST(Recommend, FsdpCommBoundTakesTheCollectivesKnobs) {
-  json prof = flat_profile();
-  prof["nccl"] = {{"measured", true}, {"gpus", 2}, {"all_gather", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}},
-                  {"reduce_scatter", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}}};
-  json s = base_scenario();
-  s["node"]["gpus"] = 2;
-  s["training"] = {{"forward_s", 0.004}, {"backward_s", 0.008}, {"steps", 150}};
-  s["fsdp"] = {{"unit_parameter_bytes", {{"count", 2}, {"bytes", 2e8}}}, {"backward_prefetch", "none"}};
+  auto [s, prof] = fsdp_two_unit_job();
+  s["training"]["steps"] = 150;
+  s["fsdp"]["backward_prefetch"] = "none";
   const std::string path = pipeplan::test::write_temp(s.dump()), profile = pipeplan::test::write_temp(prof.dump());
   const auto rec = pipeplan::test::run_pipeplan({"recommend", path, "--profile", profile, "--format", "json", "--jobs", "2"});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;

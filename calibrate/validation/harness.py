@@ -1127,6 +1127,23 @@ SEQ_FIT_SHAPES = ((16, 256), (16, 1024), (32, 128), (32, 512), (32, 1024), (8, 2
                   (128, 1024))
 
 
+def sustained_step_s(dev, model, gb, n_warm, n):
+    """Steps back to back on batch `gb`, no sync between: `n_warm` first (a GPU under sustained load may run at lower
+    clocks than one isolated step), then the intervals between CUDA events around `n` more. Returns (their summary,
+    the last loss)."""
+    evs = [dev.event() for _ in range(n + 1)]
+    dev.sync()
+    loss = None
+    for _ in range(n_warm):
+        loss = model(gb)
+    evs[0].record()
+    for j in range(n):
+        loss = model(gb)
+        evs[j + 1].record()
+    dev.sync()
+    return summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n)]), loss
+
+
 def _solve3(m, v):
     """Pure: the solution of a 3x3 linear system (Cramer's rule); None when singular."""
     def det(a):
@@ -1745,16 +1762,7 @@ class Harness:
         # (a GPU under sustained load may run at lower clocks than one isolated step)
         n_sus = 12 if self.quick else 25
         n_warm = max(3, int(0.3 / max(sum(gpu) / max(len(gpu), 1), 1e-3)))
-        evs = [dev.event() for _ in range(n_sus + 1)]
-        dev.sync()
-        for _ in range(n_warm):
-            loss = model(gb)
-        evs[0].record()
-        for j in range(n_sus):
-            loss = model(gb)
-            evs[j + 1].record()
-        dev.sync()
-        sus = summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n_sus)])
+        sus, loss = sustained_step_s(dev, model, gb, n_warm, n_sus)
         # the user's quickest test: the synthetic-data loop as is, loss.item() every step
         n_loop = 10 if self.quick else 20
         dev.sync()
@@ -1816,17 +1824,7 @@ class Harness:
             g = t.Generator(device="cpu").manual_seed(rows * 100000 + tokens)
             ids = t.randint(2, 8000, (rows, tokens), generator=g, dtype=t.int64).to(dev.device)
             gb = (ids, t.full((rows,), tokens, dtype=t.int64).to(dev.device))
-            for _ in range(3):
-                loss = model(gb)
-            dev.sync()
-            n = 4 if self.quick else 10
-            evs = [dev.event() for _ in range(n + 1)]
-            evs[0].record()
-            for j in range(n):
-                loss = model(gb)
-                evs[j + 1].record()
-            dev.sync()
-            sus = summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n)])
+            sus, loss = sustained_step_s(dev, model, gb, 3, 4 if self.quick else 10)
             points.append({"rows": rows, "tokens": tokens, "step_s": sus["mean"], "cv": sus["cv"]})
             del gb, ids
         float(loss.item())
