@@ -1584,6 +1584,21 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   EXPECT_NEAR(eight["read_iops"].get<double>(), 12800.0, 1e-6);
   EXPECT_NEAR(eight["epoch_s"].get<double>(), 10.0, 1e-9);  // 256,000 samples at 25,600/s
   EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--gpus", "8,x"}).exit_code, 2);
+  // A shared store of 1 GB/s and 8,000 read IOPS: a GPU reads 160 MB/s and 1,600 IOPS, so the IOPS feed 5 GPUs (the
+  // bandwidth 6.25); 8 GPUs get min(1 / 1.28, 8,000 / 12,800) = 0.625 of their demand, and an epoch takes 16 s
+  const std::string stored = pipeplan::test::write_temp(s.dump());
+  const auto st = pipeplan::test::run_pipeplan({"budget", stored, "--gpus", "1,8", "--format", "json", "--profile",
+                                                pipeplan::test::test_data("flat_profile.json"), "--store-read-bytes-per-s",
+                                                "1e9", "--store-read-iops", "8000"});
+  std::remove(stored.c_str());
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json so = json::parse(st.out);
+  EXPECT_EQ(so["store"]["gpus_fed"], 5);
+  EXPECT_DOUBLE_EQ(so["rows"][0]["store_share"].get<double>(), 1.0);
+  EXPECT_NEAR(so["rows"][1]["store_share"].get<double>(), 0.625, 1e-12);
+  EXPECT_NEAR(so["rows"][1]["input_bound_samples_per_s"].get<double>(), 16000.0, 1e-6);
+  EXPECT_NEAR(so["rows"][1]["epoch_s"].get<double>(), 16.0, 1e-9);
+  EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--store-read-iops", "-5"}).exit_code, 2);
   // A host-bound loop sets the rate: 15 ms of Python and, with a sync every 2 steps, half a 2 ms launch tail a step:
   // 32 samples per 16 ms = 2,000 samples/s per GPU
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.015}, {"launch_tail_s", 0.002}, {"sync_every_steps", 2}};
