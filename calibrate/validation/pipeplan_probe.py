@@ -154,6 +154,39 @@ def nbytes_of(obj: Any) -> int:
     return 0
 
 
+def sequence_length_of(sample: Any) -> Optional[int]:
+    """Pure: a token sample's length: its `input_ids` (a dict, as Hugging Face's tokenizers return), else its first
+    element (a tuple or list of tensors), else the sequence itself (a tensor or array: its first dimension; a list of
+    ints: its length). None where none of these is found."""
+    if isinstance(sample, dict):
+        return sequence_length_of(sample["input_ids"]) if "input_ids" in sample else None
+    shape = getattr(sample, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    if isinstance(sample, (list, tuple)) and sample:
+        if all(isinstance(x, int) for x in sample):
+            return len(sample)
+        return sequence_length_of(sample[0])
+    return None
+
+
+def sequence_section(lengths: Sequence[float], item_bytes: Sequence[float], collate: str = "pad_to_longest",
+                     max_tokens: int = 0) -> Optional[Dict[str, Any]]:
+    """Pure: the scenario's `sequence` section from samples' lengths in tokens and their bytes: the lengths'
+    distribution (lognormal by mean and cv), the bytes a token position takes (the samples' bytes over their tokens:
+    every tensor a sample carries, input_ids, attention_mask, labels), the collate and truncation asked for. None
+    without lengths or bytes."""
+    pairs = [(float(n), float(b)) for n, b in zip(lengths, item_bytes) if n and n > 0]
+    if not pairs or sum(b for _, b in pairs) <= 0:
+        return None
+    st = summarize([n for n, _ in pairs])
+    out: Dict[str, Any] = {"tokens_per_sample": _dist(st["mean"], st["cv"]), "collate": collate,
+                           "bytes_per_token": round(sum(b for _, b in pairs) / sum(n for n, _ in pairs), 4)}
+    if max_tokens:
+        out["max_tokens"] = int(max_tokens)
+    return out
+
+
 # ----------------------------------------------------------------------------- timing
 def _one_thread():
     """Limit torch to one intra-op thread as in a DataLoader worker; return a restorer."""
@@ -510,14 +543,16 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
           sample_bytes_fn: Optional[Callable[[int], float]] = None,
           max_seconds: Optional[float] = None, in_worker: bool = True,
           num_workers: Optional[int] = None, cold: bool = False,
-          cold_paths: Sequence[str] = ()) -> Dict[str, Any]:
+          cold_paths: Sequence[str] = (), sequence: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Measure one dataset; return a dict of results (see scenario_fragment). num_workers: the
     job's DataLoader workers; with more than one, the costs are also timed with that many workers
     loading at once (what the fragment then uses). cold: also time __getitem__ with the page cache
     dropped (time_cold; last, so the warm timings above read a warm cache), cold_paths: the files the
     dataset reads (advised out of the cache without root; their mean size is the sample's bytes read when
-    neither sample_bytes nor sample_bytes_fn says otherwise: one file a sample)."""
-    keep = min(n_samples, max(batch_size, 64))
+    neither sample_bytes nor sample_bytes_fn says otherwise: one file a sample). sequence: token samples of varying
+    length ({"collate": ..., "max_tokens": ...}): every timed sample's length is read (sequence_length_of) for the
+    fragment's `sequence` section in place of dataset.item_bytes."""
+    keep = n_samples if sequence is not None else min(n_samples, max(batch_size, 64))
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
                                           keep=keep, max_seconds=max_seconds)
     coll, bbytes = time_collate(kept, batch_size, collate_fn=collate_fn,
@@ -532,6 +567,11 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
         "batch_bytes": bbytes,
         "item_bytes_from_batch": bbytes["mean"] / batch_size if batch_size else float("nan"),
     }
+    if sequence is not None:
+        lengths = [sequence_length_of(x) for x in kept]
+        sec = sequence_section([n or 0 for n in lengths], [nbytes_of(x) for x in kept],
+                               sequence.get("collate", "pad_to_longest"), int(sequence.get("max_tokens") or 0))
+        res["sequence"] = sec if sec else {"error": "no sample's length or bytes could be read (sequence_length_of)"}
     if in_worker:
         w = time_in_worker(dataset, collate_fn, batch_size=batch_size, seed=seed)
         if w is not None:
@@ -607,6 +647,10 @@ def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = N
     latency = cold_latency_of(res, profile)
     if latency is not None:
         frag["storage"] = {"read_latency_s": round(latency, 9)}
+    if (res.get("sequence") or {}).get("tokens_per_sample"):
+        # a batch's bytes come from its shape (padded tokens x bytes_per_token), not from item_bytes
+        ds.pop("item_bytes", None)
+        frag["sequence"] = res["sequence"]
     return frag
 
 
@@ -1118,6 +1162,12 @@ def main(argv=None) -> int:
                          "by section; loader.batch_size and, with --num-workers, loader.num_workers follow this run): "
                          "--out is then a scenario pipeplan simulate runs as is")
     ap.add_argument("--raw", default=None, help="also write the full measurement (JSON)")
+    ap.add_argument("--sequence", default=None, choices=["pad_to_longest", "pad_to_max", "pack"],
+                    help="token samples of varying length: read each timed sample's length (its input_ids, first "
+                         "tensor or list) and write the scenario's sequence section with this collate instead of "
+                         "dataset.item_bytes (docs/scenario.md, sequence)")
+    ap.add_argument("--max-tokens", type=int, default=0,
+                    help="with --sequence: truncation, pad_to_max's length or pack's row (sequence.max_tokens)")
     a = ap.parse_args(argv)
     if not a.dataset and not a.step:
         print("pipeplan_probe: nothing to measure; expected --dataset module:callable and/or --step module:callable",
@@ -1164,6 +1214,10 @@ def main(argv=None) -> int:
         print(f"pipeplan_probe: --memory-map: needs --step, --dataset and --num-workers K >= 1 (got --step "
               f"{a.step!r}, --dataset {a.dataset!r}, --num-workers {a.num_workers!r}); expected all three: your step "
               f"runs beside a pin thread working on your loader's batches", file=sys.stderr)
+        return 2
+    if a.sequence in ("pad_to_max", "pack") and a.max_tokens < 1:
+        print(f"pipeplan_probe: --sequence {a.sequence}: needs --max-tokens N >= 1 (got {a.max_tokens}); expected the "
+              f"length every row is {'packed' if a.sequence == 'pack' else 'padded'} to", file=sys.stderr)
         return 2
     if a.main_loop and (not a.dataset or not a.num_workers or a.num_workers < 1):
         print(f"pipeplan_probe: --main-loop: needs --dataset and --num-workers K >= 1 (got --dataset {a.dataset!r}, "
@@ -1239,6 +1293,8 @@ def scenario_with(base: Dict[str, Any], frag: Dict[str, Any], batch_size: Option
     batch size and worker count the measurement ran with (None: the base's). Its description says what was
     measured."""
     out = merge_fragments(base, frag)
+    if "sequence" in frag:
+        (out.get("dataset") or {}).pop("item_bytes", None)   # pipeplan takes one or the other
     ld = out.setdefault("loader", {})
     if batch_size is not None:
         ld["batch_size"] = int(batch_size)
@@ -1340,8 +1396,16 @@ def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
                 max_seconds=a.max_seconds, in_worker=not a.no_worker, num_workers=a.num_workers,
-                cold=a.cold, cold_paths=cold_paths)
+                cold=a.cold, cold_paths=cold_paths,
+                sequence={"collate": a.sequence, "max_tokens": a.max_tokens} if a.sequence else None)
     print(_human(res), file=sys.stderr)
+    sq = res.get("sequence") or {}
+    if sq.get("tokens_per_sample"):
+        print(f"sequence               {sq['tokens_per_sample']['mean']:.1f} tokens a sample (cv "
+              f"{sq['tokens_per_sample']['cv']:.2f}), {sq['bytes_per_token']:g} bytes a token position; "
+              f"collate {sq['collate']}: the fragment's sequence section", file=sys.stderr)
+    elif sq:
+        print(f"sequence               {sq['error']}", file=sys.stderr)
     if "in_worker" in res:
         w = res["in_worker"]
         print(f"inside one worker      __getitem__ {w['getitem_s']*1e3:.3f} ms, collate {w['collate_s']*1e3:.3f} ms "

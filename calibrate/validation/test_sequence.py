@@ -116,7 +116,8 @@ class SequenceSectionTest(unittest.TestCase):
         want = 0.002 + 3e-7 * 32 * e_max
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "s.json")
-            json.dump(s, open(path, "w"))
+            with open(path, "w") as f:
+                json.dump(s, f)
             p = subprocess.run([PIPEPLAN, "simulate", path, "--format", "json"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         r = json.loads(p.stdout)
@@ -127,3 +128,69 @@ class SequenceSectionTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProbeSequenceTest(unittest.TestCase):
+    """pipeplan_probe.py --sequence: a user's token dataset measured into the scenario's sequence section."""
+
+    class Ids:
+        """An int64 token tensor's stand-in: its shape and bytes (what sequence_length_of and nbytes_of read)."""
+
+        def __init__(self, n):
+            self.shape, self.nbytes = (n,), 8 * n
+
+    def test_lengths_of_the_usual_sample_shapes(self):
+        import pipeplan_probe as probe
+        ids = self.Ids(37)
+        self.assertEqual(probe.sequence_length_of(ids), 37)
+        self.assertEqual(probe.sequence_length_of({"input_ids": ids, "attention_mask": self.Ids(37)}), 37)
+        self.assertEqual(probe.sequence_length_of((ids, 5)), 37)          # (tokens, label)
+        self.assertEqual(probe.sequence_length_of([3, 9, 4]), 3)           # a plain list of ids
+        self.assertIsNone(probe.sequence_length_of({"pixels": ids}))
+        self.assertIsNone(probe.sequence_length_of(7))
+
+    def test_section_by_hand(self):
+        import pipeplan_probe as probe
+        # lengths 100 and 300 (mean 200), 16 bytes a token (input_ids + attention_mask)
+        sec = probe.sequence_section([100, 300], [1600, 4800], "pack", 512)
+        self.assertEqual(sec["tokens_per_sample"]["mean"], 200.0)
+        self.assertEqual((sec["bytes_per_token"], sec["collate"], sec["max_tokens"]), (16.0, "pack", 512))
+        self.assertIsNone(probe.sequence_section([], []))
+
+    def test_probe_writes_the_section_in_place_of_item_bytes(self):
+        import pipeplan_probe as probe
+        data = [{"input_ids": self.Ids(n), "attention_mask": self.Ids(n)} for n in (50, 150, 250, 350) * 25]
+
+        def collate(batch):
+            return [b["input_ids"] for b in batch]
+        res = probe.probe(data, collate_fn=collate, batch_size=8, n_samples=60, n_batches=4, in_worker=False,
+                          sequence={"collate": "pad_to_longest", "max_tokens": 0})
+        sec = res["sequence"]
+        self.assertEqual(sec["bytes_per_token"], 16.0)
+        self.assertAlmostEqual(sec["tokens_per_sample"]["mean"], 200.0, delta=30.0)   # 60 of the four lengths
+        frag = probe.scenario_fragment(res)
+        self.assertIn("sequence", frag)
+        self.assertNotIn("item_bytes", frag["dataset"])
+        with open(os.path.join(HERE, "..", "..", "scenarios", "default.json")) as f:
+            base = json.load(f)
+        whole = probe.scenario_with(base, frag, batch_size=8)
+        self.assertNotIn("item_bytes", whole["dataset"])
+        if os.access(PIPEPLAN, os.X_OK):   # the merged scenario is one pipeplan accepts
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "s.json")
+                with open(path, "w") as f:
+                    json.dump(whole, f)
+                p = subprocess.run([PIPEPLAN, "simulate", path, "--steps", "200", "--format", "json"],
+                                   capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("sequence", json.loads(p.stdout))
+
+    def test_pack_without_a_row_length_is_refused(self):
+        import io
+        import contextlib
+        import pipeplan_probe as probe
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = probe.main(["--dataset", "json:loads", "--sequence", "pack"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--max-tokens", err.getvalue())
