@@ -654,6 +654,45 @@ TEST(Scenario, MutatedDocumentsParseOrFailWithInputError) {
   EXPECT_GT(rejected, 100);
 }
 
+// The same property over the sequence and fsdp sections (fewer trials: each parse draws the sequence's mean shape).
+TEST(Scenario, MutatedSequenceAndFsdpSectionsParseOrFailWithInputError) {
+  Profile p;
+  const json base = {{"node", {{"gpus", 2}, {"cpu_cores", 16}}},
+                     {"dataset", {{"num_samples", 1000}, {"load_s_per_sample", 0.001}}},
+                     {"loader", {{"batch_size", 32}, {"num_workers", 4}}},
+                     {"sequence", {{"tokens_per_sample", {{"mean", 300}, {"cv", 0.8}}}, {"max_tokens", 1024},
+                                   {"collate", "bucket"}, {"bucket_boundaries_tokens", {128, 512}},
+                                   {"bytes_per_token", 24}, {"step_s_per_token", 1e-6}}},
+                     {"fsdp", {{"unit_parameter_bytes", {1e8, 2e8, 3e8}}, {"backward_prefetch", "backward_post"},
+                               {"all_gathers_in_flight", 1}}},
+                     {"training", {{"step_s", 0.05}, {"steps", 100}}}};
+  const std::vector<json> replacements = {nullptr, -1, 0, 1e300, 0.5, "x", true, json::array(), json::object(),
+                                          json::array({1, 2}), 1 << 30, "pack", "none", 64};
+  Rng rng(5);
+  int parsed = 0, rejected = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    json doc = base;
+    const int edits = 1 + static_cast<int>(rng.next_u64() % 3);
+    for (int e = 0; e < edits; ++e) {
+      json& obj = doc[rng.next_u64() % 2 == 0 ? "sequence" : "fsdp"];
+      auto field = obj.begin();
+      std::advance(field, rng.next_u64() % obj.size());
+      const json& r = replacements[rng.next_u64() % replacements.size()];
+      if (rng.next_u64() % 5 == 0 && obj.size() > 1) obj.erase(field);
+      else field.value() = r;
+    }
+    try {
+      parse_scenario(doc, "mutated.json", p);
+      ++parsed;
+    } catch (const InputError& error) {
+      ++rejected;
+      EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_GT(parsed, 15);
+  EXPECT_GT(rejected, 50);
+}
+
 // PyTorch's rule, by hand: limits 1 MiB then 25 MiB; a parameter is never split.
 TEST(DdpBuckets, ByParameterFollowsPyTorchsAssignment) {
   const double MiB = 1048576.0;
