@@ -277,6 +277,13 @@ def scenario_for(case: Dict[str, Any], doc: Dict[str, Any], min_steps: int = MIN
                         + host.pop("host_s_per_parameter") * int(mc.get("parameter_tensors") or 0))
         ddp.update(host or {})
     scen["ddp"] = ddp
+    fs = m.get("fsdp") or {}
+    if case["mode"] == "fsdp" and fs.get("unit_parameter_bytes"):
+        # each Linear an FSDP unit, as the harness wrapped it: its gathers and reduce-scatters at the profile's
+        # all_gather / reduce_scatter models (fp32 parameters and gradients: the same bytes)
+        scen["fsdp"] = {"unit_parameter_bytes": [int(b) for b in fs["unit_parameter_bytes"]],
+                        "backward_prefetch": fs["backward_prefetch"],
+                        "reshard_after_forward": bool(fs["reshard_after_forward"])}
     return scen
 
 
@@ -320,8 +327,10 @@ def no_comm_variant(scen: Dict[str, Any]) -> Dict[str, Any]:
 
 # ============================================================================ evaluation
 def measured_exposed(case: Dict[str, Any]) -> Optional[float]:
+    """The case's exposed communication as a share of its step: against DDP's no_sync case (DDP), against the
+    model without a wrapper (FSDP: its compute alone)."""
     d = case.get("derived") or {}
-    return d.get("exposed_comm_vs_no_sync_fraction")
+    return d.get("exposed_comm_vs_no_ddp_fraction" if case.get("mode") == "fsdp" else "exposed_comm_vs_no_sync_fraction")
 
 
 def model_comm_per_step(model: Optional[Dict[str, float]], bucket_sizes: Sequence[float], world_size: int) -> Optional[float]:
@@ -358,6 +367,7 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             "id": c["id"], "model": c["model"], "data": c["data"], "mode": c["mode"],
             "bucket_cap_mb": c.get("bucket_cap_mb"), "repeat": c.get("repeat", 0),
             "gradient_as_bucket_view": c.get("gradient_as_bucket_view", False),
+            "fsdp_prefetch": c.get("fsdp_prefetch"), "fsdp_reshard": c.get("fsdp_reshard"),
             "family": f"{c['model']}/{c['data']}",
             "measured": {"step_mean_s": t_meas, "step_p90_s": m["step_time_s"]["p90"],
                          "samples_per_s": m.get("throughput_samples_per_s"),
@@ -420,7 +430,8 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
     # noise: the same setting measured twice
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for r in rows:
-        key = json.dumps([r["model"], r["data"], r["mode"], r["bucket_cap_mb"], r["gradient_as_bucket_view"]])
+        key = json.dumps([r["model"], r["data"], r["mode"], r["bucket_cap_mb"], r["gradient_as_bucket_view"],
+                          r["fsdp_prefetch"], r["fsdp_reshard"]])
         groups.setdefault(key, []).append(r)
     noise = []
     for g in groups.values():
@@ -428,8 +439,11 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
             v = [r["measured"]["step_mean_s"] for r in g]
             mu = sum(v) / len(v)
             noise.append({"cases": [r["id"] for r in g], "step_mean_s": v, "spread": (max(v) - min(v)) / mu})
+    fsdp_errs = [abs(r["pipeplan"]["step_err"]) for r in rows
+                 if r["mode"] == "fsdp" and r["pipeplan"]["step_err"] is not None]
     summary = {
         "cases_ok": len(rows), "cases_total": len(cases), "ddp_cases_simulated": len(ddp_rows),
+        "fsdp_cases_simulated": len(fsdp_errs), "median_abs_step_err_fsdp": C.median(fsdp_errs) if fsdp_errs else None,
         "median_abs_step_err_ddp": C.median(errs), "p90_abs_step_err_ddp": C.percentile(errs, 0.9),
         "median_abs_step_err_all": C.median(all_errs),
         "median_abs_step_err_ddp_built": C.median(berrs),
@@ -480,6 +494,10 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
              f"{s.get('comm_model_vs_nccl_n') or 0} DDP cases) | {_pp(s.get('median_abs_comm_model_vs_nccl_err'))} |")
     tau = s["min_family_tau"]
     L.append(f"| min Kendall tau over bucket_cap_mb families | {'n/a' if tau is None else format(tau, '+.2f')} |")
+    if s.get("fsdp_cases_simulated"):
+        # the FSDP cases (linear stack, each Linear a unit): exposed comm measured against the no-DDP case
+        L.append(f"| median abs step-time error, FSDP cases ({s['fsdp_cases_simulated']}) | "
+                 f"{_pp(s.get('median_abs_step_err_fsdp'))} |")
     L.append("")
     L.append("### Per case")
     L.append("")

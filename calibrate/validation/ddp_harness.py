@@ -306,6 +306,8 @@ def rank_cpus(cpus: Sequence[int], local_world_size: int, local_rank: int) -> Li
 
 def case_id(i: int, c: Dict[str, Any]) -> str:
     s = f"{i:02d}-{c['model']}-{c['data']}-{c['mode']}"
+    if c["mode"] == "fsdp":
+        s += f"-{c['fsdp_prefetch']}-{'full' if c['fsdp_reshard'] else 'grad_op'}"
     if c["mode"] == "ddp":
         s += f"-cap{c['bucket_cap_mb']:g}"
         if c.get("gradient_as_bucket_view"):
@@ -315,21 +317,27 @@ def case_id(i: int, c: Dict[str, Any]) -> str:
     return s
 
 
+# FSDP's settings measured on the linear stack with synthetic data, each Linear a unit (pipeplan's fsdp section):
+# (backward_prefetch, reshard_after_forward); FULL_SHARD with each prefetch, then SHARD_GRAD_OP
+FSDP_VARIANTS = (("backward_pre", True), ("backward_post", True), ("none", True), ("backward_pre", False))
+
+
 def build_cases(models: Sequence[str] = MODELS, caps: Sequence[float] = DEFAULT_CAPS,
                 data_modes: Sequence[str] = DATA_MODES, repeats: bool = True,
-                bucket_view: bool = True) -> List[Dict[str, Any]]:
+                bucket_view: bool = True, fsdp: bool = True) -> List[Dict[str, Any]]:
     """Blocks ordered by what matters most if the budget runs out: synthetic data first (the
     communication model alone), the linear stack (communication visible) before ResNet-50, then
     the DataLoader cases, then repeats (noise of the ground truth). Each block: no DDP, DDP under
-    no_sync(), then DDP at every bucket_cap_mb."""
+    no_sync(), then DDP at every bucket_cap_mb; the linear stack's synthetic block then FSDP at FSDP_VARIANTS
+    (fsdp=True; its no-DDP case is their compute alone)."""
     order_models = [m for m in ("linear", "resnet50") if m in models]
     cases: List[Dict[str, Any]] = []
 
-    def add(model, data, mode, cap=None, gbv=False, repeat=0):
-        cases.append({"id": None, "model": model, "data": data, "mode": mode,
-                      "bucket_cap_mb": float(cap) if cap is not None else None,
-                      "gradient_as_bucket_view": bool(gbv), "repeat": repeat,
-                      "family": f"{model}/{data}", "status": "pending"})
+    def add(model, data, mode, cap=None, gbv=False, repeat=0, **extra):
+        cases.append(dict({"id": None, "model": model, "data": data, "mode": mode,
+                           "bucket_cap_mb": float(cap) if cap is not None else None,
+                           "gradient_as_bucket_view": bool(gbv), "repeat": repeat,
+                           "family": f"{model}/{data}", "status": "pending"}, **extra))
 
     for data in [d for d in ("synthetic", "loader") if d in data_modes]:
         for m in order_models:
@@ -340,6 +348,9 @@ def build_cases(models: Sequence[str] = MODELS, caps: Sequence[float] = DEFAULT_
             if bucket_view and data == "synthetic" and m == "linear":
                 cap = 25.0 if 25.0 in caps else caps[len(caps) // 2]
                 add(m, data, "ddp", cap, gbv=True)
+            if fsdp and data == "synthetic" and m == "linear":
+                for prefetch, reshard in FSDP_VARIANTS:
+                    add(m, data, "fsdp", fsdp_prefetch=prefetch, fsdp_reshard=reshard)
     if repeats and order_models and "synthetic" in data_modes:
         m = order_models[0]
         cap = 25.0 if 25.0 in caps else caps[len(caps) // 2]
@@ -367,7 +378,7 @@ def derive_exposed(cases: Sequence[Dict[str, Any]]) -> None:
     time of the no_sync (and of the no-DDP) case of the same model and data; as a fraction of the
     DDP step. Written into case["derived"]."""
     for c in cases:
-        if c.get("status") != "ok" or c["mode"] != "ddp":
+        if c.get("status") != "ok" or c["mode"] not in ("ddp", "fsdp"):
             continue
         t = c["measured"]["step_time_s"]["mean"]
         d: Dict[str, Any] = {}
@@ -394,6 +405,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--data", default=",".join(DATA_MODES), help="comma list of synthetic, loader")
     ap.add_argument("--no-repeats", action="store_true", help="no repeated cases at the end")
     ap.add_argument("--no-bucket-view", action="store_true", help="no gradient_as_bucket_view=True case")
+    ap.add_argument("--no-fsdp", action="store_true", help="no FSDP cases (the linear stack, synthetic data)")
     ap.add_argument("--batch-size", type=int, default=64, help="samples per rank per step (ResNet-50 and the loaders)")
     ap.add_argument("--linear-mb", type=float, default=400.0, help="gradient MB (1e6 bytes) of the linear stack")
     ap.add_argument("--linear-width", type=int, default=1024, help="in = out features of each nn.Linear")
@@ -459,7 +471,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def cases_for(a: argparse.Namespace) -> List[Dict[str, Any]]:
     return build_cases(a.models_l, a.caps_l, a.data_l, repeats=not (a.no_repeats or a.quick),
-                       bucket_view=not a.no_bucket_view)
+                       bucket_view=not a.no_bucket_view, fsdp=not a.no_fsdp)
 
 
 def linear_describe(a: argparse.Namespace) -> Dict[str, Any]:
@@ -1192,6 +1204,8 @@ class Runner:
         module = self.make_model(name)
         if mode == "no_ddp":
             model = module
+        elif mode == "fsdp":
+            model = self.wrap_fsdp(module, case)
         else:
             cap = case["bucket_cap_mb"] if mode == "ddp" else 25.0
             model = DDP(module, device_ids=[self.lr], output_device=self.lr, bucket_cap_mb=cap,
@@ -1279,8 +1293,10 @@ class Runner:
         }
         if loader:
             res["loader"] = {"kind": kind, "num_workers": nw, "prefetch_factor": pf, "batch_size": a.batch_size}
+        if mode == "fsdp":
+            res["fsdp"] = self.fsdp_info(module, case)
         # DDP's own view of its buckets (rebuilt after the first iteration, in gradient-ready order)
-        if mode != "no_ddp" and self.is0():
+        if mode not in ("no_ddp", "fsdp") and self.is0():
             try:
                 res["ddp"] = self.ddp_info(model, name, case)
             except Exception as e:          # rank 0 only: must not fail the case for the others
@@ -1291,6 +1307,28 @@ class Runner:
         self.sync()
         it = None
         return res, True
+
+    def wrap_fsdp(self, module, case):
+        """FullyShardedDataParallel with every nn.Linear its own unit (ModuleWrapPolicy), the case's sharding
+        strategy (FULL_SHARD: reshard after forward; SHARD_GRAD_OP) and backward_prefetch, FSDP's default
+        limit_all_gathers."""
+        from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel as FSDP, ShardingStrategy
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        prefetch = {"backward_pre": BackwardPrefetch.BACKWARD_PRE, "backward_post": BackwardPrefetch.BACKWARD_POST,
+                    "none": None}[case["fsdp_prefetch"]]
+        strategy = ShardingStrategy.FULL_SHARD if case["fsdp_reshard"] else ShardingStrategy.SHARD_GRAD_OP
+        return FSDP(module, auto_wrap_policy=ModuleWrapPolicy({self.t.nn.Linear}), device_id=self.lr,
+                    sharding_strategy=strategy, backward_prefetch=prefetch, limit_all_gathers=True,
+                    use_orig_params=True)
+
+    def fsdp_info(self, module, case):
+        """The units as pipeplan's fsdp section takes them: each Linear's parameter bytes in forward order (its
+        unsharded weight and bias: what an all-gather assembles), and the case's settings."""
+        units = [sum(p.numel() * p.element_size() for p in m.parameters(recurse=False))
+                 for m in module.modules() if isinstance(m, self.t.nn.Linear)]
+        return {"unit_parameter_bytes": [int(b) for b in units], "backward_prefetch": case["fsdp_prefetch"],
+                "reshard_after_forward": bool(case["fsdp_reshard"]), "wrap": "ModuleWrapPolicy({nn.Linear})",
+                "limit_all_gathers": True}
 
     def ddp_info(self, model, name, case):
         out: Dict[str, Any] = {}

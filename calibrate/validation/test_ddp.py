@@ -77,6 +77,9 @@ def fake_doc(ws=2, caps=(1.0, 5.0, 25.0, 100.0)):
         if c["data"] == "loader":
             c["measured"]["loader"] = {"kind": "image" if c["model"] == "resnet50" else "tensor_u8",
                                        "num_workers": 12, "prefetch_factor": 2, "batch_size": 64}
+        if c["mode"] == "fsdp":    # each Linear a unit: its 4 MiB weight and 4 KiB bias
+            c["measured"]["fsdp"] = {"unit_parameter_bytes": [4 * MIB + 4096] * 95,
+                                     "backward_prefetch": c["fsdp_prefetch"], "reshard_after_forward": c["fsdp_reshard"]}
         if c["mode"] == "ddp":
             sizes = models[c["model"]]["computed_buckets"][f"{c['bucket_cap_mb']:g}"]
             c["measured"]["ddp"] = {"bucket_sizes": sizes}
@@ -292,7 +295,12 @@ class TestHarnessPure(unittest.TestCase):
                               and c["mode"] == "ddp" and not c["gradient_as_bucket_view"] and not c["repeat"])
                 self.assertEqual(caps, [1.0, 5.0, 25.0, 100.0])
                 modes = {c["mode"] for c in cases if c["model"] == m and c["data"] == d}
-                self.assertEqual(modes, {"no_ddp", "no_sync", "ddp"})
+                self.assertEqual(modes, {"no_ddp", "no_sync", "ddp"} | ({"fsdp"} if (m, d) == ("linear", "synthetic")
+                                                                        else set()))
+        fsdp = [(c["fsdp_prefetch"], c["fsdp_reshard"]) for c in cases if c["mode"] == "fsdp"]
+        self.assertEqual(fsdp, list(DH.FSDP_VARIANTS))
+        self.assertIn("-fsdp-none-full", " ".join(ids))
+        self.assertFalse(any(c["mode"] == "fsdp" for c in DH.build_cases(fsdp=False)))
         self.assertTrue(ids[0].startswith("00-linear-synthetic"))
 
     def test_derive_exposed(self):
@@ -527,6 +535,42 @@ class TestScenario(unittest.TestCase):
             self.assertEqual(DC.main(["--cases", cp, "--no-simulate", "--out-dir", os.path.join(d, "r")]), 2)
 
     @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_fsdp_scenarios(self):
+        doc = fake_doc(ws=2, caps=(25.0,))
+        for c in (c for c in doc["cases"] if c["mode"] == "fsdp"):
+            s = DC.scenario_for(c, doc)
+            self.assertEqual(s["fsdp"]["unit_parameter_bytes"], [4 * MIB + 4096] * 95)
+            self.assertEqual((s["fsdp"]["backward_prefetch"], s["fsdp"]["reshard_after_forward"]),
+                             (c["fsdp_prefetch"], c["fsdp_reshard"]))
+            self.assertEqual(s["ddp"], {"gradient_bytes": 0})
+        self.assertNotIn("fsdp", DC.scenario_for(doc["cases"][0], doc))   # no_ddp
+        # FSDP's exposed comm is counted against the model alone (no_ddp), DDP's against no_sync
+        fs = next(c for c in doc["cases"] if c["mode"] == "fsdp")
+        fs["derived"] = {"exposed_comm_vs_no_ddp_fraction": 0.3, "exposed_comm_vs_no_sync_fraction": 0.2}
+        self.assertEqual(DC.measured_exposed(fs), 0.3)
+
+    @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_pipeplan_ranks_the_fsdp_settings(self):
+        # on a slow placeholder-free link (1 GB/s of bus) the collectives outlast the compute: without prefetch the
+        # step is longest, SHARD_GRAD_OP (a third fewer collectives) shortest
+        doc = fake_doc(ws=2, caps=(25.0,))
+        with tempfile.TemporaryDirectory() as d:
+            base = load_json(os.path.join(ROOT, "scenarios", "profiles", "h200.json"))
+            base["nccl"] = {"measured": True, "gpus": 2, "all_gather": {"latency_s": 2e-5, "bus_bytes_per_s": 1e9},
+                            "reduce_scatter": {"latency_s": 2e-5, "bus_bytes_per_s": 1e9}}
+            prof = os.path.join(d, "p.json")
+            dump_json(base, prof)
+            steps = {}
+            for c in (c for c in doc["cases"] if c["mode"] == "fsdp"):
+                c["measured"]["n_measured"] = 30
+                sp = os.path.join(d, c["id"] + ".json")
+                dump_json(DC.scenario_for(c, doc, min_steps=30), sp)
+                r = DC.C.run_pipeplan(PIPEPLAN, sp, prof, 60)
+                self.assertNotIn("error", r, r.get("error"))
+                steps[(c["fsdp_prefetch"], c["fsdp_reshard"])] = r["result"]["step_time_s"]["mean"]
+        self.assertGreater(steps[("none", True)], steps[("backward_pre", True)])
+        self.assertLess(steps[("backward_pre", False)], steps[("backward_pre", True)])
+
     def test_pipeplan_accepts_the_scenarios(self):
         doc = fake_doc(ws=2, caps=(25.0,))
         pick = [c for c in doc["cases"] if c["mode"] == "ddp" and not c.get("repeat")
