@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "calibrate/gpu.hpp"
 #include "calibrate/sections.hpp"
 #include "calibrate/stats.hpp"
 #include "calibrate/wander_log.hpp"
@@ -456,7 +457,22 @@ SectionOutcome run_decode(const RunContext& ctx) {
   // Dropped in the thirty-sixth session, for the time the paused log takes: every core busy (run 10's question,
   // whether a fuller machine wanders more; 98 calls read cv 0.10-0.11 both ways). Its code is in git.
   report.profile_keys["cpu"] = cpu;
-  report.notes.push_back("gpu_nvjpeg not measured (no nvJPEG path in this build)");
+  // the same images decoded on the GPU (nvJPEG), where there is one: what moving decode off the workers costs it
+  std::vector<gpu::EncodedJpeg> encoded;
+  for (const auto& j : jpegs) encoded.push_back({j.width, j.height, &j.bytes});
+  const auto on_gpu = gpu::measure_gpu_jpeg_decode(ctx, encoded);
+  if (on_gpu.ok()) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& q : on_gpu.value())
+      points.push_back({{"width", q.width}, {"height", q.height}, {"bytes", q.bytes}, {"s_per_image", q.s_per_image},
+                        {"batched_s_per_image", q.batched_s_per_image}, {"batch", q.batch}});
+    report.profile_keys["decode"]["gpu_nvjpeg"] = points;
+  } else if (on_gpu.problem().kind == Problem::Kind::interrupted) {
+    return Problem::interrupted();
+  } else {
+    report.notes.push_back("gpu_nvjpeg not measured: " + on_gpu.problem().reason);
+    ctx.log("decode: GPU (nvJPEG) not measured: " + on_gpu.problem().reason);
+  }
   return report;
 }
 

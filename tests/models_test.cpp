@@ -740,3 +740,14 @@ TEST(Scenario, DdpHostWorkCountsTensorsAndBuckets) {
     EXPECT_NE(std::string(e.what()).find("ddp.host_s_per_parameter"), std::string::npos) << e.what();
   }
 }
+
+// calibrate's nvJPEG record (decode.gpu_nvjpeg, since the sixtieth session) reads back; a key it never writes does not.
+TEST(Profile, GpuJpegDecodeRecordReadsBack) {
+  json doc = {{"schema", "pipeplan-profile/1"},
+              {"decode", {{"gpu_nvjpeg", json::array({{{"width", 500}, {"height", 375}, {"bytes", 110000},
+                                                        {"s_per_image", 0.0009}, {"batched_s_per_image", 0.0002},
+                                                        {"batch", 64}}})}}}};
+  EXPECT_NO_THROW(parse_profile(doc, "p.json", nullptr));
+  doc["decode"]["gpu_nvjpeg"][0]["images"] = 3;
+  EXPECT_THROW(parse_profile(doc, "p.json", nullptr), InputError);
+}

@@ -126,6 +126,15 @@ std::vector<std::string> cublas_candidates() {
                    "/usr/local/lib/python3*/dist-packages/nvidia/cublas/lib/libcublas.so.13"});
 }
 
+std::vector<std::string> nvjpeg_candidates() {
+  // The GPU machine's CUDA 13 toolkit ships nvJPEG (docs: shared/notes/gpu-machine.md); torch's wheels carry one too.
+  return with_env("PIPEPLAN_NVJPEG_LIBRARY",
+                  {"libnvjpeg.so.13", "/usr/local/cuda/lib64/libnvjpeg.so.13",
+                   "/usr/local/cuda/targets/x86_64-linux/lib/libnvjpeg.so.13", "libnvjpeg.so.12",
+                   "/opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib/libnvjpeg.so.13",
+                   "/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib/libnvjpeg.so.13"});
+}
+
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;

@@ -112,6 +112,7 @@ class DynLib {
 // Candidate locations of libnccl.so.2 and libcublas.so.13 (env override first).
 std::vector<std::string> nccl_candidates();
 std::vector<std::string> cublas_candidates();
+std::vector<std::string> nvjpeg_candidates();
 
 // Bytes as "4 KiB", "256 MiB", for progress lines.
 std::string human_bytes(double bytes);
