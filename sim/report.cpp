@@ -405,7 +405,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
                        {"mean_tokens_per_batch", s.sequence_mean.tokens},
                        {"mean_token_slots_per_batch", s.sequence_mean.slots},
                        {"mean_batch_bytes", s.sequence_mean.bytes},
-                       {"mean_step_s_synthetic", s.training.step_s() * s.mean_step_factor()}};
+                       {"mean_gpu_step_s", s.training.step_s() * s.mean_step_factor()}};
   }
   return out;
 }
