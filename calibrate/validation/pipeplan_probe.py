@@ -170,6 +170,30 @@ def sequence_length_of(sample: Any) -> Optional[int]:
     return None
 
 
+def token_cost_split(lengths: Sequence[float], times_s: Sequence[float]) -> Optional[Dict[str, float]]:
+    """Pure: a sample's __getitem__ time as a fixed part plus a part per token (the tokenizer's), fitted by least
+    squares over (length, time) pairs: {"fixed_s", "per_token_s", "token_share"} (the per-token part's share of the
+    mean sample's time). A negative part is dropped (0) and the other refitted. None with fewer than 10 pairs or
+    lengths that do not vary."""
+    pts = [(float(n), float(t)) for n, t in zip(lengths, times_s) if n and n > 0 and t >= 0]
+    if len(pts) < 10:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx <= 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    a = my - b * mx
+    if b < 0:
+        a, b = my, 0.0
+    elif a < 0:
+        a, b = 0.0, sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
+    mean_t = a + b * mx
+    return {"fixed_s": a, "per_token_s": b, "token_share": (b * mx / mean_t) if mean_t > 0 else 0.0}
+
+
 def sequence_section(lengths: Sequence[float], item_bytes: Sequence[float], collate: str = "pad_to_longest",
                      max_tokens: int = 0) -> Optional[Dict[str, Any]]:
     """Pure: the scenario's `sequence` section from samples' lengths in tokens and their bytes: the lengths'
@@ -202,10 +226,11 @@ def _one_thread():
 
 def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
                  keep: int = 0, max_seconds: Optional[float] = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, raw_times: Optional[List[float]] = None):
     """Time dataset[i] for n_samples random indices (after `warmup` untimed calls).
 
-    Returns (summary dict of seconds, list of kept samples (up to `keep`), item bytes list).
+    Returns (summary dict of seconds, list of kept samples (up to `keep`), item bytes list); `raw_times`, when
+    given, receives every timed call's seconds in order (the kept samples are the first of them).
     Stops early, after at least 30 timed samples, once max_seconds have passed.
     """
     n = len(dataset)
@@ -228,6 +253,8 @@ def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
             if j < warmup:
                 continue
             times.append(t1 - t0)
+            if raw_times is not None:
+                raw_times.append(t1 - t0)
             item_bytes.append(nbytes_of(s))
             if len(kept) < keep:
                 kept.append(s)
@@ -553,8 +580,9 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
     length ({"collate": ..., "max_tokens": ...}): every timed sample's length is read (sequence_length_of) for the
     fragment's `sequence` section in place of dataset.item_bytes."""
     keep = n_samples if sequence is not None else min(n_samples, max(batch_size, 64))
+    raw_times: List[float] = []
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
-                                          keep=keep, max_seconds=max_seconds)
+                                          keep=keep, max_seconds=max_seconds, raw_times=raw_times)
     coll, bbytes = time_collate(kept, batch_size, collate_fn=collate_fn,
                                 n_batches=n_batches, seed=seed,
                                 max_seconds=None if max_seconds is None else max_seconds / 4)
@@ -572,6 +600,9 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
         sec = sequence_section([n or 0 for n in lengths], [nbytes_of(x) for x in kept],
                                sequence.get("collate", "pad_to_longest"), int(sequence.get("max_tokens") or 0))
         res["sequence"] = sec if sec else {"error": "no sample's length or bytes could be read (sequence_length_of)"}
+        split = token_cost_split([n or 0 for n in lengths], raw_times[:len(kept)])
+        if sec and split:
+            res["sequence_token_cost"] = split
     if in_worker:
         w = time_in_worker(dataset, collate_fn, batch_size=batch_size, seed=seed)
         if w is not None:
@@ -650,7 +681,17 @@ def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = N
     if (res.get("sequence") or {}).get("tokens_per_sample"):
         # a batch's bytes come from its shape (padded tokens x bytes_per_token), not from item_bytes
         ds.pop("item_bytes", None)
-        frag["sequence"] = res["sequence"]
+        frag["sequence"] = dict(res["sequence"])
+        split = res.get("sequence_token_cost") or {}
+        if split.get("token_share", 0.0) > 0.0:
+            # the tokenizer's share of a sample's time (fitted over the timed samples' lengths) becomes a cost per
+            # token, at the level the fragment's per-sample cost was measured (in a worker where timed there)
+            level = float(ds["load_s_per_sample"]["mean"])
+            share = float(split["token_share"])
+            mean_tokens = float(res["sequence"]["tokens_per_sample"]["mean"])
+            # (a fixed part fitted to 0 keeps a thousandth: pipeplan needs a positive per-sample cost)
+            ds["load_s_per_sample"] = dict(ds["load_s_per_sample"], mean=level * max(1.0 - share, 1e-3))
+            frag["sequence"]["load_s_per_token"] = round(level * share / mean_tokens, 12)
     return frag
 
 

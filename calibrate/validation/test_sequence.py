@@ -194,3 +194,34 @@ class ProbeSequenceTest(unittest.TestCase):
             rc = probe.main(["--dataset", "json:loads", "--sequence", "pack"])
         self.assertEqual(rc, 2)
         self.assertIn("--max-tokens", err.getvalue())
+
+
+class TokenCostSplitTest(unittest.TestCase):
+    def test_fit_by_hand(self):
+        import pipeplan_probe as probe
+        # 0.1 ms + 2 us a token, exactly: lengths 100..1000
+        lengths = list(range(100, 1001, 50))
+        got = probe.token_cost_split(lengths, [1e-4 + 2e-6 * n for n in lengths])
+        self.assertAlmostEqual(got["fixed_s"], 1e-4, places=12)
+        self.assertAlmostEqual(got["per_token_s"], 2e-6, places=14)
+        mean_n = sum(lengths) / len(lengths)     # 550: the tokens' share 2e-6 x 550 / (1e-4 + 2e-6 x 550)
+        self.assertAlmostEqual(got["token_share"], 1.1e-3 / 1.2e-3, places=9)
+        self.assertAlmostEqual(mean_n, 550.0)
+        # times falling with length: no per-token part, the mean as the fixed part
+        flat = probe.token_cost_split(lengths, [1e-3 - 1e-7 * n for n in lengths])
+        self.assertEqual(flat["per_token_s"], 0.0)
+        self.assertIsNone(probe.token_cost_split([5] * 20, [1e-3] * 20))    # lengths that do not vary
+        self.assertIsNone(probe.token_cost_split(lengths[:5], [1e-3] * 5))  # too few
+
+    def test_fragment_splits_the_measured_level(self):
+        import pipeplan_probe as probe
+        res = {"num_samples": 1000, "batch_size": 8, "item_bytes_from_batch": 4000.0,
+               "load_s_per_sample": {"mean": 0.002, "cv": 0.3}, "collate_s_per_batch": {"mean": 0.001},
+               "sequence": {"tokens_per_sample": {"mean": 500.0, "cv": 0.5, "kind": "lognormal"},
+                            "collate": "pad_to_longest", "bytes_per_token": 8.0},
+               "sequence_token_cost": {"fixed_s": 2e-4, "per_token_s": 3.6e-6, "token_share": 0.9}}
+        frag = probe.scenario_fragment(res)
+        # 2 ms a sample, 90% of it the tokens': 0.2 ms fixed and 0.9 x 2 ms / 500 tokens = 3.6 us a token
+        self.assertAlmostEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.0002)
+        self.assertAlmostEqual(frag["sequence"]["load_s_per_token"], 3.6e-6)
+        self.assertNotIn("load_s_per_token", res["sequence"])   # the measurement itself is left as it was
