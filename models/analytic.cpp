@@ -36,7 +36,7 @@ namespace {
 double effective_input_threads(const Scenario& s, const Profile& p) {
   if (s.loader.num_workers == 0) return s.node.gpus;
   const double bytes = s.batch_bytes();
-  const double step_s = s.training.step_s() * s.mean_step_factor();
+  const double step_s = s.training.step_s() * s.mean_step_factor() + s.gpu_decode_s();
   const double receive_s = p.ipc.receive_s_per_batch + bytes * p.ipc.receive_s_per_byte;
   double others = 0.0;
   if (s.loader.pin_memory) {
@@ -122,7 +122,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
                                                             s.sync_tail_s_per_step())});
   out.push_back({"h2d_copy", gpus * per_batch(batch, h2d_batch_copy_s(p, bytes, s.loader.pin_memory,
                                                                         s.loader.num_workers > 0))});
-  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s() * s.mean_step_factor())});
+  // the GPU runs the batch's JPEG decode too where the loop decodes on it (training.gpu_decode_s_per_sample)
+  out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s() * s.mean_step_factor() +
+                                                            s.gpu_decode_s())});
   if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())

@@ -478,6 +478,8 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.training.memory_map_needs_per_step = r.number("memory_map_needs_per_step", 0.0, Range::between(0, 1e6));
     s.training.memory_map_wait_s = r.number("memory_map_wait_s", 0.0, Range::between(0, 1));
     s.training.launch_tail_s = r.number("launch_tail_s", 0.0, Range::between(0, 60));
+    s.training.gpu_decode_s_per_sample = r.number("gpu_decode_s_per_sample", 0.0, Range::between(0, 1));
+    s.training.gpu_decode_host_s_per_sample = r.number("gpu_decode_host_s_per_sample", 0.0, Range::between(0, 1));
     s.training.sync_every_steps = static_cast<int>(r.integer("sync_every_steps", 0, Range::between(0, 1 << 30)));
     s.training.max_steps_ahead = static_cast<int>(r.integer("max_steps_ahead", 2, Range::between(1, 1 << 20)));
     s.training.steps = r.integer("steps", 2000, Range::between(1, kMaxSteps));

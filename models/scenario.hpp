@@ -185,6 +185,12 @@ struct TrainingConfig {
   // (loss.item() each step) less its launch time, where the launches outlast the GPU step (validation run
   // 25: ResNet-50 1.47 ms alone; 0.2-1.5 ms of sync wait a step in its host-bound cases). 0: none.
   double launch_tail_s = 0.0;
+  // JPEGs decoded on the GPU by the training loop (torchvision.io.decode_jpeg(device="cuda"), nvJPEG): the workers
+  // hand over encoded bytes, and each sample costs this much GPU time on the compute stream before the step's kernels
+  // (calibrate's decode.gpu_nvjpeg batched_s_per_image) and this much of the loop thread's CPU for the call (nvJPEG's
+  // host-side Huffman decode and launches). The synthetic-data twin decodes nothing: its data is already there.
+  double gpu_decode_s_per_sample = 0.0;
+  double gpu_decode_host_s_per_sample = 0.0;
   int sync_every_steps = 0;
   int max_steps_ahead = 2;
   std::int64_t steps = 2000;
@@ -263,7 +269,13 @@ struct Scenario {
   // The loop thread's Python in next() a step beside its own (loader.main_next_s_per_batch; workers only).
   double main_next_s() const { return loader.num_workers > 0 ? loader.main_next_s_per_batch : 0.0; }
   // The loop thread's time a step outside its own step's Python: the rest of next() and the batch's .to() call.
-  double loop_batch_s() const { return main_next_s() + transfer.copy_call_s_per_batch; }
+  double loop_batch_s() const {
+    return main_next_s() + transfer.copy_call_s_per_batch + gpu_decode_host_s();
+  }
+  // The loop thread's CPU a step for a batch's GPU JPEG decode call (training.gpu_decode_host_s_per_sample).
+  double gpu_decode_host_s() const { return mean_samples_per_batch() * training.gpu_decode_host_s_per_sample; }
+  // The GPU time a step for the batch's JPEG decode (training.gpu_decode_s_per_sample), before its kernels.
+  double gpu_decode_s() const { return mean_samples_per_batch() * training.gpu_decode_s_per_sample; }
   // Everything the loop's thread runs a step with a loader: its own host time, the rest of next() and the .to() call.
   double loop_thread_s() const { return loop_host_s() + loop_batch_s(); }
   // The share of a host-bound loop's steps whose .to() call and launches run right after the previous step's

@@ -167,6 +167,11 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     d.suggestion += "; the loop stalls " + pct(result.memory_map_wait_main_fraction) +
                     " of the time while the pin thread touches and unmaps workers' batches: fewer bytes a batch "
                     "(uint8 images, normalize on the GPU) shorten that work";
+  // A GPU that decodes the JPEGs too: that part of its step is input work a CPU worker could take instead.
+  if (d.stage == "gpu_compute" && s.training.gpu_decode_s_per_sample > 0.0)
+    d.suggestion += "; " + ms(s.gpu_decode_s()) + " of each step is JPEG decode on the GPU " +
+                    "(training.gpu_decode_s_per_sample): decoding in the DataLoader's workers frees it where they have "
+                    "cores to spare";
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
   if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
       result.padding_fraction() >= 0.2)

@@ -82,6 +82,7 @@ struct StreamOp {
   enum class Kind { kCopy, kCompute } kind = Kind::kCompute;
   std::int64_t step = 0;
   double duration_s = 0.0;           // copy: its time; compute: forward+backward (with noise)
+  double decode_s = 0.0;             // compute: the batch's GPU JPEG decode, before the step's kernels
   std::int64_t wait_side_ops = 0;    // compute on a side-stream copy: side ops to wait for
 };
 
@@ -821,6 +822,12 @@ void compute_stream_actor(Rank& r) {
       op.duration_s *= clock_hump_factor(start_s, humps.amplitude_at(own_hump_share ? hump_share : busy_share),
                                          humps.period_s, humps.high_share);
     }
+    if (op.decode_s > 0.0) {
+      // the loop's decode_jpeg(device="cuda") on the compute stream ahead of the step (training.gpu_decode_s_per_sample)
+      const double d0 = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(op.decode_s);
+      if (!r.synthetic) world.trace->span(r.id, track, "decode_jpeg (nvJPEG)", d0, sg4::Engine::get_clock(), op.step);
+    }
     const double forward_share = s.training.forward_s / s.training.step_s();
     const double forward_s = op.duration_s * forward_share;
     const double backward_s = op.duration_s - forward_s;
@@ -962,8 +969,10 @@ class MainLoop {
         if (s_.loader.num_workers > 0) put_next_index(per_epoch);
         next_bookkeeping(step);
         copy_to_device(step, shape.bytes);
+        loop_python(step, shape.samples * s_.training.gpu_decode_host_s_per_sample,
+                    "decode_jpeg(device='cuda'): the call (nvJPEG's host part)");
       }
-      launch_step(step, s_.step_factor(shape));
+      launch_step(step, s_.step_factor(shape), r_.synthetic ? 0.0 : shape.samples * s_.training.gpu_decode_s_per_sample);
       if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, shape.bytes);
     }
     r_.computed_steps.wait_at_least(w_.steps);
@@ -1153,7 +1162,7 @@ class MainLoop {
     const bool pinned = s_.loader.pin_memory;
     const bool side = s_.transfer.copy_stream == CopyStream::kSide;
     Stream& stream = side ? r_.side : r_.compute;
-    stream.queue.push(StreamOp{StreamOp::Kind::kCopy, step, duration_s, 0});
+    stream.queue.push(StreamOp{StreamOp::Kind::kCopy, step, duration_s, 0.0, 0});
     const std::int64_t op_number = ++stream.enqueued_ops;
     // A pageable source is staged by the calling thread; a blocking copy waits for the stream.
     if (!pinned || !s_.transfer.non_blocking) {
@@ -1186,8 +1195,9 @@ class MainLoop {
     }
   }
 
-  // step_factor: this batch's GPU step over training.step_s's (Scenario::step_factor: a sequence batch's shape).
-  void launch_step(std::int64_t step, double step_factor) {
+  // step_factor: this batch's GPU step over training.step_s's (Scenario::step_factor: a sequence batch's shape);
+  // decode_s: its GPU JPEG decode ahead of the step's kernels (none for the synthetic twin).
+  void launch_step(std::int64_t step, double step_factor, double decode_s) {
     // The launch queue holds only so many steps: wait for an old one to finish.
     const double queue_wait0_s = sg4::Engine::get_clock();
     r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
@@ -1195,7 +1205,7 @@ class MainLoop {
     const double host_factor = back_to_back_factor();
     double duration_s = s_.training.step_s() * step_factor;
     if (s_.training.step_cv > 0.0) duration_s = sample(Distribution{duration_s, s_.training.step_cv}, r_.rng);
-    StreamOp op{StreamOp::Kind::kCompute, step, duration_s, 0};
+    StreamOp op{StreamOp::Kind::kCompute, step, duration_s, decode_s, 0};
     if (!r_.synthetic && s_.transfer.copy_stream == CopyStream::kSide) op.wait_side_ops = r_.side.enqueued_ops;
     r_.compute.queue.push(op);
     ++r_.compute.enqueued_ops;
