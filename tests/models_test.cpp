@@ -614,9 +614,54 @@ TEST(Collate, WorkersWriteIntoFreshSharedMemory) {
   EXPECT_DOUBLE_EQ(worker_collate_s(parse_scenario(j, "x", p), p, 16e6), 0.016);
 }
 
+namespace {
+
+struct MutationTally {
+  int parsed = 0, rejected = 0;
+};
+
+// `trials` documents, each `base` with 1-3 fields of a section replaced by one of `replacements` or (one time in five)
+// erased, parsed: each must parse or throw one InputError line. Sections: those named, else any of the document's;
+// keep_one leaves a section's last field in place.
+MutationTally mutate_and_parse(const json& base, const std::vector<std::string>& sections,
+                               const std::vector<json>& replacements, int trials, std::uint64_t seed, bool keep_one) {
+  Profile p;
+  Rng rng(seed);
+  MutationTally t;
+  for (int trial = 0; trial < trials; ++trial) {
+    json doc = base;
+    const int edits = 1 + static_cast<int>(rng.next_u64() % 3);
+    for (int e = 0; e < edits; ++e) {
+      json* obj = nullptr;
+      if (sections.empty()) {
+        auto section = doc.begin();
+        std::advance(section, rng.next_u64() % doc.size());
+        obj = &section.value();
+      } else {
+        obj = &doc[sections[rng.next_u64() % sections.size()]];
+      }
+      if (!obj->is_object() || obj->empty()) continue;
+      auto field = obj->begin();
+      std::advance(field, rng.next_u64() % obj->size());
+      const json& r = replacements[rng.next_u64() % replacements.size()];
+      if (rng.next_u64() % 5 == 0 && (!keep_one || obj->size() > 1)) obj->erase(field);
+      else field.value() = r;
+    }
+    try {
+      parse_scenario(doc, "mutated.json", p);
+      ++t.parsed;
+    } catch (const InputError& error) {
+      ++t.rejected;
+      EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
 // Property: any mutation of a valid scenario either parses or throws InputError; nothing else.
 TEST(Scenario, MutatedDocumentsParseOrFailWithInputError) {
-  Profile p;
   const json base = {{"node", {{"gpus", 2}, {"cpu_cores", 16}}},
                      {"dataset", {{"num_samples", 1000}, {"item_bytes", 1e5}, {"load_s_per_sample", {{"mean", 0.004}, {"cv", 0.3}}}}},
                      {"storage", {{"page_cache_hit_ratio", 0.5}}},
@@ -624,39 +669,15 @@ TEST(Scenario, MutatedDocumentsParseOrFailWithInputError) {
                      {"transfer", {{"non_blocking", true}, {"copy_stream", "side"}}},
                      {"training", {{"step_s", 0.05}, {"steps", 100}}},
                      {"ddp", {{"gradient_bytes", 1e8}}}};
-  const std::vector<json> replacements = {nullptr, -1, 0, 1e300, -1e300, 0.5, "x", true, json::array(), json::object(),
-                                          json::array({1, 2}), 1 << 30, "side"};
-  Rng rng(3);
-  int parsed = 0, rejected = 0;
-  for (int trial = 0; trial < 3000; ++trial) {
-    json doc = base;
-    const int edits = 1 + static_cast<int>(rng.next_u64() % 3);
-    for (int e = 0; e < edits; ++e) {
-      auto section = doc.begin();
-      std::advance(section, rng.next_u64() % doc.size());
-      json& obj = section.value();
-      if (!obj.is_object() || obj.empty()) continue;
-      auto field = obj.begin();
-      std::advance(field, rng.next_u64() % obj.size());
-      const json& r = replacements[rng.next_u64() % replacements.size()];
-      if (rng.next_u64() % 5 == 0) obj.erase(field);
-      else field.value() = r;
-    }
-    try {
-      parse_scenario(doc, "mutated.json", p);
-      ++parsed;
-    } catch (const InputError& error) {
-      ++rejected;
-      EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
-    }
-  }
-  EXPECT_GT(parsed, 100);
-  EXPECT_GT(rejected, 100);
+  const MutationTally t = mutate_and_parse(
+      base, {}, {nullptr, -1, 0, 1e300, -1e300, 0.5, "x", true, json::array(), json::object(), json::array({1, 2}), 1 << 30, "side"},
+      3000, 3, false);
+  EXPECT_GT(t.parsed, 100);
+  EXPECT_GT(t.rejected, 100);
 }
 
 // The same property over the sequence and fsdp sections (fewer trials: each parse draws the sequence's mean shape).
 TEST(Scenario, MutatedSequenceAndFsdpSectionsParseOrFailWithInputError) {
-  Profile p;
   const json base = {{"node", {{"gpus", 2}, {"cpu_cores", 16}}},
                      {"dataset", {{"num_samples", 1000}, {"load_s_per_sample", 0.001}}},
                      {"loader", {{"batch_size", 32}, {"num_workers", 4}}},
@@ -666,31 +687,12 @@ TEST(Scenario, MutatedSequenceAndFsdpSectionsParseOrFailWithInputError) {
                      {"fsdp", {{"unit_parameter_bytes", {1e8, 2e8, 3e8}}, {"backward_prefetch", "backward_post"},
                                {"all_gathers_in_flight", 1}}},
                      {"training", {{"step_s", 0.05}, {"steps", 100}}}};
-  const std::vector<json> replacements = {nullptr, -1, 0, 1e300, 0.5, "x", true, json::array(), json::object(),
-                                          json::array({1, 2}), 1 << 30, "pack", "none", 64};
-  Rng rng(5);
-  int parsed = 0, rejected = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    json doc = base;
-    const int edits = 1 + static_cast<int>(rng.next_u64() % 3);
-    for (int e = 0; e < edits; ++e) {
-      json& obj = doc[rng.next_u64() % 2 == 0 ? "sequence" : "fsdp"];
-      auto field = obj.begin();
-      std::advance(field, rng.next_u64() % obj.size());
-      const json& r = replacements[rng.next_u64() % replacements.size()];
-      if (rng.next_u64() % 5 == 0 && obj.size() > 1) obj.erase(field);
-      else field.value() = r;
-    }
-    try {
-      parse_scenario(doc, "mutated.json", p);
-      ++parsed;
-    } catch (const InputError& error) {
-      ++rejected;
-      EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
-    }
-  }
-  EXPECT_GT(parsed, 15);
-  EXPECT_GT(rejected, 50);
+  const MutationTally t = mutate_and_parse(
+      base, {"sequence", "fsdp"},
+      {nullptr, -1, 0, 1e300, 0.5, "x", true, json::array(), json::object(), json::array({1, 2}), 1 << 30, "pack", "none", 64},
+      300, 5, true);
+  EXPECT_GT(t.parsed, 15);
+  EXPECT_GT(t.rejected, 50);
 }
 
 // PyTorch's rule, by hand: limits 1 MiB then 25 MiB; a parameter is never split.
