@@ -345,6 +345,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
             : DeviceShare::kAtStart;
     s.storage.read_pieces_per_batch =
         static_cast<int>(r.integer("read_pieces_per_batch", 4, Range::between(1, 1 << 24)));
+    // the store's capacity, shared evenly by the nodes reading it at once (DESIGN: many nodes against one store)
+    s.storage.nodes_sharing = static_cast<int>(r.integer("nodes_sharing", 1, Range::between(1, 1000000)));
+    s.storage.read_bytes_per_s /= s.storage.nodes_sharing;
+    s.storage.read_iops /= s.storage.nodes_sharing;
     r.finish();
   }
   {

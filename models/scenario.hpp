@@ -78,8 +78,11 @@ struct StorageConfig {
   // 10,000 cold steps of the default scenario under the 1 s target (0.78 s; 64, one piece a sample for the table's
   // batches, took 5.0 s), and over the table's 54 cold cases as close as 64 (docs/scenario.md).
   int read_pieces_per_batch = 4;
-  double read_bytes_per_s = 0.0;  // resolved from the profile when absent
+  double read_bytes_per_s = 0.0;  // resolved from the profile when absent; this node's share (nodes_sharing)
   double read_iops = 0.0;
+  // Nodes reading the same store at once (a shared file system under a multi-node job): each gets an equal share of
+  // its bandwidth and IOPS (read_bytes_per_s and read_iops, as given or from the profile, are the store's).
+  int nodes_sharing = 1;
   double read_latency_s = 0.0;
   double stream_read_bytes_per_s = 0.0;       // one reading worker's own device rate cap; 0: none
   double buffered_read_cpu_s_per_byte = 0.0;  // worker CPU per byte read from the device

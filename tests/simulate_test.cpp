@@ -1999,3 +1999,17 @@ TEST(Simulate, GpuJpegDecodeRunsAheadOfTheStep) {
   s["transfer"]["non_blocking"] = false;
   EXPECT_NEAR(step_mean(simulate(s)), 0.0130, 0.0130 * 0.01);
 }
+
+// Many nodes against one store: one cold reader of 1 MB samples reads at the device's 1 GB/s alone (1,000 samples/s);
+// with four nodes reading the same store at once its share is 250 MB/s (250 samples/s), and with 200 it is 5 MB/s
+// (5 samples/s; its share of the IOPS, 10,000 / 200 = 50 reads a second, is not reached).
+TEST(Simulate, NodesSharingAStoreSplitItsBandwidthAndIops) {
+  json s = one_cold_reader();
+  s["storage"] = {{"page_cache_hit_ratio", 0.0}};
+  EXPECT_NEAR(samples_per_s(simulate(s)), 1000.0, 10.0);
+  s["storage"]["nodes_sharing"] = 4;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 250.0, 2.5);
+  s["storage"]["nodes_sharing"] = 200;
+  s["training"]["steps"] = 60;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 5.0, 0.1);
+}
