@@ -375,7 +375,7 @@ class PinThreadMeter:
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 24.0, 15.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
 # A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): nine shapes of 13
-# steps each, 4-130 ms a step on the H200 by estimate (not yet measured: fifty-ninth session)
+# steps each, 4-130 ms a step on the H200 by estimate (not yet measured: written in the sixtieth session)
 SEQ_SHAPES_S = 15.0
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
 # host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
