@@ -602,6 +602,19 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     return seq, max(float(fit.get("fixed_s") or 0.0), 1e-6)
 
 
+def gpu_decode_keys(comp: Dict[str, Any]) -> Dict[str, float]:
+    """Pure: training.gpu_decode_host_s_per_sample and gpu_decode_s_per_sample from a case's gpu_decode component
+    (the harness's GpuDecodeStep decode alone): the call's host time over the batch, and its wall to the stream's end
+    less that (the GPU work still running when the call returns) over the batch. {} without the component."""
+    gd = comp.get("gpu_decode") or {}
+    host, wall = (gd.get("host_s") or {}).get("mean"), (gd.get("wall_s") or {}).get("mean")
+    n = int(gd.get("batch_size") or 0)
+    if host is None or wall is None or n <= 0:
+        return {}
+    return {"gpu_decode_host_s_per_sample": round(float(host) / n, 9),
+            "gpu_decode_s_per_sample": round(max(0.0, float(wall) - float(host)) / n, 9)}
+
+
 def worker_collate_cost(case: Dict[str, Any]) -> float:
     """A batch's collate as a worker pays it: measured inside one worker (component in_worker) when
     the run has it, else the main-process collate (runs before in_worker existed)."""
@@ -1321,6 +1334,9 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     training["step_s_vs_gpu_duty"] = curve or []
     if curve and duty_time_constant_s:
         training["gpu_duty_time_constant_s"] = round(duty_time_constant_s, 5)
+    # a loop that decodes the batch's JPEGs on the GPU (the harness's gpudec+ steps): its step component is the step
+    # alone, on a decoded batch; the decode comes from its own component
+    training.update(gpu_decode_keys(comp))
     seq = sequence_section(case)
     extra: Dict[str, Any] = {}
     if seq:

@@ -163,6 +163,35 @@ class ImageDataset:
         return self.tf(img), i % 1000
 
 
+class HostTensors(list):
+    """Tensors a training loop leaves on the host: encoded JPEGs for torchvision.io.decode_jpeg(device="cuda"), which
+    reads CPU tensors (to_device passes them through; DataLoader's pin_memory pins each and keeps the type)."""
+    stays_on_host = True
+
+
+class ImageBytesDataset:
+    """The image kind's JPEG files as their encoded bytes (one read, a uint8 tensor of its own storage, so a worker
+    can share it), for a loop that decodes on the GPU (GpuDecodeStep)."""
+
+    def __init__(self, paths):
+        self.paths = list(paths)
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        import torch
+        with open(self.paths[i], "rb") as f:
+            data = bytearray(f.read())
+        return torch.frombuffer(data, dtype=torch.uint8).clone(), i % 1000
+
+
+def bytes_collate(batch):
+    """A batch of encoded JPEGs: their tensors as HostTensors (sizes differ: no stacking) and the labels."""
+    import torch
+    return HostTensors(b[0] for b in batch), torch.tensor([b[1] for b in batch], dtype=torch.int64)
+
+
 def image_dataset_from_dir(root, crop=224):
     """The harness's JPEG dataset from a data directory it generated: device_run.sh points the user
     helper (pipeplan_probe.py --dataset calibrate/validation/harness.py:image_dataset_from_dir) at it,
@@ -406,7 +435,7 @@ def step_is_heavy(step_name: str, step_component: Optional[dict] = None) -> bool
     (the harness's GEMM steps, mm:N, are light; resnet50 is not)."""
     if step_component and "host_s" in step_component and "gpu_s" in step_component:
         return step_component["host_s"]["mean"] > 0.5 * step_component["gpu_s"]["mean"]
-    return not (step_name.startswith("mm:") or step_name.startswith("seq:"))
+    return not (step_name.startswith("mm:") or step_name.startswith("seq:") or step_name.startswith("gpudec+"))
 
 
 def skip_reason(knobs: dict, rem_s: float, components: dict, quick: bool) -> Optional[str]:
@@ -1072,6 +1101,33 @@ class MatmulStep:
                 "gemm_n": int(self.a.shape[0]), "per_gemm_s": self.per_mm_s}
 
 
+class GpuDecodeStep:
+    """A loop that decodes on the GPU: torchvision.io.decode_jpeg(device=...) of the batch's encoded JPEGs (nvJPEG on
+    a GPU), each resized to crop x crop and scaled on the device, then `inner`'s step (a MatmulStep) on the stacked
+    batch (validation of training.gpu_decode_s_per_sample and gpu_decode_host_s_per_sample)."""
+
+    def __init__(self, dev, inner, crop=224):
+        self.dev, self.inner, self.crop = dev, inner, crop
+
+    def decode(self, batch):
+        from torchvision.io import ImageReadMode, decode_jpeg
+        t = self.dev.torch
+        F = t.nn.functional
+        imgs = decode_jpeg(list(batch[0]), mode=ImageReadMode.RGB, device=self.dev.device)
+        if not isinstance(imgs, (list, tuple)):
+            imgs = [imgs]
+        x = t.cat([F.interpolate(im.unsqueeze(0).float(), size=(self.crop, self.crop), mode="bilinear",
+                                 align_corners=False) for im in imgs])
+        return x.mul_(1.0 / 255.0).sub_(0.5)
+
+    def __call__(self, batch):
+        return self.inner((self.decode(batch),))
+
+    def describe(self):
+        return {"kind": "gpu_decode", "decode": "torchvision.io.decode_jpeg(device=...), ImageReadMode.RGB",
+                "resize": f"interpolate to {self.crop}x{self.crop}, bilinear", "inner": self.inner.describe()}
+
+
 class SequenceStep:
     """A small decoder stack whose GPU time follows its batch's shape (validation of pipeplan's sequence section): an
     embedding, `layers` blocks of causal self-attention (scaled_dot_product_attention) and an MLP, bf16 autocast,
@@ -1405,6 +1461,11 @@ class Harness:
         path, offs, lens, vocab, tokens_per_line = gen_tokens(root, n_tok)
         self.datasets["tokens"] = TokenDataset(path, offs, lens, vocab)
         self._ds_info("tokens", [path], lens, "pread one text line, word-vocab tokenize; pad-to-longest collate")
+        # the image kind's files as encoded bytes, for a loop that decodes on the GPU (GpuDecodeStep)
+        self.datasets["image_bytes"] = ImageBytesDataset(self.datasets["image"].paths)
+        self._ds_info("image_bytes", self.datasets["image"].paths, [os.path.getsize(p) for p in self.datasets["image"].paths],
+                      "the JPEG files' encoded bytes (one read); decoded on the GPU by the loop "
+                      "(torchvision.io.decode_jpeg(device='cuda'))")
         # the same lines, truncated at and padded to SEQ_PAD_MAX_TOKENS (convert: sequence.collate pad_to_max)
         self.datasets["tokens_pad512"] = self.datasets["tokens"]
         self._ds_info("tokens_pad512", [path], lens, "pread one text line, word-vocab tokenize; truncate at and pad "
@@ -1426,6 +1487,8 @@ class Harness:
         self._paths[kind] = list(paths)
 
     def collate_fn(self, kind):
+        if kind == "image_bytes":
+            return bytes_collate
         if kind == "tokens_pad512":
             return PadToMaxCollate(SEQ_PAD_MAX_TOKENS)
         return pad_collate if kind == "tokens" else None
@@ -1518,6 +1581,8 @@ class Harness:
                 self.steps[name] = MatmulStep(self.dev, float(name[3:]) / 1e3)
             elif name.startswith("seq:"):
                 self.steps[name] = SequenceStep(self.dev, int(name[4:]))
+            elif name.startswith("gpudec+"):
+                self.steps[name] = GpuDecodeStep(self.dev, self.step_model(name[len("gpudec+"):]), crop=self.crop)
             elif name in ("resnet50",):
                 self.steps[name] = ResNetStep(self.dev, name)
             else:
@@ -1715,6 +1780,10 @@ class Harness:
         t0 = time.perf_counter()
         model = self.step_model(step_name)
         gb = to_device(self.sample_batch(kind, bs), dev.device, False)
+        if isinstance(model, GpuDecodeStep):
+            # the step alone, on a batch already decoded: its decode is the gpu_decode component (convert's
+            # training.gpu_decode_* keys), and nvJPEG may wait on the stream a held-stream timing holds
+            gb, model = (model.decode(gb),), model.inner
         for _ in range(3):
             loss = model(gb)
         float(loss.item())
@@ -1806,6 +1875,40 @@ class Harness:
             + (f" ({summarize(after_launch)['mean']*1e3:.2f} right after another step's)" if after_launch else "")
             + f", synthetic loop {loop_s*1e3:.2f} "
             f"ms/step -> step_s {c[key]['step_s']*1e3:.2f} ms ({time.perf_counter()-t0:.1f}s)")
+        return c[key]
+
+    def comp_gpu_decode(self, step_name, kind, bs):
+        """A GPU-decode step's decode alone (GpuDecodeStep.decode on a sample batch of encoded JPEGs): the call's host
+        time (perf_counter to its return) and its wall to the stream's end (a sync after it), median of several after
+        three warm-up decodes; convert takes host / bs as training.gpu_decode_host_s_per_sample and (wall - host) / bs
+        as gpu_decode_s_per_sample (the GPU work still running when the call returns)."""
+        key = f"{step_name}/{kind}/b{bs}"
+        c = self.doc["components"].setdefault("gpu_decode", {})
+        if key in c:
+            return c[key]
+        dev = self.dev
+        model = self.step_model(step_name)
+        batch = to_device(self.sample_batch(kind, bs), dev.device, False)
+        for _ in range(3):
+            model.decode(batch)
+        dev.sync()
+        host, wall = [], []
+        for _ in range(6 if self.quick else 15):
+            dev.sync()
+            h0 = time.perf_counter()
+            model.decode(batch)
+            h1 = time.perf_counter()
+            dev.sync()
+            h2 = time.perf_counter()
+            host.append(h1 - h0)
+            wall.append(h2 - h0)
+        hs, ws = summarize(host), summarize(wall)
+        c[key] = {"host_s": hs, "wall_s": ws, "batch_size": bs, "model": model.describe(),
+                  "method": "GpuDecodeStep.decode (decode_jpeg(device=...) + resize + scale) on a sample batch of "
+                            "encoded JPEGs on the host: perf_counter to the call's return (host) and to a sync after it "
+                            "(wall), 3 warm-up decodes"}
+        log(f"component gpu_decode[{key}]: host {hs['mean']*1e3:.2f} ms, wall {ws['mean']*1e3:.2f} ms a batch of {bs} "
+            f"({hs['mean']/bs*1e6:.1f} / {max(0.0, ws['mean'] - hs['mean'])/bs*1e6:.1f} us a sample host / GPU after)")
         return c[key]
 
     def comp_sequence_step_shapes(self, step_name):
@@ -2689,6 +2792,8 @@ class Harness:
         comps["step"] = self.comp_step(k["step"], kind, bs)
         if k["step"].startswith("seq:"):
             comps["sequence_step_shapes"] = self.comp_sequence_step_shapes(k["step"])
+        if k["step"].startswith("gpudec+"):
+            comps["gpu_decode"] = self.comp_gpu_decode(k["step"], kind, bs)
         heavy = step_is_heavy(k["step"], comps["step"])
         if nw > 0 and heavy:
             try:                                   # a host-heavy loop (ResNet-50): does the CPU slow it?
@@ -2873,7 +2978,8 @@ class Harness:
                             gb = to_device(batch, dev.device, nb)
                         t.cuda.current_stream().wait_stream(side)
                         for x in tensors_in(gb):
-                            x.record_stream(t.cuda.current_stream())
+                            if x.is_cuda:          # encoded JPEGs kept on the host (HostTensors) have no stream
+                                x.record_stream(t.cuda.current_stream())
                     else:
                         gb = to_device(batch, dev.device, nb)
                     tc = time.perf_counter()
@@ -3209,6 +3315,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     add("sequence_step", [{"batch_size": b} for b in ([32, 128] if quick else [16, 32, 128])]
         + [{"kind": "tokens_pad512", "batch_size": 32}],
         dict(BASE, kind="tokens", num_workers=4, step="seq:4"))
+    # JPEG decode in the workers (the image kind) against decode on the GPU by the loop (encoded bytes from the
+    # workers, torchvision's decode_jpeg(device="cuda")): with 8 workers and with 4 (pipeplan's
+    # training.gpu_decode_* keys)
+    add("decode_device", [{}, {"kind": "image_bytes", "step": "gpudec+mm:25"}, {"num_workers": 4},
+                          {"kind": "image_bytes", "step": "gpudec+mm:25", "num_workers": 4}])
     add("prefetch_factor", [{"prefetch_factor": p} for p in ([1, 4] if quick else [1, 2, 4])],
         dict(BASE, num_workers=4))
     ep = dict(epochs=3, steps_per_epoch=6) if quick else dict(epochs=4, steps_per_epoch=10)

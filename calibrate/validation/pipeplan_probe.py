@@ -953,7 +953,10 @@ MAIN_LOOP_SETTLE_S = 1.0    # batches dropped before the first window: a fresh p
 def to_device(batch: Any, device: Any, non_blocking: bool = True) -> Any:
     """batch.to(device, non_blocking=...) on each tensor of a collated batch (tensors_in's structure: tuples, lists
     and dicts of tensors), the structure kept and anything else passed through, as a training loop moves its batch.
-    The validation harness moves its batches with it too."""
+    The validation harness moves its batches with it too. A container marked `stays_on_host` (the harness's encoded
+    JPEGs, which torchvision's GPU decode reads from the CPU) is passed through."""
+    if getattr(batch, "stays_on_host", False):
+        return batch
     if hasattr(batch, "pin_memory") and hasattr(batch, "data_ptr"):
         return batch.to(device, non_blocking=non_blocking)
     if isinstance(batch, (list, tuple)):

@@ -225,3 +225,39 @@ class TokenCostSplitTest(unittest.TestCase):
         self.assertAlmostEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.0002)
         self.assertAlmostEqual(frag["sequence"]["load_s_per_token"], 3.6e-6)
         self.assertNotIn("load_s_per_token", res["sequence"])   # the measurement itself is left as it was
+
+
+class GpuDecodeValidationTest(unittest.TestCase):
+    """The harness's decode_device family and convert's gpu_decode keys (no torch here)."""
+
+    def test_family_and_the_step_name(self):
+        h = load_harness()
+        cases = [c for c in h.build_cases(False, ["decode_device"]) if not c.get("repeat")]   # the base's repeats aside
+        self.assertEqual([(c["knobs"]["kind"], c["knobs"]["step"], c["knobs"]["num_workers"]) for c in cases],
+                         [("image", "mm:25", 8), ("image_bytes", "gpudec+mm:25", 8), ("image", "mm:25", 4),
+                          ("image_bytes", "gpudec+mm:25", 4)])
+        self.assertFalse(h.step_is_heavy("gpudec+mm:25"))
+        # encoded JPEGs stay on the host for decode_jpeg(device="cuda"): to_device passes the container through
+        import pipeplan_probe as probe
+        kept = h.HostTensors([b"\xff\xd8", b"\xff\xd8"])
+        self.assertIs(probe.to_device((kept, None), "cuda")[0], kept)
+
+    def test_convert_reads_the_decode_component(self):
+        # a batch of 64: 6.4 ms in the call, 9.6 ms to the stream's end: 0.1 ms a sample on the host, 0.05 on the GPU
+        comp = {"gpu_decode": {"host_s": {"mean": 0.0064}, "wall_s": {"mean": 0.0096}, "batch_size": 64}}
+        self.assertEqual(convert.gpu_decode_keys(comp), {"gpu_decode_host_s_per_sample": 0.0001,
+                                                         "gpu_decode_s_per_sample": 0.00005})
+        self.assertEqual(convert.gpu_decode_keys({}), {})
+        c = make_case("r1:01-decode_device-image_bytes", "decode_device", 1500.0, 0.04, 0.05, kind="image_bytes",
+                      step="gpudec+mm:25")
+        c["components"].update(comp)
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.assertEqual(s["training"]["gpu_decode_s_per_sample"], 0.00005)
+        if os.access(PIPEPLAN, os.X_OK):   # keys pipeplan knows
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "s.json")
+                with open(path, "w") as f:
+                    json.dump(s, f)
+                p = subprocess.run([PIPEPLAN, "simulate", path, "--steps", "200", "--format", "json"],
+                                   capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
