@@ -60,8 +60,7 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
                      "an integer >= 1 with collate=" + collate + " (the length every row is " +
                          (q.collate == SequenceCollate::kPack ? "packed" : "padded") + " to)");
   if (const json* b = r.raw("bucket_boundaries_tokens")) {
-    if (q.collate != SequenceCollate::kBucket)
-      r.fail("bucket_boundaries_tokens", *b, "no bucket boundaries unless collate=bucket");
+    // checked whatever the collate, used only by bucket: a sweep over sequence.collate keeps them in the scenario
     if (!b->is_array() || b->empty() || b->size() > 1024)
       r.fail("bucket_boundaries_tokens", *b, "an array of 1 to 1,024 increasing token counts >= 1");
     for (std::size_t i = 0; i < b->size(); ++i) {
@@ -78,6 +77,10 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
     throw InputError(file, r.path_of("bucket_boundaries_tokens"), "nothing",
                      "an array of increasing token counts with collate=bucket (each batch's samples from one bucket)");
   }
+  q.batch_tokens = r.integer("batch_tokens", 0, Range::between(0, 1.0e12));
+  if (q.batch_tokens > 0 && q.collate == SequenceCollate::kPack)
+    throw InputError(file, r.path_of("batch_tokens"), std::to_string(q.batch_tokens),
+                     "0 with collate=pack (a packed batch is loader.batch_size rows of max_tokens)");
   q.bytes_per_token = r.number("bytes_per_token", 8.0, Range::between(0, 1.0e6));
   if (q.bytes_per_token <= 0.0) r.fail("bytes_per_token", q.bytes_per_token, "a number > 0");
   q.load_s_per_token = r.number("load_s_per_token", 0.0, Range::between(0, 1));
@@ -190,8 +193,9 @@ std::vector<double> DdpConfig::bucket_bytes() const {
 
 std::int64_t Scenario::batches_per_epoch() const {
   const std::int64_t n = samples_per_rank();
-  if (sequence.enabled && sequence.collate == SequenceCollate::kPack) {
-    // a packed batch takes a varying number of samples: the epoch ends when its samples are used up, on average
+  if (sequence.enabled && (sequence.collate == SequenceCollate::kPack || sequence.batch_tokens > 0)) {
+    // a packed or token-budget batch takes a varying number of samples: the epoch ends when its samples are used up,
+    // on average
     const double batches = static_cast<double>(n) / std::max(1.0, sequence_mean.samples);
     return static_cast<std::int64_t>(loader.drop_last ? std::floor(batches) : std::ceil(batches));
   }

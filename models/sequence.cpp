@@ -65,10 +65,9 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
     b.rows = loader_batch;
     b.row_tokens_squared = loader_batch * row * row;
   } else {
-    b.samples = loader_batch;
-    b.rows = loader_batch;
     double longest = 0.0;
     std::size_t bucket = 0;
+    int taken = 0;
     for (int i = 0; i < loader_batch; ++i) {
       double raw = draw_sample_tokens(seq, rng);
       if (seq.collate == SequenceCollate::kBucket) {
@@ -85,13 +84,22 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
         }
       }
       const double kept = truncated(seq, raw);
+      if (seq.batch_tokens > 0 && taken > 0) {
+        // the token budget: one more sample would pad the batch past it (that sample opens the next batch)
+        const double row = seq.collate == SequenceCollate::kPadToMax ? static_cast<double>(seq.max_tokens)
+                                                                     : std::max(longest, kept);
+        if ((taken + 1) * row > static_cast<double>(seq.batch_tokens)) break;
+      }
       b.load_tokens += raw;
       b.tokens += kept;
       longest = std::max(longest, kept);
+      ++taken;
     }
+    b.samples = taken;
+    b.rows = taken;
     const double padded = seq.collate == SequenceCollate::kPadToMax ? static_cast<double>(seq.max_tokens) : longest;
-    b.slots = loader_batch * padded;
-    b.row_tokens_squared = loader_batch * padded * padded;
+    b.slots = taken * padded;
+    b.row_tokens_squared = taken * padded * padded;
   }
   b.bytes = b.slots * seq.bytes_per_token;
   return b;

@@ -26,6 +26,9 @@ struct SequenceConfig {
   std::int64_t max_tokens = 0;  // truncation (and pad_to_max's length, pack's row length); 0: none
   SequenceCollate collate = SequenceCollate::kPadToLongest;
   std::vector<std::int64_t> bucket_boundaries_tokens;  // increasing; bucket k holds lengths in (b[k-1], b[k]]
+  // Dynamic batching by a token budget (fairseq's max_tokens): a batch takes samples while its padded positions stay
+  // within this many (at most loader.batch_size samples); 0: batch_size samples a batch. Not with pack.
+  std::int64_t batch_tokens = 0;
   double bytes_per_token = 8.0;            // the collated batch's bytes per token position (every tensor it builds)
   double load_s_per_token = 0.0;           // __getitem__ CPU per token (tokenization), beside load_s_per_sample
   double step_s_per_token = 0.0;           // GPU time per token position of the batch, padding included
@@ -59,7 +62,9 @@ double draw_sample_tokens(const SequenceConfig& seq, Rng& rng);
 
 // A batch of `loader_batch` (samples, or rows with pack) drawn from `seq`: lengths drawn per sample, truncated at
 // max_tokens, laid out by the collate. With pack, samples are drawn until the batch's rows x max_tokens positions
-// are full; the last one is cut where the batch ends (its rest tokenized, then dropped). Pure but for the draws.
+// are full; the last one is cut where the batch ends (its rest tokenized, then dropped). With batch_tokens, samples
+// are taken while (samples + 1) x the padded length stays within it (at least one, at most loader_batch); the
+// sample that would overflow starts the next batch, which a fresh draw stands for. Pure but for the draws.
 BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng);
 
 // The mean of draw_batch_shape over `batches` draws from a fixed stream of `seed`: what the analytic bound, the

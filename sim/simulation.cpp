@@ -982,7 +982,8 @@ class MainLoop {
  private:
   // The loader's count for a batch: its samples (the epoch's last may be short), or a packed batch's rows.
   int samples_of(std::int64_t batch_in_epoch) const {
-    if (s_.sequence.enabled && s_.sequence.collate == SequenceCollate::kPack) return s_.loader.batch_size;
+    if (s_.sequence.enabled && (s_.sequence.collate == SequenceCollate::kPack || s_.sequence.batch_tokens > 0))
+      return s_.loader.batch_size;  // rows, or the token budget's cap: the batch's own draw says how many samples
     const std::int64_t first = batch_in_epoch * s_.loader.batch_size;
     return static_cast<int>(std::min<std::int64_t>(s_.loader.batch_size, s_.samples_per_rank() - first));
   }

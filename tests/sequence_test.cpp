@@ -202,7 +202,7 @@ TEST(SequenceScenario, BadSectionsNameTheKey) {
   expect_input_error(j, "sequence.bucket_boundaries_tokens[1]");
   j = lm_scenario();
   j["sequence"]["bucket_boundaries_tokens"] = {128};
-  expect_input_error(j, "sequence.bucket_boundaries_tokens");  // only with collate=bucket
+  EXPECT_NO_THROW(parse_scenario(j, "lm.json", Profile{}));  // kept, unused, beside another collate (a sweep over it)
   j = lm_scenario();
   j["dataset"]["item_bytes"] = 1000;
   expect_input_error(j, "dataset.item_bytes");  // the shape sets the bytes
@@ -217,4 +217,37 @@ TEST(SequenceScenario, BadSectionsNameTheKey) {
   j = lm_scenario();
   j["sequence"]["tokens_pre_sample"] = 5;
   expect_input_error(j, "sequence.tokens_pre_sample");
+}
+
+// A token budget (fairseq's max_tokens): constant 100-token samples under 1,000 positions take 10 a batch (11 x 100
+// would pass it); a 4-sample cap binds first; padded to 512, one budget of 2,048 holds 4 rows; a 3,000-token sample
+// alone is still a batch (cut at max_tokens 2,048, which exceeds a 1,000 budget).
+TEST(SequenceShape, TokenBudgetSetsTheBatchSize) {
+  Rng rng(1);
+  SequenceConfig q = constant_lengths(100, SequenceCollate::kPadToLongest);
+  q.batch_tokens = 1000;
+  BatchShape b = draw_batch_shape(q, 64, rng);
+  EXPECT_EQ(b.samples, 10);
+  EXPECT_DOUBLE_EQ(b.slots, 1000);
+  EXPECT_EQ(draw_batch_shape(q, 4, rng).samples, 4);
+  SequenceConfig m = constant_lengths(100, SequenceCollate::kPadToMax, 512);
+  m.batch_tokens = 2048;
+  EXPECT_EQ(draw_batch_shape(m, 64, rng).samples, 4);
+  SequenceConfig big = constant_lengths(3000, SequenceCollate::kPadToLongest, 2048);
+  big.batch_tokens = 1000;
+  b = draw_batch_shape(big, 64, rng);
+  EXPECT_EQ(b.samples, 1);
+  EXPECT_DOUBLE_EQ(b.slots, 2048);
+}
+
+TEST(SequenceScenario, TokenBudgetEpochAndItsRules) {
+  Profile p;
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample", 100}, {"collate", "pad_to_longest"}, {"batch_tokens", 1000}};
+  j["loader"]["batch_size"] = 64;
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  EXPECT_DOUBLE_EQ(s.mean_samples_per_batch(), 10);
+  EXPECT_EQ(s.batches_per_epoch(), 10000);  // 100,000 samples, 10 a batch
+  j["sequence"] = {{"tokens_per_sample", 100}, {"collate", "pack"}, {"max_tokens", 256}, {"batch_tokens", 1000}};
+  expect_input_error(j, "sequence.batch_tokens");  // a packed batch is batch_size rows of max_tokens
 }

@@ -2013,3 +2013,14 @@ TEST(Simulate, NodesSharingAStoreSplitItsBandwidthAndIops) {
   s["training"]["steps"] = 60;
   EXPECT_NEAR(samples_per_s(simulate(s)), 5.0, 0.1);
 }
+
+// A token budget sets the batch: 100-token samples under 1,000 positions take 10 a batch (batch_size 64 only caps),
+// a 10 ms + 1 us x 1,000 = 11 ms step: 909 samples/s, 90,909 tokens/s.
+TEST(Simulate, SequenceTokenBudgetBatches) {
+  json s = sequence_scenario({{"tokens_per_sample", 100}, {"batch_tokens", 1000}, {"step_s_per_token", 1e-6}});
+  s["loader"]["batch_size"] = 64;
+  const json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 10 / 0.011, 10 / 0.011 * 0.01);
+  EXPECT_NEAR(r["sequence"]["tokens_per_s"].get<double>(), 1000 / 0.011, 1000 / 0.011 * 0.01);
+  EXPECT_DOUBLE_EQ(r["sequence"]["mean_samples_per_batch"].get<double>(), 10.0);
+}
