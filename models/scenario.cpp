@@ -203,8 +203,11 @@ std::int64_t Scenario::batches_per_epoch() const {
   return loader.drop_last ? n / b : (n + b - 1) / b;
 }
 
-BatchShape Scenario::batch_shape(int loader_batch, Rng& rng) const {
-  if (sequence.enabled) return draw_batch_shape(sequence, loader_batch, rng);
+BatchShape Scenario::batch_shape(int loader_batch, std::uint64_t stream_seed) const {
+  if (sequence.enabled) {
+    Rng rng(stream_seed);
+    return draw_batch_shape(sequence, loader_batch, rng);
+  }
   BatchShape b;
   b.samples = loader_batch;
   b.bytes = loader_batch * dataset.item_bytes;

@@ -261,8 +261,8 @@ struct Scenario {
   // Samples a batch holds on average: batch_size, or a packed sequence batch's mean.
   double mean_samples_per_batch() const { return sequence.enabled ? sequence_mean.samples : loader.batch_size; }
   // One batch of `loader_batch` samples (rows with a packed sequence): its bytes from item_bytes, or its sequence
-  // shape drawn from `rng`.
-  BatchShape batch_shape(int loader_batch, Rng& rng) const;
+  // shape drawn from a stream seeded with `stream_seed` (made only when there is a sequence to draw).
+  BatchShape batch_shape(int loader_batch, std::uint64_t stream_seed) const;
   // A batch's GPU step over training.step_s's (1 without a sequence; its per-token and attention terms with one).
   double step_factor(const BatchShape& shape) const;
   // step_factor's mean over the sequence's batches (exact: the step is linear in the shape's sums).

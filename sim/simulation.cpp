@@ -248,12 +248,8 @@ struct World {
 // A batch's shape, the same for the rank and its synthetic twin: drawn from a stream of its own (rank, batch number)
 // so that the twin's step on batch i costs what the rank's does whatever order the events ran in.
 BatchShape shape_of(const Scenario& s, int rank, std::int64_t batch, int loader_batch) {
-  if (!s.sequence.enabled) {
-    Rng unused(0);
-    return s.batch_shape(loader_batch, unused);
-  }
-  Rng rng(derive_seed(s.seed, 0x5E9A00ULL + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(batch)));
-  return s.batch_shape(loader_batch, rng);
+  return s.batch_shape(loader_batch,
+                       derive_seed(s.seed, 0x5E9A00ULL + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(batch)));
 }
 
 // Sum of `n` per-sample draws. Beyond 64 samples the sum is drawn from the normal law with

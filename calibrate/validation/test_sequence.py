@@ -3,7 +3,6 @@ sequence section) against hand calculations, and the converted scenario run thro
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -15,6 +14,16 @@ import convert  # noqa: E402
 from test_convert import load_harness, make_case  # noqa: E402
 
 PIPEPLAN = os.path.join(HERE, "..", "..", "build", "cli", "pipeplan")
+
+
+def simulate_doc(scenario, *extra):
+    """pipeplan simulate on a scenario document (written to a temporary file), as convert.run_pipeplan reports it:
+    {"result": the JSON report} or {"error": ...}."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "s.json")
+        with open(path, "w") as f:
+            json.dump(scenario, f)
+        return convert.run_pipeplan(PIPEPLAN, path, None, extra=extra)
 
 
 def seq_case(kind="tokens", bs=32, fixed=0.002, per_token=3e-7, per_sq=2e-10, max_tokens=None):
@@ -114,13 +123,9 @@ class SequenceSectionTest(unittest.TestCase):
             return 0.5 * math.erfc(-(math.log(x) - mu) / math.sqrt(2 * s2))
         e_max = sum(1 - cdf(x + 0.5) ** 32 for x in range(0, 20000))
         want = 0.002 + 3e-7 * 32 * e_max
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "s.json")
-            with open(path, "w") as f:
-                json.dump(s, f)
-            p = subprocess.run([PIPEPLAN, "simulate", path, "--format", "json"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        r = json.loads(p.stdout)
+        out = simulate_doc(s)
+        self.assertNotIn("error", out, out.get("error"))
+        r = out["result"]
         self.assertEqual(r["bottleneck"]["stage"], "gpu_compute")
         self.assertAlmostEqual(r["step_time_s"]["mean"] / want, 1.0, delta=0.02)
         self.assertAlmostEqual(r["synthetic_baseline"]["step_time_s"] / want, 1.0, delta=0.015)
@@ -176,14 +181,9 @@ class ProbeSequenceTest(unittest.TestCase):
         whole = probe.scenario_with(base, frag, batch_size=8)
         self.assertNotIn("item_bytes", whole["dataset"])
         if os.access(PIPEPLAN, os.X_OK):   # the merged scenario is one pipeplan accepts
-            with tempfile.TemporaryDirectory() as d:
-                path = os.path.join(d, "s.json")
-                with open(path, "w") as f:
-                    json.dump(whole, f)
-                p = subprocess.run([PIPEPLAN, "simulate", path, "--steps", "200", "--format", "json"],
-                                   capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertIn("sequence", json.loads(p.stdout))
+            out = simulate_doc(whole, "--steps", "200")
+            self.assertNotIn("error", out, out.get("error"))
+            self.assertIn("sequence", out["result"])
 
     def test_pack_without_a_row_length_is_refused(self):
         import io
@@ -254,10 +254,5 @@ class GpuDecodeValidationTest(unittest.TestCase):
         s = convert.scenario_for(c, {"cpu_cores": 16})
         self.assertEqual(s["training"]["gpu_decode_s_per_sample"], 0.00005)
         if os.access(PIPEPLAN, os.X_OK):   # keys pipeplan knows
-            with tempfile.TemporaryDirectory() as d:
-                path = os.path.join(d, "s.json")
-                with open(path, "w") as f:
-                    json.dump(s, f)
-                p = subprocess.run([PIPEPLAN, "simulate", path, "--steps", "200", "--format", "json"],
-                                   capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
+            out = simulate_doc(s, "--steps", "200")
+            self.assertNotIn("error", out, out.get("error"))
