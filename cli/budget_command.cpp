@@ -109,8 +109,11 @@ int budget_command(int argc, char** argv) {
   if (counts.empty()) throw InputError("", "--gpus", "\"\"", "at least one GPU count");
   for (auto [name, value] : {std::pair<const char*, double>{"--store-read-bytes-per-s", store.read_bytes_per_s},
                              {"--store-read-iops", store.read_iops}})
-    if (!(value >= 0.0) || !std::isfinite(value))
-      throw InputError("", name, sim::with_thousands(value), "a number >= 0 (0: not given)");
+    if (!(value >= 0.0) || !std::isfinite(value)) {
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%g", value);  // nan and inf as themselves
+      throw InputError("", name, shown, "a number >= 0 (0: not given)");
+    }
 
   const Profile profile = load_profile(common.profile_path);
   const Scenario s = load_scenario(common, profile);
