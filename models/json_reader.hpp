@@ -31,6 +31,12 @@ struct Range {
   static Range unit_interval() { return {0.0, 1.0, false}; }
   static Range at_least(double lo) { return {lo, std::numeric_limits<double>::infinity(), false}; }
   static Range between(double lo, double hi) { return {lo, hi, false}; }
+  // Physical bounds, wide enough for any real job or machine and narrow enough that the simulator's products and
+  // quotients of them stay finite (an unbounded 1e300 once reached SimGrid as an infinite duration and aborted it).
+  static Range bytes() { return {0.0, 1e15, true}; }               // (0, 1 PB]
+  static Range seconds() { return {0.0, 3600.0, true}; }          // (0, 1 h]: one sample's or one step's cost
+  static Range bytes_per_s() { return {1.0, 1e15, false}; }       // 1 B/s .. 1 PB/s
+  static Range operations_per_s() { return {1e-3, 1e12, false}; }  // storage IOPS
 
   bool contains(double x) const { return (min_exclusive ? x > min : x >= min) && x <= max; }
   std::string describe(bool integer) const;

@@ -92,7 +92,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
       for (auto& q : points) {
         SpeedPoint s;
         s.busy_cores = q.required_number("busy_cores", Range::at_least(1));
-        s.relative_speed = q.required_number("relative_speed", {0.0, 10.0, true});
+        s.relative_speed = q.required_number("relative_speed", Range::between(0.01, 10.0));
         q.finish();
         p.cpu.speed_vs_busy_cores.push_back(s);
       }
@@ -120,8 +120,8 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
   if (!missing("host")) {
     p.host = HostProfile{};  // a section in the file is taken whole: keys it lacks take their documented defaults
     ObjectReader r = top.object("host");
-    p.host.memcpy_bytes_per_s = r.number("memcpy_bytes_per_s", p.host.memcpy_bytes_per_s, Range::positive());
-    p.host.pin_copy_bytes_per_s = r.number("pin_copy_bytes_per_s", p.host.pin_copy_bytes_per_s, Range::positive());
+    p.host.memcpy_bytes_per_s = r.number("memcpy_bytes_per_s", p.host.memcpy_bytes_per_s, Range::bytes_per_s());
+    p.host.pin_copy_bytes_per_s = r.number("pin_copy_bytes_per_s", p.host.pin_copy_bytes_per_s, Range::bytes_per_s());
     p.host.host_alloc_s_per_mib = r.number("host_alloc_s_per_mib", p.host.host_alloc_s_per_mib, Range::non_negative());
     p.host.host_register_s_per_mib = r.number("host_register_s_per_mib", p.host.host_register_s_per_mib, Range::non_negative());
     check_points(r, "points", {"what", "bytes", "bytes_per_s", "s"});
@@ -150,13 +150,15 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     r.string("path", "");
     r.choice("engine", "pread", {"io_uring", "pread"});
     r.string("cache_bypass", "");
-    p.storage.read_bytes_per_s = r.number("read_bytes_per_s", p.storage.read_bytes_per_s, Range::positive());
-    p.storage.read_iops = r.number("read_iops", p.storage.read_iops, Range::positive());
+    p.storage.read_bytes_per_s = r.number("read_bytes_per_s", p.storage.read_bytes_per_s, Range::bytes_per_s());
+    p.storage.read_iops = r.number("read_iops", p.storage.read_iops, Range::operations_per_s());
     p.storage.read_latency_s = r.number("read_latency_s", p.storage.read_latency_s, Range::between(0, 10));
     p.storage.cold_file_latency_s =
         r.number("cold_file_latency_s", p.storage.cold_file_latency_s, Range::between(0, 10));
     p.storage.stream_read_bytes_per_s =
-        r.number("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, Range::non_negative());
+        r.number("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, Range::between(0.0, 1e15));
+    if (p.storage.stream_read_bytes_per_s > 0.0 && p.storage.stream_read_bytes_per_s < 1.0)  // 0 is "no cap"; a cap under 1 B/s is a typo
+      r.fail("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, "0 (no cap) or a rate in [1, 1e+15] B/s");
     p.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", p.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     if (r.has("buffered_read")) {
@@ -172,13 +174,16 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         if (p.storage.stream_read_bytes_per_s > 0.0) curve.push_back({1.0, 1.0});
         for (auto& q : b.array_of_objects(key)) {
           const double threads = q.number("threads", 0.0, Range::positive());
-          const double bytes = q.number("bytes", 0.0, Range::non_negative());
+          const double bytes = q.number("bytes", 0.0, Range::between(0.0, 1e15));
           const double wall_s = q.number("wall_s", 0.0, Range::non_negative());
           const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
           q.raw("work_s_per_file");
           q.raw("readers_in_flight_mean");
           q.finish();
           const double wait_s = wall_s - cpu_s / threads;
+          if (bytes > 0.0 && wait_s > 0.0 && !Range::bytes_per_s().contains(bytes / wait_s))
+            q.fail("wall_s", wall_s,
+                   "a wall time giving the readers 1 B/s to 1 PB/s together (bytes / (wall_s - cpu_s / threads))");
           if (bytes > 0.0 && wait_s > 0.0)
             p.storage.buffered_peak_bytes_per_s = std::max(p.storage.buffered_peak_bytes_per_s, bytes / wait_s);
           if (p.storage.stream_read_bytes_per_s > 0.0 && threads > 1.0 && bytes > 0.0 && wait_s > 0.0 &&
@@ -200,13 +205,16 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         const double warm_cpu_s = b.number("warm_cpu_s", 0.0, Range::non_negative());
         for (auto& q : b.array_of_objects("concurrent_processes")) {
           const double processes = q.number("processes", 0.0, Range::positive());
-          const double bytes = q.number("bytes", 0.0, Range::non_negative());
+          const double bytes = q.number("bytes", 0.0, Range::between(0.0, 1e15));
           q.number("wall_s", 0.0, Range::non_negative());
           const double cpu_s = q.number("cpu_s", 0.0, Range::non_negative());
           q.finish();
-          if (bytes > 0.0)
-            p.storage.fill_cpu_s_per_byte_vs_processes.push_back(
-                {processes, page_cache_fill_cpu_s_per_byte(cpu_s, warm_cpu_s, bytes)});
+          if (bytes > 0.0) {
+            const double fill_cpu_s_per_byte = page_cache_fill_cpu_s_per_byte(cpu_s, warm_cpu_s, bytes);
+            if (!(fill_cpu_s_per_byte <= 1e-3))  // the scenario key's own bound
+              q.fail("bytes", bytes, "bytes giving at most 1e-3 CPU s per byte beyond the warm read ((cpu_s - warm_cpu_s) / bytes)");
+            p.storage.fill_cpu_s_per_byte_vs_processes.push_back({processes, fill_cpu_s_per_byte});
+          }
         }
         std::sort(p.storage.fill_cpu_s_per_byte_vs_processes.begin(), p.storage.fill_cpu_s_per_byte_vs_processes.end(),
                   [](const auto& a, const auto& c) { return a.processes < c.processes; });
@@ -271,10 +279,10 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.compute.gemm_kept_with_nccl = r.number("gemm_kept_with_nccl", 1.0, {0.0, 1.5, true});
     for (auto& q : r.array_of_objects("step_vs_gpu_duty")) {
       const double duty = q.required_number("duty", Range::unit_interval());
-      const double rel = q.required_number("relative_time", {0.0, 10.0, true});
+      const double rel = q.required_number("relative_time", Range::between(0.1, 10.0));
       double rel_p90 = 0.0;
       if (q.has("relative_p90_time")) {  // a p90 below the point's median cannot come from one set of steps
-        rel_p90 = q.required_number("relative_p90_time", {0.0, 10.0, true});
+        rel_p90 = q.required_number("relative_p90_time", Range::between(0.1, 10.0));
         if (rel_p90 < rel) q.fail("relative_p90_time", rel_p90, "a number at least the point's relative_time");
       }
       q.finish();

@@ -295,10 +295,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
   {
     ObjectReader r = top.object("dataset");
     s.dataset.num_samples = r.integer("num_samples", s.dataset.num_samples, Range::between(1, 1e15));
-    s.dataset.sample_bytes = read_distribution(r, "sample_bytes", s.dataset.sample_bytes, Range::positive());
+    s.dataset.sample_bytes = read_distribution(r, "sample_bytes", s.dataset.sample_bytes, Range::bytes());
     item_bytes_given = r.has("item_bytes");
-    s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::positive());
-    s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::positive());
+    s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::bytes());
+    s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::seconds());
     for (auto& q : r.array_of_objects("load_speed_vs_busy_cores")) {
       const double busy = q.required_number("busy_cores", Range::at_least(1));
       const double speed = q.required_number("relative_speed", {0.0, 10.0, true});
@@ -322,14 +322,16 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
                                          ? std::max(profile.storage.read_bytes_per_s,
                                                     profile.storage.buffered_peak_bytes_per_s)
                                          : profile.storage.read_bytes_per_s;
-    s.storage.read_bytes_per_s = r.number("read_bytes_per_s", profile_bandwidth, Range::positive());
-    s.storage.read_iops = r.number("read_iops", profile.storage.read_iops, Range::positive());
+    s.storage.read_bytes_per_s = r.number("read_bytes_per_s", profile_bandwidth, Range::bytes_per_s());
+    s.storage.read_iops = r.number("read_iops", profile.storage.read_iops, Range::operations_per_s());
     // a cold file's fixed cost where calibrate measured one (its small files), else fio's per-request latency
     s.storage.read_latency_s = r.number(
         "read_latency_s", std::max(profile.storage.read_latency_s, profile.storage.cold_file_latency_s),
         Range::between(0, 10));
     s.storage.stream_read_bytes_per_s =
-        r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::non_negative());
+        r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::between(0.0, 1e15));
+    if (s.storage.stream_read_bytes_per_s > 0.0 && s.storage.stream_read_bytes_per_s < 1.0)  // 0 is "no cap"; a cap under 1 B/s is a typo
+      r.fail("stream_read_bytes_per_s", s.storage.stream_read_bytes_per_s, "0 (no cap) or a rate in [1, 1e+15] B/s");
     fill_cpu_given = r.has("buffered_read_cpu_s_per_byte");
     s.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
@@ -499,7 +501,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
   }
   {
     ObjectReader r = top.object("ddp");
-    s.ddp.gradient_bytes = r.number("gradient_bytes", 0.0, Range::non_negative());
+    s.ddp.gradient_bytes = r.number("gradient_bytes", 0.0, Range::between(0.0, 1e15));
     s.ddp.bucket_cap_mb = r.number("bucket_cap_mb", 25.0, Range::positive());
     s.ddp.first_bucket_mb = r.number("first_bucket_mb", 1.0, Range::positive());
     if (const json* params = r.raw("parameter_bytes")) {

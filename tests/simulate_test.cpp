@@ -1992,8 +1992,12 @@ TEST(Simulate, GpuJpegDecodeRunsAheadOfTheStep) {
   EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
   EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("JPEG decode on the GPU"), std::string::npos);
   for (const auto& st : r["stages"]) {
-    if (st["name"] == "host_loop") EXPECT_NEAR(st["busy_fraction"].get<double>(), 0.0016 / 0.0114, 0.01);
-    if (st["name"] == "gpu_compute") EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 32 / 0.0114, 1.0);
+    if (st["name"] == "host_loop") {
+      EXPECT_NEAR(st["busy_fraction"].get<double>(), 0.0016 / 0.0114, 0.01);
+    }
+    if (st["name"] == "gpu_compute") {
+      EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 32 / 0.0114, 1.0);
+    }
   }
   s["loader"]["pin_memory"] = false;
   s["transfer"]["non_blocking"] = false;
