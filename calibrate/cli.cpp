@@ -21,6 +21,7 @@
 #include "calibrate/provenance.hpp"
 #include "calibrate/sections.hpp"
 #include "calibrate/wander_log.hpp"
+#include "models/atomic_file.hpp"
 
 namespace pipeplan::calibrate {
 
@@ -141,8 +142,10 @@ int run(int argc, char** argv) {
   }
 
   if (vm.count("wander-from-log")) {
-    std::ifstream in(wander_log);
-    if (!in) throw BadOption{"--wander-from-log: '" + wander_log + "' cannot be read (expected a calibrate log)"};
+    const TextFile log = read_text_file(wander_log, std::size_t{256} << 20);
+    if (log.cannot_open) throw BadOption{"--wander-from-log: '" + wander_log + "' cannot be read (expected a calibrate log)"};
+    if (!log.ok()) throw BadOption{"--wander-from-log: '" + wander_log + "' is " + log.error + " (expected a calibrate log)"};
+    std::istringstream in(log.text);
     const auto fit = refit_wander_log(in);
     if (!fit)
       throw BadOption{"--wander-from-log: '" + wander_log +

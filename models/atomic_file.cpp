@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 #include <unistd.h>
 
 namespace pipeplan {
@@ -23,6 +26,31 @@ std::string write_file_atomically(const std::string& path, const std::string& co
     return path + ": cannot rename into place (" + why + ")";
   }
   return "";
+}
+
+TextFile read_text_file(const std::string& path, std::size_t max_bytes) {
+  TextFile file;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    file.error = "a directory";
+    return file;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    file.cannot_open = true;
+    return file;
+  }
+  std::vector<char> chunk(std::size_t{1} << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    file.text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (file.text.size() > max_bytes) {
+      file.text.clear();
+      file.error = "more than " + std::to_string(max_bytes >> 20) + " MiB";
+      return file;
+    }
+  }
+  if (in.bad()) file.error = "a read error";
+  return file;
 }
 
 }  // namespace pipeplan

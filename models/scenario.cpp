@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
+#include "models/atomic_file.hpp"
 #include "models/cost_models.hpp"
 #include "models/input_error.hpp"
 #include "models/json_reader.hpp"
@@ -224,13 +227,13 @@ double Scenario::mean_step_factor() const {
 }
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open the file (missing or unreadable)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError(path, "cannot read the file");
+  constexpr std::size_t kMaxJsonFileBytes = std::size_t{256} << 20;  // far above any scenario or profile
+  const TextFile file = read_text_file(path, kMaxJsonFileBytes);
+  if (file.cannot_open) throw InputError(path, "cannot open the file (missing or unreadable)");
+  if (!file.ok()) throw InputError(path, "(document)", file.error, "a scenario or profile JSON file");
+  const std::string& text = file.text;
   try {
-    return json::parse(buffer.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     // nlohmann's message names the byte offset; keep it on one line.
     std::string what = e.what();

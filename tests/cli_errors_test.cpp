@@ -54,6 +54,9 @@ TEST(CliErrors, MalformedFiles) {
       {"empty file", " ", {"simulate", "{S}"}, {"malformed JSON"}},
       {"array at top", "[1, 2]", {"simulate", "{S}"}, {"a JSON object"}},
       {"missing file", "", {"simulate", "/nonexistent/scenario.json"}, {"/nonexistent/scenario.json", "cannot open"}},
+      {"directory", "", {"simulate", "/tmp"}, {"/tmp", "got a directory"}},
+      {"endless device", "", {"simulate", "/dev/zero"}, {"/dev/zero", "more than 256 MiB"}},  // refused, not read forever
+      {"endless profile", kGood, {"simulate", "{S}", "--profile", "/dev/zero"}, {"/dev/zero", "more than 256 MiB"}},
       {"missing profile", kGood, {"simulate", "{S}", "--profile", "/nonexistent/p.json"}, {"/nonexistent/p.json"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);

@@ -80,7 +80,11 @@ TEST(CalibrateCli, WanderFromLogRefitsTheLoggedChunks) {
   testing::internal::CaptureStderr();
   EXPECT_EQ(run({"--wander-from-log", empty.string()}), 2);
   EXPECT_EQ(run({"--wander-from-log", (dir.path() / "absent.log").string()}), 2);
+  EXPECT_EQ(run({"--wander-from-log", dir.path().string()}), 2);  // a directory
+  EXPECT_EQ(run({"--wander-from-log", "/dev/zero"}), 2);          // endless: refused past 256 MiB, not read forever
   const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
+  EXPECT_NE(err.find("'/dev/zero' is more than 256 MiB"), std::string::npos) << err;
   EXPECT_NE(err.find("empty.log"), std::string::npos) << err;
   EXPECT_NE(err.find("absent.log"), std::string::npos) << err;
 }
