@@ -928,7 +928,7 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
       const FsdpOp& op = comm.ops[j];
       const std::string name = std::string(op.kind == FsdpOp::Kind::kAllGather ? "all_gather" : "reduce_scatter") +
                                " unit " + std::to_string(op.unit) + (op.backward && op.kind == FsdpOp::Kind::kAllGather ? " (backward)" : "");
-      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, name.c_str(), t0, t1, n / nops);
+      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, name, t0, t1, n / nops);
     }
     comm.done.add();
   }

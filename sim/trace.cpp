@@ -21,6 +21,11 @@ void TraceRecorder::span(int pid, int tid, const char* name, double start_s, dou
   events_.push_back({'X', pid, tid, name, start_s, end_s - start_s, 0.0, batch});
 }
 
+void TraceRecorder::span(int pid, int tid, const std::string& name, double start_s, double end_s, std::int64_t batch) {
+  if (!enabled() || end_s < start_s) return;
+  span(pid, tid, names_.insert(name).first->c_str(), start_s, end_s, batch);
+}
+
 void TraceRecorder::counter(int pid, const char* name, double at_s, double value) {
   if (!enabled()) return;
   events_.push_back({'C', pid, 0, name, at_s, 0.0, value, -1});

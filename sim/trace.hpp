@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace pipeplan::sim {
@@ -16,8 +17,10 @@ class TraceRecorder {
   bool enabled() const { return enabled_ && events_.size() < max_events_; }
   void name_process(int pid, const std::string& name, int sort_index);
   void name_thread(int pid, int tid, const std::string& name, int sort_index);
-  // A span [start_s, end_s) on track (pid, tid).
+  // A span [start_s, end_s) on track (pid, tid). `name` must outlive the recorder (a string literal); a name built
+  // at run time goes through the std::string overload, which keeps one copy of each distinct name.
   void span(int pid, int tid, const char* name, double start_s, double end_s, std::int64_t batch = -1);
+  void span(int pid, int tid, const std::string& name, double start_s, double end_s, std::int64_t batch = -1);
   void counter(int pid, const char* name, double at_s, double value);
   bool truncated() const { return events_.size() >= max_events_; }
 
@@ -41,6 +44,7 @@ class TraceRecorder {
   std::size_t max_events_;
   std::vector<Event> events_;
   std::vector<Meta> meta_;
+  std::unordered_set<std::string> names_;  // run-time names; a node-based set keeps their addresses stable
 };
 
 }  // namespace pipeplan::sim

@@ -1932,6 +1932,42 @@ TEST(Simulate, FsdpCollectivesByHand) {
   std::remove(profile_path.c_str());
 }
 
+// The trace's NCCL track of each rank names every FSDP collective in BACKWARD_PRE's issue order (the hand timeline
+// above: AG0 AG1 AG1b AG0b RS1 RS0), each 10 ms. (The names are built at run time: they once pointed at freed
+// strings and came out as garbage bytes, which made the file invalid JSON.)
+TEST(Simulate, FsdpTraceNamesEachCollectiveInIssueOrder) {
+  auto [s, prof] = fsdp_two_unit_job();
+  s["training"]["steps"] = 20;
+  const std::string profile_path = pipeplan::test::write_temp(prof.dump());
+  const std::string trace_path = pipeplan::test::write_temp("");
+  simulate(s, {"--trace", trace_path}, profile_path);
+  std::ifstream in(trace_path);
+  const json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  std::remove(profile_path.c_str());
+  std::map<int, std::vector<std::pair<double, std::string>>> comm_spans;  // rank -> (start us, name)
+  int comm_tid = -1;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" &&
+        e["args"]["name"].get<std::string>().rfind("NCCL (FSDP", 0) == 0)
+      comm_tid = e["tid"].get<int>();
+  ASSERT_GE(comm_tid, 0);
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == comm_tid) {
+      comm_spans[e["pid"].get<int>()].push_back({e["ts"].get<double>(), e["name"].get<std::string>()});
+      EXPECT_NEAR(e["dur"].get<double>(), 10000.0, 1e-3) << e.dump();  // 100 MB at 10 GB/s
+    }
+  ASSERT_EQ(comm_spans.size(), 2u);
+  const std::vector<std::string> issue_order = {"all_gather unit 0",           "all_gather unit 1",
+                                                "all_gather unit 1 (backward)", "all_gather unit 0 (backward)",
+                                                "reduce_scatter unit 1",        "reduce_scatter unit 0"};
+  for (auto& [rank, spans] : comm_spans) {
+    std::sort(spans.begin(), spans.end());
+    ASSERT_GE(spans.size(), 12u) << rank;
+    for (std::size_t i = 0; i < 12; ++i) EXPECT_EQ(spans[i].second, issue_order[i % 6]) << "rank " << rank << " op " << i;
+  }
+}
+
 // recommend on FsdpCollectivesByHand's job without backward prefetch (70 ms a step): the synthetic-data twin
 // communicates too, so the job runs at its synthetic rate and only FSDP's knobs can move it. By hand BACKWARD_PRE
 // gives 62 ms and SHARD_GRAD_OP 46 ms: the greedy round takes reshard_after_forward=false (+52%), with its memory
