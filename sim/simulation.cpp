@@ -24,10 +24,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <map>
+#include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -1347,6 +1349,12 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
 
   std::vector<std::string> args_storage = {"pipeplan", "--log=root.thresh:critical", "--log=no_loc",
                                            "--cfg=contexts/stack-size:128", "--cfg=contexts/guard-size:0"};
+  // For debugging builds (sanitizers need thread contexts and larger stacks): extra SimGrid settings, space
+  // separated, e.g. PIPEPLAN_SIMGRID_CFG="contexts/factory:thread contexts/stack-size:8192".
+  if (const char* extra = std::getenv("PIPEPLAN_SIMGRID_CFG")) {
+    std::istringstream settings(extra);
+    for (std::string setting; settings >> setting;) args_storage.push_back("--cfg=" + setting);
+  }
   std::vector<char*> argv;
   for (auto& a : args_storage) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
