@@ -43,6 +43,11 @@ const StageReport* find(const SimResult& r, const std::string& name) {
 
 std::string with_thousands(double value) {
   if (!std::isfinite(value)) return "unbounded";
+  if (std::fabs(value) >= 1e15) {  // beyond 15 digits commas stop helping (and past 9.2e18 llround overflows)
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", value);
+    return text;
+  }
   const long long v = std::llround(value);
   std::string digits = std::to_string(v < 0 ? -v : v);
   std::string out;

@@ -1349,8 +1349,9 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
 
   std::vector<std::string> args_storage = {"pipeplan", "--log=root.thresh:critical", "--log=no_loc",
                                            "--cfg=contexts/stack-size:128", "--cfg=contexts/guard-size:0"};
-  // For debugging builds (sanitizers need thread contexts and larger stacks): extra SimGrid settings, space
-  // separated, e.g. PIPEPLAN_SIMGRID_CFG="contexts/factory:thread contexts/stack-size:8192".
+  // For debugging builds: extra SimGrid settings, space separated; a sanitizer build needs larger stacks,
+  // PIPEPLAN_SIMGRID_CFG="contexts/stack-size:8192" (thread contexts hang at the end: daemon actors are killed
+  // inside simcalls, and the unwinding's mutex unlocks wait for a scheduler that has stopped).
   if (const char* extra = std::getenv("PIPEPLAN_SIMGRID_CFG")) {
     std::istringstream settings(extra);
     for (std::string setting; settings >> setting;) args_storage.push_back("--cfg=" + setting);
