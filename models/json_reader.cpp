@@ -177,4 +177,10 @@ void ObjectReader::finish() const {
   }
 }
 
+double read_rate_cap_bytes_per_s(ObjectReader& r, const std::string& key, double fallback) {
+  const double cap = r.number(key, fallback, Range::between(0.0, Range::bytes_per_s().max));
+  if (cap > 0.0 && !Range::bytes_per_s().contains(cap)) r.fail(key, cap, "0 (no cap) or a rate in [1, 1e+15] B/s");
+  return cap;
+}
+
 }  // namespace pipeplan

@@ -86,4 +86,7 @@ class ObjectReader {
   static const json empty_object_;
 };
 
+// A read stream's rate cap: 0 means "no cap", else Range::bytes_per_s() (a cap under 1 B/s is a typo).
+double read_rate_cap_bytes_per_s(ObjectReader& r, const std::string& key, double fallback);
+
 }  // namespace pipeplan

@@ -155,10 +155,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.storage.read_latency_s = r.number("read_latency_s", p.storage.read_latency_s, Range::between(0, 10));
     p.storage.cold_file_latency_s =
         r.number("cold_file_latency_s", p.storage.cold_file_latency_s, Range::between(0, 10));
-    p.storage.stream_read_bytes_per_s =
-        r.number("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, Range::between(0.0, 1e15));
-    if (p.storage.stream_read_bytes_per_s > 0.0 && p.storage.stream_read_bytes_per_s < 1.0)  // 0 is "no cap"; a cap under 1 B/s is a typo
-      r.fail("stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s, "0 (no cap) or a rate in [1, 1e+15] B/s");
+    p.storage.stream_read_bytes_per_s = read_rate_cap_bytes_per_s(r, "stream_read_bytes_per_s", p.storage.stream_read_bytes_per_s);
     p.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", p.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));
     if (r.has("buffered_read")) {

@@ -2,10 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <vector>
 
 #include "models/atomic_file.hpp"
 #include "models/cost_models.hpp"
@@ -231,9 +227,8 @@ json read_json_file(const std::string& path) {
   const TextFile file = read_text_file(path, kMaxJsonFileBytes);
   if (file.cannot_open) throw InputError(path, "cannot open the file (missing or unreadable)");
   if (!file.ok()) throw InputError(path, "(document)", file.error, "a scenario or profile JSON file");
-  const std::string& text = file.text;
   try {
-    return json::parse(text);
+    return json::parse(file.text);
   } catch (const json::parse_error& e) {
     // nlohmann's message names the byte offset; keep it on one line.
     std::string what = e.what();
@@ -331,10 +326,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.read_latency_s = r.number(
         "read_latency_s", std::max(profile.storage.read_latency_s, profile.storage.cold_file_latency_s),
         Range::between(0, 10));
-    s.storage.stream_read_bytes_per_s =
-        r.number("stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s, Range::between(0.0, 1e15));
-    if (s.storage.stream_read_bytes_per_s > 0.0 && s.storage.stream_read_bytes_per_s < 1.0)  // 0 is "no cap"; a cap under 1 B/s is a typo
-      r.fail("stream_read_bytes_per_s", s.storage.stream_read_bytes_per_s, "0 (no cap) or a rate in [1, 1e+15] B/s");
+    s.storage.stream_read_bytes_per_s = read_rate_cap_bytes_per_s(r, "stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s);
     fill_cpu_given = r.has("buffered_read_cpu_s_per_byte");
     s.storage.buffered_read_cpu_s_per_byte =
         r.number("buffered_read_cpu_s_per_byte", profile.storage.buffered_read_cpu_s_per_byte, Range::between(0, 1e-3));

@@ -110,6 +110,7 @@ struct Comm {
 struct FsdpComm {
   std::vector<FsdpOp> ops;
   std::vector<double> op_s;
+  std::vector<std::string> op_names;  // the trace's name of each op ("all_gather unit 3 (backward)")
   std::vector<Counter*> issued;  // each rank's count of ops issued (in the ops' order, step after step)
   Counter done;                  // ops finished (every rank's)
   double busy_until_s = 0.0;     // when the collective running now ends (compute beside it runs slower)
@@ -927,10 +928,7 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
     const double t1 = sg4::Engine::get_clock();
     if (!synthetic) {
       comm.busy_s += window.overlap(t0, t1);
-      const FsdpOp& op = comm.ops[j];
-      const std::string name = std::string(op.kind == FsdpOp::Kind::kAllGather ? "all_gather" : "reduce_scatter") +
-                               " unit " + std::to_string(op.unit) + (op.backward && op.kind == FsdpOp::Kind::kAllGather ? " (backward)" : "");
-      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, name, t0, t1, n / nops);
+      for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, comm.op_names[j], t0, t1, n / nops);
     }
     comm.done.add();
   }
@@ -1324,6 +1322,9 @@ std::unique_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
   for (std::size_t j = 0; j < f->ops.size(); ++j) {
     const FsdpOp& op = f->ops[j];
     f->op_s.push_back(fsdp_op_s(op, p.nccl, s.node.gpus));
+    f->op_names.push_back(std::string(op.kind == FsdpOp::Kind::kAllGather ? "all_gather" : "reduce_scatter") + " unit " +
+                          std::to_string(op.unit) +
+                          (op.backward && op.kind == FsdpOp::Kind::kAllGather ? " (backward)" : ""));
     auto& index = op.kind == FsdpOp::Kind::kReduceScatter ? f->reduce_scatter
                   : op.backward                          ? f->backward_gather
                                                          : f->forward_gather;

@@ -6,10 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,16 +17,10 @@
 
 using nlohmann::json;
 using pipeplan::test::run_pipeplan;
+using pipeplan::test::slurp;
 using pipeplan::test::write_temp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The dotted keys of docs/scenario.md's tables (`section.key` in a row's first cell).
 std::vector<std::string> documented_scenario_keys() {

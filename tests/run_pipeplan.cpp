@@ -13,14 +13,12 @@
 
 namespace pipeplan::test {
 
-namespace {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
-}  // namespace
 
 std::string test_data(const std::string& name) { return std::string(PIPEPLAN_TEST_DATA) + "/" + name; }
 

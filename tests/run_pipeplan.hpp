@@ -28,4 +28,7 @@ nlohmann::json simulate(const nlohmann::json& scenario, const std::vector<std::s
 
 std::string test_data(const std::string& name);
 
+// The whole of a (test's own, small) file; "" if it cannot be read.
+std::string slurp(const std::string& path);
+
 }  // namespace pipeplan::test
