@@ -582,7 +582,8 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     decoder on token batches), and the step's fixed part (training.step_s): the lines' lengths in tokens (the
     dataset's, lognormal by their mean and cv), the collate (pad_to_max at the kind's max_tokens, else
     pad_to_longest), int64 ids, and the step's per-position and per-squared-length terms from the
-    sequence_step_shapes component's fit. None for any other case, or one without those components."""
+    sequence_step_shapes component's fit; a new batch shape's host time from sequence_new_shape where measured. None
+    for any other case, or one without those components."""
     k, comp = case.get("knobs") or {}, case.get("components") or {}
     if not str(k.get("step", "")).startswith("seq:"):
         return None
@@ -591,13 +592,22 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     if not tokens.get("mean") or fit.get("per_token_s") is None:
         return None
     max_tokens = int(comp.get("max_tokens") or 0)
-    seq = {"tokens_per_sample": _dist(tokens["mean"], tokens.get("cv")),
+    # the dataset's own lengths where the harness recorded them (run 64 on): a finite dataset's few long lengths
+    # make a batch's longest, and so its shape, repeat (run 63); else the law by the lengths' mean and cv
+    lengths = ({"tokens_per_sample_histogram": [[int(a), int(b)] for a, b in tokens["histogram"]]}
+               if tokens.get("histogram") else {"tokens_per_sample": _dist(tokens["mean"], tokens.get("cv"))})
+    seq = {**lengths,
            "collate": "pad_to_max" if max_tokens else "pad_to_longest",
            "bytes_per_token": SEQUENCE_BYTES_PER_TOKEN,
            "step_s_per_token": float(fit["per_token_s"]),
            "step_s_per_token_squared": float(fit.get("per_token_squared_s") or 0.0)}
     if max_tokens:
         seq["max_tokens"] = max_tokens
+    # a batch shape the step has not run costs plan building on the host (validation run 63); the component exists
+    # from run 64 on (comp_sequence_new_shape: new minus seen host time, median of 8 lengths)
+    ns = comp.get("sequence_new_shape") or {}
+    if ns.get("new_shape_host_s") is not None:
+        seq["new_shape_host_s"] = round(max(0.0, float(ns["new_shape_host_s"])), 6)
     # the simulator needs a positive fixed part; a fit through the origin keeps a microsecond
     return seq, max(float(fit.get("fixed_s") or 0.0), 1e-6)
 
@@ -1347,6 +1357,10 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         dataset.pop("item_bytes", None)
         training["step_s_vs_gpu_duty"] = []
         training.pop("gpu_duty_time_constant_s", None)
+        if extra["sequence"].get("new_shape_host_s") and epochs == 1:
+            # the shapes a run has met accumulate, so the share of new ones in the window depends on the steps before
+            # and in it: simulate the case's own steps, not min_steps
+            training["steps"] = warmup + int(m["n_measured"])
     return dict({
         "schema": "pipeplan-scenario/1",
         "name": case["id"],

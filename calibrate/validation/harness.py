@@ -27,6 +27,7 @@ import math
 import multiprocessing as mp
 import os
 import platform
+import statistics
 import random
 import socket
 import subprocess
@@ -135,7 +136,13 @@ def gen_tokens(root, n_lines, mean_words=256, cv=0.6, vocab_size=8000):
 def token_length_stats(tokens_per_line):
     """Pure: the lines' lengths in tokens (words: TokenDataset's ids) as convert's sequence section reads them."""
     s = summarize([float(x) for x in tokens_per_line])
-    return {"mean": s["mean"], "cv": s["cv"], "max": float(max(tokens_per_line)), "n": len(tokens_per_line)}
+    # the dataset's own lengths, as (length, lines) pairs: a finite dataset has few distinct long lengths, so a batch's
+    # longest repeats far more often than a continuous law's (validation run 63: new batch shapes, b128)
+    counts = {}
+    for x in tokens_per_line:
+        counts[int(x)] = counts.get(int(x), 0) + 1
+    return {"mean": s["mean"], "cv": s["cv"], "max": float(max(tokens_per_line)), "n": len(tokens_per_line),
+            "histogram": [[k, counts[k]] for k in sorted(counts)]}
 
 
 # ============================================================================ datasets (picklable)
@@ -406,6 +413,7 @@ NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
 # A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): nine shapes of 13
 # steps each, 4-130 ms a step on the H200 by estimate (not yet measured: written in the sixtieth session)
 SEQ_SHAPES_S = 15.0
+SEQ_NEW_SHAPE_S = 3.0   # comp_sequence_new_shape, once per (step, kind, batch size): 8 lengths, a new and a seen step
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
 # host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
 # NEW_COMPONENTS_S (38 s for every new kind) and the second nowhere; run 45's later kinds took 13-16 s of components
@@ -472,6 +480,7 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
     seen_step = set(steps)
     seen_probes = set((components or {}).get("host_beside_workers") or {})
     seen_shapes = set((components or {}).get("sequence_step_shapes") or {})
+    seen_new_shape = set((components or {}).get("sequence_new_shape") or {})
     total = FIRST_PIN_PROBES_S if first_pin_probes_due else 0.0
     for case in cases_left:
         k = case["knobs"]
@@ -490,6 +499,9 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
         if k["step"].startswith("seq:") and k["step"] not in seen_shapes:
             total += SEQ_SHAPES_S
             seen_shapes.add(k["step"])
+        if k["step"].startswith("seq:") and st_key not in seen_new_shape:
+            total += SEQ_NEW_SHAPE_S
+            seen_new_shape.add(st_key)
         if heavy and k["num_workers"] > 0 and heavy_probe_key(k) not in seen_probes:
             total += HEAVY_PROBES_S
             seen_probes.add(heavy_probe_key(k))
@@ -1944,6 +1956,54 @@ class Harness:
                 f"length; worst point {fit['max_rel_residual']*100:.1f}% off ({time.perf_counter()-t0:.1f}s)")
         return c[step_name]
 
+    def comp_sequence_new_shape(self, step_name, kind, bs):
+        """What the step costs the first time it sees a batch shape (validation run 63: variable-length batches' steps
+        took 100-150 ms of host time in their launches where repeated shapes took 10): the host time of the call (until
+        it returns: the launches) and its wall to a sync, at 8 lengths it has not run, then again at each. Rows are
+        bs + 1, a shape the case never draws, so the probe warms none of the case's shapes. convert takes the median
+        of (new - seen) host time as sequence.new_shape_host_s."""
+        key = f"{step_name}/{kind}/b{bs}"
+        c = self.doc["components"].setdefault("sequence_new_shape", {})
+        if key in c:
+            return c[key]
+        t, dev = self.t, self.dev
+        t0 = time.perf_counter()
+        model = self.step_model(step_name)
+        rows = bs + 1
+        lengths = [300 + 61 * j for j in range(8)] if not dev.cpu else [16 + 3 * j for j in range(4)]
+
+        def timed(length):
+            g = t.Generator(device="cpu").manual_seed(rows * 100000 + length)
+            ids = t.randint(2, 8000, (rows, length), generator=g, dtype=t.int64).to(dev.device)
+            gb = (ids, t.full((rows,), length, dtype=t.int64).to(dev.device))
+            dev.sync()
+            a = time.perf_counter()
+            model(gb)
+            b = time.perf_counter()
+            dev.sync()
+            return b - a, time.perf_counter() - a
+
+        new, seen = [], []
+        for length in lengths:
+            new.append(timed(length))
+            seen.append(timed(length))
+        extra_host = [n[0] - s[0] for n, s in zip(new, seen)]
+        extra_wall = [n[1] - s[1] for n, s in zip(new, seen)]
+        c[key] = {"rows": rows, "lengths": lengths,
+                  "new_host_s": [n[0] for n in new], "new_wall_s": [n[1] for n in new],
+                  "seen_host_s": [s[0] for s in seen], "seen_wall_s": [s[1] for s in seen],
+                  "new_shape_host_s": statistics.median(extra_host),
+                  "new_shape_wall_s": statistics.median(extra_wall),
+                  "method": "per length: the step on a shape never run (rows x length), then on the same shape; "
+                            "host = the call's perf_counter span (its launches), wall = to a sync; medians of new "
+                            "minus seen"}
+        log(f"component sequence_new_shape[{key}]: a new shape's step host {statistics.median(c[key]['new_host_s'])*1e3:.1f} ms "
+            f"(wall {statistics.median(c[key]['new_wall_s'])*1e3:.1f}), a seen one {statistics.median(c[key]['seen_host_s'])*1e3:.1f} "
+            f"(wall {statistics.median(c[key]['seen_wall_s'])*1e3:.1f}): {c[key]['new_shape_host_s']*1e3:.1f} ms more host a new "
+            f"shape, {c[key]['new_shape_wall_s']*1e3:.1f} ms more wall ({len(lengths)} lengths at {rows} rows, "
+            f"{time.perf_counter()-t0:.1f}s)")
+        return c[key]
+
     def comp_host_under_load(self, step_name, kind, bs, busy):
         """The training loop's own host time with `busy` other cores busy, against the same loop alone,
         measured back to back: run 9's ResNet-50 loop took 1.1-1.5x its time alone inside a real pipeline
@@ -2792,6 +2852,7 @@ class Harness:
         comps["step"] = self.comp_step(k["step"], kind, bs)
         if k["step"].startswith("seq:"):
             comps["sequence_step_shapes"] = self.comp_sequence_step_shapes(k["step"])
+            comps["sequence_new_shape"] = self.comp_sequence_new_shape(k["step"], kind, bs)
         if k["step"].startswith("gpudec+"):
             comps["gpu_decode"] = self.comp_gpu_decode(k["step"], kind, bs)
         heavy = step_is_heavy(k["step"], comps["step"])
