@@ -35,6 +35,37 @@ Distribution read_distribution(ObjectReader& parent, const std::string& key, Dis
   return d;
 }
 
+// sequence.tokens_per_sample_histogram: [[tokens, samples], ...] with tokens increasing integers in 1..1e8 and
+// counts > 0; sets the histogram and tokens_per_sample's mean and cv (what the rest of the model reads of the law).
+void read_length_histogram(const std::string& file, const std::string& path, const json& h, SequenceConfig& q) {
+  constexpr std::size_t kMaxBins = 1000000;
+  if (!h.is_array() || h.empty() || h.size() > kMaxBins)
+    throw InputError(file, path, show_value(h), "an array of 1 to 1,000,000 [tokens, samples] pairs");
+  double n = 0.0, sum = 0.0, sum_sq = 0.0;
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const json& pair = h[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
+      throw InputError(file, at, show_value(pair), "a [tokens, samples] pair of numbers");
+    const double tokens = pair[0].get<double>(), count = pair[1].get<double>();
+    const double previous = q.histogram_tokens.empty() ? 0.0 : q.histogram_tokens.back();
+    if (!std::isfinite(tokens) || std::floor(tokens) != tokens || tokens < 1 || tokens > 1.0e8 || tokens <= previous)
+      throw InputError(file, at + "[0]", show_value(pair[0]),
+                       i > 0 ? "an integer above the previous length (" + std::to_string(static_cast<long long>(previous)) + ")"
+                             : "an integer >= 1 (a length in tokens)");
+    if (!std::isfinite(count) || count <= 0 || count > 1.0e15)
+      throw InputError(file, at + "[1]", show_value(pair[1]), "a count of samples > 0");
+    n += count;
+    sum += count * tokens;
+    sum_sq += count * tokens * tokens;
+    q.histogram_tokens.push_back(tokens);
+    q.histogram_cumulative.push_back(n);
+  }
+  const double mean = sum / n;
+  q.tokens_per_sample = Distribution{mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) / mean,
+                                     Distribution::Kind::kLognormal};
+}
+
 // Explicit draws a batch of sequences may take (each sample's length is drawn): bounds a step's cost.
 constexpr double kMaxSequenceSamplesPerBatch = 65536;
 
@@ -44,10 +75,18 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   ObjectReader r = top.object("sequence");
   SequenceConfig& q = s.sequence;
   q.enabled = true;
-  if (!r.has("tokens_per_sample"))
+  if (const json* h = r.raw("tokens_per_sample_histogram")) {
+    read_length_histogram(file, r.path_of("tokens_per_sample_histogram"), *h, q);
+    if (r.has("tokens_per_sample"))
+      throw InputError(file, r.path_of("tokens_per_sample"), show_value(*r.raw("tokens_per_sample")),
+                       "nothing beside tokens_per_sample_histogram (the histogram is the lengths' law)");
+  } else if (!r.has("tokens_per_sample")) {
     throw InputError(file, r.path_of("tokens_per_sample"), "nothing",
-                     "a sample's length in tokens, a number >= 1 or {\"mean\", \"cv\", \"kind\"} (required in a sequence section)");
-  q.tokens_per_sample = read_distribution(r, "tokens_per_sample", q.tokens_per_sample, Range::at_least(1));
+                     "a sample's length in tokens, a number >= 1 or {\"mean\", \"cv\", \"kind\"} (required in a "
+                     "sequence section without tokens_per_sample_histogram)");
+  } else {
+    q.tokens_per_sample = read_distribution(r, "tokens_per_sample", q.tokens_per_sample, Range::at_least(1));
+  }
   const std::string collate = r.choice("collate", "pad_to_longest", {"pad_to_longest", "pad_to_max", "bucket", "pack"});
   q.collate = collate == "pad_to_max" ? SequenceCollate::kPadToMax
               : collate == "bucket"   ? SequenceCollate::kBucket
@@ -85,6 +124,8 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   q.load_s_per_token = r.number("load_s_per_token", 0.0, Range::between(0, 1));
   q.step_s_per_token = r.number("step_s_per_token", 0.0, Range::between(0, 1));
   q.step_s_per_token_squared = r.number("step_s_per_token_squared", 0.0, Range::between(0, 1));
+  q.pad_to_multiple_of = r.integer("pad_to_multiple_of", 0, Range::between(0, 1.0e6));
+  q.new_shape_host_s = r.number("new_shape_host_s", 0.0, Range::between(0, 60));
   r.finish();
   if (item_bytes_given)
     throw InputError(file, "dataset.item_bytes", show_value(s.dataset.item_bytes),

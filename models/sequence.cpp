@@ -46,7 +46,22 @@ double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const Bat
   return fixed_step_s + seq.step_s_per_token * shape.slots + seq.step_s_per_token_squared * shape.row_tokens_squared;
 }
 
+double padded_row_length(const SequenceConfig& seq, double longest_tokens) {
+  if (seq.collate == SequenceCollate::kPadToMax || seq.collate == SequenceCollate::kPack)
+    return static_cast<double>(seq.max_tokens);
+  if (seq.pad_to_multiple_of <= 1) return longest_tokens;
+  const double m = static_cast<double>(seq.pad_to_multiple_of);
+  return std::ceil(longest_tokens / m) * m;
+}
+
 double draw_sample_tokens(const SequenceConfig& seq, Rng& rng) {
+  if (!seq.histogram_tokens.empty()) {
+    const double u = rng.uniform01() * seq.histogram_cumulative.back();
+    const auto it = std::upper_bound(seq.histogram_cumulative.begin(), seq.histogram_cumulative.end(), u);
+    const auto i = std::min<std::size_t>(static_cast<std::size_t>(it - seq.histogram_cumulative.begin()),
+                                         seq.histogram_tokens.size() - 1);
+    return seq.histogram_tokens[i];
+  }
   return std::max(1.0, std::round(sample(seq.tokens_per_sample, rng)));
 }
 
@@ -64,6 +79,7 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
     b.tokens = b.slots = positions;
     b.rows = loader_batch;
     b.row_tokens_squared = loader_batch * row * row;
+    b.padded_length = row;
   } else {
     double longest = 0.0;
     std::size_t bucket = 0;
@@ -86,8 +102,7 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
       const double kept = truncated(seq, raw);
       if (seq.batch_tokens > 0 && taken > 0) {
         // the token budget: one more sample would pad the batch past it (that sample opens the next batch)
-        const double row = seq.collate == SequenceCollate::kPadToMax ? static_cast<double>(seq.max_tokens)
-                                                                     : std::max(longest, kept);
+        const double row = padded_row_length(seq, std::max(longest, kept));
         if ((taken + 1) * row > static_cast<double>(seq.batch_tokens)) break;
       }
       b.load_tokens += raw;
@@ -97,7 +112,8 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
     }
     b.samples = taken;
     b.rows = taken;
-    const double padded = seq.collate == SequenceCollate::kPadToMax ? static_cast<double>(seq.max_tokens) : longest;
+    const double padded = padded_row_length(seq, longest);
+    b.padded_length = padded;
     b.slots = taken * padded;
     b.row_tokens_squared = taken * padded * padded;
   }

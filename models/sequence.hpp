@@ -23,6 +23,12 @@ const char* to_string(SequenceCollate c);
 struct SequenceConfig {
   bool enabled = false;  // the scenario has a `sequence` section
   Distribution tokens_per_sample{512.0, 0.0, Distribution::Kind::kLognormal};  // a sample's tokens, before truncation
+  // The dataset's own lengths (sequence.tokens_per_sample_histogram): tokens in increasing order and the running sum
+  // of their sample counts; a draw picks one in proportion to its count. A finite dataset has few distinct long
+  // lengths, so a batch's longest repeats far more often than under a continuous law (validation run 63). Empty: the
+  // law tokens_per_sample (which the reader then sets to the histogram's mean and cv).
+  std::vector<double> histogram_tokens;
+  std::vector<double> histogram_cumulative;
   std::int64_t max_tokens = 0;  // truncation (and pad_to_max's length, pack's row length); 0: none
   SequenceCollate collate = SequenceCollate::kPadToLongest;
   std::vector<std::int64_t> bucket_boundaries_tokens;  // increasing; bucket k holds lengths in (b[k-1], b[k]]
@@ -33,6 +39,13 @@ struct SequenceConfig {
   double load_s_per_token = 0.0;           // __getitem__ CPU per token (tokenization), beside load_s_per_sample
   double step_s_per_token = 0.0;           // GPU time per token position of the batch, padding included
   double step_s_per_token_squared = 0.0;   // GPU time per squared row length, summed over rows (attention)
+  // pad_to_longest and bucket round the batch's padded length up to a multiple of this (DataCollatorWithPadding's
+  // pad_to_multiple_of): fewer distinct shapes, more padding. 0 or 1: off.
+  std::int64_t pad_to_multiple_of = 0;
+  // Host time (GIL held, GPU starved) the step spends the first time a process runs a batch shape (rows x padded
+  // length): kernel plans keyed by shape (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's
+  // recompiles). Measured 100-150 ms a shape for scaled_dot_product_attention on the H200 (validation run 63).
+  double new_shape_host_s = 0.0;
 };
 
 // One batch as the pipeline sees it.
@@ -44,7 +57,12 @@ struct BatchShape {
   double slots = 0.0;        // token positions of the batch tensor, padding included (sequence only)
   double rows = 0.0;         // rows of the batch tensor (sequence only)
   double row_tokens_squared = 0.0;  // the sum over rows of a row's length squared (sequence only)
+  double padded_length = 0.0;       // the batch tensor's row length, padding included (sequence only)
 };
+
+// The batch's padded row length for its longest (truncated) sample: max_tokens with pad_to_max, else the longest
+// rounded up to pad_to_multiple_of. Pure.
+double padded_row_length(const SequenceConfig& seq, double longest_tokens);
 
 // The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
 struct MeanBatchShape {

@@ -29,6 +29,12 @@ std::string ms(double seconds) {
   return buf;
 }
 
+std::string fixed2(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
+}
+
 bool is_input_stage(const std::string& name) {
   return name == "storage" || name == "workers" || name == "main_receive" || name == "pin_thread" || name == "main_inline_load";
 }
@@ -177,6 +183,15 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
     d.suggestion += "; " + ms(s.gpu_decode_s()) + " of each step is JPEG decode on the GPU " +
                     "(training.gpu_decode_s_per_sample): decoding in the DataLoader's workers frees it where they have "
                     "cores to spare";
+  // A step that keeps meeting batch shapes it has not run builds kernel plans for each (validation run 63):
+  // fewer distinct padded lengths cut it; the cost also ends once every shape has been run.
+  if (result.new_shape_fraction >= 0.05)
+    d.suggestion += "; " + pct(result.new_shape_fraction) + " of the time goes to building kernel plans for batch "
+                    "shapes not run before (" + ms(s.sequence.new_shape_host_s) + " each, " +
+                    fixed2(result.new_shapes_per_step) + " a step): pad to a multiple of a length "
+                    "(sequence.pad_to_multiple_of, DataCollatorWithPadding's pad_to_multiple_of: compare with pipeplan "
+                    "sweep --vary sequence.pad_to_multiple_of=" + std::to_string(std::max<std::int64_t>(1, s.sequence.pad_to_multiple_of)) +
+                    ",64), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes";
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
   if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
       result.padding_fraction() >= 0.2)
@@ -310,9 +325,14 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                         : "communication-bound: the gradient all-reduce is exposed after backward" + waits;
     return d;
   }
-  d.stage = s.loop_thread_s() > 0.0 ? "host_loop" : "h2d_copy";
+  d.stage = s.loop_thread_s() > 0.0 || result.new_shape_fraction > 0.0 ? "host_loop" : "h2d_copy";
   if (d.stage == "host_loop")
     d.explanation = "host-bound: the training loop's Python takes " + ms(s.training.host_s_per_step) + " per step" +
+                    (result.new_shape_fraction > 0.0
+                         ? " plus " + ms(s.sequence.new_shape_host_s) + " for each batch shape not run before (" +
+                               fixed2(result.new_shapes_per_step) + " a step, " + pct(result.new_shape_fraction) +
+                               " of the time)"
+                         : "") +
                     (s.loop_batch_s() > 0.0
                          ? " plus " + ms(s.loop_batch_s()) +
                                " in the loader's next() and the batch's .to() call"
@@ -415,7 +435,11 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
                        {"mean_tokens_per_batch", s.sequence_mean.tokens},
                        {"mean_token_slots_per_batch", s.sequence_mean.slots},
                        {"mean_batch_bytes", s.sequence_mean.bytes},
-                       {"mean_gpu_step_s", s.training.step_s() * s.mean_step_factor()}};
+                       {"mean_gpu_step_s", s.training.step_s() * s.mean_step_factor()},
+                       {"pad_to_multiple_of", s.sequence.pad_to_multiple_of},
+                       {"new_shape_host_s", s.sequence.new_shape_host_s},
+                       {"new_shapes_per_step", r.new_shapes_per_step},
+                       {"new_shape_fraction", r.new_shape_fraction}};
   }
   return out;
 }
@@ -440,6 +464,11 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     std::snprintf(line, sizeof line, "  tokens          %s tokens/s; %.0f%% of the batches' token positions are padding (%s)\n",
                   with_thousands(r.tokens_per_s).c_str(), 100 * r.padding_fraction(), to_string(s.sequence.collate));
     o << line;
+    if (s.sequence.new_shape_host_s > 0.0) {
+      std::snprintf(line, sizeof line, "  new shapes      %.2f a step, %s each: %.0f%% of the time building kernel plans\n",
+                    r.new_shapes_per_step, ms(s.sequence.new_shape_host_s).c_str(), 100 * r.new_shape_fraction);
+      o << line;
+    }
   }
   std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),
                 ms(r.step_p90_s).c_str());

@@ -29,6 +29,7 @@
 #include <memory>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -167,6 +168,8 @@ struct Rank {
 
   // Busy time inside the window
   double worker_busy_s = 0.0, pin_busy_s = 0.0, main_receive_busy_s = 0.0, host_busy_s = 0.0;
+  double new_shape_busy_s = 0.0;    // building kernel plans for new batch shapes (inside host_busy_s), in the window
+  std::int64_t new_shapes_in_window = 0;
   double inline_load_busy_s = 0.0, copy_busy_s = 0.0, compute_busy_s = 0.0;
   double idle_data_s = 0.0, idle_copy_s = 0.0, idle_host_s = 0.0, exposed_comm_s = 0.0;
   double gil_wait_main_s = 0.0, gil_wait_pin_s = 0.0;  // waiting for the other thread to drop the GIL
@@ -968,6 +971,7 @@ class MainLoop {
         loop_python(step, shape.samples * s_.training.gpu_decode_host_s_per_sample,
                     "decode_jpeg(device='cuda'): the call (nvJPEG's host part)");
       }
+      build_plans_if_new_shape(step, shape);
       launch_step(step, s_.step_factor(shape), r_.synthetic ? 0.0 : shape.samples * s_.training.gpu_decode_s_per_sample);
       if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, shape.bytes);
     }
@@ -1061,6 +1065,29 @@ class MainLoop {
     const double t1 = sg4::Engine::get_clock();
     r_.host_busy_s += w_.window.overlap(t0, t1);
     w_.trace->span(r_.id, kMainTrack, what, t0, t1, step);
+  }
+
+  // A batch shape (rows x padded length) this process has not run: the step's first call builds its kernel plans
+  // (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's recompiles) on the loop's thread, GIL held,
+  // before its kernels are queued, so the GPU waits too (sequence.new_shape_host_s; validation run 63). The twin
+  // (the synthetic-data step) meets the same shapes: the cost is the step's, not the input pipeline's.
+  void build_plans_if_new_shape(std::int64_t step, const BatchShape& shape) {
+    if (!s_.sequence.enabled || s_.sequence.new_shape_host_s <= 0.0) return;
+    const auto key = std::make_pair(std::llround(shape.rows), std::llround(shape.padded_length));
+    if (!seen_shapes_.insert(key).second) return;
+    const double t0 = sg4::Engine::get_clock();
+    {
+      GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
+      run_cpu(r_, s_.sequence.new_shape_host_s * wander_.time_factor(r_.rng), &r_.main_python);
+    }
+    blocked_since_launch_ = true;  // the launches that follow are not back to back with the last step's
+    if (r_.synthetic) return;
+    const double t1 = sg4::Engine::get_clock();
+    const double in_window_s = w_.window.overlap(t0, t1);
+    r_.host_busy_s += in_window_s;
+    r_.new_shape_busy_s += in_window_s;
+    if (in_window_s > 0.0) ++r_.new_shapes_in_window;
+    w_.trace->span(r_.id, kMainTrack, "new batch shape: kernel plans built", t0, t1, step);
   }
 
   // Dropping an unpinned batch after its step unmaps the worker's shared memory on the loop's thread, outside
@@ -1268,6 +1295,7 @@ class MainLoop {
   std::map<std::int64_t, StashedBatch> stash_;  // received early, by batch number
   CoreWander wander_;  // the main thread's core, as the workers' and the pin thread's
   bool blocked_since_launch_ = true;  // a sync or a wait since the last launches (back_to_back_factor)
+  std::set<std::pair<long long, long long>> seen_shapes_;  // (rows, padded length) run so far (sequence only)
 };
 
 // ---------------------------------------------------------------- setup and results
@@ -1501,7 +1529,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
   double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
   double out_of_order = 0, gil_main = 0, gil_pin = 0, gil_held_main = 0, gil_held_pin = 0;
-  double map_wait_main = 0, map_held_pin = 0, wait_for_batch = 0;
+  double map_wait_main = 0, map_held_pin = 0, wait_for_batch = 0, new_shape = 0, new_shapes = 0;
   for (int g = 0; g < gpus; ++g) {
     Rank& r = *world.ranks[g];
     note_outstanding(r, 0);  // close the time integral at the end
@@ -1510,6 +1538,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     recv += r.main_receive_busy_s;
     wait_for_batch += r.main_wait_for_batch_s;
     host += r.host_busy_s;
+    new_shape += r.new_shape_busy_s;
+    new_shapes += static_cast<double>(r.new_shapes_in_window);
     inline_load += r.inline_load_busy_s;
     copy += r.copy_busy_s;
     compute += r.compute_busy_s;
@@ -1551,7 +1581,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   } else {
     add_stage("main_inline_load", "the main thread loading, collating (and pinning) each batch itself (num_workers=0)", frac(inline_load));
   }
-  if (s.loop_thread_s() > 0.0)
+  if (s.loop_thread_s() > 0.0 || new_shape > 0.0)
     add_stage("host_loop", s.ddp_host_s() > 0.0 ? "the training loop's Python per step (holds the GIL) and DDP's host work"
                                                  : "the training loop's Python per step (holds the GIL)",
               frac(host));
@@ -1573,6 +1603,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.memory_map_wait_main_fraction = frac(map_wait_main);
   res.memory_map_held_pin_fraction = frac(map_held_pin);
   res.main_wait_for_batch_fraction = frac(wait_for_batch);
+  res.new_shape_fraction = frac(new_shape);
+  res.new_shapes_per_step = res.steps_per_s > 0.0 ? new_shapes / gpus / window / res.steps_per_s : 0.0;
   res.mean_batches_in_flight = in_flight / gpus / window;
   res.mean_batch_latency_s = latency_n > 0 ? latency / latency_n : 0.0;
   res.batches_delivered_per_s = latency_n / gpus / window;

@@ -74,6 +74,9 @@ struct SimResult {
   double memory_map_wait_main_fraction = 0.0;  // the loop stalled while the pin thread worked on a mapping
   double memory_map_held_pin_fraction = 0.0;   // the pin thread mapping, first-touching, unmapping batches
   double main_wait_for_batch_fraction = 0.0;   // the loop in next() with no batch ready (from a worker or the pin thread)
+  // sequence.new_shape_host_s: the loop building kernel plans for batch shapes its process had not run, in the window
+  double new_shape_fraction = 0.0;             // of the window's time (per rank)
+  double new_shapes_per_step = 0.0;            // new shapes met per step of the window (per rank)
   double gil_busy_fraction() const { return std::min(1.0, gil_held_main_fraction + gil_held_pin_fraction); }
   std::int64_t epochs_started = 0;
   std::int64_t des_events = 0;           // activities simulated (for the benchmark)
