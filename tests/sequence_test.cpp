@@ -251,3 +251,64 @@ TEST(SequenceScenario, TokenBudgetEpochAndItsRules) {
   j["sequence"] = {{"tokens_per_sample", 100}, {"collate", "pack"}, {"max_tokens", 256}, {"batch_tokens", 1000}};
   expect_input_error(j, "sequence.batch_tokens");  // a packed batch is batch_size rows of max_tokens
 }
+
+// DataCollatorWithPadding(pad_to_multiple_of=64) rounds the batch's longest up; pad_to_max and pack keep max_tokens.
+TEST(SequenceShape, PadToMultipleRoundsTheLongestUp) {
+  SequenceConfig q = constant_lengths(100, SequenceCollate::kPadToLongest);
+  EXPECT_DOUBLE_EQ(padded_row_length(q, 100), 100);
+  q.pad_to_multiple_of = 64;
+  EXPECT_DOUBLE_EQ(padded_row_length(q, 100), 128);
+  EXPECT_DOUBLE_EQ(padded_row_length(q, 128), 128);
+  EXPECT_DOUBLE_EQ(padded_row_length(q, 1), 64);
+  Rng rng(1);
+  const BatchShape b = draw_batch_shape(q, 8, rng);
+  EXPECT_DOUBLE_EQ(b.padded_length, 128);
+  EXPECT_DOUBLE_EQ(b.slots, 8 * 128);
+  EXPECT_DOUBLE_EQ(b.tokens, 800);
+  EXPECT_DOUBLE_EQ(b.row_tokens_squared, 8 * 128.0 * 128.0);
+  SequenceConfig m = constant_lengths(100, SequenceCollate::kPadToMax, 512);
+  m.pad_to_multiple_of = 64;
+  EXPECT_DOUBLE_EQ(padded_row_length(m, 100), 512);
+}
+
+// A histogram of lengths is drawn in proportion to its counts (1 : 2 : 7 over 200,000 draws, each share within 0.5
+// point), and its mean and cv are the law the rest of the model reads: [[100, 1], [300, 1]] has mean 200, cv 0.5.
+TEST(SequenceScenario, LengthHistogramIsDrawnByItsCounts) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{10, 1}, {20, 2}, {30, 7}}}};
+  Profile p;
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  Rng rng(3);
+  double n10 = 0, n20 = 0, n30 = 0;
+  const int draws = 200000;
+  for (int i = 0; i < draws; ++i) {
+    const double t = draw_sample_tokens(s.sequence, rng);
+    (t == 10 ? n10 : t == 20 ? n20 : n30) += 1.0 / draws;
+    ASSERT_TRUE(t == 10 || t == 20 || t == 30) << t;
+  }
+  EXPECT_NEAR(n10, 0.1, 0.005);
+  EXPECT_NEAR(n20, 0.2, 0.005);
+  EXPECT_NEAR(n30, 0.7, 0.005);
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}, {300, 1}}}};
+  const Scenario two = parse_scenario(j, "lm.json", p);
+  EXPECT_DOUBLE_EQ(two.sequence.tokens_per_sample.mean, 200);
+  EXPECT_DOUBLE_EQ(two.sequence.tokens_per_sample.cv, 0.5);
+}
+
+TEST(SequenceScenario, BadLengthHistogramsNameTheEntry) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}, {100, 2}}}};
+  expect_input_error(j, "sequence.tokens_per_sample_histogram[1][0]");
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 0}}}};
+  expect_input_error(j, "sequence.tokens_per_sample_histogram[0][1]");
+  j["sequence"] = {{"tokens_per_sample_histogram", {{1.5, 1}}}};
+  expect_input_error(j, "sequence.tokens_per_sample_histogram[0][0]");
+  j["sequence"] = {{"tokens_per_sample_histogram", json::array()}};
+  expect_input_error(j, "sequence.tokens_per_sample_histogram");
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}}}, {"tokens_per_sample", 100}};
+  expect_input_error(j, "sequence.tokens_per_sample");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"new_shape_host_s", -1}};
+  expect_input_error(j, "sequence.new_shape_host_s");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"pad_to_multiple_of", 2.5}};
+  expect_input_error(j, "sequence.pad_to_multiple_of");
+}

@@ -1886,6 +1886,55 @@ TEST(Simulate, SequenceTokenizationLoadsTheWorkers) {
   EXPECT_EQ(r["bottleneck"]["stage"], "workers");
 }
 
+// A batch shape the step has not run costs sequence.new_shape_host_s on the loop's thread before its kernels. One
+// sample a batch, its length drawn from K = 20 equally likely lengths: the padded length is the sample's, so step i
+// meets a new shape with probability (1 - 1/K)^i and the window's steps w..n-1 meet
+// K ((1 - 1/K)^w - (1 - 1/K)^n) new shapes on average (the coupon collector). Each adds its 50 ms to the step.
+TEST(Simulate, NewBatchShapesFollowTheCouponCollector) {
+  const int k = 20, warmup = 10, steps = 60, seeds = 30;
+  json lengths = json::array();
+  for (int i = 1; i <= k; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", steps}, {"warmup_steps", warmup}};
+  json without = s;
+  without["sequence"].erase("new_shape_host_s");
+  const double q = 1.0 - 1.0 / k;
+  const double expected_per_step = k * (std::pow(q, warmup) - std::pow(q, steps)) / (steps - warmup);
+  double new_per_step = 0.0, step_with = 0.0, step_without = 0.0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const json r = simulate(s, {"--seed", std::to_string(seed)});
+    new_per_step += r["sequence"]["new_shapes_per_step"].get<double>() / seeds;
+    step_with += step_mean(r) / seeds;
+    step_without += step_mean(simulate(without, {"--seed", std::to_string(seed)})) / seeds;
+  }
+  EXPECT_NEAR(new_per_step, expected_per_step, 0.03) << "expected " << expected_per_step;  // 0.221
+  EXPECT_NEAR(step_with - step_without, new_per_step * 0.05, 0.1 * new_per_step * 0.05);
+}
+
+// One shape only, met in the warm-up: none in the window, and the throughput of the same job without the cost.
+// pad_to_multiple_of above every length makes the 20 lengths one padded shape (DataCollatorWithPadding's
+// pad_to_multiple_of); 250 makes them eight (250, 500, ..., 2000).
+TEST(Simulate, PaddingToAMultipleCutsTheNewShapes) {
+  json lengths = json::array();
+  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05},
+                              {"pad_to_multiple_of", 4096}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 200}, {"warmup_steps", 10}};
+  const json one = simulate(s);
+  EXPECT_DOUBLE_EQ(one["sequence"]["new_shapes_per_step"].get<double>(), 0.0);
+  json plain = s;
+  plain["sequence"].erase("new_shape_host_s");
+  EXPECT_NEAR(samples_per_s(one), samples_per_s(simulate(plain)), 0.02 * samples_per_s(one));
+  // 8 padded lengths met over 200 steps: after the warm-up's 10 steps (1 - 1/8)^10 = 26% of them are still new
+  s["sequence"]["pad_to_multiple_of"] = 250;
+  double met = 0.0;
+  for (int seed = 1; seed <= 20; ++seed)
+    met += simulate(s, {"--seed", std::to_string(seed)})["sequence"]["new_shapes_per_step"].get<double>() * 190 / 20;
+  EXPECT_NEAR(met, 8 * (std::pow(7.0 / 8, 10) - std::pow(7.0 / 8, 200)), 0.5);
+}
+
 // ---- FSDP (the scenario's `fsdp` section)
 
 namespace {
