@@ -174,7 +174,9 @@ TEST(SequenceScenario, ShapesTheBatchBytesStepAndCapacities) {
   // step: 10 ms + 4,096 positions x 1 us = 14.096 ms
   EXPECT_NEAR(s.mean_step_factor(), 0.014096 / 0.010, 1e-12);
   for (const auto& c : stage_capacities(s, p)) {
-    if (c.stage == "gpu_compute") EXPECT_NEAR(c.samples_per_s, 8 / 0.014096, 1e-9);
+    if (c.stage == "gpu_compute") {
+      EXPECT_NEAR(c.samples_per_s, 8 / 0.014096, 1e-9);
+    }
   }
 }
 
