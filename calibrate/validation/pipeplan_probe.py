@@ -211,6 +211,50 @@ def sequence_section(lengths: Sequence[float], item_bytes: Sequence[float], coll
     return out
 
 
+def length_histogram(lengths: Sequence[float]) -> List[List[int]]:
+    """Pure: a dataset's lengths in tokens as sequence.tokens_per_sample_histogram's [tokens, samples] pairs, in
+    increasing order (lengths under 1 token count as 1). The whole dataset's, not the timed samples': a sample of it
+    has fewer distinct long lengths, and a batch's longest (its shape) repeats as often as those do."""
+    counts: Dict[int, int] = {}
+    for x in lengths:
+        n = max(1, int(round(float(x))))
+        counts[n] = counts.get(n, 0) + 1
+    return [[k, counts[k]] for k in sorted(counts)]
+
+
+def read_lengths_file(path: str) -> List[float]:
+    """The --lengths file: a JSON array of numbers, or one number a line (blank lines and # comments skipped).
+    Raises ValueError naming the file and the first bad entry."""
+    with open(path) as f:
+        text = f.read()
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected an array of lengths")
+        out = []
+        for i, x in enumerate(data):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 1:
+                raise ValueError(f"{path}: [{i}] is {json.dumps(x)}; expected a length in tokens >= 1")
+            out.append(float(x))
+    else:
+        out = []
+        for i, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            try:
+                x = float(line)
+            except ValueError:
+                x = float("nan")
+            if not math.isfinite(x) or x < 1:
+                raise ValueError(f"{path}: line {i} is {line!r}; expected a length in tokens >= 1")
+            out.append(x)
+    if not out:
+        raise ValueError(f"{path}: no lengths; expected one length in tokens per sample of the dataset")
+    return out
+
+
 # ----------------------------------------------------------------------------- timing
 def _one_thread():
     """Limit torch to one intra-op thread as in a DataLoader worker; return a restorer."""
@@ -692,6 +736,9 @@ def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = N
             # (a fixed part fitted to 0 keeps a thousandth: pipeplan needs a positive per-sample cost)
             ds["load_s_per_sample"] = dict(ds["load_s_per_sample"], mean=level * max(1.0 - share, 1e-3))
             frag["sequence"]["load_s_per_token"] = round(level * share / mean_tokens, 12)
+        if res.get("sequence_dataset_lengths"):
+            frag["sequence"].pop("tokens_per_sample", None)
+            frag["sequence"]["tokens_per_sample_histogram"] = res["sequence_dataset_lengths"]
     return frag
 
 
@@ -1212,6 +1259,13 @@ def main(argv=None) -> int:
                          "dataset.item_bytes (docs/scenario.md, sequence)")
     ap.add_argument("--max-tokens", type=int, default=0,
                     help="with --sequence: truncation, pad_to_max's length or pack's row (sequence.max_tokens)")
+    ap.add_argument("--lengths", default=None, metavar="FILE",
+                    help="with --sequence: the whole dataset's lengths in tokens (a JSON array, or one a line; e.g. "
+                         "from a datasets column: json.dump([len(x) for x in ds['input_ids']], f)), written as "
+                         "sequence.tokens_per_sample_histogram instead of the timed samples' mean and cv: batch "
+                         "shapes repeat as often as the dataset's long lengths do")
+    ap.add_argument("--pad-to-multiple-of", type=int, default=0,
+                    help="with --sequence pad_to_longest: collate's pad_to_multiple_of (sequence.pad_to_multiple_of)")
     a = ap.parse_args(argv)
     if not a.dataset and not a.step:
         print("pipeplan_probe: nothing to measure; expected --dataset module:callable and/or --step module:callable",
@@ -1263,6 +1317,20 @@ def main(argv=None) -> int:
         print(f"pipeplan_probe: --sequence {a.sequence}: needs --max-tokens N >= 1 (got {a.max_tokens}); expected the "
               f"length every row is {'packed' if a.sequence == 'pack' else 'padded'} to", file=sys.stderr)
         return 2
+    if (a.lengths or a.pad_to_multiple_of) and not a.sequence:
+        print(f"pipeplan_probe: --lengths / --pad-to-multiple-of: need --sequence (got --lengths {a.lengths!r}, "
+              f"--pad-to-multiple-of {a.pad_to_multiple_of}); expected token samples", file=sys.stderr)
+        return 2
+    if a.pad_to_multiple_of < 0:
+        print(f"pipeplan_probe: --pad-to-multiple-of {a.pad_to_multiple_of}: expected an integer >= 0", file=sys.stderr)
+        return 2
+    a.dataset_lengths = None
+    if a.lengths:
+        try:
+            a.dataset_lengths = read_lengths_file(a.lengths)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            print(f"pipeplan_probe: --lengths {e}", file=sys.stderr)
+            return 2
     if a.main_loop and (not a.dataset or not a.num_workers or a.num_workers < 1):
         print(f"pipeplan_probe: --main-loop: needs --dataset and --num-workers K >= 1 (got --dataset {a.dataset!r}, "
               f"--num-workers {a.num_workers!r}); expected both: the loop's side of a loader with workers",
@@ -1444,6 +1512,15 @@ def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[
                 sequence={"collate": a.sequence, "max_tokens": a.max_tokens} if a.sequence else None)
     print(_human(res), file=sys.stderr)
     sq = res.get("sequence") or {}
+    if sq.get("tokens_per_sample") and a.pad_to_multiple_of > 1:
+        sq["pad_to_multiple_of"] = int(a.pad_to_multiple_of)
+    if sq.get("tokens_per_sample") and getattr(a, "dataset_lengths", None):
+        # the fragment takes the dataset's own lengths (scenario_fragment swaps them in); the timed samples' mean
+        # still prices a token of __getitem__
+        res["sequence_dataset_lengths"] = length_histogram(a.dataset_lengths)
+        print(f"sequence               {len(a.dataset_lengths):,} lengths from {a.lengths} "
+              f"({len(res['sequence_dataset_lengths']):,} distinct): the fragment's tokens_per_sample_histogram",
+              file=sys.stderr)
     if sq.get("tokens_per_sample"):
         print(f"sequence               {sq['tokens_per_sample']['mean']:.1f} tokens a sample (cv "
               f"{sq['tokens_per_sample']['cv']:.2f}), {sq['bytes_per_token']:g} bytes a token position; "

@@ -196,6 +196,68 @@ class ProbeSequenceTest(unittest.TestCase):
         self.assertIn("--max-tokens", err.getvalue())
 
 
+class ProbeDatasetLengthsTest(unittest.TestCase):
+    """--lengths FILE: the whole dataset's lengths become sequence.tokens_per_sample_histogram."""
+
+    def test_histogram_by_hand(self):
+        import pipeplan_probe as probe
+        self.assertEqual(probe.length_histogram([5, 3, 5, 0.2, 9, 5]), [[1, 1], [3, 1], [5, 3], [9, 1]])
+
+    def test_lengths_file_json_and_lines_and_their_errors(self):
+        import tempfile
+        import pipeplan_probe as probe
+        with tempfile.TemporaryDirectory() as d:
+            js, lines, bad = (os.path.join(d, n) for n in ("l.json", "l.txt", "bad.txt"))
+            with open(js, "w") as f:
+                json.dump([12, 7, 7], f)
+            with open(lines, "w") as f:
+                f.write("# lengths\n12\n\n7  # a comment\n")
+            with open(bad, "w") as f:
+                f.write("12\nabc\n")
+            self.assertEqual(probe.read_lengths_file(js), [12.0, 7.0, 7.0])
+            self.assertEqual(probe.read_lengths_file(lines), [12.0, 7.0])
+            with self.assertRaisesRegex(ValueError, "line 2 is 'abc'"):
+                probe.read_lengths_file(bad)
+            with open(js, "w") as f:
+                json.dump([12, 0], f)
+            with self.assertRaisesRegex(ValueError, r"\[1\] is 0"):
+                probe.read_lengths_file(js)
+
+    def test_the_fragment_carries_the_histogram_and_pipeplan_reads_it(self):
+        import argparse
+        import contextlib
+        import io
+        import pipeplan_probe as probe
+        data = [{"input_ids": ProbeSequenceTest.Ids(n)} for n in (50, 150, 250, 350) * 25]
+        a = argparse.Namespace(batch_size=8, samples=40, batches=3, seed=0, sample_bytes=None, max_seconds=None,
+                               no_worker=True, num_workers=None, cold=False, sequence="pad_to_longest",
+                               max_tokens=0, pad_to_multiple_of=64, lengths="lengths.json",
+                               dataset_lengths=[50, 150, 250, 350] * 25 + [2000])
+        with contextlib.redirect_stderr(io.StringIO()):
+            res = probe.measure_dataset(a, data, lambda b: [x["input_ids"] for x in b], [], None)
+        frag = probe.scenario_fragment(res)
+        seq = frag["sequence"]
+        self.assertNotIn("tokens_per_sample", seq)
+        self.assertEqual(seq["tokens_per_sample_histogram"], [[50, 25], [150, 25], [250, 25], [350, 25], [2000, 1]])
+        self.assertEqual(seq["pad_to_multiple_of"], 64)
+        if os.access(PIPEPLAN, os.X_OK):
+            with open(os.path.join(HERE, "..", "..", "scenarios", "default.json")) as f:
+                base = json.load(f)
+            out = simulate_doc(probe.scenario_with(base, frag, batch_size=8), "--steps", "200")
+            self.assertNotIn("error", out, out.get("error"))
+            self.assertEqual(out["result"]["sequence"]["pad_to_multiple_of"], 64)
+
+    def test_lengths_without_sequence_is_refused(self):
+        import contextlib
+        import io
+        import pipeplan_probe as probe
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = probe.main(["--dataset", "json:loads", "--lengths", "x.json"])
+        self.assertEqual(rc, 2)
+        self.assertIn("need --sequence", err.getvalue())
+
+
 class TokenCostSplitTest(unittest.TestCase):
     def test_fit_by_hand(self):
         import pipeplan_probe as probe
