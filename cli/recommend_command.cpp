@@ -44,6 +44,9 @@ namespace {
 // A change smaller than this is not worth a user's edit (and sits inside a real job's run-to-run noise:
 // docs/validation.md measures the same setting 10% apart, median over repeats).
 constexpr double kMinGain = 0.02;
+// A job spending this share of its time building kernel plans for new batch shapes is worth trying
+// sequence.pad_to_multiple_of on, even at its synthetic-data rate (the twin meets the same shapes).
+constexpr double kMinNewShapeFraction = 0.05;
 // A cut of the p90 step time worth naming when the rate stays: a quarter, well beyond the 5% cv of one prediction's
 // p90 over its seeds (docs/validation.md, the prediction's own spread).
 constexpr double kMinStepCut = 0.25;
@@ -83,7 +86,8 @@ const std::vector<std::string>& knob_keys() {
   static const std::vector<std::string> keys{"loader.num_workers",     "loader.prefetch_factor", "loader.pin_memory",
                                              "loader.persistent_workers", "loader.in_order",     "transfer.non_blocking",
                                              "transfer.copy_stream",   "ddp.bucket_cap_mb",
-                                             "fsdp.backward_prefetch", "fsdp.reshard_after_forward"};
+                                             "fsdp.backward_prefetch", "fsdp.reshard_after_forward",
+                                             "sequence.pad_to_multiple_of"};
   return keys;
 }
 
@@ -133,6 +137,12 @@ std::vector<std::string> moves(const Scenario& s) {
     if (s.fsdp.backward_prefetch != FsdpBackwardPrefetch::kBackwardPre) out.push_back("fsdp.backward_prefetch=backward_pre");
     if (s.fsdp.reshard_after_forward) out.push_back("fsdp.reshard_after_forward=false");
   }
+  // Batches padded to their longest meet new shapes, each a plan build on the host (validation run 63): rounding the
+  // padded length trades more padding for fewer shapes; only worth trying where new shapes cost something.
+  const bool padded_to_longest = s.sequence.collate == SequenceCollate::kPadToLongest || s.sequence.collate == SequenceCollate::kBucket;
+  if (s.sequence.enabled && padded_to_longest && s.sequence.new_shape_host_s > 0.0)
+    for (int m : {8, 64, 256})
+      if (m != s.sequence.pad_to_multiple_of) out.push_back("sequence.pad_to_multiple_of=" + std::to_string(m));
   return out;
 }
 
@@ -199,6 +209,7 @@ std::string knob_value(const Scenario& s, const std::string& key) {
            : s.fsdp.backward_prefetch == FsdpBackwardPrefetch::kBackwardPost ? "backward_post"
                                                                              : "none";
   if (key == "fsdp.reshard_after_forward") return bool_text(s.fsdp.reshard_after_forward);
+  if (key == "sequence.pad_to_multiple_of") return std::to_string(s.sequence.pad_to_multiple_of);
   if (key == "ddp.bucket_cap_mb") {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", s.ddp.bucket_cap_mb);
@@ -222,6 +233,9 @@ std::string caveat(const std::string& assignment) {
   if (key == "fsdp.reshard_after_forward" && value == "false")
     return "reshard_after_forward=False (SHARD_GRAD_OP) keeps each unit's gathered parameters from forward to backward: "
            "the whole model's parameters stay unsharded on every GPU for the step";
+  if (key == "sequence.pad_to_multiple_of")
+    return "pad_to_multiple_of=" + value + " (DataCollatorWithPadding) pads each batch further, to a multiple of " + value +
+           " tokens: the GPU steps on more padding, the step meets fewer new shapes";
   if (key == "transfer.copy_stream" && value == "side")
     return "copy_stream=side: the step must wait for the copy stream (wait_stream) and each copied tensor "
            "record_stream on the compute stream, or a batch is read before it lands or freed too early";
@@ -295,7 +309,12 @@ int recommend_command(int argc, char** argv) {
     // the synthetic-data twin communicates too: a comm-bound job runs at its rate, and only the comm knobs
     // (DDP's buckets, FSDP's prefetch and resharding) can move it
     const bool comm_bound = current.first["bottleneck"]["stage"] == "comm";
-    if (current.samples_per_s >= (1.0 - kMinGain) * synthetic && !comm_bound) {
+    // and it meets the same new batch shapes: a step building plans for them runs at its rate too, and only
+    // sequence.pad_to_multiple_of (fewer shapes) moves it
+    const bool new_shape_bound =
+        current.first.contains("sequence") &&
+        current.first["sequence"].value("new_shape_fraction", 0.0) >= kMinNewShapeFraction;
+    if (current.samples_per_s >= (1.0 - kMinGain) * synthetic && !comm_bound && !new_shape_bound) {
       stopped = "the job runs within 2% of its synthetic-data rate: the GPU sets the pace";
       break;
     }

@@ -2038,6 +2038,27 @@ TEST(Recommend, FsdpCommBoundTakesTheCollectivesKnobs) {
   std::remove(profile.c_str());
 }
 
+// A job building plans for new batch shapes runs at its synthetic-data rate (the twin meets the same shapes), yet
+// recommend still tries pad_to_multiple_of. One sample a batch, 20 equally likely lengths 100..2,000, padding free on
+// the GPU: multiples of 8 and 64 keep 20 padded lengths, 256 makes them 8 (256 .. 2,048). Over steps 10..200 the
+// coupon collector meets 20 (0.95^10 - 0.95^200) = 12.0 new shapes against 8 (0.875^10 - 0.875^200) = 2.1, at 50 ms
+// each on 10 ms steps: about 13.2 against 10.6 ms a step, +25%.
+TEST(Recommend, PadsToAMultipleWhereNewShapesCostTheStep) {
+  json lengths = json::array();
+  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 200}, {"warmup_steps", 10}, {"sync_every_steps", 1}};
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const auto rec = pipeplan::test::run_pipeplan({"recommend", path, "--profile", pipeplan::test::test_data("flat_profile.json"),
+                                                 "--format", "json", "--jobs", "2", "--knobs", "sequence.pad_to_multiple_of"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const json out = json::parse(rec.out);
+  EXPECT_EQ(out["recommended"]["set"], json({{"sequence.pad_to_multiple_of", "256"}})) << out.dump(2);
+  EXPECT_NEAR(out["recommended"]["gain"].get<double>(), 13.2 / 10.6 - 1, 0.08);
+  std::remove(path.c_str());
+}
+
 // Each rank draws its own sequence batches (as DistributedSampler gives ranks different samples), and DDP's all-reduce
 // waits for the slowest: with one sample a batch (lognormal lengths, mean 1,000 tokens, cv 0.5) and a step of
 // 5 ms + 20 us a token, one rank's mean step is 5 + 20 ms; two ranks' is 5 ms + 20 us x E[max of 2 lengths], the
