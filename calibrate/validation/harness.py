@@ -413,7 +413,7 @@ NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
 # A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): nine shapes of 13
 # steps each, 4-130 ms a step on the H200 by estimate (not yet measured: written in the sixtieth session)
 SEQ_SHAPES_S = 15.0
-SEQ_NEW_SHAPE_S = 3.0   # comp_sequence_new_shape, once per (step, kind, batch size): 8 lengths, a new and a seen step
+SEQ_NEW_SHAPE_S = 5.0   # comp_sequence_new_shape, once per (step, kind, batch size): 8 lengths, a new and a seen step (b129: 0.3 s each)
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
 # host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
 # NEW_COMPONENTS_S (38 s for every new kind) and the second nowhere; run 45's later kinds took 13-16 s of components
