@@ -196,6 +196,71 @@ class ProbeSequenceTest(unittest.TestCase):
         self.assertIn("--max-tokens", err.getvalue())
 
 
+class NewShapeComponentTest(unittest.TestCase):
+    """harness.comp_sequence_new_shape on a stand-in step that spends 30 ms more the first time it meets a shape: the
+    component reads 30 ms of host time a new shape, never on the case's own rows, and once per key."""
+
+    class FakeTensor:
+        def __init__(self, shape):
+            self.shape = shape
+
+        def to(self, device):
+            return self
+
+    class FakeTorch:
+        int64 = "int64"
+
+        class Generator:
+            def __init__(self, device):
+                pass
+
+            def manual_seed(self, seed):
+                return self
+
+        @staticmethod
+        def randint(lo, hi, shape, generator=None, dtype=None):
+            return NewShapeComponentTest.FakeTensor(shape)
+
+        @staticmethod
+        def full(shape, value, dtype=None):
+            return NewShapeComponentTest.FakeTensor(shape)
+
+    def test_new_minus_seen_host_time(self):
+        import time
+        import types
+        h = load_harness()
+        seen_shapes = []
+
+        def step(batch):
+            shape = tuple(batch[0].shape)
+            time.sleep(0.031 if shape not in seen_shapes else 0.001)
+            seen_shapes.append(shape)
+
+        harness = object.__new__(h.Harness)
+        harness.t = self.FakeTorch
+        harness.dev = types.SimpleNamespace(cpu=False, device="cuda", sync=lambda: None)
+        harness.doc = {"components": {}}
+        harness.step_model = lambda name: step
+        out = harness.comp_sequence_new_shape("seq:4", "tokens", 16)
+        self.assertEqual(out["rows"], 17)                       # not the case's 16 rows: its shapes stay cold
+        self.assertEqual(len(out["lengths"]), 8)
+        self.assertAlmostEqual(out["new_shape_host_s"], 0.030, delta=0.008)
+        self.assertTrue(all(shape[0] == 17 for shape in seen_shapes))
+        calls = len(seen_shapes)
+        self.assertIs(harness.comp_sequence_new_shape("seq:4", "tokens", 16), out)   # once per key
+        self.assertEqual(len(seen_shapes), calls)
+        case = make_case("x", "sequence_step", 100.0, 0.1, 0.1, kind="tokens", step="seq:4")
+        case["components"]["tokens_per_sample"] = {"mean": 200.0, "cv": 0.5, "n": 3, "histogram": [[100, 1], [300, 2]]}
+        case["components"]["sequence_step_shapes"] = {"fit": {"fixed_s": 0.005, "per_token_s": 1e-6,
+                                                              "per_token_squared_s": 0.0}}
+        case["components"]["sequence_new_shape"] = out
+        seq, fixed_s = convert.sequence_section(case)
+        self.assertEqual(seq["new_shape_host_s"], round(out["new_shape_host_s"], 6))
+        self.assertEqual(seq["tokens_per_sample_histogram"], [[100, 1], [300, 2]])
+        self.assertNotIn("tokens_per_sample", seq)
+        self.assertEqual(fixed_s, 0.005)
+
+
 class ProbeDatasetLengthsTest(unittest.TestCase):
     """--lengths FILE: the whole dataset's lengths become sequence.tokens_per_sample_histogram."""
 
