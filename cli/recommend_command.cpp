@@ -44,9 +44,6 @@ namespace {
 // A change smaller than this is not worth a user's edit (and sits inside a real job's run-to-run noise:
 // docs/validation.md measures the same setting 10% apart, median over repeats).
 constexpr double kMinGain = 0.02;
-// A job spending this share of its time building kernel plans for new batch shapes is worth trying
-// sequence.pad_to_multiple_of on, even at its synthetic-data rate (the twin meets the same shapes).
-constexpr double kMinNewShapeFraction = 0.05;
 // A cut of the p90 step time worth naming when the rate stays: a quarter, well beyond the 5% cv of one prediction's
 // p90 over its seeds (docs/validation.md, the prediction's own spread).
 constexpr double kMinStepCut = 0.25;
@@ -139,7 +136,8 @@ std::vector<std::string> moves(const Scenario& s) {
   }
   // Batches padded to their longest meet new shapes, each a plan build on the host (validation run 63): rounding the
   // padded length trades more padding for fewer shapes; only worth trying where new shapes cost something.
-  const bool padded_to_longest = s.sequence.collate == SequenceCollate::kPadToLongest || s.sequence.collate == SequenceCollate::kBucket;
+  const bool padded_to_longest =
+      s.sequence.collate == SequenceCollate::kPadToLongest || s.sequence.collate == SequenceCollate::kBucket;
   if (s.sequence.enabled && padded_to_longest && s.sequence.new_shape_host_s > 0.0)
     for (int m : {8, 64, 256})
       if (m != s.sequence.pad_to_multiple_of) out.push_back("sequence.pad_to_multiple_of=" + std::to_string(m));
@@ -313,7 +311,7 @@ int recommend_command(int argc, char** argv) {
     // sequence.pad_to_multiple_of (fewer shapes) moves it
     const bool new_shape_bound =
         current.first.contains("sequence") &&
-        current.first["sequence"].value("new_shape_fraction", 0.0) >= kMinNewShapeFraction;
+        current.first["sequence"].value("new_shape_fraction", 0.0) >= sim::kNewShapeFractionWorthNaming;
     if (current.samples_per_s >= (1.0 - kMinGain) * synthetic && !comm_bound && !new_shape_bound) {
       stopped = "the job runs within 2% of its synthetic-data rate: the GPU sets the pace";
       break;

@@ -186,7 +186,7 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   // A step that keeps meeting batch shapes it has not run builds kernel plans for each (validation run 63):
   // fewer distinct padded lengths cut it; the cost also ends once every shape has been run. Only where the loop sets
   // the pace: a loop running ahead of a busy GPU builds them while queued steps run.
-  if (d.stage == "host_loop" && result.new_shape_fraction >= 0.05)
+  if (d.stage == "host_loop" && result.new_shape_fraction >= kNewShapeFractionWorthNaming)
     d.suggestion += "; " + pct(result.new_shape_fraction) + " of the time goes to building kernel plans for batch "
                     "shapes not run before (" + ms(s.sequence.new_shape_host_s) + " each, " +
                     fixed2(result.new_shapes_per_step) + " a step): pad to a multiple of a length "

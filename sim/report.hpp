@@ -20,6 +20,10 @@ struct Diagnosis {
   bool main_thread_full = false;  // pin_memory=False: receive + staged copy + Python fill the loop's thread
 };
 
+// A share of the window spent building kernel plans for new batch shapes worth naming pad_to_multiple_of for (the
+// diagnosis's suggestion; recommend tries the knob from there even at the synthetic-data rate).
+inline constexpr double kNewShapeFractionWorthNaming = 0.05;
+
 // Fills stage capacities from the analytic model (in place) and names the bottleneck.
 Diagnosis diagnose(SimResult& result, const Scenario& scenario, const Profile& profile);
 

@@ -1054,17 +1054,21 @@ class MainLoop {
   }
 
   // A stretch of the loop thread's Python outside its step's launches (next(), the .to() call): with the GIL, on the
-  // loop's CPU (the pin thread's receive may suspend it), counted in the host_loop stage's busy time.
-  void loop_python(std::int64_t step, double cpu_s, const char* what) {
-    if (cpu_s <= 0.0) return;
+  // loop's CPU (the pin thread's receive may suspend it), counted in the host_loop stage's busy time. Returns the
+  // part inside the measured window (0 for the synthetic twin, which is neither counted nor traced).
+  double loop_python(std::int64_t step, double cpu_s, const char* what) {
+    if (cpu_s <= 0.0) return 0.0;
     const double t0 = sg4::Engine::get_clock();
     {
       GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
       run_cpu(r_, cpu_s * wander_.time_factor(r_.rng), &r_.main_python);
     }
+    if (r_.synthetic) return 0.0;
     const double t1 = sg4::Engine::get_clock();
-    r_.host_busy_s += w_.window.overlap(t0, t1);
+    const double in_window_s = w_.window.overlap(t0, t1);
+    r_.host_busy_s += in_window_s;
     w_.trace->span(r_.id, kMainTrack, what, t0, t1, step);
+    return in_window_s;
   }
 
   // A batch shape (rows x padded length) this process has not run: the step's first call builds its kernel plans
@@ -1075,19 +1079,10 @@ class MainLoop {
     if (!s_.sequence.enabled || s_.sequence.new_shape_host_s <= 0.0) return;
     const auto key = std::make_pair(std::llround(shape.rows), std::llround(shape.padded_length));
     if (!seen_shapes_.insert(key).second) return;
-    const double t0 = sg4::Engine::get_clock();
-    {
-      GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
-      run_cpu(r_, s_.sequence.new_shape_host_s * wander_.time_factor(r_.rng), &r_.main_python);
-    }
+    const double in_window_s = loop_python(step, s_.sequence.new_shape_host_s, "new batch shape: kernel plans built");
     blocked_since_launch_ = true;  // the launches that follow are not back to back with the last step's
-    if (r_.synthetic) return;
-    const double t1 = sg4::Engine::get_clock();
-    const double in_window_s = w_.window.overlap(t0, t1);
-    r_.host_busy_s += in_window_s;
     r_.new_shape_busy_s += in_window_s;
     if (in_window_s > 0.0) ++r_.new_shapes_in_window;
-    w_.trace->span(r_.id, kMainTrack, "new batch shape: kernel plans built", t0, t1, step);
   }
 
   // Dropping an unpinned batch after its step unmaps the worker's shared memory on the loop's thread, outside
