@@ -80,6 +80,24 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
     if (r.has("tokens_per_sample"))
       throw InputError(file, r.path_of("tokens_per_sample"), show_value(*r.raw("tokens_per_sample")),
                        "nothing beside tokens_per_sample_histogram (the histogram is the lengths' law)");
+    q.replacement = r.boolean("replacement", false);
+    if (!q.replacement) {
+      // dealt without replacement, the counts are lines of the dataset
+      double previous = 0.0;
+      for (std::size_t i = 0; i < q.histogram_cumulative.size(); ++i) {
+        const double count = q.histogram_cumulative[i] - previous;
+        previous = q.histogram_cumulative[i];
+        if (std::floor(count) != count)
+          throw InputError(file, r.path_of("tokens_per_sample_histogram") + "[" + std::to_string(i) + "][1]",
+                           show_value((*h)[i][1]),
+                           "a whole count of samples (lines dealt without replacement; sequence.replacement: true "
+                           "reads the counts as weights)");
+      }
+    }
+  } else if (r.has("replacement")) {
+    throw InputError(file, r.path_of("replacement"), show_value(*r.raw("replacement")),
+                     "nothing without tokens_per_sample_histogram (lengths drawn from a law are independent: an "
+                     "unbounded dataset)");
   } else if (!r.has("tokens_per_sample")) {
     throw InputError(file, r.path_of("tokens_per_sample"), "nothing",
                      "a sample's length in tokens, a number >= 1 or {\"mean\", \"cv\", \"kind\"} (required in a "

@@ -54,7 +54,55 @@ double padded_row_length(const SequenceConfig& seq, double longest_tokens) {
   return std::ceil(longest_tokens / m) * m;
 }
 
-double draw_sample_tokens(const SequenceConfig& seq, Rng& rng) {
+LengthPool::LengthPool(const SequenceConfig& seq) : tokens_(seq.histogram_tokens) {
+  counts_.reserve(tokens_.size());
+  double previous = 0.0;
+  for (double c : seq.histogram_cumulative) {
+    counts_.push_back(c - previous);
+    previous = c;
+  }
+  while (top_bit_ * 2 <= counts_.size()) top_bit_ *= 2;
+  refill();
+}
+
+void LengthPool::refill() {
+  // O(bins) build: each node adds itself to its parent
+  tree_.assign(counts_.size() + 1, 0.0);
+  remaining_ = 0.0;
+  for (std::size_t i = 1; i <= counts_.size(); ++i) {
+    tree_[i] += counts_[i - 1];
+    remaining_ += counts_[i - 1];
+    const std::size_t parent = i + (i & (~i + 1));
+    if (parent <= counts_.size()) tree_[parent] += tree_[i];
+  }
+}
+
+std::size_t LengthPool::pick(Rng& rng) {
+  if (remaining_ < 0.5) refill();
+  // the line of rank floor(u x remaining) in bin order: descend the tree to the last prefix <= it
+  double target = std::floor(rng.uniform01() * remaining_);
+  std::size_t at = 0;
+  for (std::size_t step = top_bit_; step > 0; step /= 2) {
+    const std::size_t next = at + step;
+    if (next <= counts_.size() && tree_[next] <= target) {
+      at = next;
+      target -= tree_[next];
+    }
+  }
+  return std::min(at, counts_.size() - 1);  // at lines lie before bin `at` (0-based), so the line is in it
+}
+
+void LengthPool::take(std::size_t bin) {
+  for (std::size_t i = bin + 1; i <= counts_.size(); i += i & (~i + 1)) tree_[i] -= 1.0;
+  remaining_ -= 1.0;
+}
+
+double draw_sample_tokens(const SequenceConfig& seq, Rng& rng, LengthPool* pool) {
+  if (pool != nullptr) {
+    const std::size_t bin = pool->pick(rng);
+    pool->take(bin);
+    return pool->tokens(bin);
+  }
   if (!seq.histogram_tokens.empty()) {
     const double u = rng.uniform01() * seq.histogram_cumulative.back();
     const auto it = std::upper_bound(seq.histogram_cumulative.begin(), seq.histogram_cumulative.end(), u);
@@ -65,14 +113,14 @@ double draw_sample_tokens(const SequenceConfig& seq, Rng& rng) {
   return std::max(1.0, std::round(sample(seq.tokens_per_sample, rng)));
 }
 
-BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng) {
+BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng, LengthPool* pool) {
   BatchShape b;
   if (seq.collate == SequenceCollate::kPack) {
     const double row = static_cast<double>(seq.max_tokens);
     const double positions = loader_batch * row;
     double drawn = 0.0;
     while (drawn < positions) {
-      drawn += draw_sample_tokens(seq, rng);
+      drawn += draw_sample_tokens(seq, rng, pool);
       ++b.samples;
     }
     b.load_tokens = drawn;
@@ -84,19 +132,30 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
     double longest = 0.0;
     std::size_t bucket = 0;
     int taken = 0;
+    // a candidate sample's length; with a pool it stays there until the batch takes it (a bucket's rejected
+    // candidates and the sample that would overflow the token budget are left for later batches)
+    std::size_t bin = 0;
+    auto candidate = [&]() {
+      if (pool == nullptr) return draw_sample_tokens(seq, rng);
+      bin = pool->pick(rng);
+      return pool->tokens(bin);
+    };
     for (int i = 0; i < loader_batch; ++i) {
-      double raw = draw_sample_tokens(seq, rng);
+      double raw = candidate();
+      bool from_pool = pool != nullptr;
       if (seq.collate == SequenceCollate::kBucket) {
         if (i == 0) {
           bucket = bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw));
         } else {
           int tries = 0;
           while (bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw)) != bucket && tries < kBucketTriesPerSample) {
-            raw = draw_sample_tokens(seq, rng);
+            raw = candidate();
             ++tries;
           }
-          if (bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw)) != bucket)
+          if (bucket_of(seq.bucket_boundaries_tokens, truncated(seq, raw)) != bucket) {
             raw = clamp_to_bucket(seq.bucket_boundaries_tokens, bucket, truncated(seq, raw));
+            from_pool = false;  // a stand-in length, not a line of the dataset
+          }
         }
       }
       const double kept = truncated(seq, raw);
@@ -105,6 +164,7 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
         const double row = padded_row_length(seq, std::max(longest, kept));
         if ((taken + 1) * row > static_cast<double>(seq.batch_tokens)) break;
       }
+      if (from_pool) pool->take(bin);
       b.load_tokens += raw;
       b.tokens += kept;
       longest = std::max(longest, kept);

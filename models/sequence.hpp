@@ -29,6 +29,11 @@ struct SequenceConfig {
   // law tokens_per_sample (which the reader then sets to the histogram's mean and cv).
   std::vector<double> histogram_tokens;
   std::vector<double> histogram_cumulative;
+  // How the sampler deals the histogram's lines (sequence.replacement, RandomSampler's knob). false: each pass over
+  // the dataset is a fresh permutation (DataLoader(shuffle=True), DistributedSampler), so a long line ends at most one
+  // batch a pass; true: every sample drawn independently (RandomSampler(replacement=True), or a histogram of weights
+  // standing for an unbounded dataset). Without a histogram lengths are always independent draws of the law.
+  bool replacement = false;
   std::int64_t max_tokens = 0;  // truncation (and pad_to_max's length, pack's row length); 0: none
   SequenceCollate collate = SequenceCollate::kPadToLongest;
   std::vector<std::int64_t> bucket_boundaries_tokens;  // increasing; bucket k holds lengths in (b[k-1], b[k]]
@@ -75,15 +80,36 @@ struct MeanBatchShape {
 // attention terms. Pure.
 double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const BatchShape& shape);
 
-// One sample's length in tokens, drawn: rounded, at least 1 (before truncation).
-double draw_sample_tokens(const SequenceConfig& seq, Rng& rng);
+// A finite dataset's lines dealt without replacement: the histogram's counts are the pool, a draw takes one line
+// at random from what is left, an empty pool refills (the next pass over the dataset) and refill() starts a pass
+// early (an epoch's start: each rank's share of DistributedSampler's permutation is a draw without replacement from
+// the whole dataset). A Fenwick tree over the bins: O(log bins) a draw.
+class LengthPool {
+ public:
+  explicit LengthPool(const SequenceConfig& seq);  // full; seq must have a histogram of whole counts
+  void refill();
+  // A line picked at random from the pool (refilled first if empty), left in it: its bin. take() removes it.
+  std::size_t pick(Rng& rng);
+  void take(std::size_t bin);
+  double tokens(std::size_t bin) const { return tokens_[bin]; }
+  double remaining() const { return remaining_; }
+
+ private:
+  std::vector<double> tokens_, counts_, tree_;  // tree_: Fenwick sums of what is left, 1-based
+  double remaining_ = 0.0;
+  std::size_t top_bit_ = 1;                     // the highest power of two <= bins
+};
+
+// One sample's length in tokens, drawn: rounded, at least 1 (before truncation). With a pool, one line taken from it.
+double draw_sample_tokens(const SequenceConfig& seq, Rng& rng, LengthPool* pool = nullptr);
 
 // A batch of `loader_batch` (samples, or rows with pack) drawn from `seq`: lengths drawn per sample, truncated at
 // max_tokens, laid out by the collate. With pack, samples are drawn until the batch's rows x max_tokens positions
 // are full; the last one is cut where the batch ends (its rest tokenized, then dropped). With batch_tokens, samples
 // are taken while (samples + 1) x the padded length stays within it (at least one, at most loader_batch); the
-// sample that would overflow starts the next batch, which a fresh draw stands for. Pure but for the draws.
-BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng);
+// sample that would overflow starts the next batch, which a fresh draw stands for. With a pool the samples are
+// taken from it (a bucket's rejected candidates stay). Pure but for the draws and the pool.
+BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rng, LengthPool* pool = nullptr);
 
 // The mean of draw_batch_shape over `batches` draws from a fixed stream of `seed`: what the analytic bound, the
 // epoch's length under packing and the report's expectations use. Deterministic.

@@ -29,6 +29,7 @@
 #include <memory>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -257,6 +258,35 @@ BatchShape shape_of(const Scenario& s, int rank, std::int64_t batch, int loader_
   return s.batch_shape(loader_batch,
                        derive_seed(s.seed, 0x5E9A00ULL + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(batch)));
 }
+
+// The shapes of one rank's batches, asked for in batch order. Lengths drawn independently (a law, or a histogram with
+// sequence.replacement): each batch from a stream of its own (shape_of). A histogram dealt without replacement
+// (RandomSampler's default, DistributedSampler): the rank's lines come from one pool, refilled at each epoch's start
+// (and when a pass runs out), by one draw stream; the rank's loop and its synthetic twin each hold a ShapeStream,
+// ask in the same order and so see the same shapes.
+class ShapeStream {
+ public:
+  ShapeStream(const Scenario& s, int rank)
+      : s_(s), rank_(rank), rng_(derive_seed(s.seed, 0x5E9B00ULL + static_cast<std::uint64_t>(rank))) {
+    if (s.sequence.enabled && !s.sequence.histogram_tokens.empty() && !s.sequence.replacement) pool_.emplace(s.sequence);
+  }
+
+  BatchShape next(std::int64_t batch, std::int64_t epoch, int loader_batch) {
+    if (!pool_) return shape_of(s_, rank_, batch, loader_batch);
+    if (epoch != epoch_) {
+      if (epoch_ >= 0) pool_->refill();  // the sampler's next permutation
+      epoch_ = epoch;
+    }
+    return draw_batch_shape(s_.sequence, loader_batch, rng_, &*pool_);
+  }
+
+ private:
+  const Scenario& s_;
+  int rank_;
+  Rng rng_;
+  std::optional<LengthPool> pool_;
+  std::int64_t epoch_ = -1;
+};
 
 // Sum of `n` per-sample draws. Beyond 64 samples the sum is drawn from the normal law with
 // the same mean and variance (central limit): exact enough, and it keeps 10k-step runs fast.
@@ -940,7 +970,8 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
 // The training loop: `for batch in loader: batch.to(device); step(batch)`.
 class MainLoop {
  public:
-  explicit MainLoop(Rank& r) : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), wander_(p_.cpu, r.rng) {}
+  explicit MainLoop(Rank& r)
+      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, r.id), wander_(p_.cpu, r.rng) {}
 
   void operator()() {
     const std::int64_t per_epoch = s_.batches_per_epoch();
@@ -954,7 +985,7 @@ class MainLoop {
         start_epoch(epoch, step);
       }
       // the batch the loop gets: the one its workers delivered, or (inline, or the synthetic twin) this step's own
-      const BatchShape shape = r_.synthetic ? shape_of(s_, r_.id, step, samples_of(in_epoch))
+      const BatchShape shape = r_.synthetic ? shapes_.next(step, epoch, samples_of(in_epoch))
                                             : get_batch(step, samples_of(in_epoch));
       const double wait_end_s = sg4::Engine::get_clock();
       ++in_epoch;
@@ -990,6 +1021,7 @@ class MainLoop {
 
   void start_epoch(std::int64_t epoch, std::int64_t step) {
     ++r_.epochs_started;
+    epoch_ = epoch;
     epoch_first_batch_ = step;
     sent_in_epoch_ = 0;
     cycle_ = 0;
@@ -1027,7 +1059,7 @@ class MainLoop {
     const int worker = next_worker();
     ++r_.worker_outstanding[worker];
     const std::int64_t batch = epoch_first_batch_ + sent_in_epoch_;
-    Task t{batch, shape_of(s_, r_.id, batch, samples_of(sent_in_epoch_)), sg4::Engine::get_clock()};
+    Task t{batch, shapes_.next(batch, epoch_, samples_of(sent_in_epoch_)), sg4::Engine::get_clock()};
     ++sent_in_epoch_;
     note_outstanding(r_, +1);
     r_.worker_tasks[worker]->push(t);
@@ -1103,7 +1135,7 @@ class MainLoop {
   BatchShape get_batch(std::int64_t step, int loader_batch) {
     if (s_.loader.num_workers == 0) {  // inline in __next__: fetch, collate, pin
       blocked_since_launch_ = true;    // not a block, but not launches back to back either
-      const BatchShape shape = shape_of(s_, r_.id, step, loader_batch);
+      const BatchShape shape = shapes_.next(step, epoch_, loader_batch);
       const double t0 = sg4::Engine::get_clock();
       std::unique_lock lock(*r_.gil);
       const double read_cpu_s = read_storage(r_, shape.samples);
@@ -1283,6 +1315,8 @@ class MainLoop {
   World& w_;
   const Scenario& s_;
   const Profile& p_;
+  ShapeStream shapes_;
+  std::int64_t epoch_ = 0;  // the epoch started last (start_epoch)
   std::int64_t epoch_first_batch_ = 0;
   std::int64_t sent_in_epoch_ = 0;
   std::int64_t cycle_ = 0;

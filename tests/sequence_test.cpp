@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -313,4 +314,59 @@ TEST(SequenceScenario, BadLengthHistogramsNameTheEntry) {
   expect_input_error(j, "sequence.new_shape_host_s");
   j["sequence"] = {{"tokens_per_sample", 100}, {"pad_to_multiple_of", 2.5}};
   expect_input_error(j, "sequence.pad_to_multiple_of");
+  // dealt without replacement the counts are lines: whole numbers; as weights (replacement) they need not be
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 0.25}, {300, 0.75}}}};
+  expect_input_error(j, "sequence.tokens_per_sample_histogram[0][1]");
+  j["sequence"]["replacement"] = true;
+  Profile p;
+  EXPECT_NO_THROW(parse_scenario(j, "lm.json", p));
+  j["sequence"] = {{"tokens_per_sample", 100}, {"replacement", false}};
+  expect_input_error(j, "sequence.replacement");
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}}}, {"replacement", "no"}};
+  expect_input_error(j, "sequence.replacement");
+}
+
+// Without replacement (RandomSampler's default), each pass over the dataset deals every line exactly once: the
+// histogram 3 x 100, 2 x 200, 1 x 900 comes out as exactly those six lengths in each run of six draws, the pool
+// refilling itself between passes; refill() in mid-pass starts a whole pass again.
+TEST(SequenceShape, APoolDealsEveryLineOncePerPass) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 3}, {200, 2}, {900, 1}}}};
+  Profile p;
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  LengthPool pool(s.sequence);
+  Rng rng(5);
+  for (int pass = 0; pass < 50; ++pass) {
+    std::vector<double> drawn;
+    for (int i = 0; i < 6; ++i) drawn.push_back(draw_sample_tokens(s.sequence, rng, &pool));
+    std::sort(drawn.begin(), drawn.end());
+    EXPECT_EQ(drawn, (std::vector<double>{100, 100, 100, 200, 200, 900})) << "pass " << pass;
+  }
+  draw_sample_tokens(s.sequence, rng, &pool);
+  draw_sample_tokens(s.sequence, rng, &pool);
+  pool.refill();
+  EXPECT_DOUBLE_EQ(pool.remaining(), 6);
+}
+
+// Each draw is uniform over the lines left: the first of a pass is 900 with probability 1/6, and the second is 900
+// with probability 1/6 too (5/6 x 1/5), over 60,000 passes (each share within 0.6 point, about 5 standard errors).
+TEST(SequenceShape, APoolDrawsUniformlyAmongTheLinesLeft) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 3}, {200, 2}, {900, 1}}}};
+  Profile p;
+  const Scenario s = parse_scenario(j, "lm.json", p);
+  LengthPool pool(s.sequence);
+  Rng rng(9);
+  const int passes = 60000;
+  double first_900 = 0, second_900 = 0, first_100 = 0;
+  for (int i = 0; i < passes; ++i) {
+    pool.refill();
+    const double a = draw_sample_tokens(s.sequence, rng, &pool), b = draw_sample_tokens(s.sequence, rng, &pool);
+    first_900 += (a == 900) / static_cast<double>(passes);
+    second_900 += (b == 900) / static_cast<double>(passes);
+    first_100 += (a == 100) / static_cast<double>(passes);
+  }
+  EXPECT_NEAR(first_900, 1.0 / 6, 0.006);
+  EXPECT_NEAR(second_900, 1.0 / 6, 0.006);
+  EXPECT_NEAR(first_100, 0.5, 0.006);
 }

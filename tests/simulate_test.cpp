@@ -1894,7 +1894,9 @@ TEST(Simulate, NewBatchShapesFollowTheCouponCollector) {
   const int k = 20, warmup = 10, steps = 60, seeds = 30;
   json lengths = json::array();
   for (int i = 1; i <= k; ++i) lengths.push_back({100 * i, 1});
-  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  // drawn independently (RandomSampler(replacement=True)): the coupon collector's law
+  json s = sequence_scenario(
+      {{"tokens_per_sample_histogram", lengths}, {"replacement", true}, {"new_shape_host_s", 0.05}});
   s["loader"]["batch_size"] = 1;
   s["training"] = {{"step_s", 0.010}, {"steps", steps}, {"warmup_steps", warmup}};
   json without = s;
@@ -1927,12 +1929,50 @@ TEST(Simulate, PaddingToAMultipleCutsTheNewShapes) {
   json plain = s;
   plain["sequence"].erase("new_shape_host_s");
   EXPECT_NEAR(samples_per_s(one), samples_per_s(simulate(plain)), 0.02 * samples_per_s(one));
-  // 8 padded lengths met over 200 steps: after the warm-up's 10 steps (1 - 1/8)^10 = 26% of them are still new
+  // 8 padded lengths drawn independently over 200 steps: after the warm-up's 10 steps (1 - 1/8)^10 = 26% of them
+  // are still new
   s["sequence"]["pad_to_multiple_of"] = 250;
+  s["sequence"]["replacement"] = true;
   double met = 0.0;
   for (int seed = 1; seed <= 20; ++seed)
     met += simulate(s, {"--seed", std::to_string(seed)})["sequence"]["new_shapes_per_step"].get<double>() * 190 / 20;
   EXPECT_NEAR(met, 8 * (std::pow(7.0 / 8, 10) - std::pow(7.0 / 8, 200)), 0.5);
+}
+
+// Dealt without replacement (DataLoader(shuffle=True): a fresh permutation each pass), the 20 lines are all met in
+// the first 20 steps, whatever the seed: the warm-up's 10 steps meet 10 of them, the window's first 10 the other 10,
+// and nothing after. So exactly 10 new shapes in 50 steps, where independent draws meet 11.1 on average.
+TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
+  json lengths = json::array();
+  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 10}};
+  for (int seed = 1; seed <= 5; ++seed) {
+    const json r = simulate(s, {"--seed", std::to_string(seed)});
+    EXPECT_NEAR(r["sequence"]["new_shapes_per_step"].get<double>(), 10.0 / 50, 1e-9) << "seed " << seed;
+  }
+}
+
+// One line of 1,000 tokens among 63 of 10, batches of 8, an epoch of the 64 lines: each epoch's permutation puts the
+// long line in exactly one of its 8 batches, so over 100 whole epochs the batch tensors hold 100 x (8 x 1,000 +
+// 7 x 8 x 10) positions for 100 x 1,630 tokens: padding 1 - 1,630 / 8,560 = 0.80958, for every seed. Drawn
+// independently, the long line ends 1 - (63/64)^8 = 11.8% of batches, some epochs none, some two: the padding varies.
+TEST(Simulate, EachEpochDealsEveryLineOnce) {
+  json s = sequence_scenario({{"tokens_per_sample_histogram", json::array({json::array({10, 63}), json::array({1000, 1})})}});
+  s["dataset"]["num_samples"] = 64;
+  s["training"] = {{"step_s", 0.010}, {"steps", 808}, {"warmup_steps", 8}};
+  std::vector<double> independent;
+  for (int seed = 1; seed <= 4; ++seed) {
+    const json r = simulate(s, {"--seed", std::to_string(seed)});
+    EXPECT_NEAR(r["sequence"]["padding_fraction"].get<double>(), 1.0 - 1630.0 / 8560, 1e-9) << "seed " << seed;
+    json with = s;
+    with["sequence"]["replacement"] = true;
+    independent.push_back(simulate(with, {"--seed", std::to_string(seed)})["sequence"]["padding_fraction"].get<double>());
+  }
+  EXPECT_GT(*std::max_element(independent.begin(), independent.end()) -
+                *std::min_element(independent.begin(), independent.end()),
+            1e-4);
 }
 
 // ---- FSDP (the scenario's `fsdp` section)

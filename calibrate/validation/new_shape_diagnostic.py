@@ -17,6 +17,8 @@ run launches in about 10 ms. Per seq:N case of the call:
     gen_tokens (lognormal by the lengths' mean and cv, cut to 8..max) with Python's generator: the same law and size,
     not the same lines (labelled);
   - the simulated share of new shapes per step, samples/s and p90 step (mean over seeds) against measured.
+The histogram's lines are dealt without replacement, as the harness's sampler deals a permutation each pass
+(`--replacement`: drawn independently instead).
 """
 from __future__ import annotations
 
@@ -82,6 +84,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--replacement", action="store_true",
+                    help="draw the lengths independently (sequence.replacement: true) instead of dealing the dataset "
+                         "without replacement as the harness's sampler does")
     ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
     a = ap.parse_args()
     cases_path = stored_json_path(os.path.join(a.results, "cases.json"))
@@ -118,6 +123,8 @@ def main() -> int:
                 seq.pop("tokens_per_sample", None)
                 seq["tokens_per_sample_histogram"] = same_law_histogram(tokens)
                 cost_src += ", same-law lengths"
+            if "tokens_per_sample_histogram" in seq:
+                seq["replacement"] = bool(a.replacement)
             scen["training"]["steps"] = int(m["skip"]) + int(m["n_measured"])
             with open(stem + ".nsd.json", "w") as f:
                 json.dump(scen, f)
