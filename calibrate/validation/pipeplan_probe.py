@@ -52,6 +52,13 @@ loop's wall a step, and with CUDA the step's GPU time alone (training.step_s), t
 while the launches queue. Where the launches outlast the GPU step, the loop's wall less the launches is the GPU
 work launched last that a sync waits for (training.launch_tail_s; docs/validation-runs.md, run 25).
 
+New batch shapes (--shape-step mypkg.train:make_shape_step, or time_new_shapes and new_shape_fragment as a module):
+make_shape_step() returns a function of (rows, length) that runs one step on a batch of that shape (a dummy batch is
+fine) and returns the loss. At 8 lengths spread over the upper half of your dataset's lengths (--lengths, or the
+timed samples' with --sequence), each on a shape never run and then again: a step on a new shape builds its kernel
+plans first (cuDNN's attention graphs, cudnn.benchmark, torch.compile's recompiles; 100-150 ms on the H200 with
+scaled_dot_product_attention, validation run 63), and the median extra host time is sequence.new_shape_host_s.
+
 The memory map (--memory-map, with --step, --dataset and --num-workers K): a Python-heavy step (a ResNet-50's) slows
 while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
 beside a thread that takes each batch from DataLoader(your dataset, K workers, pin_memory=False) and pin_memory()s
@@ -641,6 +648,7 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
     }
     if sequence is not None:
         lengths = [sequence_length_of(x) for x in kept]
+        res["sequence_timed_lengths"] = [n for n in lengths if n]
         sec = sequence_section([n or 0 for n in lengths], [nbytes_of(x) for x in kept],
                                sequence.get("collate", "pad_to_longest"), int(sequence.get("max_tokens") or 0))
         res["sequence"] = sec if sec else {"error": "no sample's length or bytes could be read (sequence_length_of)"}
@@ -850,6 +858,75 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
         if host > iso:
             tr["launch_tail_s"] = round(max(0.0, float(res["loop_step_s"]) - host), 6)
     return {"training": tr}
+
+
+# ----------------------------------------------------------------------------- new batch shapes
+# A step on a batch shape (rows x padded length) its process has not run builds kernel plans keyed by that shape
+# first (cuDNN's attention graphs, cudnn.benchmark's search, torch.compile's recompiles): 100-150 ms of host time on
+# the H200 with scaled_dot_product_attention, where the same shape again launched in 10 ms (validation run 63). The
+# validation harness's sequence_new_shape component times it the same way.
+NEW_SHAPE_LENGTHS = 8
+
+
+def new_shape_lengths(lengths: Sequence[float], n: int = NEW_SHAPE_LENGTHS) -> List[int]:
+    """Pure: n distinct lengths to time new shapes at: the dataset's lengths' 50th to 95th percentiles (the padded
+    length of a batch is its longest, so the upper half is what a job meets), each at least 1 and one above the one
+    before where two quantiles coincide; without lengths, 300 to 727 tokens as the harness times them."""
+    xs = sorted(float(x) for x in lengths if x and x > 0)
+    if not xs:
+        return [300 + 61 * j for j in range(n)]
+    out: List[int] = []
+    for j in range(n):
+        q = 0.5 + 0.45 * j / max(1, n - 1)
+        x = max(1, int(round(_quantile(xs, q))))
+        if out and x <= out[-1]:
+            x = out[-1] + 1
+        out.append(x)
+    return out
+
+
+def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths: Sequence[int],
+                    sync: Optional[Callable[[Any], None]] = None) -> Dict[str, Any]:
+    """What your step costs the first time it meets a batch shape. shape_step_fn(rows, length) runs one training step
+    on a batch of that shape (a dummy batch is fine: the plans depend on the shape, not the tokens) and returns what
+    sync waits on. After two warm-up steps at a shape not timed (the process's first steps build its handles), each
+    length runs on a shape never run, then on the same shape again; host = the call's span (its launches: where the
+    plans are built), wall = to the sync. sequence.new_shape_host_s is the median of new minus seen host time."""
+    sync = sync or _default_sync
+    warm = max(lengths) + 1
+    for _ in range(2):
+        sync(shape_step_fn(rows, warm))
+
+    def timed(length: int) -> Tuple[float, float]:
+        a = time.perf_counter()
+        out = shape_step_fn(rows, length)
+        b = time.perf_counter()
+        sync(out)
+        return b - a, time.perf_counter() - a
+
+    new, seen = [], []
+    for length in lengths:
+        new.append(timed(length))
+        seen.append(timed(length))
+    return {"rows": rows, "lengths": list(lengths),
+            "new_host_s": [x[0] for x in new], "new_wall_s": [x[1] for x in new],
+            "seen_host_s": [x[0] for x in seen], "seen_wall_s": [x[1] for x in seen],
+            "new_shape_host_s": statistics.median(n[0] - s[0] for n, s in zip(new, seen)),
+            "new_shape_wall_s": statistics.median(n[1] - s[1] for n, s in zip(new, seen))}
+
+
+def new_shape_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario key a time_new_shapes result fills: sequence.new_shape_host_s (its median extra host time, 0 where
+    a new shape costs no more than a seen one: no plan cache keyed by shape)."""
+    return {"sequence": {"new_shape_host_s": round(max(0.0, float(res["new_shape_host_s"])), 6)}}
+
+
+def _human_new_shapes(ns: Dict[str, Any]) -> str:
+    return (f"new batch shapes: a step on a shape not run before {statistics.median(ns['new_host_s']) * 1e3:.1f} ms "
+            f"host ({statistics.median(ns['new_wall_s']) * 1e3:.1f} ms to its sync), the same shape again "
+            f"{statistics.median(ns['seen_host_s']) * 1e3:.1f} ms ({statistics.median(ns['seen_wall_s']) * 1e3:.1f}): "
+            f"sequence.new_shape_host_s {max(0.0, ns['new_shape_host_s']) * 1e3:.1f} ms ({len(ns['lengths'])} lengths "
+            f"{ns['lengths'][0]}..{ns['lengths'][-1]} at {ns['rows']} rows)")
 
 
 # ----------------------------------------------------------------------------- the memory map beside the pin thread
@@ -1264,11 +1341,17 @@ def main(argv=None) -> int:
                          "from a datasets column: json.dump([len(x) for x in ds['input_ids']], f)), written as "
                          "sequence.tokens_per_sample_histogram instead of the timed samples' mean and cv: batch "
                          "shapes repeat as often as the dataset's long lengths do")
+    ap.add_argument("--shape-step", default=None, metavar="module:callable",
+                    help="time what your step costs on a batch shape it has not run (sequence.new_shape_host_s): "
+                         "callable(*step_args) returns a function of (rows, length) running one step on a batch of "
+                         "that shape and returning the loss")
+    ap.add_argument("--shape-rows", type=int, default=None,
+                    help="with --shape-step: the batch's rows (default --batch-size)")
     ap.add_argument("--pad-to-multiple-of", type=int, default=0,
                     help="with --sequence pad_to_longest: collate's pad_to_multiple_of (sequence.pad_to_multiple_of)")
     a = ap.parse_args(argv)
-    if not a.dataset and not a.step:
-        print("pipeplan_probe: nothing to measure; expected --dataset module:callable and/or --step module:callable",
+    if not a.dataset and not a.step and not a.shape_step:
+        print("pipeplan_probe: nothing to measure; expected --dataset, --step and/or --shape-step module:callable",
               file=sys.stderr)
         return 2
     for flag, path in (("--out", a.out), ("--raw", a.raw)):
@@ -1347,6 +1430,20 @@ def main(argv=None) -> int:
             print(f"pipeplan_probe: --step {a.step}: cannot build the step: {e}; expected module:callable returning "
                   f"a function of no arguments", file=sys.stderr)
             return 2
+    shape_step_fn = None
+    if a.shape_step:
+        if a.shape_rows is not None and a.shape_rows < 1:
+            print(f"pipeplan_probe: --shape-rows {a.shape_rows}: expected an integer >= 1", file=sys.stderr)
+            return 2
+        try:
+            make = load_callable(a.shape_step)
+            shape_step_fn = make(*json.loads(a.step_args))
+            if not callable(shape_step_fn):
+                raise TypeError(f"{a.shape_step}(...) returned {type(shape_step_fn).__name__}, not a function")
+        except Exception as e:  # bad input: exit 2 like pipeplan
+            print(f"pipeplan_probe: --shape-step {a.shape_step}: cannot build the step: {e}; expected module:callable "
+                  f"returning a function of (rows, length)", file=sys.stderr)
+            return 2
     frag: Dict[str, Any] = {}
     res: Dict[str, Any] = {}
     if a.dataset:
@@ -1364,6 +1461,12 @@ def main(argv=None) -> int:
         res["step"] = st
         print(_human_step(st), file=sys.stderr)
         frag = merge_fragments(frag, training_fragment(st))
+    if shape_step_fn is not None:
+        known = a.dataset_lengths or res.get("sequence_timed_lengths") or []
+        ns = time_new_shapes(shape_step_fn, a.shape_rows or a.batch_size, new_shape_lengths(known))
+        res["new_shapes"] = ns
+        print(_human_new_shapes(ns), file=sys.stderr)
+        frag = merge_fragments(frag, new_shape_fragment(ns))
     if a.memory_map:
         mm = measure_memory_map(a, step_fn, ds, coll)
         res["memory_map"] = mm

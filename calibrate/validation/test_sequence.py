@@ -323,6 +323,75 @@ class ProbeDatasetLengthsTest(unittest.TestCase):
         self.assertIn("need --sequence", err.getvalue())
 
 
+class PlanCacheStep:
+    """A stand-in step with a plan cache keyed by shape: its first call on a (rows, length) sleeps `plan_s` (host
+    time, before it returns), every call sleeps `step_s`. A module-level name so --shape-step can load it."""
+
+    def __init__(self, plan_s=0.03, step_s=0.002):
+        self.plan_s, self.step_s, self.seen, self.calls = plan_s, step_s, set(), []
+
+    def __call__(self, rows, length):
+        import time
+        self.calls.append((rows, length))
+        if (rows, length) not in self.seen:
+            self.seen.add((rows, length))
+            time.sleep(self.plan_s)
+        time.sleep(self.step_s)
+        return None
+
+
+def make_plan_cache_step(plan_s=0.03):
+    return PlanCacheStep(plan_s)
+
+
+class ProbeNewShapeTest(unittest.TestCase):
+    """--shape-step: what the user's step costs on a shape it has not run, new minus seen (sequence.new_shape_host_s),
+    against a stand-in whose plan cache costs a known 30 ms."""
+
+    def test_lengths_spread_over_the_upper_half(self):
+        import pipeplan_probe as probe
+        self.assertEqual(probe.new_shape_lengths([]), [300 + 61 * j for j in range(8)])
+        got = probe.new_shape_lengths(list(range(1, 1001)), n=4)  # the 50th, 65th, 80th and 95th percentiles
+        self.assertEqual(len(got), 4)
+        for g, want in zip(got, (500.5, 650.35, 800.2, 950.05)):
+            self.assertLessEqual(abs(g - want), 1.0)
+        self.assertEqual(probe.new_shape_lengths([7] * 20, n=3), [7, 8, 9])  # one length: made distinct
+
+    def test_new_minus_seen_is_the_plan_cost(self):
+        import pipeplan_probe as probe
+        step = PlanCacheStep(plan_s=0.03)
+        res = probe.time_new_shapes(step, 9, [100, 200, 300], sync=lambda out: None)
+        # each timed length runs twice on one shape, after two warm-ups at a shape not timed
+        self.assertEqual(step.calls, [(9, 301), (9, 301), (9, 100), (9, 100), (9, 200), (9, 200), (9, 300), (9, 300)])
+        self.assertAlmostEqual(res["new_shape_host_s"], 0.03, delta=0.012)
+        self.assertEqual(probe.new_shape_fragment(res)["sequence"]["new_shape_host_s"],
+                         round(res["new_shape_host_s"], 6))
+        # no plan cache: no cost, and a negative median is written as 0
+        self.assertEqual(probe.new_shape_fragment({"new_shape_host_s": -0.0004}),
+                         {"sequence": {"new_shape_host_s": 0.0}})
+
+    def test_cli_writes_the_key_and_refuses_bad_rows(self):
+        import contextlib
+        import io
+        import pipeplan_probe as probe
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "frag.json")
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = probe.main(["--shape-step", "test_sequence:make_plan_cache_step", "--step-args", "[0.02]",
+                                 "--batch-size", "4", "--out", out])
+            self.assertEqual(rc, 0, err.getvalue())
+            self.assertIn("sequence.new_shape_host_s", err.getvalue())
+            with open(out) as f:
+                frag = json.load(f)
+            self.assertAlmostEqual(frag["sequence"]["new_shape_host_s"], 0.02, delta=0.01)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(probe.main(["--shape-step", "test_sequence:make_plan_cache_step", "--shape-rows", "0"]), 2)
+            self.assertEqual(probe.main(["--shape-step", "test_sequence:nothing_here"]), 2)
+        self.assertIn("--shape-rows 0", err.getvalue())
+        self.assertIn("--shape-step test_sequence:nothing_here", err.getvalue())
+
+
 class TokenCostSplitTest(unittest.TestCase):
     def test_fit_by_hand(self):
         import pipeplan_probe as probe
