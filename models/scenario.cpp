@@ -66,6 +66,25 @@ void read_length_histogram(const std::string& file, const std::string& path, con
                                      Distribution::Kind::kLognormal};
 }
 
+// sequence.shapes_run_before: [[rows, padded length], ...], each a whole number in 1..1e8, at most 1,000,000 pairs.
+void read_shapes_run_before(const std::string& file, const std::string& path, const json& b, SequenceConfig& q) {
+  if (!b.is_array() || b.size() > 1000000)
+    throw InputError(file, path, show_value(b), "an array of up to 1,000,000 [rows, padded length] pairs");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const json& pair = b[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number())
+      throw InputError(file, at, show_value(pair), "a [rows, padded length] pair of numbers");
+    for (int j = 0; j < 2; ++j) {
+      const double v = pair[j].get<double>();
+      if (!std::isfinite(v) || std::floor(v) != v || v < 1 || v > 1.0e8)
+        throw InputError(file, at + "[" + std::to_string(j) + "]", show_value(pair[j]),
+                         j == 0 ? "a whole number of rows in 1..1e8" : "a whole padded length in tokens in 1..1e8");
+    }
+    q.shapes_run_before.emplace_back(pair[0].get<std::int64_t>(), pair[1].get<std::int64_t>());
+  }
+}
+
 // Explicit draws a batch of sequences may take (each sample's length is drawn): bounds a step's cost.
 constexpr double kMaxSequenceSamplesPerBatch = 65536;
 
@@ -144,6 +163,7 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   q.step_s_per_token_squared = r.number("step_s_per_token_squared", 0.0, Range::between(0, 1));
   q.pad_to_multiple_of = r.integer("pad_to_multiple_of", 0, Range::between(0, 1.0e6));
   q.new_shape_host_s = r.number("new_shape_host_s", 0.0, Range::between(0, 60));
+  if (const json* b = r.raw("shapes_run_before")) read_shapes_run_before(file, r.path_of("shapes_run_before"), *b, q);
   r.finish();
   if (item_bytes_given)
     throw InputError(file, "dataset.item_bytes", show_value(s.dataset.item_bytes),

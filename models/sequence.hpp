@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "models/distribution.hpp"
@@ -51,6 +52,9 @@ struct SequenceConfig {
   // length): kernel plans keyed by shape (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's
   // recompiles). Measured 100-150 ms a shape for scaled_dot_product_attention on the H200 (validation run 63).
   double new_shape_host_s = 0.0;
+  // (rows, padded length) whose plans the process already holds when the job starts (sequence.shapes_run_before:
+  // an earlier job or evaluation in the same process, the validation harness's earlier cases): not new to any rank.
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes_run_before;
 };
 
 // One batch as the pipeline sees it.

@@ -971,7 +971,9 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
 class MainLoop {
  public:
   explicit MainLoop(Rank& r)
-      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, r.id), wander_(p_.cpu, r.rng) {}
+      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, r.id), wander_(p_.cpu, r.rng) {
+    for (const auto& [rows, length] : s_.sequence.shapes_run_before) seen_shapes_.emplace(rows, length);
+  }
 
   void operator()() {
     const std::int64_t per_epoch = s_.batches_per_epoch();

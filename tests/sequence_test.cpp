@@ -324,6 +324,14 @@ TEST(SequenceScenario, BadLengthHistogramsNameTheEntry) {
   expect_input_error(j, "sequence.replacement");
   j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}}}, {"replacement", "no"}};
   expect_input_error(j, "sequence.replacement");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"shapes_run_before", {{8, 512}, {8, 0}}}};
+  expect_input_error(j, "sequence.shapes_run_before[1][1]");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"shapes_run_before", {{8.5, 512}}}};
+  expect_input_error(j, "sequence.shapes_run_before[0][0]");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"shapes_run_before", {8, 512}}};
+  expect_input_error(j, "sequence.shapes_run_before[0]");
+  j["sequence"] = {{"tokens_per_sample", 100}, {"shapes_run_before", 3}};
+  expect_input_error(j, "sequence.shapes_run_before");
 }
 
 // Without replacement (RandomSampler's default), each pass over the dataset deals every line exactly once: the

@@ -1954,6 +1954,31 @@ TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
   }
 }
 
+// Shapes the process ran before the job (sequence.shapes_run_before) are never new: with the even lengths' 10 shapes
+// already run, one pass over the 20 lines meets exactly the 10 odd ones as new, over the first 20 of 60 steps; with
+// all 20 run before, none, and the job runs as fast as one without the cost.
+TEST(Simulate, ShapesRunBeforeTheJobAreNotNew) {
+  json lengths = json::array(), even = json::array(), all = json::array();
+  for (int i = 1; i <= 20; ++i) {
+    lengths.push_back({100 * i, 1});
+    all.push_back({1, 100 * i});
+    if (i % 2 == 0) even.push_back({1, 100 * i});
+  }
+  json s = sequence_scenario(
+      {{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}, {"shapes_run_before", even}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 0}};
+  for (int seed = 1; seed <= 3; ++seed)
+    EXPECT_NEAR(simulate(s, {"--seed", std::to_string(seed)})["sequence"]["new_shapes_per_step"].get<double>(),
+                10.0 / 60, 1e-9);
+  s["sequence"]["shapes_run_before"] = all;
+  const json warm = simulate(s);
+  EXPECT_DOUBLE_EQ(warm["sequence"]["new_shapes_per_step"].get<double>(), 0.0);
+  json plain = s;
+  plain["sequence"].erase("new_shape_host_s");
+  EXPECT_DOUBLE_EQ(samples_per_s(warm), samples_per_s(simulate(plain)));
+}
+
 // One line of 1,000 tokens among 63 of 10, batches of 8, an epoch of the 64 lines: each epoch's permutation puts the
 // long line in exactly one of its 8 batches, so over 100 whole epochs the batch tensors hold 100 x (8 x 1,000 +
 // 7 x 8 x 10) positions for 100 x 1,630 tokens: padding 1 - 1,630 / 8,560 = 0.80958, for every seed. Drawn

@@ -582,8 +582,8 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     decoder on token batches), and the step's fixed part (training.step_s): the lines' lengths in tokens (the
     dataset's, lognormal by their mean and cv), the collate (pad_to_max at the kind's max_tokens, else
     pad_to_longest), int64 ids, and the step's per-position and per-squared-length terms from the
-    sequence_step_shapes component's fit; a new batch shape's host time from sequence_new_shape where measured. None
-    for any other case, or one without those components."""
+    sequence_step_shapes component's fit; a new batch shape's host time from sequence_new_shape where measured, with
+    the shapes the process had run before the case. None for any other case, or one without those components."""
     k, comp = case.get("knobs") or {}, case.get("components") or {}
     if not str(k.get("step", "")).startswith("seq:"):
         return None
@@ -608,6 +608,11 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     ns = comp.get("sequence_new_shape") or {}
     if ns.get("new_shape_host_s") is not None:
         seq["new_shape_host_s"] = round(max(0.0, float(ns["new_shape_host_s"])), 6)
+        # the plans the harness's process already held as the case started (the fit's shapes, the probes' batches,
+        # an earlier repeat's): not new to the case (recorded from the sixty-third session's harness on)
+        before = comp.get("sequence_shapes_run_before")
+        if before:
+            seq["shapes_run_before"] = [[int(b), int(n)] for b, n in before]
     # the simulator needs a positive fixed part; a fit through the origin keeps a microsecond
     return seq, max(float(fit.get("fixed_s") or 0.0), 1e-6)
 

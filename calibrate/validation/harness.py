@@ -1146,6 +1146,10 @@ class SequenceStep:
     SGD. Its time is a fixed part, a part per token position (the linear layers) and a part per squared row length
     (attention): sequence.step_s_per_token and step_s_per_token_squared. Padded positions cost as real ones."""
     D, HEADS, VOCAB = 1024, 8, 8192
+    # Every (rows, padded length) any SequenceStep of this process has run: the plans a step builds for a new shape
+    # are the process's (cuDNN's graph cache), so a case meets as new only the shapes not in here when it starts
+    # (the fit's shapes, the probes' batches, an earlier repeat's); run_case records it for convert
+    SHAPES_RUN = set()
 
     def __init__(self, dev, layers):
         t = dev.torch
@@ -1169,6 +1173,7 @@ class SequenceStep:
         ids = batch[0] if isinstance(batch, (list, tuple)) else batch
         ids = ids.clamp(max=self.VOCAB - 1)
         B, L = int(ids.shape[0]), int(ids.shape[1])
+        SequenceStep.SHAPES_RUN.add((B, L))
         h, d = self.HEADS, self.d
         with t.autocast(device_type=self.dev.device.type, dtype=t.bfloat16):
             x = self.emb(ids)
@@ -2987,6 +2992,9 @@ class Harness:
         side = dev.side_stream() if k["copy_stream"] == "side" else None
         se = k["sync_every"]
         events = [dev.event() for _ in range(max_steps)]
+        if k["step"].startswith("seq:"):
+            # the shapes whose plans this process already holds as the case starts (sequence.shapes_run_before)
+            comps["sequence_shapes_run_before"] = sorted([b, n] for b, n in SequenceStep.SHAPES_RUN)
         T0, T1, T2, T3 = [], [], [], []
         TC, T4 = [], []     # since run 20's plan: the copy call returned, the batch dropped (release timed apart)
         NEXT_CPU = []       # since run 26's plan: the loop thread's CPU inside each next()

@@ -259,6 +259,22 @@ class NewShapeComponentTest(unittest.TestCase):
         self.assertEqual(seq["tokens_per_sample_histogram"], [[100, 1], [300, 2]])
         self.assertNotIn("tokens_per_sample", seq)
         self.assertEqual(fixed_s, 0.005)
+        self.assertNotIn("shapes_run_before", seq)
+        # the shapes the process ran before the case go with the cost, and pipeplan reads them: with both lengths'
+        # shapes at the case's rows already run, no step of the case meets a new one
+        case["components"]["sequence_shapes_run_before"] = [[case["knobs"]["batch_size"], 100],
+                                                            [case["knobs"]["batch_size"], 300], [17, 300]]
+        seq, _ = convert.sequence_section(case)
+        self.assertEqual(seq["shapes_run_before"], case["components"]["sequence_shapes_run_before"])
+        if os.access(PIPEPLAN, os.X_OK):
+            scen = {"dataset": {"num_samples": 100000, "load_s_per_sample": 0.0001},
+                    "loader": {"batch_size": case["knobs"]["batch_size"], "num_workers": 2},
+                    "sequence": seq, "training": {"step_s": fixed_s, "steps": 100, "warmup_steps": 0}}
+            out = simulate_doc(scen)
+            self.assertNotIn("error", out, out.get("error"))
+            self.assertEqual(out["result"]["sequence"]["new_shapes_per_step"], 0.0)
+            del scen["sequence"]["shapes_run_before"]
+            self.assertGreater(simulate_doc(scen)["result"]["sequence"]["new_shapes_per_step"], 0.0)
 
 
 class ProbeDatasetLengthsTest(unittest.TestCase):
