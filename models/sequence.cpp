@@ -54,27 +54,22 @@ double padded_row_length(const SequenceConfig& seq, double longest_tokens) {
   return std::ceil(longest_tokens / m) * m;
 }
 
-LengthPool::LengthPool(const SequenceConfig& seq) : tokens_(seq.histogram_tokens) {
-  counts_.reserve(tokens_.size());
-  double previous = 0.0;
-  for (double c : seq.histogram_cumulative) {
-    counts_.push_back(c - previous);
-    previous = c;
-  }
-  while (top_bit_ * 2 <= counts_.size()) top_bit_ *= 2;
+LengthPool::LengthPool(const SequenceConfig& seq)
+    : tokens_(&seq.histogram_tokens), cumulative_(&seq.histogram_cumulative) {
+  while (top_bit_ * 2 <= tokens_->size()) top_bit_ *= 2;
   refill();
 }
 
 void LengthPool::refill() {
   // O(bins) build: each node adds itself to its parent
-  tree_.assign(counts_.size() + 1, 0.0);
-  remaining_ = 0.0;
-  for (std::size_t i = 1; i <= counts_.size(); ++i) {
-    tree_[i] += counts_[i - 1];
-    remaining_ += counts_[i - 1];
+  const std::size_t bins = tokens_->size();
+  tree_.assign(bins + 1, 0.0);
+  for (std::size_t i = 1; i <= bins; ++i) {
+    tree_[i] += (*cumulative_)[i - 1] - (i > 1 ? (*cumulative_)[i - 2] : 0.0);
     const std::size_t parent = i + (i & (~i + 1));
-    if (parent <= counts_.size()) tree_[parent] += tree_[i];
+    if (parent <= bins) tree_[parent] += tree_[i];
   }
+  remaining_ = bins > 0 ? cumulative_->back() : 0.0;
 }
 
 std::size_t LengthPool::pick(Rng& rng) {
@@ -84,16 +79,16 @@ std::size_t LengthPool::pick(Rng& rng) {
   std::size_t at = 0;
   for (std::size_t step = top_bit_; step > 0; step /= 2) {
     const std::size_t next = at + step;
-    if (next <= counts_.size() && tree_[next] <= target) {
+    if (next <= tokens_->size() && tree_[next] <= target) {
       at = next;
       target -= tree_[next];
     }
   }
-  return std::min(at, counts_.size() - 1);  // at lines lie before bin `at` (0-based), so the line is in it
+  return std::min(at, tokens_->size() - 1);  // at lines lie before bin `at` (0-based), so the line is in it
 }
 
 void LengthPool::take(std::size_t bin) {
-  for (std::size_t i = bin + 1; i <= counts_.size(); i += i & (~i + 1)) tree_[i] -= 1.0;
+  for (std::size_t i = bin + 1; i <= tokens_->size(); i += i & (~i + 1)) tree_[i] -= 1.0;
   remaining_ -= 1.0;
 }
 

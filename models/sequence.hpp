@@ -90,18 +90,22 @@ double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const Bat
 // the whole dataset). A Fenwick tree over the bins: O(log bins) a draw.
 class LengthPool {
  public:
-  explicit LengthPool(const SequenceConfig& seq);  // full; seq must have a histogram of whole counts
+  // Full. seq must have a histogram of whole counts and outlive the pool (its vectors are read, not copied: a pool
+  // per rank and twin adds only its tree).
+  explicit LengthPool(const SequenceConfig& seq);
   void refill();
   // A line picked at random from the pool (refilled first if empty), left in it: its bin. take() removes it.
   std::size_t pick(Rng& rng);
   void take(std::size_t bin);
-  double tokens(std::size_t bin) const { return tokens_[bin]; }
+  double tokens(std::size_t bin) const { return (*tokens_)[bin]; }
   double remaining() const { return remaining_; }
 
  private:
-  std::vector<double> tokens_, counts_, tree_;  // tree_: Fenwick sums of what is left, 1-based
+  const std::vector<double>* tokens_;      // seq.histogram_tokens
+  const std::vector<double>* cumulative_;  // seq.histogram_cumulative
+  std::vector<double> tree_;               // Fenwick sums of the lines left, 1-based
   double remaining_ = 0.0;
-  std::size_t top_bit_ = 1;                     // the highest power of two <= bins
+  std::size_t top_bit_ = 1;                // the highest power of two <= bins
 };
 
 // One sample's length in tokens, drawn: rounded, at least 1 (before truncation). With a pool, one line taken from it.
