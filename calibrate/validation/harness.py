@@ -2997,6 +2997,8 @@ class Harness:
             comps["sequence_shapes_run_before"] = sorted([b, n] for b, n in SequenceStep.SHAPES_RUN)
         T0, T1, T2, T3 = [], [], [], []
         TC, T4 = [], []     # since run 20's plan: the copy call returned, the batch dropped (release timed apart)
+        PADDED = []         # since the sixty-third session: a token batch's padded length a step (its shape's key)
+        seq_step = k["step"].startswith("seq:")
         NEXT_CPU = []       # since run 26's plan: the loop thread's CPU inside each next()
         epoch_of = []
         iter_s = []
@@ -3054,6 +3056,8 @@ class Harness:
                     tc = time.perf_counter()
                     loss = model(gb)
                     t2 = time.perf_counter()
+                    if seq_step:
+                        PADDED.append(int(gb[0].shape[1]))
                     events[i].record()
                     if se > 0 and (i + 1) % se == 0:
                         float(loss.item())
@@ -3185,7 +3189,8 @@ class Harness:
                          "batch's thread CPU seconds over that span, the CPU it ran on at its start and its end "
                          "(sched_getcpu; -1 unknown) and the thread's CPU clock (time.thread_time) at its start",
                 "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
-                                       "synced": r6(T3), "released": r6(T4)},
+                                       "synced": r6(T3), "released": r6(T4),
+                                       **({"padded_length": PADDED} if PADDED else {})},
                 "workers": insitu.timeline.per_worker(wall0),
                 "workers_cpu": insitu.timeline.per_worker_cpu()}
             if pin_meter is not None and pin_meter.intervals is not None:

@@ -81,6 +81,7 @@ def same_law_histogram(tokens: Dict[str, Any], seed: int = 77) -> List[List[int]
 
 
 def main() -> int:
+    from new_shape_replay import read_lengths, replay_case
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
     ap.add_argument("--seeds", type=int, default=4)
@@ -99,6 +100,14 @@ def main() -> int:
             print(p.stderr[-2000:], file=sys.stderr)
             return 1
         doc = read_json(cases_path)
+        # the call's own lines and the shapes its process ran before each case, where the lines are known
+        # (token_lengths.json: new_shape_replay.py), else a same-law dataset and no warm shapes
+        try:
+            lines = read_lengths(a.results, doc)
+        except ValueError as e:
+            print(f"new_shape_diagnostic: {e}", file=sys.stderr)
+            return 2
+        seen: set = set()
         print(f"{'case':58s} {'new share':>15s} {'cost ms':>15s} {'samples/s':>13s} {'p90 step ms':>15s}")
         print(f"{'':58s} {'meas    sim':>15s} {'(source)':>15s} {'meas   sim':>13s} {'meas    sim':>15s}")
         for case in doc.get("cases") or []:
@@ -106,6 +115,8 @@ def main() -> int:
             if not str(k.get("step", "")).startswith("seq:") or case.get("status") != "ok":
                 continue
             share, insitu_s = split_new_shapes(launch_spans_s(case))
+            replayed = replay_case(case, lines, seen)
+            warm = replayed["warm_before"] if replayed else None
             stem = os.path.join(out, "scenarios", case["id"].replace(":", "_"))
             if not os.path.exists(stem + ".json"):
                 continue
@@ -119,6 +130,16 @@ def main() -> int:
             else:
                 cost_src = "none"
             tokens = comp.get("tokens_per_sample") or {}
+            if lines and "tokens_per_sample_histogram" not in seq:
+                seq.pop("tokens_per_sample", None)
+                counts: Dict[int, int] = {}
+                for x in lines:
+                    counts[x] = counts.get(x, 0) + 1
+                seq["tokens_per_sample_histogram"] = [[x, counts[x]] for x in sorted(counts)]
+                cost_src += ", the call's lines"
+            if warm is not None and "shapes_run_before" not in seq:
+                seq["shapes_run_before"] = [list(x) for x in warm]
+                cost_src += ", replayed warm shapes"
             if "tokens_per_sample_histogram" not in seq and tokens.get("mean"):
                 seq.pop("tokens_per_sample", None)
                 seq["tokens_per_sample_histogram"] = same_law_histogram(tokens)
