@@ -92,6 +92,23 @@ void LengthPool::take(std::size_t bin) {
   remaining_ -= 1.0;
 }
 
+std::int64_t padded_length_count(const SequenceConfig& seq) {
+  if (seq.collate == SequenceCollate::kPadToMax || seq.collate == SequenceCollate::kPack) return 1;
+  if (!seq.histogram_tokens.empty()) {
+    std::int64_t count = 0;
+    double last = -1.0;
+    for (double tokens : seq.histogram_tokens) {  // increasing, so the padded lengths are too
+      const double padded = padded_row_length(seq, truncated(seq, tokens));
+      if (padded != last) ++count;
+      last = padded;
+    }
+    return count;
+  }
+  if (seq.max_tokens <= 0) return 0;
+  const std::int64_t m = std::max<std::int64_t>(1, seq.pad_to_multiple_of);
+  return (seq.max_tokens + m - 1) / m;
+}
+
 double draw_sample_tokens(const SequenceConfig& seq, Rng& rng, LengthPool* pool) {
   if (pool != nullptr) {
     const std::size_t bin = pool->pick(rng);

@@ -73,6 +73,11 @@ struct BatchShape {
 // rounded up to pad_to_multiple_of. Pure.
 double padded_row_length(const SequenceConfig& seq, double longest_tokens);
 
+// How many distinct padded lengths a batch can have: 1 with pad_to_max or pack; with pad_to_longest or bucket, the
+// distinct padded_row_length of the histogram's (truncated) lengths, or of 1..max_tokens under a law; 0 where
+// unbounded (a law without max_tokens). With batch_tokens the rows vary too, which this does not count. Pure.
+std::int64_t padded_length_count(const SequenceConfig& seq);
+
 // The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
 struct MeanBatchShape {
   double samples = 0.0, bytes = 0.0, load_tokens = 0.0, tokens = 0.0, slots = 0.0, rows = 0.0, row_tokens_squared = 0.0;

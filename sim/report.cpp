@@ -143,6 +143,20 @@ namespace {
 // the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
 // ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
 // within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
+// Each process keeps the plans it built for a batch shape (validation run 63, finding 6: every slow launch a shape
+// not run before), so one step on each shape the job can meet, before training, moves the cost out of the run. Empty
+// where the shapes are unbounded (a law without max_tokens), vary in rows too (batch_tokens) or number over 10,000.
+std::string warm_up_advice(const SequenceConfig& seq, int batch_size) {
+  const std::int64_t lengths = padded_length_count(seq);
+  if (lengths <= 0 || lengths > 10000 || seq.batch_tokens > 0) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "; or run one step on each of the %lld padded lengths (batches of %d) before training (about %.1f s "
+                "once; the plan caches keep them)",
+                static_cast<long long>(lengths), batch_size, static_cast<double>(lengths) * seq.new_shape_host_s);
+  return buf;
+}
+
 std::string sync_note(const SimResult& result, const Scenario& s) {
   const double wait_s = s.sync_tail_s_per_step();
   if (wait_s <= 0.0 || result.step_mean_s <= 0.0) return "";  // no sync, or no tail measured
@@ -192,7 +206,8 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
                     fixed2(result.new_shapes_per_step) + " a step): pad to a multiple of a length "
                     "(sequence.pad_to_multiple_of, DataCollatorWithPadding's pad_to_multiple_of: compare with pipeplan "
                     "sweep --vary sequence.pad_to_multiple_of=" + std::to_string(std::max<std::int64_t>(1, s.sequence.pad_to_multiple_of)) +
-                    ",64), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes";
+                    ",64), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes" +
+                    warm_up_advice(s.sequence, s.loader.batch_size);
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
   if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
       result.padding_fraction() >= 0.2)

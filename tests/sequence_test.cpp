@@ -378,3 +378,24 @@ TEST(SequenceShape, APoolDrawsUniformlyAmongTheLinesLeft) {
   EXPECT_NEAR(second_900, 1.0 / 6, 0.006);
   EXPECT_NEAR(first_100, 0.5, 0.006);
 }
+
+// The distinct padded lengths a batch can have: [100, 300, 700, 1,500] truncated at 1,024 and rounded up to 256 give
+// 256, 512, 768 and 1,024 (4); to 512, 512 and 1,024 (2); a law cut at 2,048 rounded to 64 gives 32; a law without
+// a cut is unbounded (0); pad_to_max has one.
+TEST(SequenceShape, PaddedLengthCountByHand) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}, {300, 1}, {700, 1}, {1500, 1}}}, {"max_tokens", 1024},
+                   {"pad_to_multiple_of", 256}, {"collate", "pad_to_longest"}};
+  Profile p;
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 4);
+  j["sequence"]["pad_to_multiple_of"] = 512;
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 2);
+  j["sequence"]["pad_to_multiple_of"] = 0;
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 4);  // 100, 300, 700 and 1,024
+  j["sequence"] = {{"tokens_per_sample", 300}, {"max_tokens", 2048}, {"pad_to_multiple_of", 64}};
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 32);
+  j["sequence"] = {{"tokens_per_sample", 300}};
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 0);
+  j["sequence"] = {{"tokens_per_sample", 300}, {"max_tokens", 512}, {"collate", "pad_to_max"}};
+  EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 1);
+}

@@ -1954,6 +1954,22 @@ TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
   }
 }
 
+// A loop held up by new shapes is told it can run them all before training: 20 padded lengths at 50 ms each is a
+// second once (the report's suggestion), and a job whose shapes were all run first (shapes_run_before) meets none.
+TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {
+  json lengths = json::array();
+  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 10}};
+  const json r = simulate(s);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
+  const std::string suggestion = r["bottleneck"]["suggestion"].get<std::string>();
+  EXPECT_NE(suggestion.find("one step on each of the 20 padded lengths (batches of 1) before training (about 1.0 s"),
+            std::string::npos)
+      << suggestion;
+}
+
 // Shapes the process ran before the job (sequence.shapes_run_before) are never new: with the even lengths' 10 shapes
 // already run, one pass over the 20 lines meets exactly the 10 odd ones as new, over the first 20 of 60 steps; with
 // all 20 run before, none, and the job runs as fast as one without the cost.
