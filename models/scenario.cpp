@@ -163,6 +163,7 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   q.step_s_per_token_squared = r.number("step_s_per_token_squared", 0.0, Range::between(0, 1));
   q.pad_to_multiple_of = r.integer("pad_to_multiple_of", 0, Range::between(0, 1.0e6));
   q.new_shape_host_s = r.number("new_shape_host_s", 0.0, Range::between(0, 60));
+  q.new_shape_gpu_overlap_fraction = r.number("new_shape_gpu_overlap_fraction", 0.0, Range::between(0, 1));
   if (const json* b = r.raw("shapes_run_before")) read_shapes_run_before(file, r.path_of("shapes_run_before"), *b, q);
   r.finish();
   if (item_bytes_given)

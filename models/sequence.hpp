@@ -52,6 +52,10 @@ struct SequenceConfig {
   // length): kernel plans keyed by shape (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's
   // recompiles). Measured 100-150 ms a shape for scaled_dot_product_attention on the H200 (validation run 63).
   double new_shape_host_s = 0.0;
+  // The share of a new shape's step GPU time launched before its last plan is built, which runs while the plans
+  // build (an idle GPU's wait is then new_shape_host_s less that): about a quarter in validation run 63 (finding 7),
+  // where the backward's plans are built after the forward's kernels went out. 0: the GPU waits for the whole build.
+  double new_shape_gpu_overlap_fraction = 0.0;
   // (rows, padded length) whose plans the process already holds when the job starts (sequence.shapes_run_before:
   // an earlier job or evaluation in the same process, the validation harness's earlier cases): not new to any rank.
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes_run_before;

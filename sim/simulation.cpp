@@ -88,6 +88,7 @@ struct StreamOp {
   double duration_s = 0.0;           // copy: its time; compute: forward+backward (with noise)
   double decode_s = 0.0;             // compute: the batch's GPU JPEG decode, before the step's kernels
   std::int64_t wait_side_ops = 0;    // compute on a side-stream copy: side ops to wait for
+  bool first_part = false;           // compute: a new shape's kernels launched before its last plan (not a whole step)
 };
 
 struct Stream {
@@ -860,6 +861,28 @@ void compute_stream_actor(Rank& r) {
       sg4::this_actor::sleep_for(op.decode_s);
       if (!r.synthetic) world.trace->span(r.id, track, "decode_jpeg (nvJPEG)", d0, sg4::Engine::get_clock(), op.step);
     }
+    if (op.first_part) {
+      // a new shape's kernels launched before its last plan is built: they run while the plans build; the step
+      // ends with its second part
+      sg4::this_actor::sleep_for(op.duration_s);
+      const double end_s = sg4::Engine::get_clock();
+      if (duty_curve) {
+        busy_share = gpu_busy_share_after(busy_share, end_s - start_s, true, s.training.gpu_duty_time_constant_s);
+        busy_share_at_s = end_s;
+      }
+      if (own_hump_share) {
+        hump_share = gpu_busy_share_after(hump_share, end_s - start_s, true, humps.period_s);
+        hump_share_at_s = end_s;
+      }
+      if (!r.synthetic) {
+        r.compute_busy_s += window.overlap(start_s, end_s);
+        world.trace->span(r.id, track, "kernels launched before the new shape's last plan", start_s, end_s, op.step);
+      }
+      ++r.activities;
+      previous_end_s = end_s;
+      r.compute.completed_ops.add();
+      continue;
+    }
     const double forward_share = s.training.forward_s / s.training.step_s();
     const double forward_s = op.duration_s * forward_share;
     const double backward_s = op.duration_s - forward_s;
@@ -1004,8 +1027,13 @@ class MainLoop {
         loop_python(step, shape.samples * s_.training.gpu_decode_host_s_per_sample,
                     "decode_jpeg(device='cuda'): the call (nvJPEG's host part)");
       }
-      build_plans_if_new_shape(step, shape);
-      launch_step(step, s_.step_factor(shape), r_.synthetic ? 0.0 : shape.samples * s_.training.gpu_decode_s_per_sample);
+      // a new shape's plans: before the launches, or, where part of the step's kernels go out before its last plan
+      // is built (new_shape_gpu_overlap_fraction), inside them (launch_step)
+      const bool new_shape = first_time(shape);
+      const bool plans_inside = new_shape && s_.sequence.new_shape_gpu_overlap_fraction > 0.0;
+      if (new_shape && !plans_inside) build_plans(step);
+      launch_step(step, s_.step_factor(shape), r_.synthetic ? 0.0 : shape.samples * s_.training.gpu_decode_s_per_sample,
+                  plans_inside);
       if (!r_.synthetic && !s_.loader.pin_memory && s_.loader.num_workers > 0) release_batch(step, shape.bytes);
     }
     r_.computed_steps.wait_at_least(w_.steps);
@@ -1109,10 +1137,13 @@ class MainLoop {
   // (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's recompiles) on the loop's thread, GIL held,
   // before its kernels are queued, so the GPU waits too (sequence.new_shape_host_s; validation run 63). The twin
   // (the synthetic-data step) meets the same shapes: the cost is the step's, not the input pipeline's.
-  void build_plans_if_new_shape(std::int64_t step, const BatchShape& shape) {
-    if (!s_.sequence.enabled || s_.sequence.new_shape_host_s <= 0.0) return;
-    const auto key = std::make_pair(std::llround(shape.rows), std::llround(shape.padded_length));
-    if (!seen_shapes_.insert(key).second) return;
+  // Whether the step's shape is one this process has not run (and now has), where new shapes cost anything.
+  bool first_time(const BatchShape& shape) {
+    if (!s_.sequence.enabled || s_.sequence.new_shape_host_s <= 0.0) return false;
+    return seen_shapes_.insert(std::make_pair(std::llround(shape.rows), std::llround(shape.padded_length))).second;
+  }
+
+  void build_plans(std::int64_t step) {
     const double in_window_s = loop_python(step, s_.sequence.new_shape_host_s, "new batch shape: kernel plans built");
     blocked_since_launch_ = true;  // the launches that follow are not back to back with the last step's
     r_.new_shape_busy_s += in_window_s;
@@ -1250,16 +1281,30 @@ class MainLoop {
 
   // step_factor: this batch's GPU step over training.step_s's (Scenario::step_factor: a sequence batch's shape);
   // decode_s: its GPU JPEG decode ahead of the step's kernels (none for the synthetic twin).
-  void launch_step(std::int64_t step, double step_factor, double decode_s) {
+  // With plans_inside (a new shape whose first kernels go out before its last plan is built: validation run 63,
+  // finding 7), the step's kernels are queued in two parts around the plan build: the first
+  // new_shape_gpu_overlap_fraction of its GPU time, which runs while the plans build, then the rest.
+  void launch_step(std::int64_t step, double step_factor, double decode_s, bool plans_inside = false) {
     // The launch queue holds only so many steps: wait for an old one to finish.
     const double queue_wait0_s = sg4::Engine::get_clock();
     r_.computed_steps.wait_at_least(step + 1 - s_.training.max_steps_ahead);
-    if (sg4::Engine::get_clock() > queue_wait0_s) blocked_since_launch_ = true;
+    if (sg4::Engine::get_clock() > queue_wait0_s || plans_inside) blocked_since_launch_ = true;
     const double host_factor = back_to_back_factor();
     double duration_s = s_.training.step_s() * step_factor;
     if (s_.training.step_cv > 0.0) duration_s = sample(Distribution{duration_s, s_.training.step_cv}, r_.rng);
     StreamOp op{StreamOp::Kind::kCompute, step, duration_s, decode_s, 0};
     if (!r_.synthetic && s_.transfer.copy_stream == CopyStream::kSide) op.wait_side_ops = r_.side.enqueued_ops;
+    if (plans_inside) {
+      const double before_s = duration_s * s_.sequence.new_shape_gpu_overlap_fraction;
+      StreamOp first = op;
+      first.duration_s = before_s;
+      first.first_part = true;
+      r_.compute.queue.push(first);
+      ++r_.compute.enqueued_ops;
+      build_plans(step);
+      op.duration_s = duration_s - before_s;
+      op.decode_s = 0.0;  // with the first part
+    }
     r_.compute.queue.push(op);
     ++r_.compute.enqueued_ops;
     if (s_.training.host_s_per_step > 0.0) {

@@ -1954,6 +1954,25 @@ TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
   }
 }
 
+// A new shape's first kernels run while its later plans build (validation run 63, finding 7): a 100 ms GPU step whose
+// 50 ms plan build lets its first 30% go out first ends 50 + 70 = 120 ms after it starts, against 50 + 100 = 150 with
+// no overlap, and at 60% the whole build hides behind the first 60 ms: 100 ms. Every step meets a new shape (40
+// lengths dealt once each, one a batch), the loop syncs each step (an idle GPU at each step's start).
+TEST(Simulate, ANewShapesFirstKernelsRunWhileItsPlansBuild) {
+  json lengths = json::array();
+  for (int i = 1; i <= 40; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.100}, {"steps", 40}, {"warmup_steps", 5}, {"sync_every_steps", 1}};
+  EXPECT_NEAR(step_mean(simulate(s)), 0.150, 0.002);
+  s["sequence"]["new_shape_gpu_overlap_fraction"] = 0.3;
+  const json r = simulate(s);
+  EXPECT_NEAR(step_mean(r), 0.120, 0.002);
+  EXPECT_NEAR(r["sequence"]["new_shapes_per_step"].get<double>(), 1.0, 1e-9);
+  s["sequence"]["new_shape_gpu_overlap_fraction"] = 0.6;
+  EXPECT_NEAR(step_mean(simulate(s)), 0.100, 0.002);
+}
+
 // A loop held up by new shapes is told it can run them all before training: 20 padded lengths at 50 ms each is a
 // second once (the report's suggestion), and a job whose shapes were all run first (shapes_run_before) meets none.
 TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {

@@ -577,6 +577,31 @@ def _dist(mean: float, cv: Optional[float]) -> Dict[str, Any]:
 SEQUENCE_BYTES_PER_TOKEN = 8
 
 
+def new_shape_overlap_fraction(ns: Dict[str, Any], fit: Dict[str, Any]) -> Optional[float]:
+    """Pure: sequence.new_shape_gpu_overlap_fraction from the sequence_new_shape component (per length: the step's
+    host span and wall to a sync on a shape never run, and on it again) and the step's fit (its GPU time at the
+    component's rows and length, g): a new step's wall is the build plus the GPU time not run during it, C + (1 - f) g
+    (validation run 63, finding 7), so f = (C + g - new wall) / g with C the host span's extra; the median over the
+    lengths, within 0..1. None without the lists or the fit."""
+    rows, lengths = ns.get("rows"), ns.get("lengths") or []
+    new_host, new_wall, seen_host = ns.get("new_host_s") or [], ns.get("new_wall_s") or [], ns.get("seen_host_s") or []
+    if not rows or not fit or fit.get("per_token_s") is None or not (
+            len(lengths) == len(new_host) == len(new_wall) == len(seen_host) > 0):
+        return None
+    out = []
+    for n, nh, nw, sh in zip(lengths, new_host, new_wall, seen_host):
+        g = (float(fit.get("fixed_s") or 0.0) + float(fit["per_token_s"]) * rows * n
+             + float(fit.get("per_token_squared_s") or 0.0) * rows * n * n)
+        if g > 0:
+            out.append((nh - sh + g - nw) / g)
+    if not out:
+        return None
+    out.sort()
+    mid = len(out) // 2
+    med = out[mid] if len(out) % 2 else 0.5 * (out[mid - 1] + out[mid])
+    return min(1.0, max(0.0, med))
+
+
 def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], float]]:
     """Pure: the scenario's `sequence` section for a case whose step follows its batch's shape (the harness's seq:N
     decoder on token batches), and the step's fixed part (training.step_s): the lines' lengths in tokens (the
@@ -610,6 +635,10 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
         seq["new_shape_host_s"] = round(max(0.0, float(ns["new_shape_host_s"])), 6)
         # the plans the harness's process already held as the case started (the fit's shapes, the probes' batches,
         # an earlier repeat's): not new to the case (recorded from the sixty-third session's harness on)
+        # the part of the step's GPU time that runs while its plans build (run 63, finding 7: about a quarter)
+        overlap = new_shape_overlap_fraction(ns, fit)
+        if overlap:
+            seq["new_shape_gpu_overlap_fraction"] = round(overlap, 4)
         before = comp.get("sequence_shapes_run_before")
         if before:
             seq["shapes_run_before"] = [[int(b), int(n)] for b, n in before]

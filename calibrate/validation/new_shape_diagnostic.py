@@ -81,10 +81,13 @@ def same_law_histogram(tokens: Dict[str, Any], seed: int = 77) -> List[List[int]
 
 
 def main() -> int:
-    from new_shape_replay import read_lengths, replay_case
+    from new_shape_replay import insitu_overlap_fraction, read_lengths, replay_case
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results")
     ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--overlap", choices=["component", "in-situ", "none"], default="component",
+                    help="sequence.new_shape_gpu_overlap_fraction: convert's (from the new-shape component, where "
+                         "measured), the case's own (replayed steps: a diagnostic), or none")
     ap.add_argument("--replacement", action="store_true",
                     help="draw the lengths independently (sequence.replacement: true) instead of dealing the dataset "
                          "without replacement as the harness's sampler does")
@@ -137,6 +140,13 @@ def main() -> int:
                     counts[x] = counts.get(x, 0) + 1
                 seq["tokens_per_sample_histogram"] = [[x, counts[x]] for x in sorted(counts)]
                 cost_src += ", the call's lines"
+            if a.overlap == "none":
+                seq.pop("new_shape_gpu_overlap_fraction", None)
+            elif a.overlap == "in-situ" and replayed:
+                f = insitu_overlap_fraction(case, replayed)
+                if f is not None:
+                    seq["new_shape_gpu_overlap_fraction"] = round(f, 4)
+                    cost_src += f", overlap {f:.2f} in situ"
             if warm is not None and "shapes_run_before" not in seq:
                 seq["shapes_run_before"] = [list(x) for x in warm]
                 cost_src += ", replayed warm shapes"

@@ -84,8 +84,8 @@ def resident_shape(lengths: Sequence[int], kind: str, rows: int) -> Tuple[int, i
 def replay_case(case: Dict[str, Any], lengths: Optional[Sequence[int]], seen: Set[Tuple[int, int]],
                 components: bool = True) -> Optional[Dict[str, Any]]:
     """Adds to `seen` what the process ran for this case (its components' batches unless not `components`, then its
-    steps); returns the warm shapes before its steps, its steps (run), which were new, and the measured window's
-    split. What the harness recorded (the case's sequence_shapes_run_before, its timeline's padded_length a step;
+    steps); returns the warm shapes before its steps, each step's shape and whether it was new, the steps run, and
+    the measured window's split. What the harness recorded (the case's sequence_shapes_run_before, its timeline's padded_length a step;
     since the sixty-third session) is taken as is; what it did not is rebuilt from the lines' `lengths`. None where
     neither is there."""
     k, comp, m = case["knobs"], case.get("components") or {}, case.get("measured") or {}
@@ -124,7 +124,7 @@ def replay_case(case: Dict[str, Any], lengths: Optional[Sequence[int]], seen: Se
              for a, b in zip(main.get("copied") or [], launched)]
     window = [(sp, nw_) for sp, nw_ in zip(spans[skip:], new[skip:]) if sp is not None]
     share, _ = split_new_shapes([sp for sp, _ in window])
-    out = {"warm_before": warm_before, "steps": steps_run, "window": len(window),
+    out = {"warm_before": warm_before, "shapes": shapes, "new": new, "steps": steps_run, "window": len(window),
            "new_share": sum(x for _, x in window) / max(1, len(window)), "slow_share": share,
            "source": "recorded" if recorded_steps is not None else "rebuilt from the lines"}
     if window and share > 0:
@@ -136,6 +136,35 @@ def replay_case(case: Dict[str, Any], lengths: Optional[Sequence[int]], seen: Se
         out["fast_new"] = sum(1 for sp, x in window if sp <= cut and x)
         out["fast_seen"] = sum(1 for sp, x in window if sp <= cut and not x)
     return out
+
+
+def insitu_overlap_fraction(case: Dict[str, Any], replayed: Dict[str, Any]) -> Optional[float]:
+    """The share of a new shape's step GPU time that ran while its plans built, in the case itself (a diagnostic's
+    input, not out of sample), as the simulator reads it (a new step's wall to its sync is the build plus the rest of
+    the GPU time: C + (1 - f) g): C, the launches' extra on new steps (median launch, new less seen), less the new
+    steps' wall beyond their GPU time (median of launch + wait to the sync less the fitted GPU time), over the new
+    steps' median fitted GPU time. None without a split or the step's fit."""
+    m = case.get("measured") or {}
+    main = (m.get("timeline") or {}).get("main") or {}
+    fit = ((case.get("components") or {}).get("sequence_step_shapes") or {}).get("fit") or {}
+    if not fit or "synced" not in main:
+        return None
+    skip = int((m.get("timeline") or {}).get("skip") or m.get("skip") or 0)
+    rows: Dict[bool, List[Tuple[float, float, float]]] = {True: [], False: []}
+    for i, (shape, is_new) in enumerate(zip(replayed["shapes"], replayed["new"])):
+        if i < skip or i >= len(main["synced"]) or None in (main["copied"][i], main["launched"][i], main["synced"][i]):
+            continue
+        g = (float(fit["fixed_s"]) + float(fit["per_token_s"]) * shape[0] * shape[1]
+             + float(fit.get("per_token_squared_s") or 0.0) * shape[0] * shape[1] ** 2)
+        launch = main["launched"][i] - main["copied"][i]
+        rows[is_new].append((launch, main["synced"][i] - main["copied"][i] - g, g))
+    if len(rows[True]) < 5 or len(rows[False]) < 5:
+        return None
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    cost = med([x[0] for x in rows[True]]) - med([x[0] for x in rows[False]])
+    extra = med([x[1] for x in rows[True]])
+    g_new = med([x[2] for x in rows[True]])
+    return min(1.0, max(0.0, (cost - extra) / g_new)) if g_new > 0 else None
 
 
 def read_lengths(results: str, doc: Dict[str, Any]) -> Optional[List[int]]:

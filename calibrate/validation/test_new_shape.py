@@ -136,3 +136,20 @@ class Replay(unittest.TestCase):
             off_without += rp.replay_case(case, lengths, cold, components=False)["fast_new"]
         self.assertEqual(got, [(73, 0, 0, 14), (106, 0, 0, 14), (67, 0, 0, 71)])
         self.assertEqual(off_without, 11)
+
+
+class InSituOverlap(unittest.TestCase):
+    def test_by_hand(self):
+        """10 new steps: launches 52 ms (50 more than the seen steps' 2), 57 ms to the sync; a 10 ms GPU step: the
+        build plus (1 - f) x 10 ms = 57, f = (50 - (57 - 10)) / 10 = 0.3."""
+        import new_shape_replay as rp
+        shapes = [(4, 100 + i) for i in range(10)] + [(4, 100 + i) for i in range(10)]
+        new = [True] * 10 + [False] * 10
+        copied = [float(i) for i in range(20)]
+        launched = [c + (0.052 if n else 0.002) for c, n in zip(copied, new)]
+        synced = [c + (0.057 if n else 0.012) for c, n in zip(copied, new)]
+        case = {"components": {"sequence_step_shapes": {"fit": {"fixed_s": 0.010, "per_token_s": 0.0}}},
+                "measured": {"skip": 0, "timeline": {"skip": 0, "main": {"copied": copied, "launched": launched,
+                                                                          "synced": synced}}}}
+        self.assertAlmostEqual(rp.insitu_overlap_fraction(case, {"shapes": shapes, "new": new}), 0.3, places=6)
+        self.assertIsNone(rp.insitu_overlap_fraction(case, {"shapes": shapes[:12], "new": new[:12]}))  # 2 seen

@@ -277,6 +277,35 @@ class NewShapeComponentTest(unittest.TestCase):
             self.assertGreater(simulate_doc(scen)["result"]["sequence"]["new_shapes_per_step"], 0.0)
 
 
+class NewShapeOverlapTest(unittest.TestCase):
+    """convert.new_shape_overlap_fraction by hand: a step of 5 ms + 1 us a position at 10 rows of 100 and 200 tokens
+    (6 and 7 ms on the GPU) whose new shape spends 50 ms more host time; its wall to the sync 52.4 and 53.6 ms: the
+    build plus (1 - f) of the GPU time, f = (50 + 6 - 52.4) / 6 = 0.6 and (50 + 7 - 53.6) / 7 = 0.486."""
+
+    def test_by_hand(self):
+        fit = {"fixed_s": 0.005, "per_token_s": 1e-6, "per_token_squared_s": 0.0}
+        ns = {"rows": 10, "lengths": [100, 200], "new_host_s": [0.060, 0.061], "seen_host_s": [0.010, 0.011],
+              "new_wall_s": [0.0524, 0.0536]}
+        self.assertAlmostEqual(convert.new_shape_overlap_fraction(ns, fit), (0.6 + 3.4 / 7) / 2, places=6)
+        # a wall as long as the build plus the whole GPU time: nothing overlapped (and never below 0)
+        ns["new_wall_s"] = [0.058, 0.060]
+        self.assertEqual(convert.new_shape_overlap_fraction(ns, fit), 0.0)
+        self.assertIsNone(convert.new_shape_overlap_fraction({"rows": 10, "lengths": [100]}, fit))
+
+    def test_sequence_section_passes_it_on(self):
+        case = seq_case(bs=9, fixed=0.005, per_token=1e-6, per_sq=0.0)
+        case["components"]["sequence_new_shape"] = {
+            "rows": 10, "lengths": [100, 200], "new_host_s": [0.060, 0.061], "seen_host_s": [0.010, 0.011],
+            "new_wall_s": [0.0524, 0.0536], "new_shape_host_s": 0.050}
+        seq, _ = convert.sequence_section(case)
+        self.assertAlmostEqual(seq["new_shape_gpu_overlap_fraction"], 0.5429, places=4)
+        if os.access(PIPEPLAN, os.X_OK):
+            out = simulate_doc({"dataset": {"num_samples": 100000, "load_s_per_sample": 0.0001},
+                                "loader": {"batch_size": 9, "num_workers": 2}, "sequence": seq,
+                                "training": {"step_s": 0.005, "steps": 50}})
+            self.assertNotIn("error", out, out.get("error"))
+
+
 class ProbeDatasetLengthsTest(unittest.TestCase):
     """--lengths FILE: the whole dataset's lengths become sequence.tokens_per_sample_histogram."""
 
