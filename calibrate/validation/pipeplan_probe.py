@@ -915,10 +915,30 @@ def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths
             "new_shape_wall_s": statistics.median(n[1] - s[1] for n, s in zip(new, seen))}
 
 
+def new_shape_overlap(res: Dict[str, Any]) -> Optional[float]:
+    """Pure: the share of a new shape's step GPU time that ran while its plans built (sequence.
+    new_shape_gpu_overlap_fraction), from a time_new_shapes result: a new step's wall is the build plus the GPU time
+    not run during it, and a seen step's wall stands for its GPU time g (a step that waits on its GPU), so per length
+    f = (C + seen wall - new wall) / seen wall, C the host time's extra; the median, within 0..1. None without walls."""
+    out = []
+    for nh, sh, nw, sw in zip(res.get("new_host_s") or [], res.get("seen_host_s") or [], res.get("new_wall_s") or [],
+                              res.get("seen_wall_s") or []):
+        if sw > 0:
+            out.append((nh - sh + sw - nw) / sw)
+    if not out:
+        return None
+    return min(1.0, max(0.0, statistics.median(out)))
+
+
 def new_shape_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario key a time_new_shapes result fills: sequence.new_shape_host_s (its median extra host time, 0 where
-    a new shape costs no more than a seen one: no plan cache keyed by shape)."""
-    return {"sequence": {"new_shape_host_s": round(max(0.0, float(res["new_shape_host_s"])), 6)}}
+    """The scenario keys a time_new_shapes result fills: sequence.new_shape_host_s (its median extra host time, 0
+    where a new shape costs no more than a seen one: no plan cache keyed by shape) and, where part of the step ran
+    during the build, sequence.new_shape_gpu_overlap_fraction."""
+    seq = {"new_shape_host_s": round(max(0.0, float(res["new_shape_host_s"])), 6)}
+    f = new_shape_overlap(res)
+    if f:
+        seq["new_shape_gpu_overlap_fraction"] = round(f, 4)
+    return {"sequence": seq}
 
 
 def _human_new_shapes(ns: Dict[str, Any]) -> str:

@@ -411,9 +411,20 @@ class ProbeNewShapeTest(unittest.TestCase):
         self.assertAlmostEqual(res["new_shape_host_s"], 0.03, delta=0.012)
         self.assertEqual(probe.new_shape_fragment(res)["sequence"]["new_shape_host_s"],
                          round(res["new_shape_host_s"], 6))
+        # a step all on the host (the stand-in sleeps): nothing runs during the build, no overlap key
+        self.assertEqual(probe.new_shape_overlap(res), 0.0)
+        self.assertNotIn("new_shape_gpu_overlap_fraction", probe.new_shape_fragment(res)["sequence"])
         # no plan cache: no cost, and a negative median is written as 0
         self.assertEqual(probe.new_shape_fragment({"new_shape_host_s": -0.0004}),
                          {"sequence": {"new_shape_host_s": 0.0}})
+
+    def test_overlap_by_hand(self):
+        import pipeplan_probe as probe
+        # a 20 ms GPU step (seen wall 20 ms) whose 50 ms build lets 5 ms of it run: new wall 50 + 15 = 65 ms
+        res = {"new_host_s": [0.052, 0.052, 0.052], "seen_host_s": [0.002, 0.002, 0.002],
+               "new_wall_s": [0.065, 0.066, 0.064], "seen_wall_s": [0.020, 0.020, 0.020], "new_shape_host_s": 0.05}
+        self.assertAlmostEqual(probe.new_shape_overlap(res), 0.25, places=6)
+        self.assertEqual(probe.new_shape_fragment(res)["sequence"]["new_shape_gpu_overlap_fraction"], 0.25)
 
     def test_cli_writes_the_key_and_refuses_bad_rows(self):
         import contextlib
