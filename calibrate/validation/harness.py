@@ -410,8 +410,9 @@ class PinThreadMeter:
 # last case started with 22 s left, took 65.6 s and ran the harness 37 s past its budget; HEAVY_PROBES_S).
 CASE_SETUP_S, NEW_COMPONENTS_S, NEW_STEP_S = 6.0, 24.0, 15.0
 NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
-# A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): nine shapes of 13
-# steps each, 4-130 ms a step on the H200 by estimate (not yet measured: written in the sixtieth session)
+# A sequence step model's timing at SEQ_FIT_SHAPES, once per model (comp_sequence_step_shapes): twelve shapes of 13
+# steps each, 9-117 ms a step on the H200 (run 63's nine took 6.5 s, plan builds included; the three added since at
+# 64k positions about 2 s more)
 SEQ_SHAPES_S = 15.0
 SEQ_NEW_SHAPE_S = 5.0   # comp_sequence_new_shape, once per (step, kind, batch size): 8 lengths, a new and a seen step (b129: 0.3 s each)
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
@@ -1195,9 +1196,12 @@ class SequenceStep:
 
 
 # (rows, tokens a row) the sequence step is timed at for its fit (comp_sequence_step_shapes): rows x length from 4k to
-# 131k positions, lengths 128-2048, so both the per-position and the per-squared-length terms are pinned down
+# 131k positions, lengths 128-2048, so both the per-position and the per-squared-length terms are pinned down. Since
+# the sixty-third session three more at 64k positions (64 x 1,024, 128 x 512, 32 x 2,048): run 63's fit was linear
+# to 32k positions and 14% under at 131k (128 x 1,024), where its b128 case's steps lie; these say whether the step
+# grows faster than its positions there, or with the squared length
 SEQ_FIT_SHAPES = ((16, 256), (16, 1024), (32, 128), (32, 512), (32, 1024), (8, 2048), (64, 512), (128, 256),
-                  (128, 1024))
+                  (128, 1024), (64, 1024), (128, 512), (32, 2048))
 
 
 def sustained_step_s(dev, model, gb, n_warm, n):

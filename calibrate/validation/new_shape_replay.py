@@ -10,7 +10,7 @@ tokens dataset is a fixed draw (gen_tokens: numpy's default_rng(77)), so its lin
 recorded), and every sampler in the harness is Python's seeded `random` (IndexSampler, time_getitem), so the index
 order of each batch the process ran is known too. The process's plan cache is keyed by the batch's shape (rows,
 padded length); a shape is new the first time the process runs it:
-  - before the case: the step fit's nine shapes (SEQ_FIT_SHAPES), the components' resident batch (sample_batch: the
+  - before the case: the step fit's shapes (its component's points), the components' resident batch (sample_batch: the
     first rows of comp_load's kept samples), host_beside_loader's case-like window where the case has that component
     (30 steps on the batches of IndexSampler(n, seed=7) after 2 x num_workers dropped), and every step of the cases
     before it in the call;
@@ -33,9 +33,8 @@ sys.path.insert(0, HERE)
 from convert import read_json, stored_json_path  # noqa: E402
 from new_shape_diagnostic import split_new_shapes  # noqa: E402
 
-# harness.py's constants this replays (kept equal by test_new_shape.py)
-SEQ_FIT_SHAPES = ((16, 256), (16, 1024), (32, 128), (32, 512), (32, 1024), (8, 2048), (64, 512), (128, 256),
-                  (128, 1024))
+# harness.py's constants this replays (kept equal by test_new_shape.py); the step fit's shapes are read from each
+# call's own sequence_step_shapes component (they grew in the sixty-third session)
 HOST_WINDOW_STEPS = 30          # _loop_on_a_gpu_batch's window (full mode)
 LOAD_SAMPLES = {"tokens": 400, "tokens_pad512": 400}
 LOAD_KEEP, LOAD_WARMUP, LOAD_SEED = 128, 5, 11
@@ -102,7 +101,8 @@ def replay_case(case: Dict[str, Any], lengths: Optional[Sequence[int]], seen: Se
         seen.clear()
         seen.update((int(b), int(n)) for b, n in recorded_before)
     elif components:
-        seen.update(SEQ_FIT_SHAPES)
+        seen.update((int(p["rows"]), int(p["tokens"]))
+                    for p in (comp.get("sequence_step_shapes") or {}).get("points") or [])
         seen.add(resident_shape(lengths, kind, bs))
         if comp.get("host_beside_loader"):
             order = index_order(len(lengths), 7)

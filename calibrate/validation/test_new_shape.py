@@ -54,7 +54,6 @@ class Replay(unittest.TestCase):
         import new_shape_replay as rp
         from test_convert import load_harness
         h = load_harness()
-        self.assertEqual(rp.SEQ_FIT_SHAPES, h.SEQ_FIT_SHAPES)
         self.assertEqual(rp.SEQ_PAD_MAX_TOKENS, h.SEQ_PAD_MAX_TOKENS)
         for n, length, seed in ((50, 120, 3), (6000, 900, 7)):
             order = rp.index_order(n, seed)
