@@ -1439,31 +1439,15 @@ def main(argv=None) -> int:
               f"--num-workers {a.num_workers!r}); expected both: the loop's side of a loader with workers",
               file=sys.stderr)
         return 2
-    step_fn = None
-    if a.step:
-        try:
-            make = load_callable(a.step)
-            step_fn = make(*json.loads(a.step_args))
-            if not callable(step_fn):
-                raise TypeError(f"{a.step}(...) returned {type(step_fn).__name__}, not a function")
-        except Exception as e:  # bad input: exit 2 like pipeplan
-            print(f"pipeplan_probe: --step {a.step}: cannot build the step: {e}; expected module:callable returning "
-                  f"a function of no arguments", file=sys.stderr)
-            return 2
-    shape_step_fn = None
-    if a.shape_step:
-        if a.shape_rows is not None and a.shape_rows < 1:
-            print(f"pipeplan_probe: --shape-rows {a.shape_rows}: expected an integer >= 1", file=sys.stderr)
-            return 2
-        try:
-            make = load_callable(a.shape_step)
-            shape_step_fn = make(*json.loads(a.step_args))
-            if not callable(shape_step_fn):
-                raise TypeError(f"{a.shape_step}(...) returned {type(shape_step_fn).__name__}, not a function")
-        except Exception as e:  # bad input: exit 2 like pipeplan
-            print(f"pipeplan_probe: --shape-step {a.shape_step}: cannot build the step: {e}; expected module:callable "
-                  f"returning a function of (rows, length)", file=sys.stderr)
-            return 2
+    if a.shape_step and a.shape_rows is not None and a.shape_rows < 1:
+        print(f"pipeplan_probe: --shape-rows {a.shape_rows}: expected an integer >= 1", file=sys.stderr)
+        return 2
+    try:
+        step_fn = build_step(a.step, a.step_args, "--step", "a function of no arguments")
+        shape_step_fn = build_step(a.shape_step, a.step_args, "--shape-step", "a function of (rows, length)")
+    except ValueError as e:  # bad input: exit 2 like pipeplan
+        print(f"pipeplan_probe: {e}", file=sys.stderr)
+        return 2
     frag: Dict[str, Any] = {}
     res: Dict[str, Any] = {}
     if a.dataset:
@@ -1510,6 +1494,20 @@ def main(argv=None) -> int:
         with open(a.raw, "w") as f:
             json.dump(res, f, indent=2)
     return 0
+
+
+def build_step(spec: Optional[str], args_json: str, flag: str, expected: str) -> Optional[Callable[..., Any]]:
+    """The step function that `spec` (module:callable) returns when called with --step-args; None without a spec.
+    ValueError with one line naming the flag, the spec and what was expected where it cannot be built."""
+    if not spec:
+        return None
+    try:
+        fn = load_callable(spec)(*json.loads(args_json))
+        if not callable(fn):
+            raise TypeError(f"{spec}(...) returned {type(fn).__name__}, not a function")
+        return fn
+    except Exception as e:
+        raise ValueError(f"{flag} {spec}: cannot build the step: {e}; expected module:callable returning {expected}")
 
 
 def _read_json_object(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
