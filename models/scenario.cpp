@@ -161,6 +161,7 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   q.load_s_per_token = r.number("load_s_per_token", 0.0, Range::between(0, 1));
   q.step_s_per_token = r.number("step_s_per_token", 0.0, Range::between(0, 1));
   q.step_s_per_token_squared = r.number("step_s_per_token_squared", 0.0, Range::between(0, 1));
+  q.step_s_floor = r.number("step_s_floor", 0.0, Range::between(0, 3600));
   q.pad_to_multiple_of = r.integer("pad_to_multiple_of", 0, Range::between(0, 1.0e6));
   q.new_shape_host_s = r.number("new_shape_host_s", 0.0, Range::between(0, 60));
   q.new_shape_gpu_overlap_fraction = r.number("new_shape_gpu_overlap_fraction", 0.0, Range::between(0, 1));
@@ -182,7 +183,7 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
                                          ? " (batch_size x max_tokens / tokens_per_sample.mean)"
                                          : ""));
   s.sequence_mean = expected_batch_shape(q, s.loader.batch_size, derive_seed(s.seed, 0x5E9),
-                                         expected_shape_batches(s.loader.batch_size, samples_per_batch));
+                                         expected_shape_batches(s.loader.batch_size, samples_per_batch), s.training.step_s());
 }
 
 // The `fsdp` section (docs/scenario.md): a model wrapped in FullyShardedDataParallel, unit by unit.
@@ -298,6 +299,8 @@ double Scenario::step_factor(const BatchShape& shape) const {
 }
 
 double Scenario::mean_step_factor() const {
+  // linear in the shape's sums, the mean shape's step is the mean step; with a floor, the draws' mean step
+  if (sequence.enabled && sequence.step_s_floor > 0.0) return sequence_mean.step_s / training.step_s();
   return sequence.enabled ? sequence_step_s(training.step_s(), sequence, sequence_mean.as_batch()) / training.step_s()
                           : 1.0;
 }

@@ -43,7 +43,8 @@ const char* to_string(SequenceCollate c) {
 }
 
 double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const BatchShape& shape) {
-  return fixed_step_s + seq.step_s_per_token * shape.slots + seq.step_s_per_token_squared * shape.row_tokens_squared;
+  return std::max(seq.step_s_floor, fixed_step_s + seq.step_s_per_token * shape.slots +
+                                        seq.step_s_per_token_squared * shape.row_tokens_squared);
 }
 
 double padded_row_length(const SequenceConfig& seq, double longest_tokens) {
@@ -210,11 +211,13 @@ BatchShape MeanBatchShape::as_batch() const {
   return b;
 }
 
-MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches) {
+MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches,
+                                    double fixed_step_s) {
   Rng rng(seed);
   MeanBatchShape sum;
   for (int i = 0; i < batches; ++i) {
     const BatchShape b = draw_batch_shape(seq, loader_batch, rng);
+    sum.step_s += sequence_step_s(fixed_step_s, seq, b);
     sum.samples += b.samples;
     sum.bytes += b.bytes;
     sum.load_tokens += b.load_tokens;
@@ -224,7 +227,8 @@ MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch,
     sum.row_tokens_squared += b.row_tokens_squared;
   }
   const double n = std::max(1, batches);
-  for (double* x : {&sum.samples, &sum.bytes, &sum.load_tokens, &sum.tokens, &sum.slots, &sum.rows, &sum.row_tokens_squared})
+  for (double* x : {&sum.samples, &sum.bytes, &sum.load_tokens, &sum.tokens, &sum.slots, &sum.rows, &sum.row_tokens_squared,
+                    &sum.step_s})
     *x /= n;
   return sum;
 }

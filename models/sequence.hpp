@@ -45,6 +45,9 @@ struct SequenceConfig {
   double load_s_per_token = 0.0;           // __getitem__ CPU per token (tokenization), beside load_s_per_sample
   double step_s_per_token = 0.0;           // GPU time per token position of the batch, padding included
   double step_s_per_token_squared = 0.0;   // GPU time per squared row length, summed over rows (attention)
+  // The step's GPU time is at least this (a small batch's kernels cannot fill the GPU: latency-bound; run 63's
+  // decoder step, 8.9 ms up to about 8k positions). 0: none.
+  double step_s_floor = 0.0;
   // pad_to_longest and bucket round the batch's padded length up to a multiple of this (DataCollatorWithPadding's
   // pad_to_multiple_of): fewer distinct shapes, more padding. 0 or 1: off.
   std::int64_t pad_to_multiple_of = 0;
@@ -85,12 +88,15 @@ std::int64_t padded_length_count(const SequenceConfig& seq);
 // The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
 struct MeanBatchShape {
   double samples = 0.0, bytes = 0.0, load_tokens = 0.0, tokens = 0.0, slots = 0.0, rows = 0.0, row_tokens_squared = 0.0;
+  // the mean of the batches' GPU steps (sequence_step_s at expected_batch_shape's fixed_step_s): with step_s_floor
+  // the step is not linear in the shape, so the mean shape's step is not the mean step
+  double step_s = 0.0;
   // The shape with whole samples, for the cost formulas that take one batch (sequence_step_s).
   BatchShape as_batch() const;
 };
 
 // The GPU time of a step on a batch of this shape: the step's fixed part (training.step_s) plus its per-token and
-// attention terms. Pure.
+// attention terms, at least step_s_floor. Pure.
 double sequence_step_s(double fixed_step_s, const SequenceConfig& seq, const BatchShape& shape);
 
 // A finite dataset's lines dealt without replacement: the histogram's counts are the pool, a draw takes one line
@@ -130,7 +136,8 @@ BatchShape draw_batch_shape(const SequenceConfig& seq, int loader_batch, Rng& rn
 
 // The mean of draw_batch_shape over `batches` draws from a fixed stream of `seed`: what the analytic bound, the
 // epoch's length under packing and the report's expectations use. Deterministic.
-MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches);
+MeanBatchShape expected_batch_shape(const SequenceConfig& seq, int loader_batch, std::uint64_t seed, int batches,
+                                    double fixed_step_s = 0.0);
 
 // How many batches expected_batch_shape draws for a batch of `loader_batch` samples or rows: enough for a stable
 // mean (4,096 batches of 64), at most about 262,144 draws of a sample.

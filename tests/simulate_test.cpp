@@ -1954,6 +1954,22 @@ TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
   }
 }
 
+// A step has a floor (sequence.step_s_floor: a batch too small to fill the GPU): one sample of 100 or 1,000 tokens,
+// each half the time, at 1 ms + 10 us a token, floored at 5 ms, is 5 or 11 ms: 8 ms on average, where the mean
+// sample's step (550 tokens) would be 6.5 ms. The report's mean GPU step and the GPU-bound simulated step agree.
+TEST(Simulate, AStepFloorHoldsUpSmallBatches) {
+  json s = sequence_scenario({{"tokens_per_sample_histogram", json::array({json::array({100, 1}), json::array({1000, 1})})},
+                              {"replacement", true}, {"step_s_per_token", 1e-5}, {"step_s_floor", 0.005}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.001}, {"steps", 2000}};
+  const json r = simulate(s);
+  EXPECT_NEAR(r["sequence"]["mean_gpu_step_s"].get<double>(), 0.008, 0.00015);
+  EXPECT_NEAR(step_mean(r), 0.008, 0.0003);
+  EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
+  s["sequence"].erase("step_s_floor");
+  EXPECT_NEAR(simulate(s)["sequence"]["mean_gpu_step_s"].get<double>(), 0.0065, 0.00015);
+}
+
 // A new shape's first kernels run while its later plans build (validation run 63, finding 7): a 100 ms GPU step whose
 // 50 ms plan build lets its first 30% go out first ends 50 + 70 = 120 ms after it starts, against 50 + 100 = 150 with
 // no overlap, and at 60% the whole build hides behind the first 60 ms: 100 ms. Every step meets a new shape (40

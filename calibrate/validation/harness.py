@@ -43,6 +43,7 @@ from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_defaul
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
+from sequence_fit import fit_sequence_step  # noqa: E402,F401  (the sequence step's fit; convert refits with it)
 
 import numpy as np  # noqa: E402
 
@@ -1219,60 +1220,6 @@ def sustained_step_s(dev, model, gb, n_warm, n):
         evs[j + 1].record()
     dev.sync()
     return summarize([evs[j].elapsed_time(evs[j + 1]) / 1e3 for j in range(n)]), loss
-
-
-def _solve3(m, v):
-    """Pure: the solution of a 3x3 linear system (Cramer's rule); None when singular."""
-    def det(a):
-        return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-                + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
-    d = det(m)
-    if abs(d) < 1e-300:
-        return None
-    out = []
-    for j in range(3):
-        mj = [[v[i] if c == j else m[i][c] for c in range(3)] for i in range(3)]
-        out.append(det(mj) / d)
-    return out
-
-
-def fit_sequence_step(points):
-    """Pure: step time = fixed + per_token x rows x length + per_token_squared x rows x length^2, fitted to
-    points [{"rows", "tokens", "step_s"}] by least squares on relative errors (each point weighted 1 / step^2, so a
-    4 ms step counts as much as a 130 ms one). A term that comes out negative is dropped (0) and the rest refitted.
-    Returns {"fixed_s", "per_token_s", "per_token_squared_s", "max_rel_residual", "n"}; None with fewer than three
-    points."""
-    pts = [(float(q["rows"]), float(q["tokens"]), float(q["step_s"])) for q in points if q.get("step_s")]
-    if len(pts) < 3:
-        return None
-    rows = [(1.0, b * l, b * l * l, y) for b, l, y in pts]
-    scale = [1.0, 1.0 / max(r[1] for r in rows), 1.0 / max(r[2] for r in rows)]   # conditioning
-    keep = [True, True, True]
-    for _ in range(3):
-        idx = [j for j in range(3) if keep[j]]
-        m = [[0.0] * 3 for _ in range(3)]
-        v = [0.0] * 3
-        for r in rows:
-            w = 1.0 / (r[3] * r[3])
-            x = [r[j] * scale[j] for j in range(3)]
-            for i in range(3):
-                v[i] += w * x[i] * r[3] if keep[i] else 0.0
-                for j in range(3):
-                    m[i][j] += w * x[i] * x[j] if keep[i] and keep[j] else 0.0
-        for j in range(3):
-            if not keep[j]:
-                m[j][j], v[j] = 1.0, 0.0
-        sol = _solve3(m, v)
-        if sol is None:
-            return None
-        coef = [sol[j] * scale[j] if keep[j] else 0.0 for j in range(3)]
-        negative = [j for j in idx if coef[j] < 0]
-        if not negative:
-            break
-        keep[min(negative, key=lambda j: coef[j] / scale[j])] = False
-    resid = max(abs(coef[0] + coef[1] * r[1] + coef[2] * r[2] - r[3]) / r[3] for r in rows)
-    return {"fixed_s": coef[0], "per_token_s": coef[1], "per_token_squared_s": coef[2],
-            "max_rel_residual": resid, "n": len(rows)}
 
 
 class ResNetStep:

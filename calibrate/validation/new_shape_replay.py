@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from convert import read_json, stored_json_path  # noqa: E402
 from new_shape_diagnostic import split_new_shapes  # noqa: E402
+from sequence_fit import fit_sequence_step_with_floor, fitted_step_s  # noqa: E402
 
 # harness.py's constants this replays (kept equal by test_new_shape.py); the step fit's shapes are read from each
 # call's own sequence_step_shapes component (they grew in the sixty-third session)
@@ -146,7 +147,8 @@ def insitu_overlap_fraction(case: Dict[str, Any], replayed: Dict[str, Any]) -> O
     steps' median fitted GPU time. None without a split or the step's fit."""
     m = case.get("measured") or {}
     main = (m.get("timeline") or {}).get("main") or {}
-    fit = ((case.get("components") or {}).get("sequence_step_shapes") or {}).get("fit") or {}
+    shapes = (case.get("components") or {}).get("sequence_step_shapes") or {}
+    fit = (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}
     if not fit or "synced" not in main:
         return None
     skip = int((m.get("timeline") or {}).get("skip") or m.get("skip") or 0)
@@ -154,8 +156,7 @@ def insitu_overlap_fraction(case: Dict[str, Any], replayed: Dict[str, Any]) -> O
     for i, (shape, is_new) in enumerate(zip(replayed["shapes"], replayed["new"])):
         if i < skip or i >= len(main["synced"]) or None in (main["copied"][i], main["launched"][i], main["synced"][i]):
             continue
-        g = (float(fit["fixed_s"]) + float(fit["per_token_s"]) * shape[0] * shape[1]
-             + float(fit.get("per_token_squared_s") or 0.0) * shape[0] * shape[1] ** 2)
+        g = fitted_step_s(fit, shape[0], shape[1])
         launch = main["launched"][i] - main["copied"][i]
         rows[is_new].append((launch, main["synced"][i] - main["copied"][i] - g, g))
     if len(rows[True]) < 5 or len(rows[False]) < 5:

@@ -76,6 +76,43 @@ class SequenceStepFitTest(unittest.TestCase):
         self.assertAlmostEqual(with_shapes - measured, h.SEQ_SHAPES_S)
 
 
+class SequenceStepFloorTest(unittest.TestCase):
+    """sequence_fit.fit_sequence_step_with_floor: a latency floor under the linear fit, kept only where it earns it."""
+
+    def test_recovers_a_floor_by_hand(self):
+        from sequence_fit import fit_sequence_step_with_floor, fitted_step_s
+        h = load_harness()
+        # 9 ms at least, else 1.5 ms + 0.85 us a position: the 4k-position shapes sit on the floor
+        pts = [{"rows": b, "tokens": n, "step_s": max(0.009, 0.0015 + 8.5e-7 * b * n)} for b, n in h.SEQ_FIT_SHAPES]
+        fit = fit_sequence_step_with_floor(pts)
+        self.assertAlmostEqual(fit["floor_s"], 0.009, places=9)
+        self.assertAlmostEqual(fit["per_token_s"] / 8.5e-7, 1.0, places=6)
+        self.assertAlmostEqual(fit["fixed_s"] / 0.0015, 1.0, places=5)
+        self.assertLess(fit["max_rel_residual"], 1e-6)
+        self.assertAlmostEqual(fitted_step_s(fit, 16, 256), 0.009, places=9)
+        self.assertAlmostEqual(fitted_step_s(fit, 128, 1024), 0.0015 + 8.5e-7 * 131072, places=9)
+
+    def test_no_floor_where_a_line_fits(self):
+        from sequence_fit import fit_sequence_step_with_floor
+        h = load_harness()
+        pts = [{"rows": b, "tokens": n, "step_s": (0.004 + 5e-7 * b * n) * (1.01 if i % 2 else 0.99)}
+               for i, (b, n) in enumerate(h.SEQ_FIT_SHAPES)]
+        self.assertEqual(fit_sequence_step_with_floor(pts)["floor_s"], 0.0)
+
+    def test_run_63_s_shapes(self):
+        """Run 63's nine timed shapes (a real measurement): one line misses the largest by 14%; a floor at the two
+        4k-position shapes' 8.9 ms and a line with an attention term through the other seven, by 0.4% at most."""
+        import lzma
+        from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor
+        path = os.path.join(HERE, "results", "2026-12-05-h200-run63seq", "cases.json.xz")
+        pts = json.load(lzma.open(path))["components"]["sequence_step_shapes"]["seq:4"]["points"]
+        self.assertGreater(fit_sequence_step(pts)["max_rel_residual"], 0.13)
+        fit = fit_sequence_step_with_floor(pts)
+        self.assertLess(fit["max_rel_residual"], 0.005)
+        self.assertAlmostEqual(fit["floor_s"], 0.00887, delta=0.0001)
+        self.assertGreater(fit["per_token_squared_s"], 0.0)
+
+
 class SequenceSectionTest(unittest.TestCase):
     def test_pad_to_longest_and_pad_to_max(self):
         seq, fixed = convert.sequence_section(seq_case())
