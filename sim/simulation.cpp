@@ -861,11 +861,8 @@ void compute_stream_actor(Rank& r) {
       sg4::this_actor::sleep_for(op.decode_s);
       if (!r.synthetic) world.trace->span(r.id, track, "decode_jpeg (nvJPEG)", d0, sg4::Engine::get_clock(), op.step);
     }
-    if (op.first_part) {
-      // a new shape's kernels launched before its last plan is built: they run while the plans build; the step
-      // ends with its second part
-      sg4::this_actor::sleep_for(op.duration_s);
-      const double end_s = sg4::Engine::get_clock();
+    // the GPU's recent duty after kernels ran from start_s to end_s (the duty curve's and the clock humps' shares)
+    auto note_busy = [&](double end_s) {
       if (duty_curve) {
         busy_share = gpu_busy_share_after(busy_share, end_s - start_s, true, s.training.gpu_duty_time_constant_s);
         busy_share_at_s = end_s;
@@ -874,6 +871,13 @@ void compute_stream_actor(Rank& r) {
         hump_share = gpu_busy_share_after(hump_share, end_s - start_s, true, humps.period_s);
         hump_share_at_s = end_s;
       }
+    };
+    if (op.first_part) {
+      // a new shape's kernels launched before its last plan is built: they run while the plans build; the step
+      // ends with its second part
+      sg4::this_actor::sleep_for(op.duration_s);
+      const double end_s = sg4::Engine::get_clock();
+      note_busy(end_s);
       if (!r.synthetic) {
         r.compute_busy_s += window.overlap(start_s, end_s);
         world.trace->span(r.id, track, "kernels launched before the new shape's last plan", start_s, end_s, op.step);
@@ -909,14 +913,7 @@ void compute_stream_actor(Rank& r) {
       sg4::this_actor::sleep_for(backward_s);
     }
     const double kernels_end_s = sg4::Engine::get_clock();
-    if (duty_curve) {
-      busy_share = gpu_busy_share_after(busy_share, kernels_end_s - start_s, true, s.training.gpu_duty_time_constant_s);
-      busy_share_at_s = kernels_end_s;
-    }
-    if (own_hump_share) {
-      hump_share = gpu_busy_share_after(hump_share, kernels_end_s - start_s, true, humps.period_s);
-      hump_share_at_s = kernels_end_s;
-    }
+    note_busy(kernels_end_s);
     r.launched_steps.wait_at_least(op.step + 1);  // kernels cannot outrun their launches
     // nor finish before the work launched last has run (training.launch_tail_s)
     const double tail_end_s = r.launch_end_s[op.step] + s.training.launch_tail_s;
