@@ -118,7 +118,40 @@ def main(argv=None) -> int:
     if mm:
         print("the memory map's stall rate (the loop's loss per second of pin_memory() inside its steps):")
         print("\n".join(mm))
+    seq = new_shape_lines(R)
+    if seq:
+        print("new batch shapes, replayed (new_shape_replay.py): each step's shape new or run before, against its "
+              "launch slow or fast:")
+        print("\n".join(seq))
     return 0
+
+
+def new_shape_lines(results: str) -> List[str]:
+    """The sequence cases' replay (new_shape_replay.py) in one line each: steps new and launches slow, and the steps
+    where they disagree; [] for a call without sequence cases or without what the replay needs."""
+    from convert import read_json, stored_json_path
+    from new_shape_replay import read_lengths, replay_case
+    doc = read_json(stored_json_path(os.path.join(results, "cases.json")))
+    cases = [c for c in doc.get("cases") or [] if str((c.get("knobs") or {}).get("step", "")).startswith("seq:")
+             and c.get("status") == "ok"]
+    if not cases:
+        return []
+    try:
+        lengths = read_lengths(results, doc)
+    except ValueError as e:
+        return [f"  {e}"]
+    seen: set = set()
+    out = []
+    for case in cases:
+        r = replay_case(case, lengths, seen)
+        if r is None:
+            out.append(f"  {case['id'][:58]:58s} no recorded shapes and no token_lengths.json")
+        elif "both" in r:
+            out.append(f"  {case['id'][:58]:58s} new {r['new_share']:.2f} slow {r['slow_share']:.2f}: "
+                       f"{r['slow_seen']} slow but seen, {r['fast_new']} fast but new of {r['window']}")
+        else:
+            out.append(f"  {case['id'][:58]:58s} new {r['new_share']:.2f}, launches all alike")
+    return out
 
 
 if __name__ == "__main__":
