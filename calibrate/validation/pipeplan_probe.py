@@ -886,7 +886,8 @@ def new_shape_lengths(lengths: Sequence[float], n: int = NEW_SHAPE_LENGTHS) -> L
 
 
 def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths: Sequence[int],
-                    sync: Optional[Callable[[Any], None]] = None) -> Dict[str, Any]:
+                    sync: Optional[Callable[[Any], None]] = None,
+                    clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
     """What your step costs the first time it meets a batch shape. shape_step_fn(rows, length) runs one training step
     on a batch of that shape (a dummy batch is fine: the plans depend on the shape, not the tokens) and returns what
     sync waits on. After two warm-up steps at a shape not timed (the process's first steps build its handles), each
@@ -898,11 +899,11 @@ def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths
         sync(shape_step_fn(rows, warm))
 
     def timed(length: int) -> Tuple[float, float]:
-        a = time.perf_counter()
+        a = clock()
         out = shape_step_fn(rows, length)
-        b = time.perf_counter()
+        b = clock()
         sync(out)
-        return b - a, time.perf_counter() - a
+        return b - a, clock() - a
 
     new, seen = [], []
     for length in lengths:

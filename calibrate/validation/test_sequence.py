@@ -405,20 +405,37 @@ class ProbeDatasetLengthsTest(unittest.TestCase):
         self.assertIn("need --sequence", err.getvalue())
 
 
-class PlanCacheStep:
-    """A stand-in step with a plan cache keyed by shape: its first call on a (rows, length) sleeps `plan_s` (host
-    time, before it returns), every call sleeps `step_s`. A module-level name so --shape-step can load it."""
+class FakeClock:
+    """A clock the stand-in step advances: timings exact whatever the machine's load."""
 
-    def __init__(self, plan_s=0.03, step_s=0.002):
-        self.plan_s, self.step_s, self.seen, self.calls = plan_s, step_s, set(), []
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+class PlanCacheStep:
+    """A stand-in step with a plan cache keyed by shape: its first call on a (rows, length) spends `plan_s` (host
+    time, before it returns), every call `step_s`: on `clock` where given (a FakeClock), else sleeping. A module-level
+    name so --shape-step can load it."""
+
+    def __init__(self, plan_s=0.03, step_s=0.002, clock=None):
+        self.plan_s, self.step_s, self.seen, self.calls, self.clock = plan_s, step_s, set(), [], clock
+
+    def _spend(self, s):
+        import time
+        if self.clock is not None:
+            self.clock.t += s
+        else:
+            time.sleep(s)
 
     def __call__(self, rows, length):
-        import time
         self.calls.append((rows, length))
         if (rows, length) not in self.seen:
             self.seen.add((rows, length))
-            time.sleep(self.plan_s)
-        time.sleep(self.step_s)
+            self._spend(self.plan_s)
+        self._spend(self.step_s)
         return None
 
 
@@ -441,11 +458,13 @@ class ProbeNewShapeTest(unittest.TestCase):
 
     def test_new_minus_seen_is_the_plan_cost(self):
         import pipeplan_probe as probe
-        step = PlanCacheStep(plan_s=0.03)
-        res = probe.time_new_shapes(step, 9, [100, 200, 300], sync=lambda out: None)
+        clock = FakeClock()
+        step = PlanCacheStep(plan_s=0.03, clock=clock)
+        res = probe.time_new_shapes(step, 9, [100, 200, 300], sync=lambda out: None, clock=clock)
         # each timed length runs twice on one shape, after two warm-ups at a shape not timed
         self.assertEqual(step.calls, [(9, 301), (9, 301), (9, 100), (9, 100), (9, 200), (9, 200), (9, 300), (9, 300)])
-        self.assertAlmostEqual(res["new_shape_host_s"], 0.03, delta=0.012)
+        self.assertAlmostEqual(res["new_shape_host_s"], 0.03, places=12)
+        self.assertAlmostEqual(res["new_shape_wall_s"], 0.03, places=12)
         self.assertEqual(probe.new_shape_fragment(res)["sequence"]["new_shape_host_s"],
                          round(res["new_shape_host_s"], 6))
         # a step all on the host (the stand-in sleeps): nothing runs during the build, no overlap key
