@@ -43,7 +43,7 @@ from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_defaul
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
-from sequence_fit import fit_sequence_step  # noqa: E402,F401  (the sequence step's fit; convert refits with it)
+from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor  # noqa: E402  (convert refits with them)
 
 import numpy as np  # noqa: E402
 
@@ -1901,7 +1901,8 @@ class Harness:
             del gb, ids
         float(loss.item())
         fit = fit_sequence_step(points)
-        c[step_name] = {"points": points, "fit": fit, "model": model.describe(),
+        floored = fit_sequence_step_with_floor(points)   # what convert uses (validation run 63, finding 8)
+        c[step_name] = {"points": points, "fit": fit, "fit_with_floor": floored, "model": model.describe(),
                         "method": "synthetic token ids (rows x tokens) on the GPU; 3 warm-up steps, then the mean "
                                   "interval between CUDA events around back-to-back steps (no sync between); "
                                   "fit_sequence_step: fixed + per position + per squared row length, relative "
@@ -1909,7 +1910,10 @@ class Harness:
         if fit:
             log(f"component sequence_step_shapes[{step_name}]: fixed {fit['fixed_s']*1e3:.2f} ms, "
                 f"{fit['per_token_s']*1e9:.1f} ns a position, {fit['per_token_squared_s']*1e12:.3f} ps a squared "
-                f"length; worst point {fit['max_rel_residual']*100:.1f}% off ({time.perf_counter()-t0:.1f}s)")
+                f"length; worst point {fit['max_rel_residual']*100:.1f}% off ({time.perf_counter()-t0:.1f}s)"
+                + (f"; with a floor of {floored['floor_s']*1e3:.2f} ms: {floored['fixed_s']*1e3:.2f} ms, "
+                   f"{floored['per_token_s']*1e9:.1f} ns, {floored['per_token_squared_s']*1e12:.3f} ps, worst "
+                   f"{floored['max_rel_residual']*100:.1f}% off" if floored and floored.get("floor_s") else ""))
         return c[step_name]
 
     def comp_sequence_new_shape(self, step_name, kind, bs):
