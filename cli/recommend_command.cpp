@@ -84,7 +84,7 @@ const std::vector<std::string>& knob_keys() {
                                              "loader.persistent_workers", "loader.in_order",     "transfer.non_blocking",
                                              "transfer.copy_stream",   "ddp.bucket_cap_mb",
                                              "fsdp.backward_prefetch", "fsdp.reshard_after_forward",
-                                             "sequence.pad_to_multiple_of"};
+                                             "sequence.pad_to_multiple_of", "sequence.warm_up_shapes"};
   return keys;
 }
 
@@ -141,6 +141,11 @@ std::vector<std::string> moves(const Scenario& s) {
   if (s.sequence.enabled && padded_to_longest && s.sequence.new_shape_host_s > 0.0)
     for (int m : {8, 64, 256})
       if (m != s.sequence.pad_to_multiple_of) out.push_back("sequence.pad_to_multiple_of=" + std::to_string(m));
+  // or every shape's plans built before the job (a bounded set of padded lengths only)
+  const std::int64_t lengths = s.sequence.enabled ? padded_length_count(s.sequence) : 0;
+  if (s.sequence.enabled && s.sequence.new_shape_host_s > 0.0 && !s.sequence.warm_up_shapes && lengths > 0 &&
+      lengths <= kMaxWarmUpLengths && s.sequence.batch_tokens == 0)
+    out.push_back("sequence.warm_up_shapes=true");
   return out;
 }
 
@@ -208,6 +213,7 @@ std::string knob_value(const Scenario& s, const std::string& key) {
                                                                              : "none";
   if (key == "fsdp.reshard_after_forward") return bool_text(s.fsdp.reshard_after_forward);
   if (key == "sequence.pad_to_multiple_of") return std::to_string(s.sequence.pad_to_multiple_of);
+  if (key == "sequence.warm_up_shapes") return bool_text(s.sequence.warm_up_shapes);
   if (key == "ddp.bucket_cap_mb") {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", s.ddp.bucket_cap_mb);
@@ -234,6 +240,9 @@ std::string caveat(const std::string& assignment) {
   if (key == "sequence.pad_to_multiple_of")
     return "pad_to_multiple_of=" + value + " (DataCollatorWithPadding) pads each batch further, to a multiple of " + value +
            " tokens: the GPU steps on more padding, the step meets fewer new shapes";
+  if (key == "sequence.warm_up_shapes" && value == "true")
+    return "warm_up_shapes=true: before training, one step on a dummy batch of each shape the job can meet (every "
+           "padded length at the batch's rows) builds every kernel plan once: the report's warm-up line gives its time";
   if (key == "transfer.copy_stream" && value == "side")
     return "copy_stream=side: the step must wait for the copy stream (wait_stream) and each copied tensor "
            "record_stream on the compute stream, or a batch is read before it lands or freed too early";

@@ -110,6 +110,24 @@ std::int64_t padded_length_count(const SequenceConfig& seq) {
   return (seq.max_tokens + m - 1) / m;
 }
 
+std::vector<double> padded_lengths(const SequenceConfig& seq) {
+  std::vector<double> out;
+  if (seq.collate == SequenceCollate::kPadToMax || seq.collate == SequenceCollate::kPack) {
+    out.push_back(static_cast<double>(seq.max_tokens));
+  } else if (!seq.histogram_tokens.empty()) {
+    for (double tokens : seq.histogram_tokens) {
+      const double padded = padded_row_length(seq, truncated(seq, tokens));
+      if (out.empty() || padded != out.back()) out.push_back(padded);
+    }
+  } else if (seq.max_tokens > 0) {
+    for (std::int64_t n = 1; n <= seq.max_tokens; ++n) {
+      const double padded = padded_row_length(seq, static_cast<double>(n));
+      if (out.empty() || padded != out.back()) out.push_back(padded);
+    }
+  }
+  return out;
+}
+
 double draw_sample_tokens(const SequenceConfig& seq, Rng& rng, LengthPool* pool) {
   if (pool != nullptr) {
     const std::size_t bin = pool->pick(rng);

@@ -62,6 +62,10 @@ struct SequenceConfig {
   // (rows, padded length) whose plans the process already holds when the job starts (sequence.shapes_run_before:
   // an earlier job or evaluation in the same process, the validation harness's earlier cases): not new to any rank.
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes_run_before;
+  // Each rank runs one step on every (rows, padded length) the job can meet before it starts (a warm-up loop over
+  // dummy batches), so no step of the job builds plans; the warm-up's own time is reported apart (the report's
+  // suggestion for a loop held up by new shapes). Needs a bounded set of padded lengths.
+  bool warm_up_shapes = false;
 };
 
 // One batch as the pipeline sees it.
@@ -84,6 +88,12 @@ double padded_row_length(const SequenceConfig& seq, double longest_tokens);
 // distinct padded_row_length of the histogram's (truncated) lengths, or of 1..max_tokens under a law; 0 where
 // unbounded (a law without max_tokens). With batch_tokens the rows vary too, which this does not count. Pure.
 std::int64_t padded_length_count(const SequenceConfig& seq);
+
+// The most padded lengths sequence.warm_up_shapes may run through before the job (each a plan build).
+constexpr std::int64_t kMaxWarmUpLengths = 100000;
+
+// Those padded lengths, increasing (call where padded_length_count is bounded: it lists them all). Pure.
+std::vector<double> padded_lengths(const SequenceConfig& seq);
 
 // The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
 struct MeanBatchShape {

@@ -143,6 +143,17 @@ namespace {
 // the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
 // ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
 // within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
+// A coarser pad_to_multiple_of to compare with the job's: 64, or four times the job's where it is 64 or more.
+std::int64_t coarser_multiple(std::int64_t current) { return current < 64 ? 64 : 4 * current; }
+
+// sequence.warm_up_shapes' one-time host time on each rank: a plan build for every padded length at the batch's rows
+// (and at the epoch's last, smaller batch's). 0 without the warm-up.
+double warm_up_s(const Scenario& s) {
+  if (!s.sequence.enabled || !s.sequence.warm_up_shapes) return 0.0;
+  const bool partial_last = !s.loader.drop_last && s.samples_per_rank() % s.loader.batch_size != 0;
+  return static_cast<double>(padded_length_count(s.sequence)) * (partial_last ? 2.0 : 1.0) * s.sequence.new_shape_host_s;
+}
+
 // Each process keeps the plans it built for a batch shape (validation run 63, finding 6: every slow launch a shape
 // not run before), so one step on each shape the job can meet, before training, moves the cost out of the run. Empty
 // where the shapes are unbounded (a law without max_tokens), vary in rows too (batch_tokens) or number over 10,000.
@@ -152,7 +163,7 @@ std::string warm_up_advice(const SequenceConfig& seq, int batch_size) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "; or run one step on each of the %lld padded lengths (batches of %d) before training (about %.1f s "
-                "once; the plan caches keep them)",
+                "once; the plan caches keep them: sequence.warm_up_shapes=true simulates it)",
                 static_cast<long long>(lengths), batch_size, static_cast<double>(lengths) * seq.new_shape_host_s);
   return buf;
 }
@@ -206,7 +217,8 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
                     fixed2(result.new_shapes_per_step) + " a step): pad to a multiple of a length "
                     "(sequence.pad_to_multiple_of, DataCollatorWithPadding's pad_to_multiple_of: compare with pipeplan "
                     "sweep --vary sequence.pad_to_multiple_of=" + std::to_string(std::max<std::int64_t>(1, s.sequence.pad_to_multiple_of)) +
-                    ",64), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes" +
+                    "," + std::to_string(coarser_multiple(s.sequence.pad_to_multiple_of)) +
+                    "), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes" +
                     warm_up_advice(s.sequence, s.loader.batch_size);
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
   if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
@@ -455,7 +467,9 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
                        {"pad_to_multiple_of", s.sequence.pad_to_multiple_of},
                        {"new_shape_host_s", s.sequence.new_shape_host_s},
                        {"new_shapes_per_step", r.new_shapes_per_step},
-                       {"new_shape_fraction", r.new_shape_fraction}};
+                       {"new_shape_fraction", r.new_shape_fraction},
+                       {"warm_up_shapes", s.sequence.warm_up_shapes},
+                       {"warm_up_s", warm_up_s(s)}};
   }
   return out;
 }
@@ -481,9 +495,15 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                   with_thousands(r.tokens_per_s).c_str(), 100 * r.padding_fraction(), to_string(s.sequence.collate));
     o << line;
     if (s.sequence.new_shape_host_s > 0.0) {
-      std::snprintf(line, sizeof line, "  new shapes      %.2f a step, %s each: %.0f%% of the time building kernel plans\n",
-                    r.new_shapes_per_step, ms(s.sequence.new_shape_host_s).c_str(), 100 * r.new_shape_fraction);
+      std::snprintf(line, sizeof line, "  new shapes      %.2f a step, %s each: %.0f%% of the time building kernel plans%s\n",
+                    r.new_shapes_per_step, ms(s.sequence.new_shape_host_s).c_str(), 100 * r.new_shape_fraction,
+                    s.sequence.warm_up_shapes ? " (after the warm-up below)" : "");
       o << line;
+      if (s.sequence.warm_up_shapes) {
+        std::snprintf(line, sizeof line, "  warm-up         %.1f s once, before the job: one step on each batch shape\n",
+                      warm_up_s(s));
+        o << line;
+      }
     }
   }
   std::snprintf(line, sizeof line, "  step time       mean %s  p50 %s  p90 %s\n", ms(r.step_mean_s).c_str(), ms(r.step_p50_s).c_str(),

@@ -993,6 +993,15 @@ class MainLoop {
   explicit MainLoop(Rank& r)
       : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, r.id), wander_(p_.cpu, r.rng) {
     for (const auto& [rows, length] : s_.sequence.shapes_run_before) seen_shapes_.emplace(rows, length);
+    if (s_.sequence.enabled && s_.sequence.warm_up_shapes) {
+      // the warm-up loop ran every padded length at the batch's rows, and at the epoch's last, smaller batch's
+      const std::int64_t rows = s_.loader.batch_size;
+      const std::int64_t last = s_.loader.drop_last ? 0 : s_.samples_per_rank() % rows;
+      for (double length : padded_lengths(s_.sequence)) {
+        seen_shapes_.emplace(rows, std::llround(length));
+        if (last > 0) seen_shapes_.emplace(last, std::llround(length));
+      }
+    }
   }
 
   void operator()() {

@@ -399,3 +399,22 @@ TEST(SequenceShape, PaddedLengthCountByHand) {
   j["sequence"] = {{"tokens_per_sample", 300}, {"max_tokens", 512}, {"collate", "pad_to_max"}};
   EXPECT_EQ(padded_length_count(parse_scenario(j, "lm.json", p).sequence), 1);
 }
+
+// The padded lengths a warm-up runs through: the histogram's, rounded up and truncated (256, 512, 768, 1,024); and
+// sequence.warm_up_shapes is refused where they are unbounded or rows vary (batch_tokens).
+TEST(SequenceShape, PaddedLengthsAndTheirWarmUp) {
+  json j = lm_scenario();
+  j["sequence"] = {{"tokens_per_sample_histogram", {{100, 1}, {300, 1}, {700, 1}, {1500, 1}}}, {"max_tokens", 1024},
+                   {"pad_to_multiple_of", 256}, {"collate", "pad_to_longest"}, {"warm_up_shapes", true}};
+  Profile p;
+  EXPECT_EQ(padded_lengths(parse_scenario(j, "lm.json", p).sequence), (std::vector<double>{256, 512, 768, 1024}));
+  j["sequence"] = {{"tokens_per_sample", 300}, {"max_tokens", 2048}, {"pad_to_multiple_of", 64}};
+  const std::vector<double> law = padded_lengths(parse_scenario(j, "lm.json", p).sequence);
+  ASSERT_EQ(law.size(), 32u);
+  EXPECT_DOUBLE_EQ(law.front(), 64);
+  EXPECT_DOUBLE_EQ(law.back(), 2048);
+  j["sequence"] = {{"tokens_per_sample", 300}, {"warm_up_shapes", true}};
+  expect_input_error(j, "sequence.warm_up_shapes");
+  j["sequence"] = {{"tokens_per_sample", 300}, {"max_tokens", 2048}, {"batch_tokens", 8192}, {"warm_up_shapes", true}};
+  expect_input_error(j, "sequence.warm_up_shapes");
+}

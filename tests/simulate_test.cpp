@@ -2005,6 +2005,32 @@ TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {
       << suggestion;
 }
 
+// Warming the plans up front (sequence.warm_up_shapes): the 20 lengths' shapes are all run before the job, so none
+// is new in it and it runs as fast as one without the cost; the warm-up itself is 20 x 50 ms = 1.0 s once, reported
+// apart. recommend tries it where new shapes cost something, and it wins over the window.
+TEST(Simulate, WarmingUpEveryShapeTakesTheCostOutOfTheJob) {
+  json lengths = json::array();
+  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05},
+                              {"warm_up_shapes", true}});
+  s["loader"]["batch_size"] = 1;
+  s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 0}};
+  const json warm = simulate(s);
+  EXPECT_DOUBLE_EQ(warm["sequence"]["new_shapes_per_step"].get<double>(), 0.0);
+  EXPECT_NEAR(warm["sequence"]["warm_up_s"].get<double>(), 1.0, 1e-12);
+  json plain = s;
+  plain["sequence"].erase("new_shape_host_s");
+  plain["sequence"].erase("warm_up_shapes");
+  EXPECT_DOUBLE_EQ(samples_per_s(warm), samples_per_s(simulate(plain)));
+  s["sequence"].erase("warm_up_shapes");
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const auto rec = pipeplan::test::run_pipeplan({"recommend", path, "--profile", pipeplan::test::test_data("flat_profile.json"),
+                                                 "--format", "json", "--jobs", "2", "--knobs", "sequence.warm_up_shapes"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_EQ(json::parse(rec.out)["recommended"]["set"], json({{"sequence.warm_up_shapes", "true"}})) << rec.out;
+  std::remove(path.c_str());
+}
+
 // Shapes the process ran before the job (sequence.shapes_run_before) are never new: with the even lengths' 10 shapes
 // already run, one pass over the 20 lines meets exactly the 10 odd ones as new, over the first 20 of 60 steps; with
 // all 20 run before, none, and the job runs as fast as one without the cost.
