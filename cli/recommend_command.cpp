@@ -142,9 +142,8 @@ std::vector<std::string> moves(const Scenario& s) {
     for (int m : {8, 64, 256})
       if (m != s.sequence.pad_to_multiple_of) out.push_back("sequence.pad_to_multiple_of=" + std::to_string(m));
   // or every shape's plans built before the job (a bounded set of padded lengths only)
-  const std::int64_t lengths = s.sequence.enabled ? padded_length_count(s.sequence) : 0;
-  if (s.sequence.enabled && s.sequence.new_shape_host_s > 0.0 && !s.sequence.warm_up_shapes && lengths > 0 &&
-      lengths <= kMaxWarmUpLengths && s.sequence.batch_tokens == 0)
+  if (s.sequence.enabled && s.sequence.new_shape_host_s > 0.0 && !s.sequence.warm_up_shapes &&
+      warm_up_possible(s.sequence))
     out.push_back("sequence.warm_up_shapes=true");
   return out;
 }

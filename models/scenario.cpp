@@ -167,13 +167,12 @@ void read_sequence(ObjectReader& top, Scenario& s, bool item_bytes_given) {
   q.new_shape_gpu_overlap_fraction = r.number("new_shape_gpu_overlap_fraction", 0.0, Range::between(0, 1));
   if (const json* b = r.raw("shapes_run_before")) read_shapes_run_before(file, r.path_of("shapes_run_before"), *b, q);
   q.warm_up_shapes = r.boolean("warm_up_shapes", false);
-  if (q.warm_up_shapes) {
+  if (q.warm_up_shapes && !warm_up_possible(q)) {
     const std::int64_t lengths = padded_length_count(q);
-    if (lengths <= 0 || lengths > kMaxWarmUpLengths || q.batch_tokens > 0)
-      throw InputError(file, r.path_of("warm_up_shapes"), "true",
-                       "false where the batch shapes are not a bounded set (a length law without max_tokens, over " +
-                           std::to_string(kMaxWarmUpLengths) + " padded lengths, or batch_tokens' varying rows): " +
-                           (lengths > 0 ? std::to_string(lengths) + " padded lengths" : std::string("unbounded")));
+    throw InputError(file, r.path_of("warm_up_shapes"), "true",
+                     "false where the batch shapes are not a bounded set (a length law without max_tokens, over " +
+                         std::to_string(kMaxWarmUpLengths) + " padded lengths, or batch_tokens' varying rows): " +
+                         (lengths > 0 ? std::to_string(lengths) + " padded lengths" : std::string("unbounded")));
   }
   r.finish();
   if (item_bytes_given)

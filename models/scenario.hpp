@@ -306,6 +306,9 @@ struct Scenario {
     return (loader.num_workers > 0 ? static_cast<std::int64_t>(loader.prefetch_factor) * loader.num_workers : 0) + 2;
   }
   std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
+  // Rows of an epoch's last batch where it is smaller than loader.batch_size (the rank's samples not a multiple of it,
+  // drop_last off); 0 where every batch is whole.
+  std::int64_t last_batch_rows() const { return loader.drop_last ? 0 : samples_per_rank() % loader.batch_size; }
   // Batches per epoch per rank, as len(DataLoader) with drop_last.
   std::int64_t batches_per_epoch() const;
 };

@@ -95,16 +95,7 @@ void LengthPool::take(std::size_t bin) {
 
 std::int64_t padded_length_count(const SequenceConfig& seq) {
   if (seq.collate == SequenceCollate::kPadToMax || seq.collate == SequenceCollate::kPack) return 1;
-  if (!seq.histogram_tokens.empty()) {
-    std::int64_t count = 0;
-    double last = -1.0;
-    for (double tokens : seq.histogram_tokens) {  // increasing, so the padded lengths are too
-      const double padded = padded_row_length(seq, truncated(seq, tokens));
-      if (padded != last) ++count;
-      last = padded;
-    }
-    return count;
-  }
+  if (!seq.histogram_tokens.empty()) return static_cast<std::int64_t>(padded_lengths(seq).size());
   if (seq.max_tokens <= 0) return 0;
   const std::int64_t m = std::max<std::int64_t>(1, seq.pad_to_multiple_of);
   return (seq.max_tokens + m - 1) / m;
@@ -115,17 +106,21 @@ std::vector<double> padded_lengths(const SequenceConfig& seq) {
   if (seq.collate == SequenceCollate::kPadToMax || seq.collate == SequenceCollate::kPack) {
     out.push_back(static_cast<double>(seq.max_tokens));
   } else if (!seq.histogram_tokens.empty()) {
-    for (double tokens : seq.histogram_tokens) {
+    for (double tokens : seq.histogram_tokens) {  // increasing, so the padded lengths are too
       const double padded = padded_row_length(seq, truncated(seq, tokens));
       if (out.empty() || padded != out.back()) out.push_back(padded);
     }
-  } else if (seq.max_tokens > 0) {
-    for (std::int64_t n = 1; n <= seq.max_tokens; ++n) {
-      const double padded = padded_row_length(seq, static_cast<double>(n));
-      if (out.empty() || padded != out.back()) out.push_back(padded);
-    }
+  } else {
+    // a law cut at max_tokens: every multiple of pad_to_multiple_of (1: every length) up to the one max_tokens pads to
+    const std::int64_t m = std::max<std::int64_t>(1, seq.pad_to_multiple_of);
+    for (std::int64_t k = 1; k <= padded_length_count(seq); ++k) out.push_back(static_cast<double>(k * m));
   }
   return out;
+}
+
+bool warm_up_possible(const SequenceConfig& seq) {
+  const std::int64_t lengths = padded_length_count(seq);
+  return lengths > 0 && lengths <= kMaxWarmUpLengths && seq.batch_tokens == 0;
 }
 
 double draw_sample_tokens(const SequenceConfig& seq, Rng& rng, LengthPool* pool) {

@@ -95,6 +95,10 @@ constexpr std::int64_t kMaxWarmUpLengths = 100000;
 // Those padded lengths, increasing (call where padded_length_count is bounded: it lists them all). Pure.
 std::vector<double> padded_lengths(const SequenceConfig& seq);
 
+// Whether sequence.warm_up_shapes can run every shape the job meets: a bounded set of padded lengths (at most
+// kMaxWarmUpLengths) at fixed rows (no batch_tokens). Pure.
+bool warm_up_possible(const SequenceConfig& seq);
+
 // The mean of many batches' shapes (samples need not be whole: a packed batch holds 7.6 of them on average).
 struct MeanBatchShape {
   double samples = 0.0, bytes = 0.0, load_tokens = 0.0, tokens = 0.0, slots = 0.0, rows = 0.0, row_tokens_squared = 0.0;

@@ -139,10 +139,6 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
 
 namespace {
 
-// A host-bound loop's sync costs it no more than the wait for the kernels launched last (the GPU is idle behind
-// the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
-// ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
-// within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
 // A coarser pad_to_multiple_of to compare with the job's: 64, or four times the job's where it is 64 or more.
 std::int64_t coarser_multiple(std::int64_t current) { return current < 64 ? 64 : 4 * current; }
 
@@ -150,16 +146,19 @@ std::int64_t coarser_multiple(std::int64_t current) { return current < 64 ? 64 :
 // (and at the epoch's last, smaller batch's). 0 without the warm-up.
 double warm_up_s(const Scenario& s) {
   if (!s.sequence.enabled || !s.sequence.warm_up_shapes) return 0.0;
-  const bool partial_last = !s.loader.drop_last && s.samples_per_rank() % s.loader.batch_size != 0;
-  return static_cast<double>(padded_length_count(s.sequence)) * (partial_last ? 2.0 : 1.0) * s.sequence.new_shape_host_s;
+  const double row_counts = s.last_batch_rows() > 0 ? 2.0 : 1.0;
+  return static_cast<double>(padded_length_count(s.sequence)) * row_counts * s.sequence.new_shape_host_s;
 }
 
 // Each process keeps the plans it built for a batch shape (validation run 63, finding 6: every slow launch a shape
 // not run before), so one step on each shape the job can meet, before training, moves the cost out of the run. Empty
-// where the shapes are unbounded (a law without max_tokens), vary in rows too (batch_tokens) or number over 10,000.
+// where the shapes are unbounded (a law without max_tokens), vary in rows too (batch_tokens) or number over
+// kWarmUpLengthsWorthNaming (a warm-up of more is not advice worth a line).
+constexpr std::int64_t kWarmUpLengthsWorthNaming = 10000;
+
 std::string warm_up_advice(const SequenceConfig& seq, int batch_size) {
   const std::int64_t lengths = padded_length_count(seq);
-  if (lengths <= 0 || lengths > 10000 || seq.batch_tokens > 0) return "";
+  if (!warm_up_possible(seq) || lengths > kWarmUpLengthsWorthNaming) return "";
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "; or run one step on each of the %lld padded lengths (batches of %d) before training (about %.1f s "
@@ -168,6 +167,10 @@ std::string warm_up_advice(const SequenceConfig& seq, int batch_size) {
   return buf;
 }
 
+// A host-bound loop's sync costs it no more than the wait for the kernels launched last (the GPU is idle behind
+// the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
+// ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
+// within 2%, their drift 20-35 ms). Empty where no tail is measured: the sync then costs nothing in the model.
 std::string sync_note(const SimResult& result, const Scenario& s) {
   const double wait_s = s.sync_tail_s_per_step();
   if (wait_s <= 0.0 || result.step_mean_s <= 0.0) return "";  // no sync, or no tail measured

@@ -995,8 +995,7 @@ class MainLoop {
     for (const auto& [rows, length] : s_.sequence.shapes_run_before) seen_shapes_.emplace(rows, length);
     if (s_.sequence.enabled && s_.sequence.warm_up_shapes) {
       // the warm-up loop ran every padded length at the batch's rows, and at the epoch's last, smaller batch's
-      const std::int64_t rows = s_.loader.batch_size;
-      const std::int64_t last = s_.loader.drop_last ? 0 : s_.samples_per_rank() % rows;
+      const std::int64_t rows = s_.loader.batch_size, last = s_.last_batch_rows();
       for (double length : padded_lengths(s_.sequence)) {
         seen_shapes_.emplace(rows, std::llround(length));
         if (last > 0) seen_shapes_.emplace(last, std::llround(length));
@@ -1139,16 +1138,17 @@ class MainLoop {
     return in_window_s;
   }
 
-  // A batch shape (rows x padded length) this process has not run: the step's first call builds its kernel plans
-  // (cuDNN attention graphs, cudnn.benchmark's search, torch.compile's recompiles) on the loop's thread, GIL held,
-  // before its kernels are queued, so the GPU waits too (sequence.new_shape_host_s; validation run 63). The twin
-  // (the synthetic-data step) meets the same shapes: the cost is the step's, not the input pipeline's.
-  // Whether the step's shape is one this process has not run (and now has), where new shapes cost anything.
+  // Whether the step's shape (rows x padded length) is one this process has not run (and now has), where new shapes
+  // cost anything. The twin (the synthetic-data step) meets the same shapes: the cost is the step's, not the input
+  // pipeline's.
   bool first_time(const BatchShape& shape) {
     if (!s_.sequence.enabled || s_.sequence.new_shape_host_s <= 0.0) return false;
     return seen_shapes_.insert(std::make_pair(std::llround(shape.rows), std::llround(shape.padded_length))).second;
   }
 
+  // A new shape's first call builds its kernel plans (cuDNN attention graphs, cudnn.benchmark's search,
+  // torch.compile's recompiles) on the loop's thread, GIL held (sequence.new_shape_host_s; validation run 63): before
+  // its kernels are queued, so an idle GPU waits for all of it, or between the two parts of launch_step's kernels.
   void build_plans(std::int64_t step) {
     const double in_window_s = loop_python(step, s_.sequence.new_shape_host_s, "new batch shape: kernel plans built");
     blocked_since_launch_ = true;  // the launches that follow are not back to back with the last step's

@@ -596,10 +596,7 @@ def new_shape_overlap_fraction(ns: Dict[str, Any], fit: Dict[str, Any]) -> Optio
             out.append((nh - sh + g - nw) / g)
     if not out:
         return None
-    out.sort()
-    mid = len(out) // 2
-    med = out[mid] if len(out) % 2 else 0.5 * (out[mid - 1] + out[mid])
-    return min(1.0, max(0.0, med))
+    return min(1.0, max(0.0, statistics.median(out)))
 
 
 def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], float]]:
