@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <map>
@@ -219,6 +220,8 @@ struct InFlightMeter {
   double mean() const { return span_time_s > 0.0 ? overlap_integral / span_time_s : 0.0; }
 };
 
+class LineDeal;
+
 struct World {
   const Scenario* scenario = nullptr;
   const Profile* profile = nullptr;
@@ -238,6 +241,8 @@ struct World {
   // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
   // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
   double storage_wait_s = 0.0, storage_files = 0.0;
+  // a histogram's lines dealt without replacement (null otherwise): shared by every rank and twin
+  std::unique_ptr<LineDeal> line_deal;
   // workers between a batch's first read and its collate (PyTorch's __getitem__ calls, read and load): the
   // harness's in-situ getitem_in_flight_mean, like for like (validation run 52)
   InFlightMeter workers_in_getitem;
@@ -260,33 +265,74 @@ BatchShape shape_of(const Scenario& s, int rank, std::int64_t batch, int loader_
                        derive_seed(s.seed, 0x5E9A00ULL + static_cast<std::uint64_t>(rank), static_cast<std::uint64_t>(batch)));
 }
 
-// The shapes of one rank's batches, asked for in batch order. Lengths drawn independently (a law, or a histogram with
-// sequence.replacement): each batch from a stream of its own (shape_of). A histogram dealt without replacement
-// (RandomSampler's default, DistributedSampler): the rank's lines come from one pool, refilled at each epoch's start
-// (and when a pass runs out), by one draw stream; the rank's loop and its synthetic twin each hold a ShapeStream,
-// ask in the same order and so see the same shapes.
-class ShapeStream {
+// DistributedSampler's deal of a histogram's lines (sequence dealt without replacement; RandomSampler's on one rank):
+// each epoch one permutation of the dataset, each rank a disjoint share of it (every rank's lines together are the
+// epoch's first ranks x samples-per-rank lines). The epoch's lines are dealt from one pool, batch by batch, in the
+// order the ranks first ask: each draw is uniform over the lines not yet dealt, whoever asks, so a rank's lines are
+// distributed as its share of one randperm is (the positions each rank takes depend only on lines already dealt:
+// Kallenberg's predictable sampling), and no line goes to two ranks in one epoch. A rank's loop and its synthetic
+// twin each ask for every batch of the rank in batch order; the first draws it, the other takes the kept copy. One
+// draw stream (rank 0's seed: on one GPU the deal is the pool the rank always had).
+class LineDeal {
  public:
-  ShapeStream(const Scenario& s, int rank)
-      : s_(s), rank_(rank), rng_(derive_seed(s.seed, 0x5E9B00ULL + static_cast<std::uint64_t>(rank))) {
-    if (s.sequence.enabled && !s.sequence.histogram_tokens.empty() && !s.sequence.replacement) pool_.emplace(s.sequence);
+  LineDeal(const Scenario& s, std::int64_t batches_per_epoch_all_ranks)
+      : s_(s), per_epoch_(batches_per_epoch_all_ranks), rng_(derive_seed(s.seed, 0x5E9B00ULL)),
+        kept_(static_cast<std::size_t>(s.node.gpus)) {}
+
+  BatchShape shape(int rank, std::int64_t batch, std::int64_t epoch, int loader_batch) {
+    Kept& k = kept_[static_cast<std::size_t>(rank)];
+    if (batch < k.first_batch + static_cast<std::int64_t>(k.shapes.size())) {
+      // the rank's other loop drew it; both ask in batch order, so it is the oldest kept
+      if (batch != k.first_batch) throw std::logic_error("LineDeal: a rank's batches asked out of order");
+      const BatchShape shape = k.shapes.front();
+      k.shapes.pop_front();
+      ++k.first_batch;
+      return shape;
+    }
+    if (batch != k.first_batch + static_cast<std::int64_t>(k.shapes.size()))
+      throw std::logic_error("LineDeal: a rank's batch skipped");
+    auto pool = pools_.try_emplace(epoch, s_.sequence).first;
+    const BatchShape shape = draw_batch_shape(s_.sequence, loader_batch, rng_, &pool->second.lines);
+    // every rank's batches of the epoch drawn: its permutation is done with
+    if (++pool->second.batches_drawn == per_epoch_) pools_.erase(pool);
+    k.shapes.push_back(shape);
+    return shape;
   }
 
+ private:
+  struct EpochPool {
+    explicit EpochPool(const SequenceConfig& seq) : lines(seq) {}
+    LengthPool lines;
+    std::int64_t batches_drawn = 0;
+  };
+  // a rank's batches drawn by one of its two loops and not yet taken by the other: batches first_batch, ...
+  struct Kept {
+    std::int64_t first_batch = 0;
+    std::deque<BatchShape> shapes;
+  };
+  const Scenario& s_;
+  std::int64_t per_epoch_;
+  Rng rng_;
+  std::map<std::int64_t, EpochPool> pools_;  // by epoch: the lines its permutation has not dealt yet
+  std::vector<Kept> kept_;                   // by rank
+};
+
+// The shapes of one rank's batches, asked for in batch order. Lengths drawn independently (a law, or a histogram with
+// sequence.replacement): each batch from a stream of its own (shape_of). A histogram dealt without replacement: from
+// the world's LineDeal, which the rank's loop and its synthetic twin share.
+class ShapeStream {
+ public:
+  ShapeStream(const Scenario& s, LineDeal* deal, int rank) : s_(s), deal_(deal), rank_(rank) {}
+
   BatchShape next(std::int64_t batch, std::int64_t epoch, int loader_batch) {
-    if (!pool_) return shape_of(s_, rank_, batch, loader_batch);
-    if (epoch != epoch_) {
-      if (epoch_ >= 0) pool_->refill();  // the sampler's next permutation
-      epoch_ = epoch;
-    }
-    return draw_batch_shape(s_.sequence, loader_batch, rng_, &*pool_);
+    if (deal_ == nullptr) return shape_of(s_, rank_, batch, loader_batch);
+    return deal_->shape(rank_, batch, epoch, loader_batch);
   }
 
  private:
   const Scenario& s_;
+  LineDeal* deal_;
   int rank_;
-  Rng rng_;
-  std::optional<LengthPool> pool_;
-  std::int64_t epoch_ = -1;
 };
 
 // Sum of `n` per-sample draws. Beyond 64 samples the sum is drawn from the normal law with
@@ -991,7 +1037,7 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
 class MainLoop {
  public:
   explicit MainLoop(Rank& r)
-      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, r.id), wander_(p_.cpu, r.rng) {
+      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, w_.line_deal.get(), r.id), wander_(p_.cpu, r.rng) {
     for (const auto& [rows, length] : s_.sequence.shapes_run_before) seen_shapes_.emplace(rows, length);
     if (s_.sequence.enabled && s_.sequence.warm_up_shapes) {
       // the warm-up loop ran every padded length at the batch's rows, and at the epoch's last, smaller batch's
@@ -1457,6 +1503,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   world.node_step_end_s.assign(world.steps, 0.0);
   world.baseline_step_end_s.assign(world.steps, 0.0);
   if (world.warmup == 0) world.window.start_s = world.baseline_window.start_s = 0.0;
+  if (scenario.sequence.enabled && !scenario.sequence.histogram_tokens.empty() && !scenario.sequence.replacement)
+    world.line_deal = std::make_unique<LineDeal>(scenario, scenario.batches_per_epoch() * gpus);
 
   std::vector<std::string> args_storage = {"pipeplan", "--log=root.thresh:critical", "--log=no_loc",
                                            "--cfg=contexts/stack-size:128", "--cfg=contexts/guard-size:0"};

@@ -2077,6 +2077,45 @@ TEST(Simulate, EachEpochDealsEveryLineOnce) {
             1e-4);
 }
 
+// On two ranks DistributedSampler gives each rank a disjoint half of one permutation of the 64 lines (32 a rank, 4
+// batches of 8): the long line lands in exactly one of the epoch's 8 batches across both ranks, so the padding over
+// whole epochs is 1 - 1,630 / 8,560 again, for every seed. Two ranks drawing their 32 lines each from the whole
+// dataset would both hold the long line in a quarter of the epochs and neither in another quarter.
+TEST(Simulate, RanksDealDisjointSharesOfOnePermutation) {
+  json s = sequence_scenario({{"tokens_per_sample_histogram", json::array({json::array({10, 63}), json::array({1000, 1})})}});
+  s["dataset"]["num_samples"] = 64;
+  s["node"]["gpus"] = 2;
+  s["training"] = {{"step_s", 0.010}, {"steps", 404}, {"warmup_steps", 4}};
+  for (int seed = 1; seed <= 4; ++seed) {
+    const json r = simulate(s, {"--seed", std::to_string(seed)});
+    EXPECT_NEAR(r["sequence"]["padding_fraction"].get<double>(), 1.0 - 1630.0 / 8560, 1e-9) << "seed " << seed;
+  }
+}
+
+// Under DDP a step lasts as long as its slowest rank's. Four lines (three of 100 tokens, one of 900), batches of 2, two
+// ranks: each epoch is one batch a rank, and the 900-token line is in exactly one of them, so every step has a rank
+// padded to 900: 2 ms + 2 x 900 x 10 us = 20 ms, against 4 ms at 100. Were the ranks' lines drawn apart, a quarter
+// of the steps would have no long line (16 ms on average). The all-reduce is free here (1 byte, no latency).
+TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
+  json s = sequence_scenario({{"tokens_per_sample_histogram", json::array({json::array({100, 3}), json::array({900, 1})})},
+                              {"step_s_per_token", 1e-5}});
+  s["dataset"]["num_samples"] = 4;
+  s["node"]["gpus"] = 2;
+  s["loader"]["batch_size"] = 2;
+  s["loader"]["persistent_workers"] = true;  // an epoch is one batch: no worker start-up between them
+  s["training"] = {{"step_s", 0.002}, {"steps", 400}};
+  s["ddp"] = {{"gradient_bytes", 1}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e12}}})");
+  for (int seed = 1; seed <= 3; ++seed) {
+    const json r = simulate(s, {"--seed", std::to_string(seed)}, profile);
+    EXPECT_NEAR(step_mean(r), 0.020, 0.0002) << "seed " << seed;
+  }
+  std::remove(profile.c_str());
+}
+
 // ---- FSDP (the scenario's `fsdp` section)
 
 namespace {
