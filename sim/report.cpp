@@ -183,9 +183,38 @@ std::string sync_note(const SimResult& result, const Scenario& s) {
 
 }  // namespace
 
+namespace {
+
+// A rank waiting at a collective for a rank that waits for its data (or its copy, its host) waits for that: where one
+// of those waits is 5% of the step or more, the straggler's own cause takes the ranks' wait too. Otherwise the ranks'
+// wait is their steps' difference itself (a longer batch on one rank). Pure.
+bool ranks_wait_is_a_stragglers(const GpuReport& g) {
+  return g.idle_waiting_for_ranks_fraction > 0.0 &&
+         std::max({g.idle_waiting_for_data_fraction, g.idle_waiting_for_copy_fraction, g.idle_host_fraction}) >= 0.05;
+}
+
+// Each rank pads its own batch to its longest sample, so the ranks' steps differ where the padded length varies.
+bool ranks_batches_differ_in_shape(const Scenario& s) {
+  return s.node.gpus > 1 && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPadToMax &&
+         s.sequence.collate != SequenceCollate::kPack;
+}
+
+}  // namespace
+
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   Diagnosis d = name_bottleneck(result, s, p);
   d.suggestion = suggest(d.stage, s, p);
+  const GpuReport& g = result.gpu;
+  if (ranks_wait_is_a_stragglers(g) && g.idle_waiting_for_ranks_fraction >= 0.01 && d.stage != "gpu_compute")
+    d.explanation += "; " + pct(g.idle_waiting_for_ranks_fraction) +
+                     " of each step the GPUs wait at the collectives for a rank held up the same way";
+  if (d.rank_imbalance)
+    d.suggestion = ranks_batches_differ_in_shape(s)
+                       ? "even the ranks' batches: packing (sequence.collate=pack) gives every rank the same shape, "
+                         "length buckets (collate=bucket) narrow the spread (compare with pipeplan sweep --vary "
+                         "sequence.collate=" + std::string(to_string(s.sequence.collate)) + ",bucket,pack)"
+                       : "find what makes one rank's step longer than the others' (the step's own spread, a slower "
+                         "GPU or host): the collectives wait for it";
   if (d.stage == "host_loop") d.suggestion += sync_note(result, s);
   // Validation run 11 measured in_order=False at +12.6% on a worker-bound image loader whose workers
   // idled behind slow batches (docs/validation.md); the simulator has the mechanism.
@@ -224,14 +253,15 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
                     "), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes" +
                     warm_up_advice(s.sequence, s.loader.batch_size);
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
-  if (d.stage == "gpu_compute" && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPack &&
-      result.padding_fraction() >= 0.2)
+  if (d.stage == "gpu_compute" && !d.rank_imbalance && s.sequence.enabled &&
+      s.sequence.collate != SequenceCollate::kPack && result.padding_fraction() >= 0.2)
     d.suggestion += "; " + pct(result.padding_fraction()) +
                     " of the batches' token positions are padding: packing (sequence.collate=pack) or length buckets "
                     "(collate=bucket) give the GPU fewer (compare with pipeplan sweep --vary "
                     "sequence.collate=" + std::string(to_string(s.sequence.collate)) + ",pack)";
   return d;
 }
+
 
 Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p) {
   for (const auto& c : stage_capacities(s, p))
@@ -242,11 +272,24 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
   const double gpu_capacity = find(result, "gpu_compute")->capacity_samples_per_s;
   Diagnosis d;
   // Which wait dominates the GPU's idle time decides the side of the chain to blame.
-  struct Cause { const char* name; double fraction; };
-  Cause causes[] = {{"data", g.idle_waiting_for_data_fraction}, {"copy", g.idle_waiting_for_copy_fraction},
-                    {"host", g.idle_host_fraction}, {"comm", g.exposed_comm_fraction}};
-  const Cause* top = std::max_element(std::begin(causes), std::end(causes),
-                                      [](const Cause& a, const Cause& b) { return a.fraction < b.fraction; });
+  // fraction decides the side; shown is the wait the explanation names (a straggler's cause takes the ranks' wait
+  // in fraction only)
+  struct Cause {
+    const char* name;
+    double fraction, shown;
+  };
+  Cause causes[] = {{"data", g.idle_waiting_for_data_fraction, g.idle_waiting_for_data_fraction},
+                    {"copy", g.idle_waiting_for_copy_fraction, g.idle_waiting_for_copy_fraction},
+                    {"host", g.idle_host_fraction, g.idle_host_fraction},
+                    {"comm", g.exposed_comm_fraction, g.exposed_comm_fraction},
+                    {"ranks", g.idle_waiting_for_ranks_fraction, g.idle_waiting_for_ranks_fraction}};
+  auto larger = [](const Cause& a, const Cause& b) { return a.fraction < b.fraction; };
+  if (ranks_wait_is_a_stragglers(g)) {
+    Cause* own = std::max_element(std::begin(causes), std::begin(causes) + 3, larger);
+    own->fraction += g.idle_waiting_for_ranks_fraction;
+    causes[4].fraction = 0.0;
+  }
+  const Cause* top = std::max_element(std::begin(causes), std::end(causes), larger);
   const double idle = 1.0 - g.busy_fraction;
   if (g.busy_fraction >= 0.9 || top->fraction < 0.05) {
     d.stage = "gpu_compute";
@@ -260,7 +303,19 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     if (input_capacity > 0) d.explanation += "; the input pipeline could deliver about " + with_thousands(input_capacity) + " samples/s";
     return d;
   }
-  const std::string waits = "; the GPU waits " + pct(top->fraction) + " of each step";
+  if (std::string(top->name) == "ranks") {
+    // nothing holds the ranks up but their own steps: the slowest rank's step sets every step
+    d.stage = "gpu_compute";
+    d.rank_imbalance = true;
+    d.explanation = "rank-imbalanced: every collective waits for the slowest rank, and each GPU waits " +
+                    pct(top->shown) + " of each step for another rank's step to end" +
+                    (ranks_batches_differ_in_shape(s)
+                         ? " (each rank pads its own batch to its longest sample: the rank with the longest batch "
+                           "sets the step)"
+                         : " (the ranks' steps differ: training.step_cv, a slower rank)");
+    return d;
+  }
+  const std::string waits = "; the GPU waits " + pct(top->shown) + " of each step";
   // With pin_memory=False the loop's own thread receives each batch, stages its pageable copy (blocking) and
   // runs the step's Python: together they can fill the thread while no one stage does, and the GPU's idle time
   // then splits between "data" (the receive) and "copy". Validation runs 11-17: all 31 unpinned cases with
@@ -427,7 +482,8 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
         {"idle_waiting_for_data_fraction", r.gpu.idle_waiting_for_data_fraction},
         {"idle_waiting_for_copy_fraction", r.gpu.idle_waiting_for_copy_fraction},
         {"idle_host_fraction", r.gpu.idle_host_fraction},
-        {"exposed_comm_fraction", r.gpu.exposed_comm_fraction}}},
+        {"exposed_comm_fraction", r.gpu.exposed_comm_fraction},
+        {"idle_waiting_for_ranks_fraction", r.gpu.idle_waiting_for_ranks_fraction}}},
       {"synthetic_baseline",
        {{"samples_per_s", r.baseline_samples_per_s},
         {"step_time_s", r.baseline_step_mean_s},
@@ -531,9 +587,16 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     o << line;
   }
   std::snprintf(line, sizeof line,
-                "\n  GPU: busy %.0f%%; idle waiting for data %.0f%%, for copies %.0f%%, for the host %.0f%%; exposed comm %.0f%%\n",
+                "\n  GPU: busy %.0f%%; idle waiting for data %.0f%%, for copies %.0f%%, for the host %.0f%%",
                 100 * r.gpu.busy_fraction, 100 * r.gpu.idle_waiting_for_data_fraction, 100 * r.gpu.idle_waiting_for_copy_fraction,
-                100 * r.gpu.idle_host_fraction, 100 * r.gpu.exposed_comm_fraction);
+                100 * r.gpu.idle_host_fraction);
+  o << line;
+  // several ranks: the wait at a collective for another rank apart from the collective's own exposed time
+  if (s.node.gpus > 1) {
+    std::snprintf(line, sizeof line, ", for other ranks %.0f%%", 100 * r.gpu.idle_waiting_for_ranks_fraction);
+    o << line;
+  }
+  std::snprintf(line, sizeof line, "; exposed comm %.0f%%\n", 100 * r.gpu.exposed_comm_fraction);
   o << line;
   std::snprintf(line, sizeof line, "  DataLoader: %.1f batches in flight on average, %s from index to hand-off",
                 r.mean_batches_in_flight, ms(r.mean_batch_latency_s).c_str());

@@ -18,6 +18,7 @@ struct Diagnosis {
   std::string suggestion;  // a setting to try, from the analytic model; confirm it with `pipeplan sweep`
   bool head_of_line = false;  // worker-bound with idle workers behind a slow batch (in-order hand-off)
   bool main_thread_full = false;  // pin_memory=False: receive + staged copy + Python fill the loop's thread
+  bool rank_imbalance = false;    // the GPUs wait at the collectives for a rank whose step runs longer
 };
 
 // A share of the window spent building kernel plans for new batch shapes worth naming pad_to_multiple_of for (the

@@ -98,6 +98,18 @@ struct Stream {
   std::int64_t enqueued_ops = 0;
 };
 
+// A count that changes at events (activities running, reads in flight) and its integral over simulated time.
+struct CountOverTime {
+  int now = 0;
+  double integral = 0.0, since_s = 0.0;  // the integral up to since_s
+  double integral_at(double now_s) const { return integral + now * (now_s - since_s); }
+  void add(int delta, double now_s) {
+    integral = integral_at(now_s);
+    since_s = now_s;
+    now += delta;
+  }
+};
+
 // DDP gradient all-reduce shared by all ranks of one world (real or baseline).
 struct Comm {
   std::vector<double> bucket_bytes;
@@ -107,6 +119,9 @@ struct Comm {
   Counter buckets_ready;   // sum over ranks of ready signals
   Counter buckets_done;    // buckets reduced (node-wide)
   double busy_s = 0.0;
+  // collectives running (0 or 1) and its integral: of a rank's wait at the all-reduce, the part NCCL ran (the rest
+  // it waited for another rank's gradients)
+  CountOverTime running;
 };
 
 // FSDP's collectives shared by all ranks of one world (real or baseline): a step's ops in issue order
@@ -119,6 +134,7 @@ struct FsdpComm {
   Counter done;                  // ops finished (every rank's)
   double busy_until_s = 0.0;     // when the collective running now ends (compute beside it runs slower)
   double busy_s = 0.0;
+  CountOverTime running;         // as Comm::running
   // an op's index in `ops`: the forward and backward all-gather and the reduce-scatter of each unit
   std::vector<int> forward_gather, backward_gather, reduce_scatter;
   double total_parameter_bytes = 0.0;
@@ -175,6 +191,7 @@ struct Rank {
   std::int64_t new_shapes_in_window = 0;
   double inline_load_busy_s = 0.0, copy_busy_s = 0.0, compute_busy_s = 0.0;
   double idle_data_s = 0.0, idle_copy_s = 0.0, idle_host_s = 0.0, exposed_comm_s = 0.0;
+  double idle_ranks_s = 0.0;  // at a collective, waiting for another rank to reach it (not the collective's own time)
   double gil_wait_main_s = 0.0, gil_wait_pin_s = 0.0;  // waiting for the other thread to drop the GIL
   double gil_held_main_s = 0.0, gil_held_pin_s = 0.0;
   double memory_map_wait_main_s = 0.0, memory_map_held_pin_s = 0.0;
@@ -189,17 +206,6 @@ struct Rank {
   std::int64_t replay_wrapped_batches = 0;  // replayed batches past a worker's list, played again from its start
 };
 
-// A count that changes at events (activities running, reads in flight) and its integral over simulated time.
-struct CountOverTime {
-  int now = 0;
-  double integral = 0.0, since_s = 0.0;  // the integral up to since_s
-  double integral_at(double now_s) const { return integral + now * (now_s - since_s); }
-  void add(int delta, double now_s) {
-    integral = integral_at(now_s);
-    since_s = now_s;
-    now += delta;
-  }
-};
 
 // Spans of one kind (cold reads, a batch's getitems) and how many run at once: over every span, the count in flight
 // during it, itself included, weighted by its length (the integral of the count over the span, summed, over the
@@ -818,7 +824,21 @@ void attribute_gap(Rank& r, std::int64_t step, double gap_start_s, double gap_en
 // issued all_gathers_in_flight units ahead, backward ones by backward_prefetch, a unit's reduce-scatter after its
 // backward; the optimizer waits for the last reduce-scatter. Returns the time the compute stream waited for
 // collectives (exposed communication).
-double fsdp_step(Rank& r, std::int64_t step, double forward_s, double backward_s) {
+// A rank's wait at a collective after its own part is in: the collectives' own time in it, and the rest, when NCCL's
+// stream stood idle for another rank's part (a straggler: a longer batch, a slower loader).
+struct CollectiveWait {
+  double comm_s = 0.0, other_ranks_s = 0.0;
+  double total_s() const { return comm_s + other_ranks_s; }
+};
+
+// Splits a wait from `from_s` to now: `running` counts the collectives that ran meanwhile.
+CollectiveWait split_wait(const CountOverTime& running, double integral_at_from, double from_s) {
+  const double now_s = sg4::Engine::get_clock();
+  const double comm_s = std::clamp(running.integral_at(now_s) - integral_at_from, 0.0, now_s - from_s);
+  return {comm_s, now_s - from_s - comm_s};
+}
+
+CollectiveWait fsdp_step(Rank& r, std::int64_t step, double forward_s, double backward_s) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
   FsdpComm& f = *r.fsdp;
@@ -826,12 +846,14 @@ double fsdp_step(Rank& r, std::int64_t step, double forward_s, double backward_s
   const int units = static_cast<int>(cfg.unit_parameter_bytes.size());
   const std::int64_t base = step * static_cast<std::int64_t>(f.ops.size());
   const double kept = world.profile->compute.gemm_kept_with_nccl;
-  double exposed_s = 0.0;
+  CollectiveWait exposed;
   auto issue = [&]() { r.fsdp_issued.add(); };  // the ops go out in fsdp_step_ops's order, on every rank alike
   auto wait_for = [&](int op) {
-    const double t0 = sg4::Engine::get_clock();
+    const double t0 = sg4::Engine::get_clock(), ran_at_t0 = f.running.integral_at(t0);
     f.done.wait_at_least(base + op + 1);
-    exposed_s += sg4::Engine::get_clock() - t0;
+    const CollectiveWait w = split_wait(f.running, ran_at_t0, t0);
+    exposed.comm_s += w.comm_s;
+    exposed.other_ranks_s += w.other_ranks_s;
   };
   auto compute = [&](double work_s) {
     sg4::this_actor::sleep_for(compute_beside_comm_s(work_s, f.busy_until_s - sg4::Engine::get_clock(), kept));
@@ -856,7 +878,7 @@ double fsdp_step(Rank& r, std::int64_t step, double forward_s, double backward_s
   }
   wait_for(static_cast<int>(f.ops.size()) - 1);  // the optimizer needs every gradient shard
   r.activities += static_cast<std::int64_t>(f.ops.size());
-  return exposed_s;
+  return exposed;
 }
 
 void compute_stream_actor(Rank& r) {
@@ -936,9 +958,9 @@ void compute_stream_actor(Rank& r) {
     const double forward_share = s.training.forward_s / s.training.step_s();
     const double forward_s = op.duration_s * forward_share;
     const double backward_s = op.duration_s - forward_s;
-    double exposed_comm_s = 0.0;
+    CollectiveWait exposed;
     if (r.fsdp) {
-      exposed_comm_s = fsdp_step(r, op.step, forward_s, backward_s);  // unit by unit beside FSDP's collectives
+      exposed = fsdp_step(r, op.step, forward_s, backward_s);  // unit by unit beside FSDP's collectives
     } else if (r.comm && !r.comm->bucket_bytes.empty()) {
       sg4::this_actor::sleep_for(forward_s);
       // Backward produces gradients at a steady rate; each bucket's all-reduce launches when
@@ -950,9 +972,9 @@ void compute_stream_actor(Rank& r) {
         sg4::this_actor::sleep_for(segment_s);
         r.comm->buckets_ready.add();
       }
-      const double wait_from_s = sg4::Engine::get_clock();
+      const double wait_from_s = sg4::Engine::get_clock(), ran_at_from = r.comm->running.integral_at(wait_from_s);
       r.comm->buckets_done.wait_at_least((op.step + 1) * nb);
-      exposed_comm_s = sg4::Engine::get_clock() - wait_from_s;
+      exposed = split_wait(r.comm->running, ran_at_from, wait_from_s);
       r.activities += nb;
     } else {
       sg4::this_actor::sleep_for(forward_s);
@@ -971,8 +993,13 @@ void compute_stream_actor(Rank& r) {
     const double end_s = sg4::Engine::get_clock();
     r.activities += 2;
     if (!r.synthetic) {
-      r.compute_busy_s += window.overlap(start_s, kernels_end_s) - std::min(exposed_comm_s, window.overlap(start_s, kernels_end_s));
-      r.exposed_comm_s += std::min(exposed_comm_s, window.overlap(start_s, kernels_end_s));
+      // the waits inside the window (a step across its edge counts them in proportion)
+      const double in_window_s = window.overlap(start_s, kernels_end_s);
+      const double waited_s = std::min(exposed.total_s(), in_window_s);
+      const double share = exposed.total_s() > 0.0 ? waited_s / exposed.total_s() : 0.0;
+      r.compute_busy_s += in_window_s - waited_s;
+      r.exposed_comm_s += exposed.comm_s * share;
+      r.idle_ranks_s += exposed.other_ranks_s * share;
       if (start_s >= window.start_s && end_s <= window.end_s) r.idle_host_s += end_s - kernels_end_s;
       world.trace->span(r.id, track, "forward+backward", start_s, kernels_end_s, op.step);
     }
@@ -1005,8 +1032,10 @@ void comm_actor(World& world, Comm& comm, bool synthetic) {
   for (std::int64_t n = 0;; ++n) {
     comm.buckets_ready.wait_at_least((n + 1) * world.gpus());  // every rank's bucket is full
     const double t0 = sg4::Engine::get_clock();
+    comm.running.add(+1, t0);
     sg4::this_actor::sleep_for(comm.bucket_time_s[n % nb]);
     const double t1 = sg4::Engine::get_clock();
+    comm.running.add(-1, t1);
     if (!synthetic) {
       comm.busy_s += window.overlap(t0, t1);
       for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, "all_reduce", t0, t1, n / nb);
@@ -1023,8 +1052,10 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
     const std::size_t j = static_cast<std::size_t>(n % nops);
     const double t0 = sg4::Engine::get_clock();
     comm.busy_until_s = t0 + comm.op_s[j];
+    comm.running.add(+1, t0);
     sg4::this_actor::sleep_for(comm.op_s[j]);
     const double t1 = sg4::Engine::get_clock();
+    comm.running.add(-1, t1);
     if (!synthetic) {
       comm.busy_s += window.overlap(t0, t1);
       for (int rank = 0; rank < world.gpus(); ++rank) world.trace->span(rank, kCommTrack, comm.op_names[j], t0, t1, n / nops);
@@ -1657,7 +1688,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   // Per-unit busy fractions, averaged over ranks; capacities are filled in by the report.
   const Scenario& s = scenario;
   double worker = 0, pin = 0, recv = 0, host = 0, inline_load = 0, copy = 0, compute = 0;
-  double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, in_flight = 0, latency = 0, latency_n = 0;
+  double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, idle_ranks = 0, in_flight = 0, latency = 0, latency_n = 0;
   double out_of_order = 0, gil_main = 0, gil_pin = 0, gil_held_main = 0, gil_held_pin = 0;
   double map_wait_main = 0, map_held_pin = 0, wait_for_batch = 0, new_shape = 0, new_shapes = 0;
   for (int g = 0; g < gpus; ++g) {
@@ -1677,6 +1708,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
     idle_copy += r.idle_copy_s;
     idle_host += r.idle_host_s;
     exposed += r.exposed_comm_s;
+    idle_ranks += r.idle_ranks_s;
     gil_main += r.gil_wait_main_s;
     gil_pin += r.gil_wait_pin_s;
     gil_held_main += r.gil_held_main_s;
@@ -1726,6 +1758,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.gpu.idle_waiting_for_copy_fraction = frac(idle_copy);
   res.gpu.idle_host_fraction = frac(idle_host);
   res.gpu.exposed_comm_fraction = frac(exposed);
+  res.gpu.idle_waiting_for_ranks_fraction = frac(idle_ranks);
   res.gil_wait_main_fraction = frac(gil_main);
   res.gil_wait_pin_fraction = frac(gil_pin);
   res.gil_held_main_fraction = frac(gil_held_main);

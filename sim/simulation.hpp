@@ -37,7 +37,10 @@ struct GpuReport {
   double idle_waiting_for_data_fraction = 0.0;  // main thread waited for a batch
   double idle_waiting_for_copy_fraction = 0.0;  // kernels waited for the H2D copy
   double idle_host_fraction = 0.0;              // main thread busy (Python, GIL, syncs)
-  double exposed_comm_fraction = 0.0;           // all-reduce not hidden behind backward
+  double exposed_comm_fraction = 0.0;           // collectives not hidden behind compute (their own time)
+  // at a collective, waiting for another rank to reach it (a slower rank's batch, loader or host): DDP's all-reduce
+  // and FSDP's collectives start only once every rank's part is in
+  double idle_waiting_for_ranks_fraction = 0.0;
 };
 
 struct SimResult {

@@ -1174,6 +1174,8 @@ TEST(Simulate, DdpExposesTheLastBucketsAllReduce) {
   const double expected = 0.15 + exposed;
   EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
   EXPECT_NEAR(r["gpu"]["exposed_comm_fraction"].get<double>(), exposed / expected, 0.002);
+  // the ranks' steps are alike: none of the wait is for the other rank
+  EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.0, 1e-6);
   EXPECT_EQ(r["bottleneck"]["stage"], "comm");
   EXPECT_NEAR(samples_per_s(r), 2 * 32 / expected, 2 * 32 / expected * 1e-6);
   // unpinned, the loop never waits for a batch either, and the exposed all-reduce keeps its name (it is what the
@@ -2112,7 +2114,42 @@ TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
   for (int seed = 1; seed <= 3; ++seed) {
     const json r = simulate(s, {"--seed", std::to_string(seed)}, profile);
     EXPECT_NEAR(step_mean(r), 0.020, 0.0002) << "seed " << seed;
+    // the rank with the short batch waits 16 of the 20 ms for the other at the all-reduce, the other none: 40% of
+    // each GPU's step on average, and none of it is the all-reduce's own time
+    EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.4, 0.01) << "seed " << seed;
+    EXPECT_NEAR(r["gpu"]["exposed_comm_fraction"].get<double>(), 0.0, 1e-6) << "seed " << seed;
+    EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
+    const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+    EXPECT_NE(why.find("rank-imbalanced"), std::string::npos) << why;
+    EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("sequence.collate=pack"), std::string::npos);
   }
+  std::remove(profile.c_str());
+}
+
+// Two ranks fed by too few workers: each waits for its own batches, and at the all-reduce for the other rank when that
+// one is still waiting for its own; the all-reduce itself is free. The wait at the collective is input's, so the
+// diagnosis names the workers (and counts the wait apart), not communication.
+TEST(Simulate, AnInputBoundRankHoldsTheOthersUpAtTheAllReduce) {
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["loader"]["num_workers"] = 2;
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 0.5}};
+  s["training"] = {{"step_s", 0.005}, {"steps", 300}};
+  s["ddp"] = {{"gradient_bytes", 1}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e12}}})");
+  const json r = simulate(s, {}, profile);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers") << r["bottleneck"]["explanation"];
+  EXPECT_GT(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.01);
+  EXPECT_NEAR(r["gpu"]["exposed_comm_fraction"].get<double>(), 0.0, 1e-6);
+  // every GPU's step is busy, waiting for its data or waiting for the other rank (no copy, no host time here)
+  const json& g = r["gpu"];
+  EXPECT_NEAR(g["busy_fraction"].get<double>() + g["idle_waiting_for_data_fraction"].get<double>() +
+                  g["idle_waiting_for_ranks_fraction"].get<double>() + g["idle_waiting_for_copy_fraction"].get<double>() +
+                  g["idle_host_fraction"].get<double>(),
+              1.0, 0.02);
   std::remove(profile.c_str());
 }
 

@@ -333,6 +333,18 @@ def measured_exposed(case: Dict[str, Any]) -> Optional[float]:
     return d.get("exposed_comm_vs_no_ddp_fraction" if case.get("mode") == "fsdp" else "exposed_comm_vs_no_sync_fraction")
 
 
+def predicted_exposed(result: Optional[Dict[str, Any]]) -> Optional[float]:
+    """pipeplan's share of the step a rank waits after backward: the collectives' own exposed time plus its wait for
+    another rank (`gpu.idle_waiting_for_ranks_fraction`, reported apart since the sixty-fourth session; an older
+    report has only the first, which then held both). What the harness's DDP step less its no_sync step measures."""
+    if not result:
+        return None
+    comm = C._get(result, "gpu.exposed_comm_fraction")
+    if comm is None:
+        return None
+    return comm + (C._get(result, "gpu.idle_waiting_for_ranks_fraction") or 0.0)
+
+
 def model_comm_per_step(model: Optional[Dict[str, float]], bucket_sizes: Sequence[float], world_size: int) -> Optional[float]:
     """Seconds of all-reduce per step that the collective model gives DDP's buckets as built: what
     the profiler's NCCL kernel time per step measures, when no kernel waits for a late rank."""
@@ -383,15 +395,15 @@ def evaluate(cases: List[Dict[str, Any]], preds: Dict[str, Dict[str, Any]],
                 "error": err("main"),
                 "step_mean_s": t_pred, "step_err": C.rel_err(t_pred, t_meas),
                 "step_p90_s": C._get(main, "step_time_s.p90") if main else None,
-                "exposed_fraction": C._get(main, "gpu.exposed_comm_fraction") if main else None,
+                "exposed_fraction": predicted_exposed(main),
                 "exposed_by_difference": ((t_pred - t_nc) / t_pred) if (t_pred and t_nc is not None) else None,
                 "comm_busy_fraction": next((s.get("busy_fraction") for s in (C._get(main, "stages") or [])
                                             if s.get("name") == "comm"), None) if main else None,
                 "bottleneck": C._get(main, "bottleneck.stage") if main else None,
                 "built_step_mean_s": C._get(built, "step_time_s.mean") if built else None,
-                "built_exposed_fraction": C._get(built, "gpu.exposed_comm_fraction") if built else None,
+                "built_exposed_fraction": predicted_exposed(built),
                 "alt_step_mean_s": C._get(alt, "step_time_s.mean") if alt else None,
-                "alt_exposed_fraction": C._get(alt, "gpu.exposed_comm_fraction") if alt else None,
+                "alt_exposed_fraction": predicted_exposed(alt),
             },
         }
         pp = row["pipeplan"]
@@ -502,7 +514,7 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     L.append("### Per case")
     L.append("")
     L.append("Step times in ms (mean over the window). Exposed comm: measured = (DDP step - no_sync step) / DDP step; "
-             "predicted = pipeplan's `gpu.exposed_comm_fraction`. NCCL: profiler, rank 0, per step (not overlapped "
+             "predicted = pipeplan's `gpu.exposed_comm_fraction` + `gpu.idle_waiting_for_ranks_fraction`. NCCL: profiler, rank 0, per step (not overlapped "
              "with compute). Model comm: the collective model's time for DDP's buckets as built, per step. "
              "Standalone: sum over DDP's buckets of the all-reduce timed alone with torch.distributed.")
     L.append("")

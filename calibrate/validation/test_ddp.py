@@ -591,6 +591,20 @@ class TestScenario(unittest.TestCase):
 
 
 
+class PredictedExposedTest(unittest.TestCase):
+    """The harness's exposed comm (DDP step less no_sync step) holds the wait for the other rank too: pipeplan's is
+    the sum of its two shares; a report from before the split carries the whole wait in exposed_comm_fraction."""
+
+    def test_sum_of_the_collectives_and_the_wait_for_ranks(self):
+        r = {"gpu": {"exposed_comm_fraction": 0.05, "idle_waiting_for_ranks_fraction": 0.12}}
+        self.assertAlmostEqual(DC.predicted_exposed(r), 0.17)
+
+    def test_an_older_report_and_none(self):
+        self.assertAlmostEqual(DC.predicted_exposed({"gpu": {"exposed_comm_fraction": 0.2}}), 0.2)
+        self.assertIsNone(DC.predicted_exposed(None))
+        self.assertIsNone(DC.predicted_exposed({"gpu": {}}))
+
+
 class RankCpusTest(unittest.TestCase):
     def test_contiguous_blocks_cover_every_cpu_once(self):
         cpus = list(range(32))
