@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "models/collectives.hpp"
 #include "models/cost_models.hpp"
 
 namespace pipeplan {
@@ -125,15 +126,16 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   // the GPU runs the batch's JPEG decode too where the loop decodes on it (training.gpu_decode_s_per_sample)
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s() * s.mean_step_factor() +
                                                             s.gpu_decode_s())});
-  if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0.0 && p.nccl.all_reduce.present) {
+  const NcclProfile collectives = job_collectives(s, p);
+  if (s.world_size() > 1 && s.ddp.gradient_bytes > 0.0 && (s.cluster.nodes > 1 || p.nccl.all_reduce.present)) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())
-      comm_s += collective_time_s(p.nccl.all_reduce, b, all_reduce_bus_factor(s.node.gpus));
+      comm_s += collective_time_s(collectives.all_reduce, b, all_reduce_bus_factor(s.world_size()));
     out.push_back({"comm", gpus * per_batch(batch, comm_s)});
   }
   // FSDP's collectives a step, one after another on NCCL's stream: their sum bounds the step when none is hidden
-  if (s.fsdp.enabled() && s.node.gpus > 1)
-    out.push_back({"comm", gpus * per_batch(batch, fsdp_comm_s_per_step(s.fsdp, p.nccl, s.node.gpus))});
+  if (s.fsdp.enabled() && s.world_size() > 1)
+    out.push_back({"comm", gpus * per_batch(batch, fsdp_comm_s_per_step(s.fsdp, collectives, s.world_size()))});
   return out;
 }
 

@@ -186,6 +186,8 @@ double all_gather_bus_factor(int ranks);
 
 // Time of one collective of `bytes` (the whole buffer) over `ranks` ranks.
 double collective_time_s(const CollectiveModel& model, double bytes, double bus_factor);
+// Without a measured collective: 20 us and 100 GB/s of bus bandwidth (docs/model.md, DDP).
+inline constexpr CollectiveModel kPlaceholderCollective{true, 2.0e-5, 1.0e11};
 
 // DDP bucket sizes in bytes for `gradient_bytes` of gradients, in the order they are reduced:
 // the first bucket `first_bucket_bytes`, then `cap_bytes` each, the last one the remainder.

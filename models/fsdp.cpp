@@ -6,11 +6,6 @@
 
 namespace pipeplan {
 
-namespace {
-// Without a measured collective: 20 us and 100 GB/s of bus bandwidth, as DDP's all-reduce placeholder (docs/model.md).
-constexpr CollectiveModel kPlaceholder{true, 2.0e-5, 1.0e11};
-}  // namespace
-
 std::vector<FsdpOp> fsdp_step_ops(const FsdpConfig& f) {
   std::vector<FsdpOp> ops;
   const int units = static_cast<int>(f.unit_parameter_bytes.size());
@@ -40,7 +35,7 @@ std::vector<FsdpOp> fsdp_step_ops(const FsdpConfig& f) {
 
 double fsdp_op_s(const FsdpOp& op, const NcclProfile& nccl, int ranks) {
   const CollectiveModel& measured = op.kind == FsdpOp::Kind::kAllGather ? nccl.all_gather : nccl.reduce_scatter;
-  return collective_time_s(measured.present ? measured : kPlaceholder, op.bytes, all_gather_bus_factor(ranks));
+  return collective_time_s(measured.present ? measured : kPlaceholderCollective, op.bytes, all_gather_bus_factor(ranks));
 }
 
 double fsdp_comm_s_per_step(const FsdpConfig& f, const NcclProfile& nccl, int ranks) {

@@ -304,6 +304,22 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.nccl.all_reduce = read_collective(r, "all_reduce");
     p.nccl.all_gather = read_collective(r, "all_gather");
     p.nccl.reduce_scatter = read_collective(r, "reduce_scatter");
+    if (r.has("inter_node")) {
+      ObjectReader q = r.object("inter_node");
+      auto& x = p.nccl.inter_node;
+      x.present = true;
+      x.nodes = static_cast<int>(q.integer("nodes", 2, Range::between(2, 100000)));
+      x.gpus = static_cast<int>(q.integer("gpus", x.nodes, Range::between(x.nodes, 1.0e7)));
+      q.string("source", "");
+      x.all_reduce = read_collective(q, "all_reduce");
+      x.all_gather = read_collective(q, "all_gather");
+      x.reduce_scatter = read_collective(q, "reduce_scatter");
+      if (!x.all_reduce.present && !x.all_gather.present && !x.reduce_scatter.present)
+        q.fail("all_reduce", json(nullptr), "at least one of all_reduce, all_gather, reduce_scatter measured across nodes");
+      q.finish();
+    } else {
+      r.raw("inter_node");
+    }
     r.finish();
   }
   top.finish();

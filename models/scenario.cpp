@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/atomic_file.hpp"
+#include "models/collectives.hpp"
 #include "models/cost_models.hpp"
 #include "models/input_error.hpp"
 #include "models/json_reader.hpp"
@@ -236,7 +237,7 @@ void read_fsdp(ObjectReader& top, Scenario& s) {
 }  // namespace
 
 double estimated_activities(const Scenario& s, std::int64_t steps) {
-  const double buckets = (s.node.gpus > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0) +
+  const double buckets = (s.world_size() > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0) +
                          3.0 * static_cast<double>(s.fsdp.unit_parameter_bytes.size());
   // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
@@ -379,6 +380,13 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     ObjectReader r = top.object("node");
     s.node.gpus = static_cast<int>(r.integer("gpus", 1, Range::between(1, 64)));
     s.node.cpu_cores = static_cast<int>(r.integer("cpu_cores", profile.cpu.cores, Range::between(1, 4096)));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("cluster");
+    s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, Range::between(1, 100000)));
+    s.cluster.inter_node_bus_bytes_per_s = r.number("inter_node_bus_bytes_per_s", 0.0, Range::between(0.0, 1e13));
+    s.cluster.inter_node_latency_s = r.number("inter_node_latency_s", -1.0, Range::between(0.0, 1.0));
     r.finish();
   }
   {
@@ -630,7 +638,12 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
   if (top.has("sequence")) read_sequence(top, s, item_bytes_given);
   if (top.has("fsdp")) read_fsdp(top, s);
   top.finish();
-  if (s.node.gpus > 1 && s.ddp.gradient_bytes > 0) {
+  if (const auto missing = missing_inter_node_figures(s, profile))
+    throw InputError(file, "cluster.nodes", std::to_string(s.cluster.nodes),
+                     "1, or the network's figures for the " + *missing +
+                         " across nodes: cluster.inter_node_bus_bytes_per_s (nccl-tests' busbw on a run across nodes), "
+                         "or the profile's nccl.inter_node (calibrate/validation/nccl_tests_fit.py reads nccl-tests' output)");
+  if (s.world_size() > 1 && s.ddp.gradient_bytes > 0) {
     // Each bucket is a simulated collective per step: keep their number sane.
     const double buckets = s.ddp.parameter_bytes.empty() ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0)
                                                          : static_cast<double>(s.ddp.bucket_bytes().size());
@@ -641,7 +654,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
   }
   if (s.batches_per_epoch() == 0)
     throw InputError(file, "dataset.num_samples", std::to_string(s.dataset.num_samples),
-                     "at least loader.batch_size x node.gpus samples with drop_last=true (otherwise an epoch has no batch)");
+                     "at least loader.batch_size x node.gpus x cluster.nodes samples with drop_last=true (otherwise an epoch has no batch)");
   return s;
 }
 

@@ -35,6 +35,16 @@ struct NodeConfig {
   int cpu_cores = 0;  // resolved from the profile when absent
 };
 
+// A job across several nodes (torchrun --nnodes), each running this scenario's node: the collectives span every node's
+// ranks over the network. The simulator runs one node; the others are taken to run as it does.
+struct ClusterConfig {
+  int nodes = 1;
+  // the network's collective figures where the scenario gives them (else the profile's nccl.inter_node): nccl-tests'
+  // busbw of a run across nodes, and its latency (< 0: not given)
+  double inter_node_bus_bytes_per_s = 0.0;
+  double inter_node_latency_s = -1.0;
+};
+
 struct DatasetConfig {
   std::int64_t num_samples = 1281167;
   Distribution sample_bytes{110000.0, 0.0, Distribution::Kind::kLognormal};
@@ -246,6 +256,7 @@ struct Scenario {
   std::string description;
   std::uint64_t seed = 1;
   NodeConfig node;
+  ClusterConfig cluster;
   DatasetConfig dataset;
   StorageConfig storage;
   LoaderConfig loader;
@@ -299,13 +310,16 @@ struct Scenario {
   double sync_tail_s_per_step() const {
     return training.sync_every_steps > 0 ? training.launch_tail_s / training.sync_every_steps : 0.0;
   }
-  double ddp_host_s() const { return node.gpus > 1 ? ddp.host_s() : 0.0; }
+  double ddp_host_s() const { return world_size() > 1 ? ddp.host_s() : 0.0; }
+  // Ranks of the job: every node's GPUs (DistributedSampler's num_replicas, the collectives' ranks).
+  int world_size() const { return node.gpus * cluster.nodes; }
   // Steps until the loader's first fill has drained: prefetch_factor x num_workers batches in flight, plus two
   // (the default training.warmup_steps; sweep and recommend raise a point's warmup to it).
   std::int64_t prefetch_fill_steps() const {
     return (loader.num_workers > 0 ? static_cast<std::int64_t>(loader.prefetch_factor) * loader.num_workers : 0) + 2;
   }
-  std::int64_t samples_per_rank() const { return (dataset.num_samples + node.gpus - 1) / node.gpus; }
+  // DistributedSampler's share: the dataset over every rank of the job, the last padded (drop_last=False)
+  std::int64_t samples_per_rank() const { return (dataset.num_samples + world_size() - 1) / world_size(); }
   // Rows of an epoch's last batch where it is smaller than loader.batch_size (the rank's samples not a multiple of it,
   // drop_last off); 0 where every batch is whole.
   std::int64_t last_batch_rows() const { return loader.drop_last ? 0 : samples_per_rank() % loader.batch_size; }

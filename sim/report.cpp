@@ -469,7 +469,9 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
       {"steps", r.steps},
       {"warmup_steps", r.warmup_steps},
       {"simulated_s", r.simulated_end_s},
-      {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s}}},
+      // samples_per_s is the node's (the simulated one); a job across cluster.nodes runs each node alike
+      {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s},
+                      {"job_samples_per_s", r.samples_per_s * s.cluster.nodes}, {"nodes", s.cluster.nodes}}},
       {"step_time_s",
        {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p80", r.step_p80_s}, {"p90", r.step_p90_s}, {"p95", r.step_p95_s},
         {"p99", r.step_p99_s}}},
@@ -536,8 +538,10 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
 std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, const Profile& p) {
   std::ostringstream o;
   char line[256];
-  o << "pipeplan simulate: " << s.name << " (" << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", "
-    << s.node.cpu_cores << " cores; profile " << p.file << ")\n";
+  o << "pipeplan simulate: " << s.name << " (";
+  if (s.cluster.nodes > 1) o << s.cluster.nodes << " nodes x ";
+  o << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", " << s.node.cpu_cores << " cores"
+    << (s.cluster.nodes > 1 ? " a node" : "") << "; profile " << p.file << ")\n";
   if (!p.fallbacks.empty()) {
     o << "  profile sections taken from the default profile:";
     for (const auto& f : p.fallbacks) o << ' ' << f;
@@ -547,8 +551,12 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                 static_cast<long long>(r.steps), static_cast<long long>(r.warmup_steps), r.simulated_end_s);
   o << line << '\n';
   o << "  throughput      " << with_thousands(r.samples_per_s) << " samples/s";
-  std::snprintf(line, sizeof line, " (%.2f steps/s)\n", r.steps_per_s);
+  std::snprintf(line, sizeof line, " (%.2f steps/s)", r.steps_per_s);
   o << line;
+  if (s.cluster.nodes > 1)
+    o << " a node; " << with_thousands(r.samples_per_s * s.cluster.nodes) << " samples/s over the " << s.cluster.nodes
+      << " nodes (each simulated as this one)";
+  o << '\n';
   if (s.sequence.enabled) {
     std::snprintf(line, sizeof line, "  tokens          %s tokens/s; %.0f%% of the batches' token positions are padding (%s)\n",
                   with_thousands(r.tokens_per_s).c_str(), 100 * r.padding_fraction(), to_string(s.sequence.collate));
@@ -592,7 +600,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
                 100 * r.gpu.idle_host_fraction);
   o << line;
   // several ranks: the wait at a collective for another rank apart from the collective's own exposed time
-  if (s.node.gpus > 1) {
+  if (s.world_size() > 1) {
     std::snprintf(line, sizeof line, ", for other ranks %.0f%%", 100 * r.gpu.idle_waiting_for_ranks_fraction);
     o << line;
   }

@@ -40,6 +40,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "models/analytic.hpp"
+#include "models/collectives.hpp"
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "sim/arrival_order.hpp"
@@ -1485,13 +1486,13 @@ void configure_storage(sg4::Host* storage, const StorageConfig& st) {
 }
 
 std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
-  if (s.node.gpus <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
+  if (s.world_size() <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
   auto comm = std::make_unique<Comm>();
   comm->bucket_bytes = s.ddp.bucket_bytes();
   comm->total_bytes = std::accumulate(comm->bucket_bytes.begin(), comm->bucket_bytes.end(), 0.0);
-  CollectiveModel model = p.nccl.all_reduce;
-  if (!model.present) model = CollectiveModel{true, 2.0e-5, 1.0e11};  // documented placeholder: docs/model.md
-  for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.node.gpus)));
+  // every rank of the job (all nodes'), over the node's links or the network (models/collectives.hpp)
+  const CollectiveModel model = job_collectives(s, p).all_reduce;
+  for (double b : comm->bucket_bytes) comm->bucket_time_s.push_back(collective_time_s(model, b, all_reduce_bus_factor(s.world_size())));
   comm->host_s_per_step = s.ddp_host_s();
   return comm;
 }
@@ -1502,13 +1503,14 @@ std::unique_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
   if (!s.fsdp.enabled()) return nullptr;
   auto f = std::make_unique<FsdpComm>();
   f->ops = fsdp_step_ops(s.fsdp);
+  const NcclProfile collectives = job_collectives(s, p);
   const int units = static_cast<int>(s.fsdp.unit_parameter_bytes.size());
   f->forward_gather.assign(units, -1);
   f->backward_gather.assign(units, -1);
   f->reduce_scatter.assign(units, -1);
   for (std::size_t j = 0; j < f->ops.size(); ++j) {
     const FsdpOp& op = f->ops[j];
-    f->op_s.push_back(fsdp_op_s(op, p.nccl, s.node.gpus));
+    f->op_s.push_back(fsdp_op_s(op, collectives, s.world_size()));
     f->op_names.push_back(std::string(op.kind == FsdpOp::Kind::kAllGather ? "all_gather" : "reduce_scatter") + " unit " +
                           std::to_string(op.unit) +
                           (op.backward && op.kind == FsdpOp::Kind::kAllGather ? " (backward)" : ""));

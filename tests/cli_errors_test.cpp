@@ -177,6 +177,24 @@ TEST(CliErrors, BadFsdpSections) {
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }
 
+// A job across nodes that communicates needs the network's figures; the cluster's keys are checked like any other.
+TEST(CliErrors, BadClusterSections) {
+  const char* ddp = R"({"node": {"gpus": 2}, "training": {"step_s": 0.05, "steps": 50}, "ddp": {"gradient_bytes": 1e8}})";
+  const std::vector<BadCase> cases = {
+      {"nodes without the network", ddp, {"simulate", "{S}", "--set", "cluster.nodes=4"},
+       {"cluster.nodes", "got 4", "cluster.inter_node_bus_bytes_per_s", "nccl.inter_node"}},
+      {"no nodes", ddp, {"simulate", "{S}", "--set", "cluster.nodes=0"}, {"cluster.nodes", "[1, 100000]"}},
+      {"a negative network", ddp, {"simulate", "{S}", "--set", "cluster.inter_node_bus_bytes_per_s=-1"},
+       {"cluster.inter_node_bus_bytes_per_s", "-1"}},
+      {"a misspelt key", ddp, {"simulate", "{S}", "--set", "cluster.node=2"}, {"cluster.node", "nodes"}},
+  };
+  for (const auto& c : cases) expect_one_line_exit_2(c);
+  // without communication a job across nodes needs no network figures
+  const std::string quiet = write_temp(kGood);
+  EXPECT_EQ(run_pipeplan({"simulate", quiet, "--set", "cluster.nodes=8"}).exit_code, 0);
+  std::remove(quiet.c_str());
+}
+
 TEST(CliErrors, BadSetPathsAndOptions) {
   const std::vector<BadCase> cases = {
       {"set without =", kGood, {"simulate", "{S}", "--set", "loader.num_workers"}, {"--set", "KEY.PATH=VALUE"}},
@@ -205,6 +223,10 @@ TEST(CliErrors, BadProfiles) {
       {R"({"copy": {"h2d_pinned": {"bytes_per_s": 1e10, "points": [{"bytes": 0, "bytes_per_s": 1}]}}})", "copy.h2d_pinned.points[0].bytes"},
       {R"({"ipc": {"receive_s_per_batch": 1, "per_byte": 2}})", "ipc.per_byte"},
       {R"({"schema": "pipeplan-profile/9"})", "schema"},
+      {R"({"nccl": {"inter_node": {"nodes": 1}}})", "nccl.inter_node.nodes"},
+      {R"({"nccl": {"inter_node": {"nodes": 2}}})", "nccl.inter_node.all_reduce"},
+      {R"({"nccl": {"inter_node": {"nodes": 2, "all_reduce": {"bus_bytes_per_s": 0}}}})",
+       "nccl.inter_node.all_reduce.bus_bytes_per_s"},
   };
   for (const auto& [text, path] : profiles) {
     BadCase c{"profile", "", {"simulate", scenario, "--profile", write_temp(text)}, {path}};

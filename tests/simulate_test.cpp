@@ -1186,6 +1186,35 @@ TEST(Simulate, DdpExposesTheLastBucketsAllReduce) {
   EXPECT_EQ(r["bottleneck"]["stage"], "comm") << r["bottleneck"]["explanation"];
 }
 
+// Two nodes of two GPUs: DDP's one 100 MB bucket is all-reduced over 4 ranks on the network (1 GB/s of bus bandwidth,
+// nccl-tests' factor 2 x 3/4 = 1.5): 150 ms after a 100 ms backward, where the node alone (2 ranks, factor 1) took
+// 100 ms. Each node runs as the simulated one, so the job's throughput is twice the node's.
+TEST(Simulate, AJobAcrossNodesAllReducesOverTheNetwork) {
+  json s = base_scenario();
+  s["node"]["gpus"] = 2;
+  s["loader"]["num_workers"] = 8;
+  s["dataset"]["load_s_per_sample"] = 1e-5;
+  s["training"] = {{"forward_s", 0.05}, {"backward_s", 0.1}, {"steps", 60}};
+  s["loader"]["pin_memory"] = true;
+  s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
+  s["ddp"] = {{"gradient_bytes", 100e6}, {"bucket_cap_mb", 1000}, {"first_bucket_mb", 1000}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
+      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9},
+               "inter_node": {"nodes": 2, "gpus": 4, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}}})");
+  EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.25, 1e-4);
+  s["cluster"] = {{"nodes", 2}};
+  const json r = simulate(s, {}, profile);
+  EXPECT_NEAR(step_mean(r), 0.30, 1e-4);
+  EXPECT_NEAR(r["throughput"]["job_samples_per_s"].get<double>(), 2 * samples_per_s(r), 1e-9);
+  // the scenario's network stands in for the profile's: 3 GB/s and 1 ms, 50 ms + 1 ms after backward
+  s["cluster"]["inter_node_bus_bytes_per_s"] = 3e9;
+  s["cluster"]["inter_node_latency_s"] = 0.001;
+  EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.201, 1e-4);
+  std::remove(profile.c_str());
+}
+
 TEST(Simulate, SameSeedGivesByteIdenticalOutput) {
   auto run = [](const std::string& seed) {
     return pipeplan::test::run_pipeplan({"simulate", "--steps", "500", "--seed", seed, "--format", "json"});
