@@ -134,12 +134,23 @@ int sweep_command(int argc, char** argv) {
   }
   // Ranked by the mean over seeds when there are several, else by the one run's throughput; a sequence job by its
   // real tokens a second (a packed batch's samples count the one cut at its end; padding counts nothing).
+  // A job across nodes (cluster.nodes) is ranked by the whole job's rate: the node's times its nodes (each node runs
+  // as the simulated one), and the text adds the rate a GPU, which shows what the network costs as nodes are added.
   const bool by_tokens = !rows.empty() && rows.front()["result"].contains("sequence");
-  auto tokens = [](const nlohmann::json& row) { return row["result"]["sequence"]["tokens_per_s"].get<double>(); };
-  auto rate = [](const nlohmann::json& row) {
+  auto nodes = [](const nlohmann::json& row) { return row["result"]["throughput"].value("nodes", 1); };
+  bool across_nodes = false;
+  for (const auto& row : rows) across_nodes = across_nodes || nodes(row) > 1;
+  auto tokens = [&](const nlohmann::json& row) {
+    return row["result"]["sequence"]["tokens_per_s"].get<double>() * nodes(row);
+  };
+  auto rate = [&](const nlohmann::json& row) {
     const auto& r = row["result"];
-    return r.contains("replications") ? r["replications"]["samples_per_s"]["mean"].get<double>()
-                                      : r["throughput"]["samples_per_s"].get<double>();
+    return nodes(row) * (r.contains("replications") ? r["replications"]["samples_per_s"]["mean"].get<double>()
+                                                    : r["throughput"]["samples_per_s"].get<double>());
+  };
+  auto gpus = [&](const nlohmann::json& row) {
+    // the point's ranks: its nodes times the node's GPUs (the report's throughput section)
+    return nodes(row) * row["result"]["throughput"].value("node_gpus", 1);
   };
   auto rank = [&](const nlohmann::json& row) { return by_tokens ? tokens(row) : rate(row); };
 
@@ -163,7 +174,8 @@ int sweep_command(int argc, char** argv) {
       std::snprintf(line, sizeof line, "%-22s ", axis.key.c_str());
       header += line;
     }
-    o << header << "  samples/s" << (replications > 1 ? "         " : "") << (by_tokens ? "     tokens/s  padding" : "")
+    o << header << (across_nodes ? "job samples/s" : "  samples/s") << (replications > 1 ? "         " : "")
+      << (by_tokens ? "     tokens/s  padding" : "") << (across_nodes ? "  a GPU" : "")
       << "  step mean ms  step p90 ms   vs synthetic  bottleneck\n";
     bool any_edge = false;
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -185,10 +197,15 @@ int sweep_command(int argc, char** argv) {
                       100.0 * r["sequence"]["padding_fraction"].get<double>());
         rate_cell += cell;
       }
+      if (across_nodes) {
+        char cell[32];
+        std::snprintf(cell, sizeof cell, "  %5.0f", rate(rows[i]) / gpus(rows[i]));
+        rate_cell += cell;
+      }
       // "~": the p90 falls between short and long steps (sim/step_stats.hpp), so it is the least certain figure
       const bool edge = r.value("step_p90_on_edge", false);
       any_edge = any_edge || edge;
-      std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f%c  %11.0f%%  %s%s\n", knobs.c_str(), (replications > 1 ? 19 : 10) + (by_tokens ? 23 : 0),
+      std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f%c  %11.0f%%  %s%s\n", knobs.c_str(), (replications > 1 ? 19 : 10) + (by_tokens ? 23 : 0) + (across_nodes ? 10 : 0),
                     rate_cell.c_str(),
                     1e3 * r["step_time_s"]["mean"].get<double>(), 1e3 * r["step_time_s"]["p90"].get<double>(), edge ? '~' : ' ',
                     100 * r["synthetic_baseline"]["ratio"].get<double>(), r["bottleneck"]["stage"].get<std::string>().c_str(),

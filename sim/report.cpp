@@ -471,7 +471,8 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
       {"simulated_s", r.simulated_end_s},
       // samples_per_s is the node's (the simulated one); a job across cluster.nodes runs each node alike
       {"throughput", {{"samples_per_s", r.samples_per_s}, {"steps_per_s", r.steps_per_s},
-                      {"job_samples_per_s", r.samples_per_s * s.cluster.nodes}, {"nodes", s.cluster.nodes}}},
+                      {"job_samples_per_s", r.samples_per_s * s.cluster.nodes}, {"nodes", s.cluster.nodes},
+                      {"node_gpus", s.node.gpus}}},
       {"step_time_s",
        {{"mean", r.step_mean_s}, {"p50", r.step_p50_s}, {"p80", r.step_p80_s}, {"p90", r.step_p90_s}, {"p95", r.step_p95_s},
         {"p99", r.step_p99_s}}},
