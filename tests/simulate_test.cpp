@@ -2214,6 +2214,8 @@ TEST(Simulate, FsdpCollectivesByHand) {
   EXPECT_NEAR(step_mean(pre), 0.062 + copy_s, 1e-7);
   EXPECT_NEAR(samples_per_s(pre), 2 * 32 / (0.062 + copy_s), 0.01);
   EXPECT_NEAR(pre["gpu"]["exposed_comm_fraction"].get<double>(), 50.0 / 62, 1e-3);
+  // the two ranks issue alike: every wait is a collective running, none for the other rank
+  EXPECT_NEAR(pre["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.0, 1e-6);
   EXPECT_NEAR(pre["gpu"]["busy_fraction"].get<double>(), 12.0 / 62, 1e-3);
   EXPECT_EQ(pre["bottleneck"]["stage"], "comm");
   s["fsdp"]["backward_prefetch"] = "none";
