@@ -1151,6 +1151,22 @@ TEST(Simulate, DropLastChangesTheEpochLength) {
   EXPECT_EQ(simulate(s)["loader"]["epochs_started"], 10);  // 11 batches per epoch
 }
 
+namespace {
+
+// A flat CPU, a free receive and a measured all-reduce of `bus_bytes_per_s` (no latency) over 2 ranks, plus `extra`
+// keys in the nccl section: the DDP tests' profile, written to a temporary file (the caller removes it).
+std::string ddp_profile(double bus_bytes_per_s, const std::string& extra = "") {
+  char nccl[256];
+  std::snprintf(nccl, sizeof nccl,
+                R"("nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": %g}%s})",
+                bus_bytes_per_s, extra.c_str());
+  return pipeplan::test::write_temp(std::string(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0}, )") + nccl + "}");
+}
+
+}  // namespace
+
 // DDP on 2 GPUs: 100 MB of gradients in buckets of 1 MiB, 3 x 25 MiB and 20,308,224 B; all-reduce
 // at 1 GB/s bus bandwidth (2-rank factor 1), the rate at which backward (100 ms) makes gradients.
 // A bucket's reduce starts when it is full, so reduce k runs during backward segment k+1; the
@@ -1165,10 +1181,7 @@ TEST(Simulate, DdpExposesTheLastBucketsAllReduce) {
   s["loader"]["pin_memory"] = true;  // copies on a side stream stay off the critical path
   s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
   s["ddp"] = {{"gradient_bytes", 100e6}, {"bucket_cap_mb", 25}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
-      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}})");
+  const std::string profile = ddp_profile(1.0e9);
   json r = simulate(s, {}, profile);
   const double exposed = 26214400 / 1e9;
   const double expected = 0.15 + exposed;
@@ -1198,11 +1211,8 @@ TEST(Simulate, AJobAcrossNodesAllReducesOverTheNetwork) {
   s["loader"]["pin_memory"] = true;
   s["transfer"] = {{"non_blocking", true}, {"copy_stream", "side"}};
   s["ddp"] = {{"gradient_bytes", 100e6}, {"bucket_cap_mb", 1000}, {"first_bucket_mb", 1000}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
-      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9},
-               "inter_node": {"nodes": 2, "gpus": 4, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}}})");
+  const std::string profile = ddp_profile(
+      1.0e9, R"(, "inter_node": {"nodes": 2, "gpus": 4, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}})");
   EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.25, 1e-4);
   s["cluster"] = {{"nodes", 2}};
   const json r = simulate(s, {}, profile);
@@ -1576,10 +1586,7 @@ TEST(Simulate, DdpBucketsNeverSplitAParameter) {
   s["dataset"]["load_s_per_sample"] = 1e-5;
   s["training"] = {{"forward_s", 0.05}, {"backward_s", 0.4194304}, {"steps", 60}};
   s["ddp"] = {{"parameter_bytes", {{"count", 100}, {"bytes", 4194304}}}, {"bucket_cap_mb", 1}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
-      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e9}}})");
+  const std::string profile = ddp_profile(1.0e9);
   json r = simulate(s, {}, profile);
   const double expected = 0.05 + 0.4194304 + 0.004194304;
   EXPECT_NEAR(step_mean(r), expected, expected * 1e-6);
@@ -2136,10 +2143,7 @@ TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
   s["loader"]["persistent_workers"] = true;  // an epoch is one batch: no worker start-up between them
   s["training"] = {{"step_s", 0.002}, {"steps", 400}};
   s["ddp"] = {{"gradient_bytes", 1}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
-      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e12}}})");
+  const std::string profile = ddp_profile(1.0e12);
   for (int seed = 1; seed <= 3; ++seed) {
     const json r = simulate(s, {"--seed", std::to_string(seed)}, profile);
     EXPECT_NEAR(step_mean(r), 0.020, 0.0002) << "seed " << seed;
@@ -2165,10 +2169,7 @@ TEST(Simulate, AnInputBoundRankHoldsTheOthersUpAtTheAllReduce) {
   s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 0.5}};
   s["training"] = {{"step_s", 0.005}, {"steps", 300}};
   s["ddp"] = {{"gradient_bytes", 1}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.0, "receive_s_per_byte": 0.0},
-      "nccl": {"measured": true, "gpus": 2, "all_reduce": {"latency_s": 0.0, "bus_bytes_per_s": 1.0e12}}})");
+  const std::string profile = ddp_profile(1.0e12);
   const json r = simulate(s, {}, profile);
   EXPECT_EQ(r["bottleneck"]["stage"], "workers") << r["bottleneck"]["explanation"];
   EXPECT_GT(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.01);
