@@ -960,6 +960,7 @@ void compute_stream_actor(Rank& r) {
     const double forward_s = op.duration_s * forward_share;
     const double backward_s = op.duration_s - forward_s;
     CollectiveWait exposed;
+    double backward_end_s = -1.0;  // DDP: where the rank's backward ended and its wait for the all-reduce began
     if (r.fsdp) {
       exposed = fsdp_step(r, op.step, forward_s, backward_s);  // unit by unit beside FSDP's collectives
     } else if (r.comm && !r.comm->bucket_bytes.empty()) {
@@ -974,6 +975,7 @@ void compute_stream_actor(Rank& r) {
         r.comm->buckets_ready.add();
       }
       const double wait_from_s = sg4::Engine::get_clock(), ran_at_from = r.comm->running.integral_at(wait_from_s);
+      backward_end_s = wait_from_s;
       r.comm->buckets_done.wait_at_least((op.step + 1) * nb);
       exposed = split_wait(r.comm->running, ran_at_from, wait_from_s);
       r.activities += nb;
@@ -1002,7 +1004,13 @@ void compute_stream_actor(Rank& r) {
       r.exposed_comm_s += exposed.comm_s * share;
       r.idle_ranks_s += exposed.other_ranks_s * share;
       if (start_s >= window.start_s && end_s <= window.end_s) r.idle_host_s += end_s - kernels_end_s;
-      world.trace->span(r.id, track, "forward+backward", start_s, kernels_end_s, op.step);
+      if (backward_end_s >= 0.0 && kernels_end_s > backward_end_s) {
+        // the wait after backward: the NCCL track shows when the all-reduce ran, the rest is another rank's lateness
+        world.trace->span(r.id, track, "forward+backward", start_s, backward_end_s, op.step);
+        world.trace->span(r.id, track, "wait for the all-reduce (NCCL, other ranks)", backward_end_s, kernels_end_s, op.step);
+      } else {
+        world.trace->span(r.id, track, "forward+backward", start_s, kernels_end_s, op.step);
+      }
     }
     previous_end_s = end_s;
     record_step_end(r, op.step);
