@@ -2159,6 +2159,32 @@ TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
   std::remove(profile.c_str());
 }
 
+// Ranks wait for the slowest at each collective: four ranks whose GPU steps are lognormal (mean 10 ms, cv 0.2), each
+// its own draw, compute-bound, the all-reduce free: every step lasts the largest of four draws, whose mean is the
+// order statistic E[max of 4] = integral of 1 - F(x)^4 dx (about 12.1 ms), computed here by quadrature; one rank's
+// steps average 10 ms.
+TEST(Simulate, UnderDdpAStepLastsTheLargestOfTheRanksSteps) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 1e-6;
+  s["training"] = {{"step_s", 0.010}, {"step_cv", 0.2}, {"steps", 3000}};
+  const std::string profile = ddp_profile(1.0e12);
+  auto expected_max = [](int n) {
+    double integral = 0.0;
+    const double dx = 1e-6;
+    for (double x = dx / 2; x < 0.05; x += dx) integral += (1.0 - std::pow(lognormal_cdf(x, 0.010, 0.2), n)) * dx;
+    return integral;
+  };
+  EXPECT_NEAR(expected_max(1), 0.010, 1e-6);  // the quadrature itself
+  EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.010, 0.0002);
+  s["node"]["gpus"] = 4;
+  s["ddp"] = {{"gradient_bytes", 1}};
+  const json r = simulate(s, {}, profile);
+  EXPECT_NEAR(step_mean(r), expected_max(4), 0.0002) << "E[max of 4] " << expected_max(4);
+  // each GPU waits for the others the difference between the largest draw and its own, on average
+  EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 1.0 - 0.010 / expected_max(4), 0.02);
+  std::remove(profile.c_str());
+}
+
 // Two ranks fed by too few workers: each waits for its own batches, and at the all-reduce for the other rank when that
 // one is still waiting for its own; the all-reduce itself is free. The wait at the collective is input's, so the
 // diagnosis names the workers (and counts the wait apart), not communication.
