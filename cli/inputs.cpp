@@ -32,11 +32,12 @@ void check_simulation_size(const Scenario& scenario, long long steps) {
   const std::int64_t n = steps > 0 ? steps : scenario.training.steps;
   const double activities = estimated_activities(scenario, n);
   if (activities > kMaxSimulatedActivities) {
-    char value[96];
-    std::snprintf(value, sizeof value, "%lld steps x %d GPUs (about %.1e activities)", static_cast<long long>(n), scenario.node.gpus,
-                  activities);
+    char value[128];
+    std::snprintf(value, sizeof value, "%lld steps x %d GPUs (about %.1e activities)", static_cast<long long>(n),
+                  scenario.node.gpus * scenario.cluster.simulated_nodes, activities);
     throw InputError(scenario.file, "training.steps", value,
-                     "a run of at most about 5e7 activities (two minutes of wall time): fewer steps, GPUs or DDP buckets");
+                     "a run of at most about 5e7 activities (two minutes of wall time): fewer steps, GPUs, simulated "
+                     "nodes or DDP buckets");
   }
 }
 

@@ -242,7 +242,8 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
   const double threads = static_cast<double>(s.node.gpus) * (s.loader.num_workers + 2);
-  return static_cast<double>(steps) * s.node.gpus * (10.0 + 2.0 * buckets) * (1.0 + threads / 64.0);
+  return static_cast<double>(steps) * s.node.gpus * s.cluster.simulated_nodes * (10.0 + 2.0 * buckets) *
+         (1.0 + threads / 64.0);
 }
 
 std::vector<DutyPoint> duty_curve_from_profile(double step_s, const ComputeProfile& compute) {
@@ -387,6 +388,10 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, Range::between(1, 100000)));
     s.cluster.inter_node_bus_bytes_per_s = r.number("inter_node_bus_bytes_per_s", 0.0, Range::between(0.0, 1e13));
     s.cluster.inter_node_latency_s = r.number("inter_node_latency_s", -1.0, Range::between(0.0, 1.0));
+    s.cluster.simulated_nodes = static_cast<int>(r.integer("simulated_nodes", 1, Range::between(1, kMaxSimulatedNodes)));
+    if (s.cluster.simulated_nodes > s.cluster.nodes)
+      r.fail("simulated_nodes", *r.raw("simulated_nodes"),
+             "at most cluster.nodes (" + std::to_string(s.cluster.nodes) + "): the nodes of the job the simulator runs");
     r.finish();
   }
   {

@@ -35,6 +35,9 @@ struct NodeConfig {
   int cpu_cores = 0;  // resolved from the profile when absent
 };
 
+// The most nodes `cluster.simulated_nodes` runs at once (each a node's actors: wall time grows in proportion).
+inline constexpr int kMaxSimulatedNodes = 64;
+
 // A job across several nodes (torchrun --nnodes), each running this scenario's node: the collectives span every node's
 // ranks over the network. The simulator runs one node; the others are taken to run as it does.
 struct ClusterConfig {
@@ -43,6 +46,9 @@ struct ClusterConfig {
   // busbw of a run across nodes, and its latency (< 0: not given)
   double inter_node_bus_bytes_per_s = 0.0;
   double inter_node_latency_s = -1.0;
+  // nodes the simulator runs (node 0 reported, the others drawn apart and waited for at the collectives): 1 takes the
+  // other nodes to run as node 0 does
+  int simulated_nodes = 1;
 };
 
 struct DatasetConfig {

@@ -540,7 +540,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   std::ostringstream o;
   char line[256];
   o << "pipeplan simulate: " << s.name << " (";
-  if (s.cluster.nodes > 1) o << s.cluster.nodes << " nodes x ";
+  if (s.cluster.nodes > 1) o << s.cluster.nodes << " nodes (" << s.cluster.simulated_nodes << " simulated) x ";
   o << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", " << s.node.cpu_cores << " cores"
     << (s.cluster.nodes > 1 ? " a node" : "") << "; profile " << p.file << ")\n";
   if (!p.fallbacks.empty()) {
@@ -556,7 +556,11 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   o << line;
   if (s.cluster.nodes > 1)
     o << " a node; " << with_thousands(r.samples_per_s * s.cluster.nodes) << " samples/s over the " << s.cluster.nodes
-      << " nodes (each simulated as this one)";
+      << " nodes (" << (s.cluster.simulated_nodes == 1 ? "each run as this one"
+                                                        : "the collectives waited for " +
+                                                              std::to_string(s.cluster.simulated_nodes) +
+                                                              " simulated nodes' ranks")
+      << ")";
   o << '\n';
   if (s.sequence.enabled) {
     std::snprintf(line, sizeof line, "  tokens          %s tokens/s; %.0f%% of the batches' token positions are padding (%s)\n",

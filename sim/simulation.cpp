@@ -117,6 +117,7 @@ struct Comm {
   double total_bytes = 0.0;  // of all buckets: backward splits in these proportions
   std::vector<double> bucket_time_s;
   double host_s_per_step = 0.0;  // DDP's reducer work on the loop's thread (Scenario::ddp_host_s, once)
+  int ranks = 0;           // ranks whose buckets each all-reduce waits for (every simulated node's)
   Counter buckets_ready;   // sum over ranks of ready signals
   Counter buckets_done;    // buckets reduced (node-wide)
   double busy_s = 0.0;
@@ -237,8 +238,10 @@ struct World {
   std::int64_t warmup = 0;
   sg4::Host* storage = nullptr;  // see "storage" at the top
   std::vector<std::unique_ptr<Rank>> ranks;  // real ranks first, then baseline ranks
-  std::unique_ptr<Comm> comm, baseline_comm;
-  std::unique_ptr<FsdpComm> fsdp, baseline_fsdp;
+  // the collectives, shared by every simulated node's ranks (cluster.simulated_nodes)
+  std::shared_ptr<Comm> comm, baseline_comm;
+  std::shared_ptr<FsdpComm> fsdp, baseline_fsdp;
+  int node = 0;  // which simulated node this is: node 0's is the one reported
   Window window, baseline_window;
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
@@ -248,8 +251,9 @@ struct World {
   // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
   // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
   double storage_wait_s = 0.0, storage_files = 0.0;
-  // a histogram's lines dealt without replacement (null otherwise): shared by every rank and twin
-  std::unique_ptr<LineDeal> line_deal;
+  // a histogram's lines dealt without replacement (null otherwise): shared by every rank and twin of every
+  // simulated node
+  std::shared_ptr<LineDeal> line_deal;
   // workers between a batch's first read and its collate (PyTorch's __getitem__ calls, read and load): the
   // harness's in-situ getitem_in_flight_mean, like for like (validation run 52)
   InFlightMeter workers_in_getitem;
@@ -284,7 +288,7 @@ class LineDeal {
  public:
   LineDeal(const Scenario& s, std::int64_t batches_per_epoch_all_ranks)
       : s_(s), per_epoch_(batches_per_epoch_all_ranks), rng_(derive_seed(s.seed, 0x5E9B00ULL)),
-        kept_(static_cast<std::size_t>(s.node.gpus)) {}
+        kept_(static_cast<std::size_t>(s.node.gpus * s.cluster.simulated_nodes)) {}
 
   BatchShape shape(int rank, std::int64_t batch, std::int64_t epoch, int loader_batch) {
     Kept& k = kept_[static_cast<std::size_t>(rank)];
@@ -1039,7 +1043,7 @@ void comm_actor(World& world, Comm& comm, bool synthetic) {
   const std::int64_t nb = static_cast<std::int64_t>(comm.bucket_bytes.size());
   const Window& window = synthetic ? world.baseline_window : world.window;
   for (std::int64_t n = 0;; ++n) {
-    comm.buckets_ready.wait_at_least((n + 1) * world.gpus());  // every rank's bucket is full
+    comm.buckets_ready.wait_at_least((n + 1) * comm.ranks);  // every rank's bucket is full
     const double t0 = sg4::Engine::get_clock();
     comm.running.add(+1, t0);
     sg4::this_actor::sleep_for(comm.bucket_time_s[n % nb]);
@@ -1077,7 +1081,7 @@ void fsdp_comm_actor(World& world, FsdpComm& comm, bool synthetic) {
 class MainLoop {
  public:
   explicit MainLoop(Rank& r)
-      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, w_.line_deal.get(), r.id), wander_(p_.cpu, r.rng) {
+      : r_(r), w_(*r.world), s_(*w_.scenario), p_(*w_.profile), shapes_(s_, w_.line_deal.get(), w_.node * s_.node.gpus + r.id), wander_(p_.cpu, r.rng) {
     for (const auto& [rows, length] : s_.sequence.shapes_run_before) seen_shapes_.emplace(rows, length);
     if (s_.sequence.enabled && s_.sequence.warm_up_shapes) {
       // the warm-up loop ran every padded length at the batch's rows, and at the epoch's last, smaller batch's
@@ -1493,9 +1497,10 @@ void configure_storage(sg4::Host* storage, const StorageConfig& st) {
   });
 }
 
-std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
+std::shared_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   if (s.world_size() <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
-  auto comm = std::make_unique<Comm>();
+  auto comm = std::make_shared<Comm>();
+  comm->ranks = s.node.gpus * s.cluster.simulated_nodes;
   comm->bucket_bytes = s.ddp.bucket_bytes();
   comm->total_bytes = std::accumulate(comm->bucket_bytes.begin(), comm->bucket_bytes.end(), 0.0);
   // every rank of the job (all nodes'), over the node's links or the network (models/collectives.hpp)
@@ -1507,9 +1512,9 @@ std::unique_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
 
 }  // namespace
 
-std::unique_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
+std::shared_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
   if (!s.fsdp.enabled()) return nullptr;
-  auto f = std::make_unique<FsdpComm>();
+  auto f = std::make_shared<FsdpComm>();
   f->ops = fsdp_step_ops(s.fsdp);
   const NcclProfile collectives = job_collectives(s, p);
   const int units = static_cast<int>(s.fsdp.unit_parameter_bytes.size());
@@ -1531,21 +1536,133 @@ std::unique_ptr<FsdpComm> make_fsdp(const Scenario& s, const Profile& p) {
   return f;
 }
 
-SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace) {
-  World world;
-  world.scenario = &scenario;
-  world.profile = &profile;
-  world.trace = &trace;
-  world.steps = options.steps > 0 ? options.steps : scenario.training.steps;
-  world.warmup = std::min(scenario.training.warmup_steps, world.steps / 2);
+namespace {
+
+// One node's hosts: its CPU (its cores shared by its workers, pin and main threads), its storage device, its GPUs, and
+// the synthetic twins' CPU and GPUs. Node 0's names are the plain ones; another simulated node's carry "nN-".
+struct NodeHosts {
+  sg4::Host* cpu = nullptr;
+  sg4::Host* storage = nullptr;
+  sg4::Host* baseline_cpu = nullptr;
+  std::vector<sg4::Host*> gpus, baseline_gpus;
+};
+
+NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const Profile& profile, int node) {
+  const std::string prefix = node == 0 ? "" : "n" + std::to_string(node) + "-";
   const int gpus = scenario.node.gpus;
-  world.step_done_count.assign(world.steps, 0);
-  world.baseline_step_done_count.assign(world.steps, 0);
-  world.node_step_end_s.assign(world.steps, 0.0);
-  world.baseline_step_end_s.assign(world.steps, 0.0);
-  if (world.warmup == 0) world.window.start_s = world.baseline_window.start_s = 0.0;
+  NodeHosts h;
+  // One action may run at most at its host's per-core speed, so the per-core speed is the curve's
+  // peak: where the measured curve rises above 1 (the H200 machine: 1.07-1.11 with several busy
+  // cores, frequency ramping with load), a lone thread at 1 busy core still gets 1.0 from the
+  // sharing function, and busy ones get the curve's value. With the speed left at 1.0 the curve's
+  // values above 1 were cut off and CPU stages ran up to 11% slower than their measured speed
+  // (validation run 12, pin-bound cases).
+  const double peak_speed = peak_relative_speed(profile.cpu.speed_vs_busy_cores);
+  h.cpu = zone->create_host(prefix + "cpu", kFlopsPerCoreSecond * peak_speed)->set_core_count(scenario.node.cpu_cores);
+  configure_cpu(h.cpu, profile, scenario.node.cpu_cores);
+  h.storage = zone->create_host(prefix + "storage", scenario.storage.read_bytes_per_s);
+  configure_storage(h.storage, scenario.storage);
+  h.baseline_cpu = zone->create_host(prefix + "baseline", kFlopsPerCoreSecond)->set_core_count(gpus);
+  for (int g = 0; g < gpus; ++g) {
+    h.gpus.push_back(zone->create_host(prefix + "gpu" + std::to_string(g), kFlopsPerCoreSecond));
+    h.baseline_gpus.push_back(zone->create_host(prefix + "baseline_gpu" + std::to_string(g), kFlopsPerCoreSecond));
+  }
+  return h;
+}
+
+// A node's ranks and their synthetic twins, with their actors; node 0 also starts the collectives' actors (they
+// serve every simulated node's ranks) and is the only one traced.
+void start_node(World& world, const NodeHosts& hosts, TraceRecorder& trace) {
+  const Scenario& scenario = *world.scenario;
+  const int gpus = scenario.node.gpus;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool synthetic = pass == 1;
+    for (int g = 0; g < gpus; ++g) {
+      auto rank = std::make_unique<Rank>();
+      Rank& r = *rank;
+      r.id = g;
+      r.synthetic = synthetic;
+      r.world = &world;
+      r.comm = synthetic ? world.baseline_comm.get() : world.comm.get();
+      r.fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
+      if (r.fsdp) r.fsdp->issued.push_back(&r.fsdp_issued);
+      r.cpu = synthetic ? hosts.baseline_cpu : hosts.cpu;
+      r.gpu = synthetic ? hosts.baseline_gpus[g] : hosts.gpus[g];
+      r.gil = sg4::Mutex::create();
+      r.memory_map = sg4::Mutex::create();
+      r.slow_worker_gil = sg4::Mutex::create();
+      // node 0's draws are those of a one-node job; another node's ranks draw apart
+      const std::uint64_t rank_key = static_cast<std::uint64_t>(g) + 1 + static_cast<std::uint64_t>(world.node) * 0x10000ULL;
+      r.rng = Rng(derive_seed(scenario.seed, rank_key, synthetic ? 2 : 1));
+      for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s, &r.launch_end_s})
+        v->assign(world.steps, 0.0);
+      r.step_samples.assign(world.steps, 0);
+      r.step_tokens.assign(world.steps, 0.0);
+      r.step_slots.assign(world.steps, 0.0);
+      const std::string prefix = (world.node == 0 ? "" : "n" + std::to_string(world.node) + "-") +
+                                 (synthetic ? "baseline" : "rank") + std::to_string(g);
+      if (!synthetic) {
+        trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
+        trace.name_thread(g, kMainTrack, "main thread (training loop)", 0);
+        r.worker_outstanding.assign(scenario.loader.num_workers, 0);
+        for (int w = 0; w < scenario.loader.num_workers; ++w) {
+          r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
+          trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);
+          sg4::Actor::create(prefix + "-worker" + std::to_string(w), hosts.cpu, [&r, w]() { worker_actor(r, w); })->daemonize();
+        }
+        if (scenario.loader.pin_memory && scenario.loader.num_workers > 0) {
+          trace.name_thread(g, kPinTrack, "pin_memory thread", 1);
+          sg4::Actor::create(prefix + "-pin", hosts.cpu, [&r]() { pin_thread_actor(r); })->daemonize();
+        }
+        if (scenario.transfer.copy_stream == CopyStream::kSide) {
+          trace.name_thread(g, kCopyTrack, "copy stream (H2D)", 2);
+          sg4::Actor::create(prefix + "-copy", r.gpu, [&r]() { side_stream_actor(r); })->daemonize();
+        }
+        trace.name_thread(g, kComputeTrack, "compute stream", 3);
+        if (world.comm) trace.name_thread(g, kCommTrack, "NCCL all-reduce", 4);
+        if (world.fsdp) trace.name_thread(g, kCommTrack, "NCCL (FSDP all-gather, reduce-scatter)", 4);
+      }
+      sg4::Actor::create(prefix + "-compute", r.gpu, [&r]() { compute_stream_actor(r); })->daemonize();
+      sg4::Actor::create(prefix + "-main", r.cpu, [&r]() { MainLoop loop(r); loop(); });
+      world.ranks.push_back(std::move(rank));
+    }
+    if (world.node != 0) continue;
+    Comm* comm = synthetic ? world.baseline_comm.get() : world.comm.get();
+    if (comm) sg4::Actor::create(synthetic ? "baseline-comm" : "comm", synthetic ? hosts.baseline_gpus[0] : hosts.gpus[0],
+                                 [&world, comm, synthetic]() { comm_actor(world, *comm, synthetic); })->daemonize();
+    FsdpComm* fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
+    if (fsdp) sg4::Actor::create(synthetic ? "baseline-fsdp" : "fsdp", synthetic ? hosts.baseline_gpus[0] : hosts.gpus[0],
+                                 [&world, fsdp, synthetic]() { fsdp_comm_actor(world, *fsdp, synthetic); })->daemonize();
+  }
+}
+
+}  // namespace
+
+SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOptions& options, TraceRecorder& trace) {
+  // cluster.simulated_nodes: node 0 is the node reported; the others run beside it, each with its own loaders, cores
+  // and storage drawn apart, so that the collectives wait for the slowest of all their ranks
+  const int nodes = scenario.cluster.simulated_nodes;
+  std::vector<std::unique_ptr<World>> worlds;
+  TraceRecorder untraced(false);  // the other simulated nodes are not traced
+  for (int n = 0; n < nodes; ++n) {
+    auto w = std::make_unique<World>();
+    w->node = n;
+    w->scenario = &scenario;
+    w->profile = &profile;
+    w->trace = n == 0 ? &trace : &untraced;
+    w->steps = options.steps > 0 ? options.steps : scenario.training.steps;
+    w->warmup = std::min(scenario.training.warmup_steps, w->steps / 2);
+    w->step_done_count.assign(w->steps, 0);
+    w->baseline_step_done_count.assign(w->steps, 0);
+    w->node_step_end_s.assign(w->steps, 0.0);
+    w->baseline_step_end_s.assign(w->steps, 0.0);
+    if (w->warmup == 0) w->window.start_s = w->baseline_window.start_s = 0.0;
+    worlds.push_back(std::move(w));
+  }
+  World& world = *worlds.front();
+  const int gpus = scenario.node.gpus;
   if (scenario.sequence.enabled && !scenario.sequence.histogram_tokens.empty() && !scenario.sequence.replacement)
-    world.line_deal = std::make_unique<LineDeal>(scenario, scenario.batches_per_epoch() * gpus);
+    world.line_deal = std::make_shared<LineDeal>(scenario, scenario.batches_per_epoch() * gpus * nodes);
 
   std::vector<std::string> args_storage = {"pipeplan", "--log=root.thresh:critical", "--log=no_loc",
                                            "--cfg=contexts/stack-size:128", "--cfg=contexts/guard-size:0"};
@@ -1562,92 +1679,31 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   sg4::Engine engine(&argc, argv.data());
 
   auto* zone = sg4::create_full_zone("node");
-  // One action may run at most at its host's per-core speed, so the per-core speed is the curve's
-  // peak: where the measured curve rises above 1 (the H200 machine: 1.07-1.11 with several busy
-  // cores, frequency ramping with load), a lone thread at 1 busy core still gets 1.0 from the
-  // sharing function, and busy ones get the curve's value. With the speed left at 1.0 the curve's
-  // values above 1 were cut off and CPU stages ran up to 11% slower than their measured speed
-  // (validation run 12, pin-bound cases).
-  const double peak_speed = peak_relative_speed(profile.cpu.speed_vs_busy_cores);
-  sg4::Host* cpu = zone->create_host("cpu", kFlopsPerCoreSecond * peak_speed)->set_core_count(scenario.node.cpu_cores);
-  configure_cpu(cpu, profile, scenario.node.cpu_cores);
-  world.storage = zone->create_host("storage", scenario.storage.read_bytes_per_s);
-  configure_storage(world.storage, scenario.storage);
-  sg4::Host* baseline_cpu = zone->create_host("baseline", kFlopsPerCoreSecond)->set_core_count(gpus);
-  std::vector<sg4::Host*> gpu_hosts, baseline_gpu_hosts;
-  for (int g = 0; g < gpus; ++g) {
-    gpu_hosts.push_back(zone->create_host("gpu" + std::to_string(g), kFlopsPerCoreSecond));
-    baseline_gpu_hosts.push_back(zone->create_host("baseline_gpu" + std::to_string(g), kFlopsPerCoreSecond));
-  }
+  std::vector<NodeHosts> hosts;
+  for (int n = 0; n < nodes; ++n) hosts.push_back(create_node_hosts(zone, scenario, profile, n));
   zone->seal();
 
   world.comm = make_comm(scenario, profile);
   world.baseline_comm = make_comm(scenario, profile);
   world.fsdp = make_fsdp(scenario, profile);
   world.baseline_fsdp = make_fsdp(scenario, profile);
+  for (auto& w : worlds) {
+    w->storage = hosts[static_cast<std::size_t>(w->node)].storage;
+    w->comm = world.comm;
+    w->baseline_comm = world.baseline_comm;
+    w->fsdp = world.fsdp;
+    w->baseline_fsdp = world.baseline_fsdp;
+    w->line_deal = world.line_deal;
+  }
 
   bool deadlocked = false;
   sg4::Engine::on_deadlock_cb([&deadlocked]() { deadlocked = true; });
-
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool synthetic = pass == 1;
-    for (int g = 0; g < gpus; ++g) {
-      auto rank = std::make_unique<Rank>();
-      Rank& r = *rank;
-      r.id = g;
-      r.synthetic = synthetic;
-      r.world = &world;
-      r.comm = synthetic ? world.baseline_comm.get() : world.comm.get();
-      r.fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
-      if (r.fsdp) r.fsdp->issued.push_back(&r.fsdp_issued);
-      r.cpu = synthetic ? baseline_cpu : cpu;
-      r.gpu = synthetic ? baseline_gpu_hosts[g] : gpu_hosts[g];
-      r.gil = sg4::Mutex::create();
-      r.memory_map = sg4::Mutex::create();
-      r.slow_worker_gil = sg4::Mutex::create();
-      r.rng = Rng(derive_seed(scenario.seed, static_cast<std::uint64_t>(g) + 1, synthetic ? 2 : 1));
-      for (auto* v : {&r.step_end_s, &r.data_wait_start_s, &r.data_wait_end_s, &r.copy_start_s, &r.copy_end_s, &r.launch_end_s})
-        v->assign(world.steps, 0.0);
-      r.step_samples.assign(world.steps, 0);
-      r.step_tokens.assign(world.steps, 0.0);
-      r.step_slots.assign(world.steps, 0.0);
-      const std::string prefix = (synthetic ? "baseline" : "rank") + std::to_string(g);
-      if (!synthetic) {
-        trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
-        trace.name_thread(g, kMainTrack, "main thread (training loop)", 0);
-        r.worker_outstanding.assign(scenario.loader.num_workers, 0);
-        for (int w = 0; w < scenario.loader.num_workers; ++w) {
-          r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
-          trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);
-          sg4::Actor::create(prefix + "-worker" + std::to_string(w), cpu, [&r, w]() { worker_actor(r, w); })->daemonize();
-        }
-        if (scenario.loader.pin_memory && scenario.loader.num_workers > 0) {
-          trace.name_thread(g, kPinTrack, "pin_memory thread", 1);
-          sg4::Actor::create(prefix + "-pin", cpu, [&r]() { pin_thread_actor(r); })->daemonize();
-        }
-        if (scenario.transfer.copy_stream == CopyStream::kSide) {
-          trace.name_thread(g, kCopyTrack, "copy stream (H2D)", 2);
-          sg4::Actor::create(prefix + "-copy", r.gpu, [&r]() { side_stream_actor(r); })->daemonize();
-        }
-        trace.name_thread(g, kComputeTrack, "compute stream", 3);
-        if (world.comm) trace.name_thread(g, kCommTrack, "NCCL all-reduce", 4);
-        if (world.fsdp) trace.name_thread(g, kCommTrack, "NCCL (FSDP all-gather, reduce-scatter)", 4);
-      }
-      sg4::Actor::create(prefix + "-compute", r.gpu, [&r]() { compute_stream_actor(r); })->daemonize();
-      sg4::Actor::create(prefix + "-main", r.cpu, [&r]() { MainLoop loop(r); loop(); });
-      world.ranks.push_back(std::move(rank));
-    }
-    Comm* comm = synthetic ? world.baseline_comm.get() : world.comm.get();
-    if (comm) sg4::Actor::create(synthetic ? "baseline-comm" : "comm", synthetic ? baseline_gpu_hosts[0] : gpu_hosts[0],
-                                 [&world, comm, synthetic]() { comm_actor(world, *comm, synthetic); })->daemonize();
-    FsdpComm* fsdp = synthetic ? world.baseline_fsdp.get() : world.fsdp.get();
-    if (fsdp) sg4::Actor::create(synthetic ? "baseline-fsdp" : "fsdp", synthetic ? baseline_gpu_hosts[0] : gpu_hosts[0],
-                                 [&world, fsdp, synthetic]() { fsdp_comm_actor(world, *fsdp, synthetic); })->daemonize();
-  }
+  for (auto& w : worlds) start_node(*w, hosts[static_cast<std::size_t>(w->node)], *w->trace);
 
   engine.run();
-  if (deadlocked || world.finished_mains != 2 * gpus)
-    throw std::runtime_error("the simulation could not make progress (a stage waits forever); this is a pipeplan bug: please report the scenario");
+  for (auto& w : worlds)
+    if (deadlocked || w->finished_mains != 2 * gpus)
+      throw std::runtime_error("the simulation could not make progress (a stage waits forever); this is a pipeplan bug: please report the scenario");
 
   // ---- results
   SimResult res;

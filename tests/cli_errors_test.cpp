@@ -187,6 +187,8 @@ TEST(CliErrors, BadClusterSections) {
       {"a negative network", ddp, {"simulate", "{S}", "--set", "cluster.inter_node_bus_bytes_per_s=-1"},
        {"cluster.inter_node_bus_bytes_per_s", "-1"}},
       {"a misspelt key", ddp, {"simulate", "{S}", "--set", "cluster.node=2"}, {"cluster.node", "nodes"}},
+      {"more nodes simulated than the job has", ddp, {"simulate", "{S}", "--set", "cluster.simulated_nodes=2"},
+       {"cluster.simulated_nodes", "at most cluster.nodes (1)"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
   // without communication a job across nodes needs no network figures

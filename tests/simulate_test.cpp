@@ -2185,6 +2185,33 @@ TEST(Simulate, UnderDdpAStepLastsTheLargestOfTheRanksSteps) {
   std::remove(profile.c_str());
 }
 
+// The same across nodes (one GPU each, the network free): with cluster.simulated_nodes the collectives wait for the
+// slowest of every simulated node's ranks: E[max of 2] = 11.11 ms, E[max of 4] = 12.14 ms; with one node simulated
+// the other three are taken to run as it does, and a step is one draw, 10 ms.
+TEST(Simulate, SimulatedNodesWaitForTheSlowestOfAllTheirRanks) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 1e-6;
+  s["training"] = {{"step_s", 0.010}, {"step_cv", 0.2}, {"steps", 3000}};
+  s["ddp"] = {{"gradient_bytes", 1}};
+  s["cluster"] = {{"nodes", 4}, {"inter_node_bus_bytes_per_s", 1e12}, {"inter_node_latency_s", 0.0}};
+  const std::string profile = ddp_profile(1.0e12);
+  auto expected_max = [](int n) {
+    double integral = 0.0;
+    const double dx = 1e-6;
+    for (double x = dx / 2; x < 0.05; x += dx) integral += (1.0 - std::pow(lognormal_cdf(x, 0.010, 0.2), n)) * dx;
+    return integral;
+  };
+  for (int simulated : {1, 2, 4}) {
+    s["cluster"]["simulated_nodes"] = simulated;
+    const json r = simulate(s, {}, profile);
+    EXPECT_NEAR(step_mean(r), expected_max(simulated), 0.0002) << simulated << " nodes simulated";
+    // the report is one node's: its samples a second, and the job's four times that
+    EXPECT_NEAR(r["throughput"]["job_samples_per_s"].get<double>(), 4 * samples_per_s(r), 1e-9);
+    EXPECT_NEAR(samples_per_s(r), 32 / step_mean(r), 0.01 * 32 / step_mean(r));
+  }
+  std::remove(profile.c_str());
+}
+
 // Two ranks fed by too few workers: each waits for its own batches, and at the all-reduce for the other rank when that
 // one is still waiting for its own; the all-reduce itself is free. The wait at the collective is input's, so the
 // diagnosis names the workers (and counts the wait apart), not communication.
