@@ -230,13 +230,24 @@ struct InFlightMeter {
 
 class LineDeal;
 
+// A storage device and what its readers did in the window: one a node, or one shared by the simulated nodes that read
+// the same store (storage.nodes_sharing > 1 with cluster.simulated_nodes > 1: their shares pooled, each node's reads
+// contending with the others' as they come).
+struct Store {
+  sg4::Host* host = nullptr;
+  int nodes = 1;  // the nodes whose shares it pools: its bandwidth is storage.read_bytes_per_s x nodes
+  // workers in a storage read (calibrate's readers_in_flight_mean, for storage_check.py)
+  InFlightMeter readers;
+  double device_bytes = 0.0;  // bytes through the device inside the measured window
+};
+
 struct World {
   const Scenario* scenario = nullptr;
   const Profile* profile = nullptr;
   TraceRecorder* trace = nullptr;
   std::int64_t steps = 0;
   std::int64_t warmup = 0;
-  sg4::Host* storage = nullptr;  // see "storage" at the top
+  Store* store = nullptr;  // see "storage" at the top
   std::vector<std::unique_ptr<Rank>> ranks;  // real ranks first, then baseline ranks
   // the collectives, shared by every simulated node's ranks (cluster.simulated_nodes)
   std::shared_ptr<Comm> comm, baseline_comm;
@@ -245,9 +256,6 @@ struct World {
   Window window, baseline_window;
   std::vector<int> step_done_count, baseline_step_done_count;
   std::vector<double> node_step_end_s, baseline_step_end_s;
-  double storage_device_bytes = 0.0;
-  // workers in a storage read (calibrate's readers_in_flight_mean, for storage_check.py)
-  InFlightMeter storage_readers;
   // every cold read's wait (its per-request latency and its time on the device) and the files it read: a file's
   // mean wait, against the cases' in-situ cold getitem less its CPU (validation run 51, finding 3)
   double storage_wait_s = 0.0, storage_files = 0.0;
@@ -445,9 +453,10 @@ double read_storage(Rank& r, int samples) {
   const double device_bytes = std::max(bytes, requests * s.storage.read_bytes_per_s / s.storage.read_iops);
   if (s.storage.read_latency_s > 0.0) sg4::this_actor::sleep_for(requests * s.storage.read_latency_s);
   const double read_start_s = sg4::Engine::get_clock();
-  const double readers_integral0 = r.world->storage_readers.begin(read_start_s);
-  const int readers = r.world->storage_readers.count.now;
-  sg4::this_actor::exec_init(device_bytes)->set_host(r.world->storage)->wait();
+  Store& store = *r.world->store;
+  const double readers_integral0 = store.readers.begin(read_start_s);
+  const int readers = store.readers.count.now;
+  sg4::this_actor::exec_init(device_bytes)->set_host(store.host)->wait();
   // One synchronous reader (one read in flight) cannot go faster than its own stream rate, however
   // idle the device: the read lasts at least bytes / that rate, which falls as more read at once
   // (calibrate's concurrent buffered reads; the count of readers at this read's start). With
@@ -461,8 +470,8 @@ double read_storage(Rank& r, int samples) {
   const double now = sg4::Engine::get_clock();
   r.world->storage_wait_s += requests * s.storage.read_latency_s + (now - read_start_s);
   r.world->storage_files += requests;
-  r.world->storage_readers.end(read_start_s, readers_integral0, now);
-  if (now >= r.world->window.start_s && now <= r.world->window.end_s) r.world->storage_device_bytes += device_bytes;
+  store.readers.end(read_start_s, readers_integral0, now);
+  if (now >= r.world->window.start_s && now <= r.world->window.end_s) store.device_bytes += device_bytes;
   r.activities += 2;
   return bytes * s.storage.buffered_read_cpu_s_per_byte;
 }
@@ -1542,12 +1551,17 @@ namespace {
 // the synthetic twins' CPU and GPUs. Node 0's names are the plain ones; another simulated node's carry "nN-".
 struct NodeHosts {
   sg4::Host* cpu = nullptr;
-  sg4::Host* storage = nullptr;
+  Store* store = nullptr;
   sg4::Host* baseline_cpu = nullptr;
   std::vector<sg4::Host*> gpus, baseline_gpus;
 };
 
-NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const Profile& profile, int node) {
+// The simulated nodes that read one store: storage.nodes_sharing of them (all the simulated ones where fewer), each
+// store created with the first node that reads it.
+int nodes_a_store(const Scenario& s) { return std::max(1, std::min(s.storage.nodes_sharing, s.cluster.simulated_nodes)); }
+
+NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const Profile& profile, int node,
+                            std::vector<std::unique_ptr<Store>>& stores) {
   const std::string prefix = node == 0 ? "" : "n" + std::to_string(node) + "-";
   const int gpus = scenario.node.gpus;
   NodeHosts h;
@@ -1560,8 +1574,16 @@ NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const 
   const double peak_speed = peak_relative_speed(profile.cpu.speed_vs_busy_cores);
   h.cpu = zone->create_host(prefix + "cpu", kFlopsPerCoreSecond * peak_speed)->set_core_count(scenario.node.cpu_cores);
   configure_cpu(h.cpu, profile, scenario.node.cpu_cores);
-  h.storage = zone->create_host(prefix + "storage", scenario.storage.read_bytes_per_s);
-  configure_storage(h.storage, scenario.storage);
+  const int per_store = nodes_a_store(scenario);
+  if (node % per_store == 0) {
+    // storage.read_bytes_per_s is one node's share of the store; the store pools the shares of the nodes it serves
+    auto store = std::make_unique<Store>();
+    store->nodes = std::min(per_store, scenario.cluster.simulated_nodes - node);
+    store->host = zone->create_host(prefix + "storage", scenario.storage.read_bytes_per_s * store->nodes);
+    configure_storage(store->host, scenario.storage);
+    stores.push_back(std::move(store));
+  }
+  h.store = stores[static_cast<std::size_t>(node / per_store)].get();
   h.baseline_cpu = zone->create_host(prefix + "baseline", kFlopsPerCoreSecond)->set_core_count(gpus);
   for (int g = 0; g < gpus; ++g) {
     h.gpus.push_back(zone->create_host(prefix + "gpu" + std::to_string(g), kFlopsPerCoreSecond));
@@ -1680,7 +1702,8 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
 
   auto* zone = sg4::create_full_zone("node");
   std::vector<NodeHosts> hosts;
-  for (int n = 0; n < nodes; ++n) hosts.push_back(create_node_hosts(zone, scenario, profile, n));
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int n = 0; n < nodes; ++n) hosts.push_back(create_node_hosts(zone, scenario, profile, n, stores));
   zone->seal();
 
   world.comm = make_comm(scenario, profile);
@@ -1688,7 +1711,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   world.fsdp = make_fsdp(scenario, profile);
   world.baseline_fsdp = make_fsdp(scenario, profile);
   for (auto& w : worlds) {
-    w->storage = hosts[static_cast<std::size_t>(w->node)].storage;
+    w->store = hosts[static_cast<std::size_t>(w->node)].store;
     w->comm = world.comm;
     w->baseline_comm = world.baseline_comm;
     w->fsdp = world.fsdp;
@@ -1715,7 +1738,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.window_s = w1 - w0;
   res.mean_busy_cores =
       res.window_s > 0.0 ? (world.cpu_integral_window_end - world.cpu_integral_window_start) / res.window_s : 0.0;
-  res.storage_readers_in_flight_mean = world.storage_readers.mean();
+  res.storage_readers_in_flight_mean = world.store->readers.mean();
   res.storage_wait_s_per_file = world.storage_files > 0.0 ? world.storage_wait_s / world.storage_files : 0.0;
   res.storage_getitem_in_flight_mean = world.workers_in_getitem.mean();
   std::vector<double> step_times;
@@ -1798,7 +1821,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   };
   if (s.storage.page_cache_hit_ratio < 1.0)
     add_stage("storage", "device reads (bandwidth, IOPS) shared by every reader of the node",
-              std::clamp(world.storage_device_bytes / s.storage.read_bytes_per_s / window, 0.0, 1.0));
+              std::clamp(world.store->device_bytes / (s.storage.read_bytes_per_s * world.store->nodes) / window, 0.0, 1.0));
   if (s.loader.num_workers > 0) {
     add_stage("workers", "worker processes: __getitem__ (read, decode, augment) and collate", frac(worker));
     if (s.loader.pin_memory)

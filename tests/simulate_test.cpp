@@ -2427,6 +2427,33 @@ TEST(Simulate, NodesSharingAStoreSplitItsBandwidthAndIops) {
   EXPECT_NEAR(samples_per_s(simulate(s)), 5.0, 0.1);
 }
 
+// Simulated nodes that read one store share it as their reads come (a processor-sharing device), not in fixed shares.
+// Four nodes, one cold reader each: a 1 MB read then 4 ms of CPU (lognormal, cv 1) a sample. Held to its quarter of
+// the 1 GB/s store, a reader takes 4 + 4 ms a sample: 125 samples/s. Sharing the whole store, the four readers are a
+// closed network of a processor-sharing device (1 ms a read alone) and their own CPUs (4 ms): by product form
+// (BCMP: the means alone count) the device is busy 1 - p0 of the time, p0 = 1 / sum_n 4!/(4-n)! (1/4)^n = 1 / 3.21875,
+// so 689.3 reads a second in all, 172.3 a node.
+TEST(Simulate, SimulatedNodesShareTheirStoreAsTheirReadsCome) {
+  json s = one_cold_reader();
+  s["storage"] = {{"page_cache_hit_ratio", 0.0}, {"nodes_sharing", 4}, {"read_pieces_per_batch", 10}};
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.004}, {"cv", 1.0}};
+  s["training"]["steps"] = 600;
+  s["cluster"] = {{"nodes", 4}};
+  EXPECT_NEAR(samples_per_s(simulate(s)), 125.0, 2.5);
+  double sum = 0.0, term = 1.0;
+  for (int n = 0; n <= 4; ++n) {
+    sum += term;
+    term *= (4 - n) * 0.25;
+  }
+  const double per_node = (1.0 - 1.0 / sum) * 1000.0 / 4;
+  EXPECT_NEAR(per_node, 172.3, 0.1);
+  s["cluster"]["simulated_nodes"] = 4;
+  const json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), per_node, 0.04 * per_node);
+  for (const auto& st : r["stages"])
+    if (st["name"] == "storage") EXPECT_NEAR(st["busy_fraction"].get<double>(), 1.0 - 1.0 / sum, 0.04);
+}
+
 // A token budget sets the batch: 100-token samples under 1,000 positions take 10 a batch (batch_size 64 only caps),
 // a 10 ms + 1 us x 1,000 = 11 ms step: 909 samples/s, 90,909 tokens/s.
 TEST(Simulate, SequenceTokenBudgetBatches) {
