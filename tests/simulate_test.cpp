@@ -2450,8 +2450,11 @@ TEST(Simulate, SimulatedNodesShareTheirStoreAsTheirReadsCome) {
   s["cluster"]["simulated_nodes"] = 4;
   const json r = simulate(s);
   EXPECT_NEAR(samples_per_s(r), per_node, 0.04 * per_node);
-  for (const auto& st : r["stages"])
-    if (st["name"] == "storage") EXPECT_NEAR(st["busy_fraction"].get<double>(), 1.0 - 1.0 / sum, 0.04);
+  for (const auto& st : r["stages"]) {
+    if (st["name"] == "storage") {
+      EXPECT_NEAR(st["busy_fraction"].get<double>(), 1.0 - 1.0 / sum, 0.04);
+    }
+  }
 }
 
 // A token budget sets the batch: 100-token samples under 1,000 positions take 10 a batch (batch_size 64 only caps),
