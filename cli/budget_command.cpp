@@ -88,10 +88,12 @@ int budget_command(int argc, char** argv) {
                                   "each GPU at its synthetic-data rate (batch_size / step_s), each page-cache miss a read of\n"
                                   "dataset.sample_bytes. Set storage.page_cache_hit_ratio for the share served from memory.\n\noptions");
   CommonOptions common;
-  std::string gpu_list = "1,8,64,512,4096";
+  const std::string default_gpu_list = "1,8,64,512,4096";
+  std::string gpu_list = default_gpu_list;
   add_common_options(options, common);
   Store store;
-  options.add_options()("gpus", po::value(&gpu_list), "GPU counts to budget for (default 1,8,64,512,4096)")(
+  options.add_options()("gpus", po::value(&gpu_list),
+                        "GPU counts to budget for (default 1,8,64,512,4096 and the scenario's node.gpus x cluster.nodes)")(
       "store-read-bytes-per-s", po::value(&store.read_bytes_per_s),
       "a shared store's read bandwidth (fio's bw, all clients together): which GPU counts it feeds, and at what share")(
       "store-read-iops", po::value(&store.read_iops), "the shared store's read IOPS (fio's iops, all clients together)");
@@ -117,6 +119,11 @@ int budget_command(int argc, char** argv) {
 
   const Profile profile = load_profile(common.profile_path);
   const Scenario s = load_scenario(common, profile);
+  // the scenario's own job (node.gpus x cluster.nodes) among the default counts
+  if (gpu_list == default_gpu_list && std::find(counts.begin(), counts.end(), s.world_size()) == counts.end()) {
+    counts.push_back(s.world_size());
+    std::sort(counts.begin(), counts.end());
+  }
   std::vector<BudgetRow> rows;
   for (long long n : counts) rows.push_back(budget_for(s, n, store));
   const BudgetRow one = budget_for(s, 1, Store{});

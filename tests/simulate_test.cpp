@@ -1622,6 +1622,18 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   EXPECT_NEAR(eight["read_iops"].get<double>(), 12800.0, 1e-6);
   EXPECT_NEAR(eight["epoch_s"].get<double>(), 10.0, 1e-9);  // 256,000 samples at 25,600/s
   EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--gpus", "8,x"}).exit_code, 2);
+  // without --gpus, the default counts and the scenario's own job (6 nodes x 2 GPUs: 12, 38,400 samples/s)
+  json job = s;
+  job["node"]["gpus"] = 2;
+  job["cluster"] = {{"nodes", 6}};
+  const std::string job_path = pipeplan::test::write_temp(job.dump());
+  const auto d = pipeplan::test::run_pipeplan({"budget", job_path, "--format", "json", "--profile",
+                                               pipeplan::test::test_data("flat_profile.json")});
+  std::remove(job_path.c_str());
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  std::vector<long long> counts;
+  for (const auto& row : json::parse(d.out)["rows"]) counts.push_back(row["gpus"].get<long long>());
+  EXPECT_EQ(counts, (std::vector<long long>{1, 8, 12, 64, 512, 4096}));
   // A shared store of 1 GB/s and 8,000 read IOPS: a GPU reads 160 MB/s and 1,600 IOPS, so the IOPS feed 5 GPUs (the
   // bandwidth 6.25); 8 GPUs get min(1 / 1.28, 8,000 / 12,800) = 0.625 of their demand, and an epoch takes 16 s
   const std::string stored = pipeplan::test::write_temp(s.dump());
