@@ -1632,7 +1632,8 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   std::remove(job_path.c_str());
   ASSERT_EQ(d.exit_code, 0) << d.err;
   std::vector<long long> counts;
-  for (const auto& row : json::parse(d.out)["rows"]) counts.push_back(row["gpus"].get<long long>());
+  const json budget = json::parse(d.out);
+  for (const auto& row : budget["rows"]) counts.push_back(row["gpus"].get<long long>());
   EXPECT_EQ(counts, (std::vector<long long>{1, 8, 12, 64, 512, 4096}));
   // A shared store of 1 GB/s and 8,000 read IOPS: a GPU reads 160 MB/s and 1,600 IOPS, so the IOPS feed 5 GPUs (the
   // bandwidth 6.25); 8 GPUs get min(1 / 1.28, 8,000 / 12,800) = 0.625 of their demand, and an epoch takes 16 s
