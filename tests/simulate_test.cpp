@@ -2297,6 +2297,29 @@ TEST(Simulate, FsdpCollectivesByHand) {
   std::remove(profile_path.c_str());
 }
 
+// The same job on two nodes (4 ranks, the network's all-gather and reduce-scatter at 10 GB/s of bus bandwidth): each
+// collective moves 200 MB x 3/4 on the bus, 15 ms, so the hand timeline above becomes AG0 0-15, AG1 15-30, fwd1 30-32,
+// AG1b 32-47, AG0b 47-62, RS1 62-77, RS0 77-92: a 92 ms step (2 ms of compute showing + 6 collectives of 15 ms).
+TEST(Simulate, FsdpAcrossNodesTimesItsCollectivesOverTheNetwork) {
+  auto [s, prof] = fsdp_two_unit_job();
+  prof["nccl"]["inter_node"] = {{"nodes", 2},
+                                {"gpus", 4},
+                                {"all_gather", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}},
+                                {"reduce_scatter", {{"latency_s", 0.0}, {"bus_bytes_per_s", 1e10}}}};
+  s["cluster"] = {{"nodes", 2}};
+  const std::string profile_path = pipeplan::test::write_temp(prof.dump());
+  const double copy_s = 32 * 1000 / 1e10;
+  EXPECT_NEAR(step_mean(simulate(s, {}, profile_path)), 0.092 + copy_s, 1e-7);
+  // the network's all-gather but no reduce-scatter across nodes: refused, naming it
+  prof["nccl"]["inter_node"].erase("reduce_scatter");
+  const std::string partial = pipeplan::test::write_temp(prof.dump());
+  const std::string path = pipeplan::test::write_temp(s.dump());
+  const auto r = pipeplan::test::run_pipeplan({"simulate", path, "--profile", partial});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("reduce_scatter across nodes"), std::string::npos) << r.err;
+  for (const auto& p : {profile_path, partial, path}) std::remove(p.c_str());
+}
+
 // The trace's NCCL track of each rank names every FSDP collective in BACKWARD_PRE's issue order (the hand timeline
 // above: AG0 AG1 AG1b AG0b RS1 RS0), each 10 ms. (The names are built at run time: they once pointed at freed
 // strings and came out as garbage bytes, which made the file invalid JSON.)
