@@ -540,9 +540,12 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
   std::ostringstream o;
   char line[256];
   o << "pipeplan simulate: " << s.name << " (";
-  if (s.cluster.nodes > 1) o << s.cluster.nodes << " nodes (" << s.cluster.simulated_nodes << " simulated) x ";
-  o << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", " << s.node.cpu_cores << " cores"
-    << (s.cluster.nodes > 1 ? " a node" : "") << "; profile " << p.file << ")\n";
+  if (s.cluster.nodes > 1)
+    o << s.cluster.nodes << " nodes of " << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", "
+      << s.cluster.simulated_nodes << " simulated, " << s.node.cpu_cores << " cores a node";
+  else
+    o << s.node.gpus << " GPU" << (s.node.gpus > 1 ? "s" : "") << ", " << s.node.cpu_cores << " cores";
+  o << "; profile " << p.file << ")\n";
   if (!p.fallbacks.empty()) {
     o << "  profile sections taken from the default profile:";
     for (const auto& f : p.fallbacks) o << ' ' << f;

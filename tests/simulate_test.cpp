@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -1223,6 +1224,22 @@ TEST(Simulate, AJobAcrossNodesAllReducesOverTheNetwork) {
   s["cluster"]["inter_node_latency_s"] = 0.001;
   EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.201, 1e-4);
   std::remove(profile.c_str());
+}
+
+// Every scenario shipped in scenarios/ simulates on the bundled profile and names a bottleneck (the examples a user
+// starts from must not rot as keys change).
+TEST(Simulate, EveryShippedScenarioSimulates) {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PIPEPLAN_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    const auto r = pipeplan::test::run_pipeplan({"simulate", entry.path().string(), "--steps", "120", "--format", "json"});
+    ASSERT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
+    const json out = json::parse(r.out);
+    EXPECT_GT(out["throughput"]["samples_per_s"].get<double>(), 0.0) << entry.path();
+    EXPECT_FALSE(out["bottleneck"]["stage"].get<std::string>().empty()) << entry.path();
+  }
+  EXPECT_GE(seen, 3);
 }
 
 TEST(Simulate, SameSeedGivesByteIdenticalOutput) {
