@@ -2189,6 +2189,19 @@ TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
   std::remove(profile.c_str());
 }
 
+namespace {
+
+// E[max of n] of lognormal steps of mean 10 ms and cv 0.2: the integral of 1 - F(x)^n dx, by the midpoint rule (the
+// order statistic a DDP step waits for when each of n ranks draws its own step).
+double expected_max_of_lognormal_steps(int n) {
+  double integral = 0.0;
+  const double dx = 1e-6;
+  for (double x = dx / 2; x < 0.05; x += dx) integral += (1.0 - std::pow(lognormal_cdf(x, 0.010, 0.2), n)) * dx;
+  return integral;
+}
+
+}  // namespace
+
 // Ranks wait for the slowest at each collective: four ranks whose GPU steps are lognormal (mean 10 ms, cv 0.2), each
 // its own draw, compute-bound, the all-reduce free: every step lasts the largest of four draws, whose mean is the
 // order statistic E[max of 4] = integral of 1 - F(x)^4 dx (about 12.1 ms), computed here by quadrature; one rank's
@@ -2198,20 +2211,14 @@ TEST(Simulate, UnderDdpAStepLastsTheLargestOfTheRanksSteps) {
   s["dataset"]["load_s_per_sample"] = 1e-6;
   s["training"] = {{"step_s", 0.010}, {"step_cv", 0.2}, {"steps", 3000}};
   const std::string profile = ddp_profile(1.0e12);
-  auto expected_max = [](int n) {
-    double integral = 0.0;
-    const double dx = 1e-6;
-    for (double x = dx / 2; x < 0.05; x += dx) integral += (1.0 - std::pow(lognormal_cdf(x, 0.010, 0.2), n)) * dx;
-    return integral;
-  };
-  EXPECT_NEAR(expected_max(1), 0.010, 1e-6);  // the quadrature itself
+  EXPECT_NEAR(expected_max_of_lognormal_steps(1), 0.010, 1e-6);  // the quadrature itself
   EXPECT_NEAR(step_mean(simulate(s, {}, profile)), 0.010, 0.0002);
   s["node"]["gpus"] = 4;
   s["ddp"] = {{"gradient_bytes", 1}};
   const json r = simulate(s, {}, profile);
-  EXPECT_NEAR(step_mean(r), expected_max(4), 0.0002) << "E[max of 4] " << expected_max(4);
+  EXPECT_NEAR(step_mean(r), expected_max_of_lognormal_steps(4), 0.0002) << "E[max of 4] " << expected_max_of_lognormal_steps(4);
   // each GPU waits for the others the difference between the largest draw and its own, on average
-  EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 1.0 - 0.010 / expected_max(4), 0.02);
+  EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 1.0 - 0.010 / expected_max_of_lognormal_steps(4), 0.02);
   std::remove(profile.c_str());
 }
 
@@ -2225,16 +2232,10 @@ TEST(Simulate, SimulatedNodesWaitForTheSlowestOfAllTheirRanks) {
   s["ddp"] = {{"gradient_bytes", 1}};
   s["cluster"] = {{"nodes", 4}, {"inter_node_bus_bytes_per_s", 1e12}, {"inter_node_latency_s", 0.0}};
   const std::string profile = ddp_profile(1.0e12);
-  auto expected_max = [](int n) {
-    double integral = 0.0;
-    const double dx = 1e-6;
-    for (double x = dx / 2; x < 0.05; x += dx) integral += (1.0 - std::pow(lognormal_cdf(x, 0.010, 0.2), n)) * dx;
-    return integral;
-  };
   for (int simulated : {1, 2, 4}) {
     s["cluster"]["simulated_nodes"] = simulated;
     const json r = simulate(s, {}, profile);
-    EXPECT_NEAR(step_mean(r), expected_max(simulated), 0.0002) << simulated << " nodes simulated";
+    EXPECT_NEAR(step_mean(r), expected_max_of_lognormal_steps(simulated), 0.0002) << simulated << " nodes simulated";
     // the report is one node's: its samples a second, and the job's four times that
     EXPECT_NEAR(r["throughput"]["job_samples_per_s"].get<double>(), 4 * samples_per_s(r), 1e-9);
     EXPECT_NEAR(samples_per_s(r), 32 / step_mean(r), 0.01 * 32 / step_mean(r));
