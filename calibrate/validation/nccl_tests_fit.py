@@ -62,7 +62,8 @@ def parse_log(text: str) -> Dict[str, Any]:
     columns: Optional[List[str]] = None
     points = []
     for line in text.splitlines():
-        m = re.match(r"#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device", line)
+        # "#  Rank  0 Group  0 Pid 1234 on host device  0 ..." (older releases: no Group)
+        m = re.match(r"#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device", line)
         if m:
             ranks += 1
             if m.group(1) not in hosts:

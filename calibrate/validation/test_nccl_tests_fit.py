@@ -59,6 +59,16 @@ class ParseAndFit(unittest.TestCase):
         self.assertAlmostEqual(fit["bus_bytes_per_s"] / 40e9, 1.0, delta=0.005)
         self.assertLess(fit["rel_rmse"], 0.01)
 
+    def test_an_older_release_without_group_or_root(self):
+        # older nccl-tests print "#   Rank  0 Pid ..." and no root column; the header names the columns either way
+        text = fake_log("all_reduce", ["h1", "h2"], 4, 25e-6, 30e9)
+        text = text.replace(" Group  0", "").replace("    root", "").replace("      -1  ", "  ")
+        parsed = F.parse_log(text)
+        self.assertEqual((parsed["ranks"], parsed["hosts"]), (8, ["h1", "h2"]))
+        fit = F.fit_collective("all_reduce", 8, parsed["points"])
+        self.assertAlmostEqual(fit["bus_bytes_per_s"] / 30e9, 1.0, delta=0.005)
+        self.assertAlmostEqual(fit["latency_s"], 25e-6, delta=1e-6)
+
     def test_bus_factors_as_nccl_tests(self):
         self.assertAlmostEqual(F.bus_factor("all_reduce", 16), 2 * 15 / 16)
         self.assertAlmostEqual(F.bus_factor("all_gather", 16), 15 / 16)
