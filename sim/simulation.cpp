@@ -16,9 +16,14 @@
 //   host "baseline" the synthetic-data twin: a main thread per rank with no input work.
 //
 // Actors per rank: N workers, a pin thread (pin_memory with workers), the main thread (the
-// training loop), a compute stream, a copy stream (copy_stream=side), and per node one
-// communication actor for DDP. Only the main threads are non-daemon: the simulation ends
-// when every rank has finished its steps.
+// training loop), a compute stream, a copy stream (copy_stream=side), and one communication actor
+// for DDP (or FSDP). Only the main threads are non-daemon: the simulation ends when every rank has
+// finished its steps.
+//
+// Several nodes (cluster.simulated_nodes): each simulated node is a World of its own, with its own
+// hosts ("nN-cpu", "nN-gpuR", ...) and ranks drawing apart from node 0's; they share the
+// collectives (Comm, FsdpComm), the length deal (LineDeal) and, where they read one store
+// (storage.nodes_sharing), the storage host (Store). Node 0 is traced and reported.
 
 #include "sim/simulation.hpp"
 
