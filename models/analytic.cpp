@@ -127,6 +127,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   out.push_back({"gpu_compute", gpus * per_batch(batch, s.training.saturated_step_s() * s.mean_step_factor() +
                                                             s.gpu_decode_s())});
   const NcclProfile collectives = job_collectives(s, p);
+  // on one node the comm stage's capacity is named only from a measured all-reduce (the simulator runs the
+  // placeholder; the report shows no capacity for it); across nodes the network's figures are always given
   if (s.world_size() > 1 && s.ddp.gradient_bytes > 0.0 && (s.cluster.nodes > 1 || p.nccl.all_reduce.present)) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())

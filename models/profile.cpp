@@ -307,7 +307,6 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     if (r.has("inter_node")) {
       ObjectReader q = r.object("inter_node");
       auto& x = p.nccl.inter_node;
-      x.present = true;
       x.nodes = static_cast<int>(q.integer("nodes", 2, Range::between(2, 100000)));
       x.gpus = static_cast<int>(q.integer("gpus", x.nodes, Range::between(x.nodes, 1.0e7)));
       q.string("source", "");

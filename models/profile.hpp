@@ -211,7 +211,6 @@ struct NcclProfile {
   // nccl.inter_node: the same collectives run across nodes (nccl-tests on 2+ nodes, one rank per GPU), for a job of
   // several nodes (scenario cluster.nodes); nodes and gpus: the run's
   struct InterNode {
-    bool present = false;
     int nodes = 0, gpus = 0;
     CollectiveModel all_reduce, all_gather, reduce_scatter;
   } inter_node;

@@ -1565,9 +1565,17 @@ struct NodeHosts {
 // store created with the first node that reads it.
 int nodes_a_store(const Scenario& s) { return std::max(1, std::min(s.storage.nodes_sharing, s.cluster.simulated_nodes)); }
 
+// The names of a simulated node's hosts and actors start with this: nothing for node 0 (a one-node job's names),
+// "nN-" for another.
+std::string node_prefix(int node) {
+  std::string prefix;
+  if (node != 0) prefix.append("n").append(std::to_string(node)).append("-");
+  return prefix;
+}
+
 NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const Profile& profile, int node,
                             std::vector<std::unique_ptr<Store>>& stores) {
-  const std::string prefix = node == 0 ? "" : "n" + std::to_string(node) + "-";
+  const std::string prefix = node_prefix(node);
   const int gpus = scenario.node.gpus;
   NodeHosts h;
   // One action may run at most at its host's per-core speed, so the per-core speed is the curve's
@@ -1626,8 +1634,7 @@ void start_node(World& world, const NodeHosts& hosts, TraceRecorder& trace) {
       r.step_samples.assign(world.steps, 0);
       r.step_tokens.assign(world.steps, 0.0);
       r.step_slots.assign(world.steps, 0.0);
-      const std::string prefix = (world.node == 0 ? "" : "n" + std::to_string(world.node) + "-") +
-                                 (synthetic ? "baseline" : "rank") + std::to_string(g);
+      const std::string prefix = node_prefix(world.node) + (synthetic ? "baseline" : "rank") + std::to_string(g);
       if (!synthetic) {
         trace.name_process(g, "rank " + std::to_string(g) + " (GPU " + std::to_string(g) + ")", g);
         trace.name_thread(g, kMainTrack, "main thread (training loop)", 0);

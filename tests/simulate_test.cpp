@@ -1903,6 +1903,14 @@ json sequence_scenario(const json& sequence) {
   return s;
 }
 
+// n dataset lines of 100, 200, ..., 100 n tokens, one each: a tokens_per_sample_histogram whose every line pads to a
+// length of its own (one sample a batch), the new-shape tests' dataset.
+json one_line_each_100_apart(int n) {
+  json lengths = json::array();
+  for (int i = 1; i <= n; ++i) lengths.push_back({100 * i, 1});
+  return lengths;
+}
+
 double lognormal_cdf(double x, double m, double cv) {
   const double s2 = std::log1p(cv * cv), mu = std::log(m) - s2 / 2;
   return x <= 0 ? 0.0 : 0.5 * std::erfc(-(std::log(x) - mu) / std::sqrt(2 * s2));
@@ -1960,8 +1968,7 @@ TEST(Simulate, SequenceTokenizationLoadsTheWorkers) {
 // K ((1 - 1/K)^w - (1 - 1/K)^n) new shapes on average (the coupon collector). Each adds its 50 ms to the step.
 TEST(Simulate, NewBatchShapesFollowTheCouponCollector) {
   const int k = 20, warmup = 10, steps = 60, seeds = 30;
-  json lengths = json::array();
-  for (int i = 1; i <= k; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(k);
   // drawn independently (RandomSampler(replacement=True)): the coupon collector's law
   json s = sequence_scenario(
       {{"tokens_per_sample_histogram", lengths}, {"replacement", true}, {"new_shape_host_s", 0.05}});
@@ -1986,8 +1993,7 @@ TEST(Simulate, NewBatchShapesFollowTheCouponCollector) {
 // pad_to_multiple_of above every length makes the 20 lengths one padded shape (DataCollatorWithPadding's
 // pad_to_multiple_of); 250 makes them eight (250, 500, ..., 2000).
 TEST(Simulate, PaddingToAMultipleCutsTheNewShapes) {
-  json lengths = json::array();
-  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(20);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05},
                               {"pad_to_multiple_of", 4096}});
   s["loader"]["batch_size"] = 1;
@@ -2011,8 +2017,7 @@ TEST(Simulate, PaddingToAMultipleCutsTheNewShapes) {
 // the first 20 steps, whatever the seed: the warm-up's 10 steps meet 10 of them, the window's first 10 the other 10,
 // and nothing after. So exactly 10 new shapes in 50 steps, where independent draws meet 11.1 on average.
 TEST(Simulate, ADatasetDealtWithoutReplacementMeetsEachLengthOncePerPass) {
-  json lengths = json::array();
-  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(20);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
   s["loader"]["batch_size"] = 1;
   s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 10}};
@@ -2043,8 +2048,7 @@ TEST(Simulate, AStepFloorHoldsUpSmallBatches) {
 // no overlap, and at 60% the whole build hides behind the first 60 ms: 100 ms. Every step meets a new shape (40
 // lengths dealt once each, one a batch), the loop syncs each step (an idle GPU at each step's start).
 TEST(Simulate, ANewShapesFirstKernelsRunWhileItsPlansBuild) {
-  json lengths = json::array();
-  for (int i = 1; i <= 40; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(40);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
   s["loader"]["batch_size"] = 1;
   s["training"] = {{"step_s", 0.100}, {"steps", 40}, {"warmup_steps", 5}, {"sync_every_steps", 1}};
@@ -2060,8 +2064,7 @@ TEST(Simulate, ANewShapesFirstKernelsRunWhileItsPlansBuild) {
 // A loop held up by new shapes is told it can run them all before training: 20 padded lengths at 50 ms each is a
 // second once (the report's suggestion), and a job whose shapes were all run first (shapes_run_before) meets none.
 TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {
-  json lengths = json::array();
-  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(20);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
   s["loader"]["batch_size"] = 1;
   s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 10}};
@@ -2077,8 +2080,7 @@ TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {
 // is new in it and it runs as fast as one without the cost; the warm-up itself is 20 x 50 ms = 1.0 s once, reported
 // apart. recommend tries it where new shapes cost something, and it wins over the window.
 TEST(Simulate, WarmingUpEveryShapeTakesTheCostOutOfTheJob) {
-  json lengths = json::array();
-  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(20);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05},
                               {"warm_up_shapes", true}});
   s["loader"]["batch_size"] = 1;
@@ -2103,9 +2105,9 @@ TEST(Simulate, WarmingUpEveryShapeTakesTheCostOutOfTheJob) {
 // already run, one pass over the 20 lines meets exactly the 10 odd ones as new, over the first 20 of 60 steps; with
 // all 20 run before, none, and the job runs as fast as one without the cost.
 TEST(Simulate, ShapesRunBeforeTheJobAreNotNew) {
-  json lengths = json::array(), even = json::array(), all = json::array();
+  const json lengths = one_line_each_100_apart(20);
+  json even = json::array(), all = json::array();
   for (int i = 1; i <= 20; ++i) {
-    lengths.push_back({100 * i, 1});
     all.push_back({1, 100 * i});
     if (i % 2 == 0) even.push_back({1, 100 * i});
   }
@@ -2401,8 +2403,7 @@ TEST(Recommend, FsdpCommBoundTakesTheCollectivesKnobs) {
 // coupon collector meets 20 (0.95^10 - 0.95^200) = 12.0 new shapes against 8 (0.875^10 - 0.875^200) = 2.1, at 50 ms
 // each on 10 ms steps: about 13.2 against 10.6 ms a step, +25%.
 TEST(Recommend, PadsToAMultipleWhereNewShapesCostTheStep) {
-  json lengths = json::array();
-  for (int i = 1; i <= 20; ++i) lengths.push_back({100 * i, 1});
+  const json lengths = one_line_each_100_apart(20);
   json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", 0.05}});
   s["loader"]["batch_size"] = 1;
   s["training"] = {{"step_s", 0.010}, {"steps", 200}, {"warmup_steps", 10}, {"sync_every_steps", 1}};
