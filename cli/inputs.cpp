@@ -34,7 +34,7 @@ void check_simulation_size(const Scenario& scenario, long long steps) {
   if (activities > kMaxSimulatedActivities) {
     char value[128];
     std::snprintf(value, sizeof value, "%lld steps x %d GPUs (about %.1e activities)", static_cast<long long>(n),
-                  scenario.node.gpus * scenario.cluster.simulated_nodes, activities);
+                  scenario.simulated_ranks(), activities);
     throw InputError(scenario.file, "training.steps", value,
                      "a run of at most about 5e7 activities (two minutes of wall time): fewer steps, GPUs, simulated "
                      "nodes or DDP buckets");

@@ -242,7 +242,7 @@ double estimated_activities(const Scenario& s, std::int64_t steps) {
   // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
   const double threads = static_cast<double>(s.node.gpus) * (s.loader.num_workers + 2);
-  return static_cast<double>(steps) * s.node.gpus * s.cluster.simulated_nodes * (10.0 + 2.0 * buckets) *
+  return static_cast<double>(steps) * s.simulated_ranks() * (10.0 + 2.0 * buckets) *
          (1.0 + threads / 64.0);
 }
 

@@ -319,6 +319,9 @@ struct Scenario {
   double ddp_host_s() const { return world_size() > 1 ? ddp.host_s() : 0.0; }
   // Ranks of the job: every node's GPUs (DistributedSampler's num_replicas, the collectives' ranks).
   int world_size() const { return node.gpus * cluster.nodes; }
+  // Ranks the simulator runs side by side: each simulated node's GPUs (the ranks whose own draws a collective waits
+  // for; the job's other nodes are taken to run as node 0 does).
+  int simulated_ranks() const { return node.gpus * cluster.simulated_nodes; }
   // Steps until the loader's first fill has drained: prefetch_factor x num_workers batches in flight, plus two
   // (the default training.warmup_steps; sweep and recommend raise a point's warmup to it).
   std::int64_t prefetch_fill_steps() const {

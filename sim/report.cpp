@@ -193,9 +193,10 @@ bool ranks_wait_is_a_stragglers(const GpuReport& g) {
          std::max({g.idle_waiting_for_data_fraction, g.idle_waiting_for_copy_fraction, g.idle_host_fraction}) >= 0.05;
 }
 
-// Each rank pads its own batch to its longest sample, so the ranks' steps differ where the padded length varies.
+// Each rank pads its own batch to its longest sample, so the ranks' steps differ where the padded length varies: the
+// simulated ranks of every simulated node, not only node 0's GPUs (one GPU a node still waits for the other nodes').
 bool ranks_batches_differ_in_shape(const Scenario& s) {
-  return s.node.gpus > 1 && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPadToMax &&
+  return s.simulated_ranks() > 1 && s.sequence.enabled && s.sequence.collate != SequenceCollate::kPadToMax &&
          s.sequence.collate != SequenceCollate::kPack;
 }
 

@@ -301,7 +301,7 @@ class LineDeal {
  public:
   LineDeal(const Scenario& s, std::int64_t batches_per_epoch_all_ranks)
       : s_(s), per_epoch_(batches_per_epoch_all_ranks), rng_(derive_seed(s.seed, 0x5E9B00ULL)),
-        kept_(static_cast<std::size_t>(s.node.gpus * s.cluster.simulated_nodes)) {}
+        kept_(static_cast<std::size_t>(s.simulated_ranks())) {}
 
   BatchShape shape(int rank, std::int64_t batch, std::int64_t epoch, int loader_batch) {
     Kept& k = kept_[static_cast<std::size_t>(rank)];
@@ -1514,7 +1514,7 @@ void configure_storage(sg4::Host* storage, const StorageConfig& st) {
 std::shared_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
   if (s.world_size() <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
   auto comm = std::make_shared<Comm>();
-  comm->ranks = s.node.gpus * s.cluster.simulated_nodes;
+  comm->ranks = s.simulated_ranks();
   comm->bucket_bytes = s.ddp.bucket_bytes();
   comm->total_bytes = std::accumulate(comm->bucket_bytes.begin(), comm->bucket_bytes.end(), 0.0);
   // every rank of the job (all nodes'), over the node's links or the network (models/collectives.hpp)

@@ -2191,6 +2191,35 @@ TEST(Simulate, UnderDdpEveryStepWaitsForTheRankWithTheLongLine) {
   std::remove(profile.c_str());
 }
 
+// The same four lines over two nodes of one GPU each, both simulated (the network free): the ranks are the nodes', and
+// each still pads its own batch, so the step is the long batch's 20 ms and the diagnosis names the padding (the
+// wording once checked node.gpus alone and gave the generic one here).
+TEST(Simulate, RanksOnSeveralNodesWaitForTheLongLineToo) {
+  json s = sequence_scenario({{"tokens_per_sample_histogram", json::array({json::array({100, 3}), json::array({900, 1})})},
+                              {"step_s_per_token", 1e-5}});
+  s["dataset"]["num_samples"] = 4;
+  s["loader"]["batch_size"] = 2;
+  s["loader"]["persistent_workers"] = true;
+  s["training"] = {{"step_s", 0.002}, {"steps", 400}};
+  s["ddp"] = {{"gradient_bytes", 1}};
+  s["cluster"] = {{"nodes", 2}, {"simulated_nodes", 2}, {"inter_node_bus_bytes_per_s", 1e12}, {"inter_node_latency_s", 0.0}};
+  const std::string profile = ddp_profile(1.0e12);
+  const json r = simulate(s, {}, profile);
+  EXPECT_NEAR(step_mean(r), 0.020, 0.0002);
+  // the report is node 0's one GPU: it holds the short batch in about half the steps (binomial over 400 steps, sd 0.025
+  // of them) and then waits 16 of 20 ms: 0.4, sd 0.02
+  EXPECT_NEAR(r["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.4, 0.06);
+  EXPECT_EQ(r["bottleneck"]["stage"], "gpu_compute");
+  const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+  EXPECT_NE(why.find("pads its own batch"), std::string::npos) << why;
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("sequence.collate=pack"), std::string::npos);
+  // with one node simulated the other is taken to run as node 0 does: no rank to wait for, a step is node 0's own
+  s["cluster"]["simulated_nodes"] = 1;
+  const json one = simulate(s, {}, profile);
+  EXPECT_NEAR(one["gpu"]["idle_waiting_for_ranks_fraction"].get<double>(), 0.0, 1e-9);
+  std::remove(profile.c_str());
+}
+
 namespace {
 
 // E[max of n] of lognormal steps of mean 10 ms and cv 0.2: the integral of 1 - F(x)^n dx, by the midpoint rule (the
