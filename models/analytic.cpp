@@ -82,7 +82,9 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   const double load_cpu_s = (batch * s.dataset.load_s_per_sample.mean + tokenize_s) * load_factor + collate_s +
                             read_bytes * s.storage.buffered_read_cpu_s_per_byte +
                             (s.loader.num_workers > 0 ? s.loader.worker_s_per_batch : 0.0);
-  const double read_wait_s = s.storage.stream_read_bytes_per_s > 0.0 ? read_bytes / s.storage.stream_read_bytes_per_s : 0.0;
+  // a file's open waits one metadata round trip, cached or not (storage.open_latency_s), without a core
+  const double read_wait_s = (s.storage.stream_read_bytes_per_s > 0.0 ? read_bytes / s.storage.stream_read_bytes_per_s : 0.0) +
+                             batch * s.opens_per_sample() * s.storage.open_latency_s;
   const double ipc_s = pin_receive_parts(p, bytes).total_s();  // the pin thread's receive (the main thread's below)
   const double pin_s = bytes / p.host.pin_copy_bytes_per_s;
 
@@ -91,6 +93,8 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
     const double by_iops = s.storage.read_iops / miss;
     out.push_back({"storage", std::min(by_bandwidth, by_iops)});
   }
+  // every sample's file is opened, cached or not: the metadata server's opens a second over the opens a sample
+  if (s.storage.metadata_ops_per_s > 0.0) out.push_back({"metadata", s.storage.metadata_ops_per_s / s.opens_per_sample()});
   if (s.loader.num_workers > 0) {
     // (the cores' wandering speed, cpu.core_speed_cv, is left to the simulation: its cost
     // depends on the round robin's dynamics, not on a capacity)

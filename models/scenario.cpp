@@ -401,6 +401,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     item_bytes_given = r.has("item_bytes");
     s.dataset.item_bytes = r.number("item_bytes", s.dataset.item_bytes, Range::bytes());
     s.dataset.load_s_per_sample = read_distribution(r, "load_s_per_sample", s.dataset.load_s_per_sample, Range::seconds());
+    s.dataset.samples_per_file = r.integer("samples_per_file", 1, Range::between(1, 1e15));
     for (auto& q : r.array_of_objects("load_speed_vs_busy_cores")) {
       const double busy = q.required_number("busy_cores", Range::at_least(1));
       const double speed = q.required_number("relative_speed", {0.0, 10.0, true});
@@ -430,6 +431,8 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.read_latency_s = r.number(
         "read_latency_s", std::max(profile.storage.read_latency_s, profile.storage.cold_file_latency_s),
         Range::between(0, 10));
+    s.storage.open_latency_s = r.number("open_latency_s", 0.0, Range::between(0, 10));
+    s.storage.metadata_ops_per_s = r.number("metadata_ops_per_s", 0.0, Range::between(0, 1e12));
     s.storage.stream_read_bytes_per_s = read_rate_cap_bytes_per_s(r, "stream_read_bytes_per_s", profile.storage.stream_read_bytes_per_s);
     fill_cpu_given = r.has("buffered_read_cpu_s_per_byte");
     s.storage.buffered_read_cpu_s_per_byte =
@@ -457,6 +460,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.storage.nodes_sharing = static_cast<int>(r.integer("nodes_sharing", 1, Range::between(1, 1000000)));
     s.storage.read_bytes_per_s /= s.storage.nodes_sharing;
     s.storage.read_iops /= s.storage.nodes_sharing;
+    s.storage.metadata_ops_per_s /= s.storage.nodes_sharing;
     r.finish();
   }
   {

@@ -56,6 +56,10 @@ struct DatasetConfig {
   Distribution sample_bytes{110000.0, 0.0, Distribution::Kind::kLognormal};
   double item_bytes = 602112.0;
   Distribution load_s_per_sample{0.004, 0.0, Distribution::Kind::kLognormal};
+  // Samples a file holds: 1 for a file per sample (torchvision's ImageFolder), thousands for tar shards (WebDataset)
+  // or one array file. Each file opened is one metadata operation on the store (storage.open_latency_s,
+  // storage.metadata_ops_per_s); a sample costs 1 / samples_per_file of an open on average.
+  std::int64_t samples_per_file = 1;
   // This dataset's own per-core speed as workers are added (memory-bound loads slow more than the
   // machine's decode curve says); empty: the profile's cpu.speed_vs_busy_cores.
   std::vector<SpeedPoint> load_speed_vs_busy_cores;  // sorted by busy cores
@@ -100,6 +104,13 @@ struct StorageConfig {
   // its bandwidth and IOPS (read_bytes_per_s and read_iops, as given or from the profile, are the store's).
   int nodes_sharing = 1;
   double read_latency_s = 0.0;
+  // A file's open on a network file system, cached data or not: the worker waits one metadata round trip
+  // (open_latency_s: NFS's close-to-open GETATTR, a Lustre MDS open RPC), and the store's metadata server serves at
+  // most metadata_ops_per_s opens a second, shared by every reader of every node (0: no limit; this node's share, as
+  // read_iops). Neither holds a core. 0 by default: on a local file system the open is part of load_s_per_sample.
+  double open_latency_s = 0.0;
+  double metadata_ops_per_s = 0.0;
+  bool opens_cost() const { return open_latency_s > 0.0 || metadata_ops_per_s > 0.0; }
   double stream_read_bytes_per_s = 0.0;       // one reading worker's own device rate cap; 0: none
   double buffered_read_cpu_s_per_byte = 0.0;  // worker CPU per byte read from the device
   std::vector<ReaderSharePoint> stream_read_vs_readers;  // from the profile (docs/profile.md); empty: none
@@ -319,6 +330,8 @@ struct Scenario {
   double ddp_host_s() const { return world_size() > 1 ? ddp.host_s() : 0.0; }
   // Ranks of the job: every node's GPUs (DistributedSampler's num_replicas, the collectives' ranks).
   int world_size() const { return node.gpus * cluster.nodes; }
+  // Files opened a sample on average (dataset.samples_per_file).
+  double opens_per_sample() const { return 1.0 / static_cast<double>(dataset.samples_per_file); }
   // Ranks the simulator runs side by side: each simulated node's GPUs (the ranks whose own draws a collective waits
   // for; the job's other nodes are taken to run as node 0 does).
   int simulated_ranks() const { return node.gpus * cluster.simulated_nodes; }

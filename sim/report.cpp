@@ -36,7 +36,7 @@ std::string fixed2(double x) {
 }
 
 bool is_input_stage(const std::string& name) {
-  return name == "storage" || name == "workers" || name == "main_receive" || name == "pin_thread" || name == "main_inline_load";
+  return name == "storage" || name == "metadata" || name == "workers" || name == "main_receive" || name == "pin_thread" || name == "main_inline_load";
 }
 
 const StageReport* find(const SimResult& r, const std::string& name) {
@@ -120,6 +120,10 @@ std::string suggest(const std::string& stage, const Scenario& s, const Profile& 
            "set the pace";
   if (stage == "storage")
     return "storage is the limit: keep the dataset in the page cache or on faster local disk, or read fewer bytes per sample";
+  if (stage == "metadata")
+    return "the file opens are the limit: pack samples into larger files (tar shards for WebDataset, one array file; "
+           "compare with pipeplan sweep --vary dataset.samples_per_file=" + std::to_string(s.dataset.samples_per_file) +
+           ",1000), or copy the dataset to each node's local disk";
   if (stage == "comm" && s.fsdp.enabled())
     // what FSDP's own knobs trade: prefetch hides gathers behind compute, SHARD_GRAD_OP drops backward's gathers
     // for memory
@@ -364,6 +368,11 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                       " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
     else if (d.stage == "storage")
       d.explanation = "storage-bound: the device delivers about " + cap + " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
+    else if (d.stage == "metadata")
+      d.explanation = "metadata-bound: the store's metadata server opens files for about " + cap +
+                      " samples/s (" + with_thousands(s.storage.metadata_ops_per_s) + " opens/s, " +
+                      std::to_string(s.dataset.samples_per_file) + " sample" + (s.dataset.samples_per_file > 1 ? "s" : "") +
+                      " a file) against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
     else if (d.stage == "pin_thread")
       d.explanation = "pin-bound: the single pin_memory thread receives and pins about " + cap + " samples/s against the GPU's " +
                       with_thousands(gpu_capacity) + waits + " for data";
@@ -386,7 +395,13 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                        "takes the ones pinned meanwhile at once: p90 step " + ms(result.step_p90_s) + " against a mean of " +
                        ms(result.step_mean_s) + " (loader.in_order=false evens the steps, at the same throughput)";
     const bool wandering = s.loader.in_order && p.cpu.core_speed_cv > 0.0;
-    if (d.stage == "workers" && (worst->busy_fraction < 0.8 || (wandering && worst->busy_fraction < 0.95))) {
+    // a worker waiting on its opens or reads is not idle: only the time it neither works nor waits on storage is
+    // the head of the line's
+    const double occupied = worst->busy_fraction + (d.stage == "workers" ? result.worker_storage_wait_fraction : 0.0);
+    if (d.stage == "workers" && result.worker_storage_wait_fraction >= 0.05)
+      d.explanation += "; each worker waits on storage " + pct(result.worker_storage_wait_fraction) +
+                       " of the time (its files' opens and cold reads, holding no core): more workers overlap those waits";
+    if (d.stage == "workers" && (occupied < 0.8 || (wandering && occupied < 0.95))) {
       d.head_of_line = s.loader.in_order;
       d.explanation += "; yet the workers are busy only " + pct(worst->busy_fraction) +
                        ": batches return in order, so a slow batch blocks the ones behind it and the other workers idle "
@@ -510,7 +525,8 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
       {"storage",
        {{"readers_in_flight_mean", r.storage_readers_in_flight_mean},
         {"wait_s_per_file_mean", r.storage_wait_s_per_file},
-        {"getitem_in_flight_mean", r.storage_getitem_in_flight_mean}}},
+        {"getitem_in_flight_mean", r.storage_getitem_in_flight_mean},
+        {"workers_waiting_fraction", r.worker_storage_wait_fraction}}},
       {"memory_map",
        {{"pin_thread_held_fraction", r.memory_map_held_pin_fraction},
         {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},

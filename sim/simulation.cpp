@@ -194,6 +194,7 @@ struct Rank {
 
   // Busy time inside the window
   double worker_busy_s = 0.0, pin_busy_s = 0.0, main_receive_busy_s = 0.0, host_busy_s = 0.0;
+  double worker_storage_wait_s = 0.0;  // workers in their opens and cold reads (no core), in the window
   double new_shape_busy_s = 0.0;    // building kernel plans for new batch shapes (inside host_busy_s), in the window
   std::int64_t new_shapes_in_window = 0;
   double inline_load_busy_s = 0.0, copy_busy_s = 0.0, compute_busy_s = 0.0;
@@ -244,6 +245,10 @@ struct Store {
   // workers in a storage read (calibrate's readers_in_flight_mean, for storage_check.py)
   InFlightMeter readers;
   double device_bytes = 0.0;  // bytes through the device inside the measured window
+  // the store's metadata server (storage.metadata_ops_per_s > 0): one core, 1 flop = one file opened, shared by
+  // every opener of the nodes it serves as their opens come (processor sharing)
+  sg4::Host* metadata = nullptr;
+  double opens_in_window = 0.0;  // files opened inside the measured window, for the metadata stage's busy share
 };
 
 struct World {
@@ -446,10 +451,25 @@ double dataset_load_factor(const World& world, double busy_cores) {
   return relative_core_speed(world.profile->cpu.speed_vs_busy_cores, busy) / relative_core_speed(curve, busy);
 }
 
-// Storage reads of one batch's page-cache misses: per-request latency paid serially by the reader,
-// the bytes through the shared device (a request occupies it for at least 1/IOPS). Returns the CPU
-// seconds the reading costs the reader beyond a warm read (the kernel filling the page cache).
+// The files `samples` samples open (samples / dataset.samples_per_file on average, cached or not): a metadata round
+// trip each, paid serially by the opener, then the opens through the store's metadata server. No core is held.
+void open_files(Rank& r, int samples) {
+  const Scenario& s = *r.world->scenario;
+  if (!s.storage.opens_cost()) return;
+  const double opens = samples * s.opens_per_sample();
+  if (s.storage.open_latency_s > 0.0) sg4::this_actor::sleep_for(opens * s.storage.open_latency_s);
+  Store& store = *r.world->store;
+  if (store.metadata != nullptr) sg4::this_actor::exec_init(opens)->set_host(store.metadata)->wait();
+  const double now = sg4::Engine::get_clock();
+  if (now >= r.world->window.start_s && now <= r.world->window.end_s) store.opens_in_window += opens;
+  r.activities += 1;
+}
+
+// Storage reads of one batch's page-cache misses, after their files' opens (open_files): per-request latency paid
+// serially by the reader, the bytes through the shared device (a request occupies it for at least 1/IOPS). Returns
+// the CPU seconds the reading costs the reader beyond a warm read (the kernel filling the page cache).
 double read_storage(Rank& r, int samples) {
+  open_files(r, samples);
   const Scenario& s = *r.world->scenario;
   const double miss = 1.0 - s.storage.page_cache_hit_ratio;
   if (miss <= 0.0) return 0.0;
@@ -614,8 +634,8 @@ void worker_actor(Rank& r, int w) {
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
   CoreWander wander(world.profile->cpu, r.rng, /*per_batch=*/true, &r);  // moved on at each batch start
   std::size_t replayed = 0;                       // batches played back (loader.replay_worker_batches)
-  const bool reads_per_sample =
-      s.storage.worker_reads == WorkerReads::kPerSample && s.storage.page_cache_hit_ratio < 1.0;
+  const bool reads_per_sample = s.storage.worker_reads == WorkerReads::kPerSample &&
+                                (s.storage.page_cache_hit_ratio < 1.0 || s.storage.opens_cost());
   for (;;) {
     Task t = tasks.pop();
     // loader.slow_worker stretches the batch's data work (its reads' CPU, loads and collate), not the worker loop's
@@ -665,7 +685,9 @@ void worker_actor(Rank& r, int w) {
       const int pieces = std::min(samples, s.storage.read_pieces_per_batch);
       for (int i = 0; i < pieces; ++i) {
         const int n = samples / pieces + (i < samples % pieces ? 1 : 0);
+        const double read_start_s = sg4::Engine::get_clock();
         const double read_cpu_s = read_storage(r, n);
+        r.worker_storage_wait_s += world.window.overlap(read_start_s, sg4::Engine::get_clock());
         const double load_core_s =
             (sum_of_draws(s.dataset.load_s_per_sample, n, r.rng) + tokenize_s(s, t.shape) * n / samples) * load_factor +
             read_cpu_s;
@@ -687,6 +709,7 @@ void worker_actor(Rank& r, int w) {
       const double read_start_s = sg4::Engine::get_clock();
       const double read_cpu_s = read_storage(r, samples);
       const double t0 = sg4::Engine::get_clock();  // busy = CPU work; reads count for storage
+      r.worker_storage_wait_s += world.window.overlap(read_start_s, t0);
       if (t0 > read_start_s) world.trace->span(r.id, kWorkerTrack0 + w, "read", read_start_s, t0, t.batch);
       const double busy_now = busy_cores_last_load > 0.0 ? busy_cores_last_load : world.cpu_running.now + 1.0;
       const double data_core_s =
@@ -1594,6 +1617,8 @@ NodeHosts create_node_hosts(sg4::NetZone* zone, const Scenario& scenario, const 
     store->nodes = std::min(per_store, scenario.cluster.simulated_nodes - node);
     store->host = zone->create_host(prefix + "storage", scenario.storage.read_bytes_per_s * store->nodes);
     configure_storage(store->host, scenario.storage);
+    if (scenario.storage.metadata_ops_per_s > 0.0)
+      store->metadata = zone->create_host(prefix + "metadata", scenario.storage.metadata_ops_per_s * store->nodes);
     stores.push_back(std::move(store));
   }
   h.store = stores[static_cast<std::size_t>(node / per_store)].get();
@@ -1792,10 +1817,12 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   double idle_data = 0, idle_copy = 0, idle_host = 0, exposed = 0, idle_ranks = 0, in_flight = 0, latency = 0, latency_n = 0;
   double out_of_order = 0, gil_main = 0, gil_pin = 0, gil_held_main = 0, gil_held_pin = 0;
   double map_wait_main = 0, map_held_pin = 0, wait_for_batch = 0, new_shape = 0, new_shapes = 0;
+  double worker_storage_wait = 0;
   for (int g = 0; g < gpus; ++g) {
     Rank& r = *world.ranks[g];
     note_outstanding(r, 0);  // close the time integral at the end
     worker += s.loader.num_workers > 0 ? r.worker_busy_s / s.loader.num_workers : 0.0;
+    worker_storage_wait += s.loader.num_workers > 0 ? r.worker_storage_wait_s / s.loader.num_workers : 0.0;
     pin += r.pin_busy_s;
     recv += r.main_receive_busy_s;
     wait_for_batch += r.main_wait_for_batch_s;
@@ -1834,6 +1861,10 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   if (s.storage.page_cache_hit_ratio < 1.0)
     add_stage("storage", "device reads (bandwidth, IOPS) shared by every reader of the node",
               std::clamp(world.store->device_bytes / (s.storage.read_bytes_per_s * world.store->nodes) / window, 0.0, 1.0));
+  if (world.store->metadata != nullptr)
+    add_stage("metadata", "file opens on the store's metadata server, shared by every reader",
+              std::clamp(world.store->opens_in_window / (s.storage.metadata_ops_per_s * world.store->nodes) / window,
+                         0.0, 1.0));
   if (s.loader.num_workers > 0) {
     add_stage("workers", "worker processes: __getitem__ (read, decode, augment) and collate", frac(worker));
     if (s.loader.pin_memory)
@@ -1867,6 +1898,7 @@ SimResult simulate(const Scenario& scenario, const Profile& profile, const SimOp
   res.memory_map_wait_main_fraction = frac(map_wait_main);
   res.memory_map_held_pin_fraction = frac(map_held_pin);
   res.main_wait_for_batch_fraction = frac(wait_for_batch);
+  res.worker_storage_wait_fraction = frac(worker_storage_wait);
   res.new_shape_fraction = frac(new_shape);
   res.new_shapes_per_step = res.steps_per_s > 0.0 ? new_shapes / gpus / window / res.steps_per_s : 0.0;
   res.mean_batches_in_flight = in_flight / gpus / window;

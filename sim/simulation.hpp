@@ -70,6 +70,9 @@ struct SimResult {
   double storage_wait_s_per_file = 0.0;  // over every cold read of the run: a file's latency and device time (0: none)
   // cold per-sample reads only: workers in their batch's reads and loads during one, itself included (0: none)
   double storage_getitem_in_flight_mean = 0.0;
+  // a worker's time waiting on storage (its files' opens, its cold reads), holding no core: beside the workers
+  // stage's busy (CPU) share, what else fills a worker's time
+  double worker_storage_wait_fraction = 0.0;
   double gil_wait_main_fraction = 0.0;   // the training loop's time waiting for the pin thread to drop the GIL
   double gil_wait_pin_fraction = 0.0;    // the pin thread's time waiting for the loop to drop it
   double gil_held_main_fraction = 0.0;   // the GIL held by the loop's Python (and an unpinned batch's receive)

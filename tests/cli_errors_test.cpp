@@ -102,6 +102,13 @@ TEST(CliErrors, BadValues) {
        {"training.memory_map_needs_per_step", "-3", "[0, 1000000]"}},
       {"negative copy call", R"({"transfer": {"copy_call_s_per_batch": -0.001}, "training": {"step_s": 0.01}})",
        {"simulate", "{S}"}, {"transfer.copy_call_s_per_batch", "-0.001", "[0, 60]"}},
+      {"zero samples a file", R"({"dataset": {"samples_per_file": 0}, "training": {"step_s": 0.01}})", {"simulate", "{S}"},
+       {"dataset.samples_per_file", "0"}},
+      {"negative open latency", R"({"storage": {"open_latency_s": -0.001}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"storage.open_latency_s", "-0.001", "[0, 10]"}},
+      {"negative metadata rate", R"({"storage": {"metadata_ops_per_s": -5}, "training": {"step_s": 0.01}})",
+       {"simulate", "{S}"}, {"storage.metadata_ops_per_s", "-5"}},
+      {"negative store opens", "{}", {"budget", "--store-metadata-ops-per-s", "-5"}, {"--store-metadata-ops-per-s", "-5"}},
   };
   for (const auto& c : cases) expect_one_line_exit_2(c);
 }

@@ -1667,6 +1667,22 @@ TEST(Budget, StorageDemandScalesWithGpus) {
   EXPECT_NEAR(so["rows"][1]["input_bound_samples_per_s"].get<double>(), 16000.0, 1e-6);
   EXPECT_NEAR(so["rows"][1]["epoch_s"].get<double>(), 16.0, 1e-9);
   EXPECT_EQ(pipeplan::test::run_pipeplan({"budget", "--store-read-iops", "-5"}).exit_code, 2);
+  // Every sample's file opened (cached data or not): 8 GPUs open 25,600 files a second, 6,400 with 4 samples a file;
+  // a metadata server of 16,000 opens/s feeds 5 GPUs (3,200 opens/s each), 20 with 4 samples a file
+  s["dataset"]["samples_per_file"] = 4;
+  const std::string sharded = pipeplan::test::write_temp(s.dump());
+  for (const auto& [per_file, opens, fed] : {std::tuple{"1", 25600.0, 5}, std::tuple{"4", 6400.0, 20}}) {
+    const auto m = pipeplan::test::run_pipeplan({"budget", sharded, "--gpus", "1,8", "--format", "json", "--profile",
+                                                 pipeplan::test::test_data("flat_profile.json"), "--set",
+                                                 std::string("dataset.samples_per_file=") + per_file,
+                                                 "--store-metadata-ops-per-s", "16000"});
+    ASSERT_EQ(m.exit_code, 0) << m.err;
+    const json mo = json::parse(m.out);
+    EXPECT_NEAR(mo["rows"][1]["opens_per_s"].get<double>(), opens, 1e-6) << per_file;
+    EXPECT_EQ(mo["store"]["gpus_fed"], fed) << per_file;
+    EXPECT_NEAR(mo["rows"][1]["store_share"].get<double>(), std::min(1.0, 16000.0 / opens), 1e-12) << per_file;
+  }
+  std::remove(sharded.c_str());
   // A host-bound loop sets the rate: 15 ms of Python and, with a sync every 2 steps, half a 2 ms launch tail a step:
   // 32 samples per 16 ms = 2,000 samples/s per GPU
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.015}, {"launch_tail_s", 0.002}, {"sync_every_steps", 2}};
@@ -2539,6 +2555,87 @@ TEST(Simulate, SimulatedNodesShareTheirStoreAsTheirReadsCome) {
       EXPECT_NEAR(st["busy_fraction"].get<double>(), 1.0 - 1.0 / sum, 0.04);
     }
   }
+}
+
+// Every file opened waits one metadata round trip, cached data or not (storage.open_latency_s, no core held). One
+// worker, 1 ms of load and a 1 ms open a sample, a fast GPU: 2 ms a sample, 500 samples/s, the worker waiting half its
+// time; with 4 samples a file a sample waits a quarter open: 1.25 ms, 800 samples/s.
+TEST(Simulate, FileOpensWaitTheirRoundTripOnWarmData) {
+  json s = base_scenario();
+  s["loader"]["num_workers"] = 1;
+  s["storage"] = {{"open_latency_s", 0.001}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 400}};
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 500.0, 5.0);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  EXPECT_NEAR(r["storage"]["workers_waiting_fraction"].get<double>(), 0.5, 0.02);
+  // the worker is not idle: waiting on its opens is no head-of-line blocking
+  const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+  EXPECT_EQ(why.find("head-of-line"), std::string::npos) << why;
+  EXPECT_NE(why.find("waits on storage"), std::string::npos) << why;
+  for (const auto& st : r["stages"]) {
+    if (st["name"] == "workers") {
+      EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 500.0, 0.5);
+    }
+  }
+  s["dataset"]["samples_per_file"] = 4;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 800.0, 8.0);
+}
+
+namespace {
+
+// The machine-repairman model (a closed network of `n` customers between a processor-sharing server needing `d_s`
+// a visit and an infinite server taking `z_s`): the server's busy share 1 - p0, p0 = 1 / sum_k n!/(n-k)! (d/z)^k.
+// Product form (BCMP): the means alone count.
+double repairman_busy_share(int n, double d_s, double z_s) {
+  double sum = 0.0, term = 1.0;
+  for (int k = 0; k <= n; ++k) {
+    sum += term;
+    term *= (n - k) * d_s / z_s;
+  }
+  return 1.0 - 1.0 / sum;
+}
+
+}  // namespace
+
+// A store's metadata server opens 3,000 files a second for every reader. Eight workers on warm data, a file a sample,
+// 1 ms of load a sample in pieces of 8 samples (a batch of 32 in storage.read_pieces_per_batch=4): each worker
+// alternates 8 opens at the server (2.67 ms alone) with 8 ms on its own core, a closed network whose server is busy
+// 1 - p0 = 0.992 of the time: 2,976 samples/s (in_order=False, so no worker waits for another's batch to leave). The
+// loads vary (cv 1), as product form needs: with constant ones the workers fall into step, all opening at once and
+// then all loading while the server idles (2,188 samples/s, as StorageBoundPipelineRunsAtTheDeviceRate's readers).
+TEST(Simulate, AMetadataServerCapsTheOpensOfEveryReader) {
+  json s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = {{"mean", 0.001}, {"cv", 1.0}};
+  s["loader"]["num_workers"] = 8;
+  s["loader"]["in_order"] = false;
+  s["storage"] = {{"metadata_ops_per_s", 3000}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 2000}};
+  const double busy = repairman_busy_share(8, 8.0 / 3000, 0.008);
+  EXPECT_NEAR(busy, 0.992, 0.001);
+  json r = simulate(s);
+  EXPECT_NEAR(samples_per_s(r), 3000.0 * busy, 0.01 * 3000.0 * busy);
+  EXPECT_EQ(r["bottleneck"]["stage"], "metadata");
+  EXPECT_NE(r["bottleneck"]["suggestion"].get<std::string>().find("dataset.samples_per_file"), std::string::npos);
+  for (const auto& st : r["stages"]) {
+    if (st["name"] == "metadata") {
+      EXPECT_NEAR(st["busy_fraction"].get<double>(), busy, 0.01);
+      EXPECT_NEAR(st["capacity_samples_per_s"].get<double>(), 3000.0, 1e-9);
+    }
+  }
+  // 1,000 samples a file (tar shards): the server is no longer in the way, the 8 workers' 8,000 samples/s are
+  s["dataset"]["samples_per_file"] = 1000;
+  r = simulate(s);
+  EXPECT_EQ(r["bottleneck"]["stage"], "workers");
+  EXPECT_NEAR(samples_per_s(r), 8000.0, 0.02 * 8000.0);
+  // two nodes against the same server: each its half, fixed (one simulated) or pooled as their opens come (both
+  // simulated: 16 workers on the 3,000 opens/s, 1 - p0 = 0.99999, half of it each)
+  s["dataset"]["samples_per_file"] = 1;
+  s["storage"]["nodes_sharing"] = 2;
+  s["cluster"] = {{"nodes", 2}};
+  EXPECT_NEAR(samples_per_s(simulate(s)), 1500.0 * repairman_busy_share(8, 16.0 / 3000, 0.008), 15.0);
+  s["cluster"]["simulated_nodes"] = 2;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 1500.0 * repairman_busy_share(16, 8.0 / 3000, 0.008), 15.0);
 }
 
 // A token budget sets the batch: 100-token samples under 1,000 positions take 10 a batch (batch_size 64 only caps),
