@@ -21,7 +21,9 @@ core, whose speed on a VM can be 20% off the average of K (validation runs 6 and
 and writes them as a scenario fragment (JSON) to merge into a pipeplan scenario. With --cold (root, or
 --cold-files naming the dataset's files) it also times __getitem__ with the page cache dropped, one reader, and with
 --profile (pipeplan calibrate's) writes storage.read_latency_s: a cold file's wait beyond its bytes at the profile's
-one-reader stream rate (cold_read_latency_s; the validation's cold cases take theirs the same way).
+one-reader stream rate (cold_read_latency_s; the validation's cold cases take theirs the same way). With --open-files
+(and --samples-per-file for shards) it times the files' open alone and writes storage.open_latency_s, the open's
+wait on a network file system (time_opens), moved out of the per-sample cost.
 
 Method. Samples are drawn at random (seeded) without replacement; the first few calls are
 a warm-up and are not counted (imports, caches, lazy file handles). Each __getitem__ is
@@ -371,6 +373,36 @@ def cold_read_latency_s(wall_s: float, cpu_s: float, file_bytes: float, stream_b
     if stream_bytes_per_s is None or stream_bytes_per_s <= 0 or file_bytes is None or file_bytes <= 0:
         return None
     return max(float(floor_s or 0.0), wall_s - cpu_s - file_bytes / stream_bytes_per_s)
+
+
+def time_opens(paths: Sequence[str], max_files: int = 200, max_seconds: float = 5.0) -> Dict[str, Any]:
+    """Each file's open and close (os.open, os.close: no read), up to max_files of `paths` in order, one process,
+    timed in wall (perf_counter) and in this thread's CPU (thread_time). On a network file system the wall beyond the
+    CPU is the metadata round trip an open waits, cached data or not (NFS's close-to-open attribute check, a Lustre
+    open RPC): wait_s_per_open, the scenario's storage.open_latency_s. On a local file system it is a few
+    microseconds."""
+    walls, cpus = [], []
+    deadline = time.perf_counter() + max_seconds
+    for path in list(paths)[:max_files]:
+        c0, w0 = time.thread_time(), time.perf_counter()
+        fd = os.open(path, os.O_RDONLY)
+        os.close(fd)
+        w1, c1 = time.perf_counter(), time.thread_time()
+        walls.append(w1 - w0)
+        cpus.append(c1 - c0)
+        if w1 > deadline:
+            break
+    n = len(walls)
+    if n == 0:
+        return {"n": 0}
+    wall, cpu = sum(walls) / n, sum(cpus) / n
+    return {"n": n, "wall_s_per_open": wall, "cpu_s_per_open": cpu, "wait_s_per_open": open_wait_s(wall, cpu)}
+
+
+def open_wait_s(wall_s: float, cpu_s: float) -> float:
+    """An open's wait without a core: its wall less its CPU, never below 0 (thread_time's tick can exceed a local
+    open's wall). Pure."""
+    return max(0.0, wall_s - cpu_s)
 
 
 def default_collate_fn():
@@ -730,6 +762,16 @@ def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = N
     latency = cold_latency_of(res, profile)
     if latency is not None:
         frag["storage"] = {"read_latency_s": round(latency, 9)}
+    opens = res.get("opens") or {}
+    if opens.get("n"):
+        # the timed __getitem__ waited its file's open too: that wait moves out of the per-sample CPU cost into the
+        # open's own key, which the simulator pays without a core (a sample: 1 / samples_per_file of an open)
+        per_file = int(res.get("samples_per_file") or 1)
+        wait = float(opens["wait_s_per_open"])
+        frag.setdefault("storage", {})["open_latency_s"] = round(wait, 9)
+        ds["samples_per_file"] = per_file
+        level = float(ds["load_s_per_sample"]["mean"])
+        ds["load_s_per_sample"] = dict(ds["load_s_per_sample"], mean=max(level - wait / per_file, 1e-3 * level))
     if (res.get("sequence") or {}).get("tokens_per_sample"):
         # a batch's bytes come from its shape (padded tokens x bytes_per_token), not from item_bytes
         ds.pop("item_bytes", None)
@@ -1342,6 +1384,13 @@ def main(argv=None) -> int:
                     help="the files your dataset reads (paths, or quoted globs with ** allowed): advised out of the "
                          "page cache without root; their mean size is the bytes a sample reads unless --sample-bytes "
                          "says otherwise")
+    ap.add_argument("--open-files", nargs="+", default=None, metavar="PATH_OR_GLOB",
+                    help="the dataset's files (paths, or quoted globs with ** allowed): time their open and close "
+                         "(no read) and write storage.open_latency_s, the wait a file's open costs on a network file "
+                         "system, taken out of the per-sample cost")
+    ap.add_argument("--samples-per-file", type=int, default=1,
+                    help="samples a file holds (1: a file a sample; a tar shard's sample count): "
+                         "dataset.samples_per_file, with --open-files")
     ap.add_argument("--profile", default=None,
                     help="pipeplan calibrate's hardware profile (JSON): its storage stream rate turns the cold "
                          "timing into storage.read_latency_s")
@@ -1391,6 +1440,20 @@ def main(argv=None) -> int:
                       f"(paths or globs)", file=sys.stderr)
                 return 2
             cold_paths.extend(found)
+    open_paths: List[str] = []
+    if a.open_files:
+        import glob
+        for spec in a.open_files:
+            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+            if not found:
+                print(f"pipeplan_probe: --open-files {spec!r}: no files match; expected the dataset's files "
+                      f"(paths or globs)", file=sys.stderr)
+                return 2
+            open_paths.extend(found)
+    if a.samples_per_file < 1:
+        print(f"pipeplan_probe: --samples-per-file {a.samples_per_file}: expected a whole number >= 1", file=sys.stderr)
+        return 2
+    a.open_paths = open_paths
     if a.cold and not cold_paths and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         print("pipeplan_probe: --cold: cannot drop the page cache (/proc/sys/vm/drop_caches is not writable); "
               "expected root, or --cold-files GLOB naming the dataset's files", file=sys.stderr)
@@ -1633,6 +1696,14 @@ def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[
                 cold=a.cold, cold_paths=cold_paths,
                 sequence={"collate": a.sequence, "max_tokens": a.max_tokens} if a.sequence else None)
     print(_human(res), file=sys.stderr)
+    if getattr(a, "open_paths", None):
+        # opened after the warm timings: the files' data is cached, as the in-worker __getitem__ found it
+        res["opens"] = time_opens(a.open_paths)
+        res["samples_per_file"] = int(a.samples_per_file)
+        op = res["opens"]
+        print(f"file open (no read)     {op['wall_s_per_open']*1e6:.1f} us wall, {op['cpu_s_per_open']*1e6:.1f} us CPU "
+              f"over {op['n']} files: storage.open_latency_s {op['wait_s_per_open']*1e6:.1f} us, "
+              f"{a.samples_per_file} sample(s) a file", file=sys.stderr)
     sq = res.get("sequence") or {}
     if sq.get("tokens_per_sample") and a.pad_to_multiple_of > 1:
         sq["pad_to_multiple_of"] = int(a.pad_to_multiple_of)
