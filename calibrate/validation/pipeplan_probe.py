@@ -1343,6 +1343,21 @@ def _human(res: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def expand_file_specs(flag: str, specs: Sequence[str]) -> Optional[List[str]]:
+    """The files a list of paths or globs (** allowed) names, in order; None (after one line on stderr naming the flag
+    and the spec) where a spec matches no file."""
+    import glob
+    paths: List[str] = []
+    for spec in specs:
+        found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+        if not found:
+            print(f"pipeplan_probe: {flag} {spec!r}: no files match; expected the dataset's files (paths or globs)",
+                  file=sys.stderr)
+            return None
+        paths.extend(found)
+    return paths
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1429,27 +1444,13 @@ def main(argv=None) -> int:
             print(f"pipeplan_probe: {flag} {path}: its folder does not exist; expected a path in an existing folder",
                   file=sys.stderr)
             return 2
-    cold_paths: List[str] = []
+    cold_paths = expand_file_specs("--cold-files", a.cold_files or [])
+    if cold_paths is None:
+        return 2
+    open_paths = expand_file_specs("--open-files", a.open_files or [])
+    if open_paths is None:
+        return 2
     profile = None
-    if a.cold_files:
-        import glob
-        for spec in a.cold_files:
-            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
-            if not found:
-                print(f"pipeplan_probe: --cold-files {spec!r}: no files match; expected the dataset's files "
-                      f"(paths or globs)", file=sys.stderr)
-                return 2
-            cold_paths.extend(found)
-    open_paths: List[str] = []
-    if a.open_files:
-        import glob
-        for spec in a.open_files:
-            found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
-            if not found:
-                print(f"pipeplan_probe: --open-files {spec!r}: no files match; expected the dataset's files "
-                      f"(paths or globs)", file=sys.stderr)
-                return 2
-            open_paths.extend(found)
     if a.samples_per_file < 1:
         print(f"pipeplan_probe: --samples-per-file {a.samples_per_file}: expected a whole number >= 1", file=sys.stderr)
         return 2
