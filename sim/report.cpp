@@ -370,9 +370,15 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
       d.explanation = "storage-bound: the device delivers about " + cap + " samples/s against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
     else if (d.stage == "metadata")
       d.explanation = "metadata-bound: the store's metadata server opens files for about " + cap +
-                      " samples/s (" + with_thousands(s.storage.metadata_ops_per_s) + " opens/s, " +
-                      std::to_string(s.dataset.samples_per_file) + " sample" + (s.dataset.samples_per_file > 1 ? "s" : "") +
-                      " a file) against the GPU's " + with_thousands(gpu_capacity) + waits + " for data";
+                      " samples/s (" + with_thousands(s.storage.metadata_ops_per_s) + " opens/s" +
+                      (s.storage.nodes_sharing > 1
+                           ? ", this node's share of the " +
+                                 with_thousands(s.storage.metadata_ops_per_s * s.storage.nodes_sharing) + " it serves " +
+                                 std::to_string(s.storage.nodes_sharing) + " nodes"
+                           : std::string()) +
+                      ", " + std::to_string(s.dataset.samples_per_file) + " sample" +
+                      (s.dataset.samples_per_file > 1 ? "s" : "") + " a file) against the GPU's " +
+                      with_thousands(gpu_capacity) + waits + " for data";
     else if (d.stage == "pin_thread")
       d.explanation = "pin-bound: the single pin_memory thread receives and pins about " + cap + " samples/s against the GPU's " +
                       with_thousands(gpu_capacity) + waits + " for data";
