@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,12 +29,6 @@ namespace pipeplan::cli {
 
 namespace {
 
-struct BudgetRow {
-  long long gpus;
-  double samples_per_s, read_bytes_per_s, read_iops, opens_per_s, epoch_s;
-  double store_share = 1.0;  // of that demand a shared store of the given capacity serves (1: all of it)
-};
-
 // A shared store's capacity in fio's terms, and its metadata server's opens a second (0: not given).
 struct Store {
   double read_bytes_per_s = 0.0, read_iops = 0.0, metadata_ops_per_s = 0.0;
@@ -45,30 +40,34 @@ struct Demand {
   double read_bytes_per_s = 0.0, read_iops = 0.0, opens_per_s = 0.0;
 };
 
+struct BudgetRow {
+  long long gpus;
+  double samples_per_s;
+  Demand demand;
+  double epoch_s;
+  double store_share = 1.0;  // of that demand a shared store of the given capacity serves (1: all of it)
+};
+
+// Pure: the smallest capacity / demand over the limits `store` gives and `demand` asks of (infinite where none
+// applies: nothing it limits is asked for).
+double tightest_ratio(const Store& store, const Demand& demand) {
+  double ratio = std::numeric_limits<double>::infinity();
+  for (const auto& [capacity, wanted] : {std::pair{store.read_bytes_per_s, demand.read_bytes_per_s},
+                                         std::pair{store.read_iops, demand.read_iops},
+                                         std::pair{store.metadata_ops_per_s, demand.opens_per_s}})
+    if (capacity > 0.0 && wanted > 0.0) ratio = std::min(ratio, capacity / wanted);
+  return ratio;
+}
+
 // Pure: the share of `demand` that `store` serves: its tighter limit over the demand, at most 1. The GPUs then run
 // at that share of their synthetic-data rate (input-bound beyond it).
-double store_share(const Store& store, const Demand& demand) {
-  double share = 1.0;
-  auto limit = [&](double capacity, double wanted) {
-    if (capacity > 0.0 && wanted > 0.0) share = std::min(share, capacity / wanted);
-  };
-  limit(store.read_bytes_per_s, demand.read_bytes_per_s);
-  limit(store.read_iops, demand.read_iops);
-  limit(store.metadata_ops_per_s, demand.opens_per_s);
-  return share;
-}
+double store_share(const Store& store, const Demand& demand) { return std::min(1.0, tightest_ratio(store, demand)); }
 
 // Pure: the most GPUs `store` feeds at their synthetic-data rate, each making `per_gpu`'s demand (a GPU count; -1
 // when it feeds any number: nothing is asked of it).
 long long gpus_fed(const Store& store, const Demand& per_gpu) {
-  double most = -1.0;
-  auto limit = [&](double capacity, double wanted) {
-    if (capacity > 0.0 && wanted > 0.0) most = most < 0.0 ? capacity / wanted : std::min(most, capacity / wanted);
-  };
-  limit(store.read_bytes_per_s, per_gpu.read_bytes_per_s);
-  limit(store.read_iops, per_gpu.read_iops);
-  limit(store.metadata_ops_per_s, per_gpu.opens_per_s);
-  return most < 0.0 ? -1 : static_cast<long long>(std::floor(most + 1e-9));
+  const double most = tightest_ratio(store, per_gpu);
+  return std::isinf(most) ? -1 : static_cast<long long>(std::floor(most + 1e-9));
 }
 
 // One GPU's synthetic-data rate: its step (a sequence batch's mean shape), or the training loop's Python (and its
@@ -85,10 +84,9 @@ BudgetRow budget_for(const Scenario& s, long long gpus, const Store& store) {
   BudgetRow r;
   r.gpus = gpus;
   r.samples_per_s = per_gpu * static_cast<double>(gpus);
-  r.read_bytes_per_s = r.samples_per_s * miss * s.dataset.sample_bytes.mean;
-  r.read_iops = r.samples_per_s * miss;
-  r.opens_per_s = r.samples_per_s * s.opens_per_sample();
-  r.store_share = store_share(store, Demand{r.read_bytes_per_s, r.read_iops, r.opens_per_s});
+  r.demand = {r.samples_per_s * miss * s.dataset.sample_bytes.mean, r.samples_per_s * miss,
+              r.samples_per_s * s.opens_per_sample()};
+  r.store_share = store_share(store, r.demand);
   r.epoch_s = static_cast<double>(s.dataset.num_samples) / (r.samples_per_s * r.store_share);
   return r;
 }
@@ -144,7 +142,7 @@ int budget_command(int argc, char** argv) {
   std::vector<BudgetRow> rows;
   for (long long n : counts) rows.push_back(budget_for(s, n, store));
   const BudgetRow one = budget_for(s, 1, Store{});
-  const long long fed = gpus_fed(store, Demand{one.read_bytes_per_s, one.read_iops, one.opens_per_s});
+  const long long fed = gpus_fed(store, one.demand);
 
   std::string report;
   if (common.format == "json") {
@@ -159,8 +157,12 @@ int budget_command(int argc, char** argv) {
                       {"metadata_ops_per_s", store.metadata_ops_per_s},
                       {"gpus_fed", fed < 0 ? nlohmann::json(nullptr) : nlohmann::json(fed)}};
     for (const auto& r : rows) {
-      nlohmann::json row = {{"gpus", r.gpus}, {"samples_per_s", r.samples_per_s}, {"read_bytes_per_s", r.read_bytes_per_s},
-                            {"read_iops", r.read_iops}, {"opens_per_s", r.opens_per_s}, {"epoch_s", r.epoch_s}};
+      nlohmann::json row = {{"gpus", r.gpus},
+                            {"samples_per_s", r.samples_per_s},
+                            {"read_bytes_per_s", r.demand.read_bytes_per_s},
+                            {"read_iops", r.demand.read_iops},
+                            {"opens_per_s", r.demand.opens_per_s},
+                            {"epoch_s", r.epoch_s}};
       if (store.given()) {
         row["store_share"] = r.store_share;
         row["input_bound_samples_per_s"] = r.samples_per_s * r.store_share;
@@ -181,8 +183,9 @@ int budget_command(int argc, char** argv) {
     for (const auto& r : rows) {
       std::snprintf(line, sizeof line,
                     r.epoch_s < 10 ? "%10lld %14s %11.2f %11s %12s %7.2f s" : "%10lld %14s %11.2f %11s %12s %7.0f s",
-                    r.gpus, sim::with_thousands(r.samples_per_s).c_str(), r.read_bytes_per_s / 1e9,
-                    sim::with_thousands(r.read_iops).c_str(), sim::with_thousands(r.opens_per_s).c_str(), r.epoch_s);
+                    r.gpus, sim::with_thousands(r.samples_per_s).c_str(), r.demand.read_bytes_per_s / 1e9,
+                    sim::with_thousands(r.demand.read_iops).c_str(), sim::with_thousands(r.demand.opens_per_s).c_str(),
+                    r.epoch_s);
       o << line;
       if (store.given()) {
         std::snprintf(line, sizeof line, "   %11.0f%%", 100.0 * r.store_share);

@@ -185,10 +185,6 @@ std::string sync_note(const SimResult& result, const Scenario& s) {
          "--vary training.sync_every_steps=" + std::to_string(s.training.sync_every_steps) + ",0, then the real loop)";
 }
 
-}  // namespace
-
-namespace {
-
 // A rank waiting at a collective for a rank that waits for its data (or its copy, its host) waits for that: where one
 // of those waits is 5% of the step or more, the straggler's own cause takes the ranks' wait too. Otherwise the ranks'
 // wait is their steps' difference itself (a longer batch on one rank). Pure.
@@ -266,7 +262,6 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
                     "sequence.collate=" + std::string(to_string(s.sequence.collate)) + ",pack)";
   return d;
 }
-
 
 Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p) {
   for (const auto& c : stage_capacities(s, p))
@@ -403,7 +398,7 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
     const bool wandering = s.loader.in_order && p.cpu.core_speed_cv > 0.0;
     // a worker waiting on its opens or reads is not idle: only the time it neither works nor waits on storage is
     // the head of the line's
-    const double occupied = worst->busy_fraction + (d.stage == "workers" ? result.worker_storage_wait_fraction : 0.0);
+    const double occupied = worst->busy_fraction + result.worker_storage_wait_fraction;
     if (d.stage == "workers" && result.worker_storage_wait_fraction >= 0.05)
       d.explanation += "; each worker waits on storage " + pct(result.worker_storage_wait_fraction) +
                        " of the time (its files' opens and cold reads, holding no core): more workers overlap those waits";

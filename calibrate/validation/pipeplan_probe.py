@@ -1450,11 +1450,10 @@ def main(argv=None) -> int:
     open_paths = expand_file_specs("--open-files", a.open_files or [])
     if open_paths is None:
         return 2
-    profile = None
     if a.samples_per_file < 1:
         print(f"pipeplan_probe: --samples-per-file {a.samples_per_file}: expected a whole number >= 1", file=sys.stderr)
         return 2
-    a.open_paths = open_paths
+    profile = None
     if a.cold and not cold_paths and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         print("pipeplan_probe: --cold: cannot drop the page cache (/proc/sys/vm/drop_caches is not writable); "
               "expected root, or --cold-files GLOB naming the dataset's files", file=sys.stderr)
@@ -1523,7 +1522,7 @@ def main(argv=None) -> int:
         except Exception as e:  # bad input: exit 2 like pipeplan
             print(f"pipeplan_probe: cannot load dataset/collate: {e}", file=sys.stderr)
             return 2
-        res = measure_dataset(a, ds, coll, cold_paths, profile)
+        res = measure_dataset(a, ds, coll, cold_paths, profile, open_paths)
         frag = scenario_fragment(res, profile)
     if step_fn is not None:
         st = time_step(step_fn, n_steps=a.steps)
@@ -1689,7 +1688,7 @@ def _human_memory_map(mm: Dict[str, Any]) -> str:
 
 
 def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[str],
-                    profile: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+                    profile: Optional[Dict[str, Any]], open_paths: Sequence[str] = ()) -> Dict[str, Any]:
     """The dataset's probe as the CLI asked for it, its human summary on stderr."""
     res = probe(ds, collate_fn=coll, batch_size=a.batch_size, n_samples=a.samples,
                 n_batches=a.batches, seed=a.seed, sample_bytes=a.sample_bytes,
@@ -1697,9 +1696,9 @@ def measure_dataset(a: argparse.Namespace, ds: Any, coll: Any, cold_paths: List[
                 cold=a.cold, cold_paths=cold_paths,
                 sequence={"collate": a.sequence, "max_tokens": a.max_tokens} if a.sequence else None)
     print(_human(res), file=sys.stderr)
-    if getattr(a, "open_paths", None):
+    if open_paths:
         # opened after the warm timings: the files' data is cached, as the in-worker __getitem__ found it
-        res["opens"] = time_opens(a.open_paths)
+        res["opens"] = time_opens(open_paths)
         res["samples_per_file"] = int(a.samples_per_file)
         op = res["opens"]
         print(f"file open (no read)     {op['wall_s_per_open']*1e6:.1f} us wall, {op['cpu_s_per_open']*1e6:.1f} us CPU "
