@@ -22,4 +22,17 @@ NcclProfile job_collectives(const Scenario& s, const Profile& p);
 // ("all_reduce", ...); nullopt where every collective it needs has a model.
 std::optional<std::string> missing_inter_node_figures(const Scenario& s, const Profile& p);
 
+// NCCL's network crossings in one collective over `nodes` nodes (src/graph/tuning.cc's latency model): its ring
+// crosses the network 2 (nodes - 1) times an all-reduce and nodes - 1 times an all-gather or reduce-scatter; its tree
+// (all-reduce only) 2 ceil(log2 nodes) times. 0 on one node.
+int ring_network_crossings(bool all_reduce, int nodes);
+int tree_network_crossings(int nodes);
+
+// Where a job's collectives are timed at a latency measured on fewer nodes than the job spans (the profile's
+// nccl.inter_node, or the on-node one where the scenario gives only a bandwidth), the sentence that says so and how
+// many more times NCCL crosses the network at the job's scale: the model keeps the latency, so a small bucket's
+// collective is understated there. nullopt where the scenario sets cluster.inter_node_latency_s, the job runs no
+// collective across nodes, or the measurement spans the job's nodes.
+std::optional<std::string> collective_scale_note(const Scenario& s, const Profile& p);
+
 }  // namespace pipeplan

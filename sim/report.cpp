@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "models/analytic.hpp"
+#include "models/collectives.hpp"
 
 namespace pipeplan::sim {
 
@@ -463,6 +465,17 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
   return d;
 }
 
+namespace {
+
+// What the prediction rests on that the user should know, apart from the diagnosis: the report's "note:" lines.
+std::vector<std::string> notes(const Scenario& s, const Profile& p) {
+  std::vector<std::string> out;
+  if (auto note = collective_scale_note(s, p)) out.push_back(std::move(*note));
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s, const Profile& p) {
   using nlohmann::json;
   json stages = json::array();
@@ -532,6 +545,7 @@ nlohmann::json to_json(const SimResult& r, const Diagnosis& d, const Scenario& s
        {{"pin_thread_held_fraction", r.memory_map_held_pin_fraction},
         {"main_thread_wait_fraction", r.memory_map_wait_main_fraction}}},
   };
+  out["notes"] = notes(s, p);
   if (!s.loader.replay_batch_s.empty()) out["loader"]["replay_wrapped_batches"] = r.replay_wrapped_batches;
   if (s.sequence.enabled) {
     // tokens are what a language model's job counts; padding is the GPU time spent on nothing
@@ -678,6 +692,7 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
       o << line;
     }
   }
+  for (const std::string& note : notes(s, p)) o << "  note: " << note << "\n";
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "models/analytic.hpp"
+#include "models/collectives.hpp"
 #include "models/cost_models.hpp"
 #include "models/distribution.hpp"
 #include "models/input_error.hpp"
@@ -752,4 +753,53 @@ TEST(Profile, GpuJpegDecodeRecordReadsBack) {
   EXPECT_NO_THROW(parse_profile(doc, "p.json", nullptr));
   doc["decode"]["gpu_nvjpeg"][0]["images"] = 3;
   EXPECT_THROW(parse_profile(doc, "p.json", nullptr), InputError);
+}
+
+// NCCL's latency model (src/graph/tuning.cc) counts a ring all-reduce's network steps as 2 (nodes - 1), an all-gather's
+// as nodes - 1, and its tree's as 2 log2(nodes), by hand: 2 nodes 2 / 1 / 2, 3 nodes 4 / 2 / 4, 128 nodes 254 / 127 / 14.
+TEST(Collectives, NetworkCrossingsFollowNcclsRingAndTree) {
+  EXPECT_EQ(ring_network_crossings(true, 1), 0);
+  EXPECT_EQ(tree_network_crossings(1), 0);
+  EXPECT_EQ(ring_network_crossings(true, 2), 2);
+  EXPECT_EQ(ring_network_crossings(false, 2), 1);
+  EXPECT_EQ(tree_network_crossings(2), 2);
+  EXPECT_EQ(ring_network_crossings(true, 3), 4);
+  EXPECT_EQ(ring_network_crossings(false, 3), 2);
+  EXPECT_EQ(tree_network_crossings(3), 4);
+  EXPECT_EQ(ring_network_crossings(true, 128), 254);
+  EXPECT_EQ(ring_network_crossings(false, 128), 127);
+  EXPECT_EQ(tree_network_crossings(128), 14);
+}
+
+// The model keeps the latency of the nodes nccl-tests ran on; a job on more nodes is told so, with the crossings at
+// its scale, and a job within the measurement, one that sets its own latency, or one without collectives is not.
+TEST(Collectives, AJobBeyondTheMeasuredNodesIsToldItsLatencyIsKept) {
+  Profile p;
+  p.nccl.inter_node.nodes = 2;
+  p.nccl.inter_node.gpus = 16;
+  p.nccl.inter_node.all_reduce = {true, 40e-6, 20e9};
+  Scenario s;
+  s.node.gpus = 8;
+  s.ddp.gradient_bytes = 100e6;
+  s.cluster.nodes = 2;
+  EXPECT_FALSE(collective_scale_note(s, p).has_value());
+  s.cluster.nodes = 16;
+  const auto note = collective_scale_note(s, p);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("nccl-tests across 2 nodes: 40 us"), std::string::npos) << *note;
+  EXPECT_NE(note->find("30 times an all-reduce across 16 nodes against 2 there (its tree 8)"), std::string::npos) << *note;
+  s.cluster.inter_node_latency_s = 1e-3;  // the user's own what-if latency: nothing kept from elsewhere
+  EXPECT_FALSE(collective_scale_note(s, p).has_value());
+  s.cluster.inter_node_latency_s = -1.0;
+  s.ddp.gradient_bytes = 0.0;  // no gradient all-reduce, no FSDP: no collective
+  EXPECT_FALSE(collective_scale_note(s, p).has_value());
+  // a bandwidth-only what-if with nothing measured across nodes keeps the on-node latency, then the placeholder's
+  s.ddp.gradient_bytes = 100e6;
+  s.cluster.inter_node_bus_bytes_per_s = 25e9;
+  p.nccl.inter_node = {};
+  p.nccl.all_reduce = {true, 12e-6, 200e9};
+  ASSERT_TRUE(collective_scale_note(s, p).has_value());
+  EXPECT_NE(collective_scale_note(s, p)->find("measured on one node: 12 us"), std::string::npos);
+  p.nccl.all_reduce = {};
+  EXPECT_NE(collective_scale_note(s, p)->find("placeholder"), std::string::npos);
 }

@@ -1219,6 +1219,13 @@ TEST(Simulate, AJobAcrossNodesAllReducesOverTheNetwork) {
   const json r = simulate(s, {}, profile);
   EXPECT_NEAR(step_mean(r), 0.30, 1e-4);
   EXPECT_NEAR(r["throughput"]["job_samples_per_s"].get<double>(), 2 * samples_per_s(r), 1e-9);
+  EXPECT_TRUE(r["notes"].empty()) << r["notes"];  // measured across as many nodes as the job spans
+  // eight nodes keep the two nodes' latency: the report says so (models_test has the note's figures)
+  s["cluster"]["nodes"] = 8;
+  const json wider = simulate(s, {}, profile);
+  ASSERT_EQ(wider["notes"].size(), 1u);
+  EXPECT_NE(wider["notes"][0].get<std::string>().find("14 times an all-reduce across 8 nodes"), std::string::npos);
+  s["cluster"]["nodes"] = 2;
   // the scenario's network stands in for the profile's: 3 GB/s and 1 ms, 50 ms + 1 ms after backward
   s["cluster"]["inter_node_bus_bytes_per_s"] = 3e9;
   s["cluster"]["inter_node_latency_s"] = 0.001;
