@@ -1219,11 +1219,17 @@ TEST(Simulate, AJobAcrossNodesAllReducesOverTheNetwork) {
   const json r = simulate(s, {}, profile);
   EXPECT_NEAR(step_mean(r), 0.30, 1e-4);
   EXPECT_NEAR(r["throughput"]["job_samples_per_s"].get<double>(), 2 * samples_per_s(r), 1e-9);
-  EXPECT_TRUE(r["notes"].empty()) << r["notes"];  // measured across as many nodes as the job spans
+  // the latency was measured across as many nodes as the job spans; the other node's ranks are not simulated
+  ASSERT_EQ(r["notes"].size(), 1u) << r["notes"];
+  EXPECT_NE(r["notes"][0].get<std::string>().find("slowest of the 2 simulated ranks, not of the job's 4"),
+            std::string::npos) << r["notes"][0];
+  EXPECT_NE(r["notes"][0].get<std::string>().find("cluster.simulated_nodes=2 draws 4 ranks"), std::string::npos);
+  s["cluster"]["simulated_nodes"] = 2;  // every rank drawn: nothing understated
+  EXPECT_TRUE(simulate(s, {}, profile)["notes"].empty());
   // eight nodes keep the two nodes' latency: the report says so (models_test has the note's figures)
-  s["cluster"]["nodes"] = 8;
+  s["cluster"] = {{"nodes", 8}};
   const json wider = simulate(s, {}, profile);
-  ASSERT_EQ(wider["notes"].size(), 1u);
+  ASSERT_EQ(wider["notes"].size(), 2u);
   EXPECT_NE(wider["notes"][0].get<std::string>().find("14 times an all-reduce across 8 nodes"), std::string::npos);
   s["cluster"]["nodes"] = 2;
   // the scenario's network stands in for the profile's: 3 GB/s and 1 ms, 50 ms + 1 ms after backward
