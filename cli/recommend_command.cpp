@@ -127,10 +127,10 @@ std::vector<std::string> moves(const Scenario& s) {
   if (!s.transfer.non_blocking) out.push_back("transfer.non_blocking=true");
   if (s.transfer.copy_stream == CopyStream::kDefault && s.loader.pin_memory && s.transfer.non_blocking)
     out.push_back("transfer.copy_stream=side");
-  if (s.world_size() > 1 && s.ddp.gradient_bytes > 0.0)
+  if (s.all_reduces_gradients())
     for (int cap : {10, 25, 50, 100})
       if (std::abs(cap - s.ddp.bucket_cap_mb) > 1e-9) out.push_back("ddp.bucket_cap_mb=" + std::to_string(cap));
-  if (s.world_size() > 1 && s.fsdp.enabled()) {
+  if (s.shards_parameters()) {
     if (s.fsdp.backward_prefetch != FsdpBackwardPrefetch::kBackwardPre) out.push_back("fsdp.backward_prefetch=backward_pre");
     if (s.fsdp.reshard_after_forward) out.push_back("fsdp.reshard_after_forward=false");
   }

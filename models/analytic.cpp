@@ -133,14 +133,14 @@ std::vector<StageCapacity> stage_capacities(const Scenario& s, const Profile& p)
   const NcclProfile collectives = job_collectives(s, p);
   // on one node the comm stage's capacity is named only from a measured all-reduce (the simulator runs the
   // placeholder; the report shows no capacity for it); across nodes the network's figures are always given
-  if (s.world_size() > 1 && s.ddp.gradient_bytes > 0.0 && (s.cluster.nodes > 1 || p.nccl.all_reduce.present)) {
+  if (s.all_reduces_gradients() && (s.cluster.nodes > 1 || p.nccl.all_reduce.present)) {
     double comm_s = 0.0;
     for (double b : s.ddp.bucket_bytes())
       comm_s += collective_time_s(collectives.all_reduce, b, all_reduce_bus_factor(s.world_size()));
     out.push_back({"comm", gpus * per_batch(batch, comm_s)});
   }
   // FSDP's collectives a step, one after another on NCCL's stream: their sum bounds the step when none is hidden
-  if (s.fsdp.enabled() && s.world_size() > 1)
+  if (s.shards_parameters())
     out.push_back({"comm", gpus * per_batch(batch, fsdp_comm_s_per_step(s.fsdp, collectives, s.world_size()))});
   return out;
 }

@@ -1,6 +1,5 @@
 #include "models/collectives.hpp"
 
-#include <cmath>
 #include <cstdio>
 
 namespace pipeplan {
@@ -58,9 +57,8 @@ int tree_network_crossings(int nodes) {
 std::optional<std::string> collective_scale_note(const Scenario& s, const Profile& p) {
   const int nodes = s.cluster.nodes;
   if (nodes <= 1 || s.cluster.inter_node_latency_s >= 0.0) return std::nullopt;
-  const bool all_reduce = s.world_size() > 1 && s.ddp.gradient_bytes > 0.0;
-  if (!all_reduce && !(s.fsdp.enabled() && s.world_size() > 1)) return std::nullopt;
-  // the latency job_collectives keeps: the profile's across nodes, else (a bandwidth-only what-if) the on-node one
+  const bool all_reduce = s.all_reduces_gradients();
+  if (!all_reduce && !s.shards_parameters()) return std::nullopt;
   // the latency job_collectives keeps: the profile's across nodes, else (a bandwidth-only what-if) the on-node one,
   // else the placeholder's
   const auto& across = all_reduce ? p.nccl.inter_node.all_reduce : p.nccl.inter_node.all_gather;

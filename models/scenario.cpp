@@ -237,7 +237,7 @@ void read_fsdp(ObjectReader& top, Scenario& s) {
 }  // namespace
 
 double estimated_activities(const Scenario& s, std::int64_t steps) {
-  const double buckets = (s.world_size() > 1 && s.ddp.gradient_bytes > 0 ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0) +
+  const double buckets = (s.all_reduces_gradients() ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0) : 0.0) +
                          3.0 * static_cast<double>(s.fsdp.unit_parameter_bytes.size());
   // per rank-step: worker, pin, receive, copy, compute, host, synthetic twin; plus buckets on both;
   // each event costs more when many threads share the CPU host (the sharing solve grows with them)
@@ -652,7 +652,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
                      "1, or the network's figures for the " + *missing +
                          " across nodes: cluster.inter_node_bus_bytes_per_s (nccl-tests' busbw on a run across nodes), "
                          "or the profile's nccl.inter_node (calibrate/validation/nccl_tests_fit.py reads nccl-tests' output)");
-  if (s.world_size() > 1 && s.ddp.gradient_bytes > 0) {
+  if (s.all_reduces_gradients()) {
     // Each bucket is a simulated collective per step: keep their number sane.
     const double buckets = s.ddp.parameter_bytes.empty() ? 1.0 + s.ddp.gradient_bytes / (s.ddp.bucket_cap_mb * 1048576.0)
                                                          : static_cast<double>(s.ddp.bucket_bytes().size());

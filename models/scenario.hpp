@@ -330,6 +330,10 @@ struct Scenario {
   double ddp_host_s() const { return world_size() > 1 ? ddp.host_s() : 0.0; }
   // Ranks of the job: every node's GPUs (DistributedSampler's num_replicas, the collectives' ranks).
   int world_size() const { return node.gpus * cluster.nodes; }
+  // The collectives a step runs: DDP's gradient all-reduce (several ranks, gradients to reduce), FSDP's all-gathers
+  // and reduce-scatters (several ranks, units).
+  bool all_reduces_gradients() const { return world_size() > 1 && ddp.gradient_bytes > 0.0; }
+  bool shards_parameters() const { return world_size() > 1 && fsdp.enabled(); }
   // Files opened a sample on average (dataset.samples_per_file).
   double opens_per_sample() const { return 1.0 / static_cast<double>(dataset.samples_per_file); }
   // Ranks the simulator runs side by side: each simulated node's GPUs (the ranks whose own draws a collective waits

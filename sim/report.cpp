@@ -468,12 +468,10 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
 
 namespace {
 
-// What the prediction rests on that the user should know, apart from the diagnosis: the report's "note:" lines.
 // A job whose collectives span ranks the simulator does not run: each step waits for the slowest of the simulated
 // ranks only (docs/model.md, Several nodes: 4 ranks of 10 ms steps at cv 0.2 wait 12.1 ms, one 10.0).
 std::optional<std::string> unsimulated_ranks_note(const Scenario& s) {
-  const bool collectives = s.world_size() > 1 && (s.ddp.gradient_bytes > 0.0 || s.fsdp.enabled());
-  if (!collectives || s.simulated_ranks() >= s.world_size()) return std::nullopt;
+  if (!(s.all_reduces_gradients() || s.shards_parameters()) || s.simulated_ranks() >= s.world_size()) return std::nullopt;
   const int most_nodes = std::min(s.cluster.nodes, kMaxSimulatedNodes);
   std::string out = "each step waits at the collectives for the slowest of the " + std::to_string(s.simulated_ranks()) +
                     " simulated ranks, not of the job's " + std::to_string(s.world_size()) +
@@ -484,6 +482,7 @@ std::optional<std::string> unsimulated_ranks_note(const Scenario& s) {
   return out;
 }
 
+// What the prediction rests on that the user should know, apart from the diagnosis: the report's "note:" lines.
 std::vector<std::string> notes(const Scenario& s, const Profile& p) {
   std::vector<std::string> out;
   if (auto note = collective_scale_note(s, p)) out.push_back(std::move(*note));

@@ -1535,7 +1535,7 @@ void configure_storage(sg4::Host* storage, const StorageConfig& st) {
 }
 
 std::shared_ptr<Comm> make_comm(const Scenario& s, const Profile& p) {
-  if (s.world_size() <= 1 || s.ddp.gradient_bytes <= 0.0) return nullptr;
+  if (!s.all_reduces_gradients()) return nullptr;
   auto comm = std::make_shared<Comm>();
   comm->ranks = s.simulated_ranks();
   comm->bucket_bytes = s.ddp.bucket_bytes();
