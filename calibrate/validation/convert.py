@@ -439,12 +439,14 @@ def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[s
 
 def receive_gil_for_machine(receive_gil_s: Optional[str], given: bool, machine: Dict[str, Any]) -> Optional[str]:
     """Pure: the hold to give a call's pinned cases. One given on the command line is used as is; the default
-    (H200_RECEIVE_GIL_S) was measured on the validation H200 host (its Python, torch and CPU: validation-runs.md
-    run 62, finding 9), so it applies only to calls whose harness recorded that GPU, and other machines keep their
-    profile's receive_gil_share ("off") until their own timelines or GIL probe measure it."""
+    (H200_RECEIVE_GIL_S) was fitted on the validation H200 host (validation-runs.md run 62, finding 9) and checked
+    out of sample on the H100 host of run 64 (finding 2: the loop's ops after a hand-off 0.37-0.67 ms measured,
+    0.48-0.96 simulated with it), so it applies to calls whose harness recorded one of HOLD_CHECKED_GPUS; other
+    machines keep their profile's receive_gil_share ("off") until their own timelines measure it."""
     if given or receive_gil_s in (None, "off"):
         return receive_gil_s
-    return receive_gil_s if "H200" in str(machine.get("gpu") or "") else "off"
+    gpu = str(machine.get("gpu") or "")
+    return receive_gil_s if any(name in gpu for name in HOLD_CHECKED_GPUS) else "off"
 
 
 def with_receive_gil(case: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -847,6 +849,11 @@ def wander_less_samples(batch_cv: float, batch_size: int, getitem_s: float, load
 # run 62, finding 9). The machine's figure, not the table's: the loop's loss does not follow a call's
 # receive_s_per_batch (0.69 / 0.71 / 0.66 / 0.58 ms over calls with 0-1 / 1-2 / 2-3 / 3-4 ms of it, 446 cases).
 H200_RECEIVE_GIL_S = 0.00048
+# The GPUs whose validation hosts' timelines checked that hold (the loop's ops right after a hand-off,
+# handoff_diagnostic.py --simulated): the H200's (runs 11-62) and the H100's (run 64, finding 2). The harness's own GIL
+# probe is not the check: beside the same H100 loop it read 6.6 ms a batch, one hold the size of the hand-off delay,
+# which the loop waits through in next() (run 64, finding 2).
+HOLD_CHECKED_GPUS = ("H200", "H100")
 assert float(TABLE_OPTIONS.receive_gil_s) == H200_RECEIVE_GIL_S
 
 
@@ -3280,8 +3287,8 @@ def main(argv=None) -> int:
                     help="ipc.receive_gil_s_per_batch in every case's profile: the GIL-held part of the pin "
                          "thread's receive a batch, seconds on one idle core; off: the profile's receive_gil_share "
                          "instead (the whole fixed receive: the model until the fifty-ninth session). Default: "
-                         f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, measured on the validation H200 host) for calls "
-                         "whose harness recorded an H200, off for others and with --receive-gil-share; measured: "
+                         f"{H200_RECEIVE_GIL_S} (H200_RECEIVE_GIL_S, fitted on the validation H200 host, checked on the H100 "
+                         "host) for calls whose harness recorded an H200 or H100, off for others and with --receive-gil-share; measured: "
                          "each call's own from its transport component's GIL probe (receive_gil_s_from_probe, harness "
                          "since run 62's plan), the default where a call has none")
     ap.add_argument("--back-to-back", default="measured", metavar="measured|off|FACTOR",
@@ -3541,11 +3548,11 @@ def main(argv=None) -> int:
         "receive_gil_note": (
             f"{sum(1 for c in cases if (c.get('convert') or {}).get('receive_gil_s_per_batch') is not None)} case(s) "
             "their call's own figure from its GIL probe, the others the H200's "
-            f"{H200_RECEIVE_GIL_S * 1e3:.2f} ms where their harness recorded an H200 (`--receive-gil-s measured`)"
+            f"{H200_RECEIVE_GIL_S * 1e3:.2f} ms where their harness recorded an H200 or H100 (`--receive-gil-s measured`)"
             if getattr(a, "receive_gil_s", "off") == "measured" else
             f"{float(a.receive_gil_s) * 1e3:.2f} ms of each batch's receive on one idle core, first in the receive "
             "(`--receive-gil-s`; the H200's figure from runs 11-40's timelines: validation-runs.md run 62, finding 9; "
-            "by default only in the calls whose harness recorded an H200)"
+            "checked on run 64's H100 host: finding 2; by default only in the calls whose harness recorded an H200 or H100)"
             if getattr(a, "receive_gil_s", "off") not in (None, "off")
             else "the profile's `ipc.receive_gil_share` of the fixed receive (`--receive-gil-s off`)"),
     }

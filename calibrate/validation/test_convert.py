@@ -316,9 +316,11 @@ class BackToBackEndToEndTest(unittest.TestCase):
 
 
 class ReceiveGilForMachineTest(unittest.TestCase):
-    def test_the_default_only_on_the_h200_given_values_everywhere(self):
+    def test_the_default_only_on_the_checked_hosts_given_values_everywhere(self):
         h200, other = {"gpu": "NVIDIA H200"}, {"gpu": "NVIDIA B200"}
         self.assertEqual(convert.receive_gil_for_machine("0.00048", False, h200), "0.00048")
+        self.assertEqual(convert.receive_gil_for_machine("0.00048", False, {"gpu": "NVIDIA H100 80GB HBM3"}),
+                         "0.00048")
         self.assertEqual(convert.receive_gil_for_machine("0.00048", False, other), "off")
         self.assertEqual(convert.receive_gil_for_machine("0.00048", False, {}), "off")
         self.assertEqual(convert.receive_gil_for_machine("0.0003", True, other), "0.0003")
