@@ -174,6 +174,20 @@ std::string warm_up_advice(const SequenceConfig& seq, int batch_size) {
   return buf;
 }
 
+// Which attention backend pays for a new shape: on the validation H100 (torch 2.11.0+cu130), scaled_dot_product_
+// attention's cuDNN backend, its default there, took 145-197 ms more host time for a length not run before than for
+// one it had run, flash and memory-efficient attention 2-9 ms more (validation run 64, finding 1: shape_probe.py's
+// host time new less seen, two batch sizes, cudnn.benchmark off and on). A cost this large is a
+// plan build worth asking the backend about; a small one is not.
+constexpr double kNewShapeCostWorthABackend_s = 0.05;
+
+std::string attention_backend_advice(double new_shape_host_s) {
+  if (new_shape_host_s < kNewShapeCostWorthABackend_s) return "";
+  return "; if the model uses scaled_dot_product_attention, check its backend: cuDNN's builds a plan per shape "
+         "(145-197 ms a new shape on an H100 with torch 2.11, flash or memory-efficient attention 2-9 ms: "
+         "torch.nn.attention.sdpa_kernel picks one; measure with calibrate/validation/shape_probe.py)";
+}
+
 // A host-bound loop's sync costs it no more than the wait for the kernels launched last (the GPU is idle behind
 // the launches anyway), so it is priced, not blamed: validation run 26 measured no gain from removing a host-bound
 // ResNet-50 loop's per-step sync (the harness's pairs 7% slower without it; sync_check.py's alternating blocks
@@ -255,6 +269,7 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
                     "sweep --vary sequence.pad_to_multiple_of=" + std::to_string(std::max<std::int64_t>(1, s.sequence.pad_to_multiple_of)) +
                     "," + std::to_string(coarser_multiple(s.sequence.pad_to_multiple_of)) +
                     "), or buckets (sequence.collate=bucket); a longer run meets fewer new shapes" +
+                    attention_backend_advice(s.sequence.new_shape_host_s) +
                     warm_up_advice(s.sequence, s.loader.batch_size);
   // A GPU busy on padding: a sequence batch's padded positions cost as real ones (docs/model.md, Sequences).
   if (d.stage == "gpu_compute" && !d.rank_imbalance && s.sequence.enabled &&

@@ -2105,6 +2105,27 @@ TEST(Simulate, NewShapesSuggestWarmingThePlansUpFront) {
       << suggestion;
 }
 
+// A plan build as costly as cuDNN attention's (validation run 64, finding 1: 145-197 ms a new shape, flash 2-9 ms)
+// gets the attention backend named; one the size of the cuBLAS part alone does not, nor does a job whose new shapes
+// fall below the share worth naming.
+TEST(Simulate, ACostlyPlanBuildNamesTheAttentionBackend) {
+  const json lengths = one_line_each_100_apart(20);
+  auto suggestion_at = [&](double new_shape_host_s) {
+    json s = sequence_scenario({{"tokens_per_sample_histogram", lengths}, {"new_shape_host_s", new_shape_host_s}});
+    s["loader"]["batch_size"] = 1;
+    s["training"] = {{"step_s", 0.010}, {"steps", 60}, {"warmup_steps", 10}};
+    const json r = simulate(s);
+    EXPECT_EQ(r["bottleneck"]["stage"], "host_loop") << new_shape_host_s;
+    return r["bottleneck"]["suggestion"].get<std::string>();
+  };
+  const std::string costly = suggestion_at(0.15);
+  EXPECT_NE(costly.find("scaled_dot_product_attention"), std::string::npos) << costly;
+  EXPECT_NE(costly.find("torch.nn.attention.sdpa_kernel"), std::string::npos) << costly;
+  const std::string cheap = suggestion_at(0.03);
+  EXPECT_NE(cheap.find("building kernel plans"), std::string::npos) << cheap;
+  EXPECT_EQ(cheap.find("scaled_dot_product_attention"), std::string::npos) << cheap;
+}
+
 // Warming the plans up front (sequence.warm_up_shapes): the 20 lengths' shapes are all run before the job, so none
 // is new in it and it runs as fast as one without the cost; the warm-up itself is 20 x 50 ms = 1.0 s once, reported
 // apart. recommend tries it where new shapes cost something, and it wins over the window.
