@@ -399,7 +399,8 @@ def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], D
 
 
 def loaded_duty_time_constant(calls: Sequence[Tuple[str, Dict[str, Any], Dict[str, Any], Any]]) -> Optional[float]:
-    """calls_duty_time_constant over load_calls' calls, as the table takes it (over every call given)."""
+    """calls_duty_time_constant over load_calls' calls, all of them pooled: give calls of one GPU kind, as the table
+    pools them (duty_time_constants_by_gpu)."""
     return calls_duty_time_constant([(doc.get("components") or {}, profile) for _, doc, profile, _ in calls])
 
 
@@ -415,6 +416,23 @@ def calls_duty_time_constant(calls: Sequence[Tuple[Dict[str, Any], Optional[Dict
     """rest_curves_time_constant over the rest curves and burst ramps of (components, profile) of several calls."""
     return rest_curves_time_constant([rc for rc in (call_rest_curve(c, p) for c, p in calls) if rc],
                                      [r for c, p in calls for r in call_burst_ramps(c, p)])
+
+
+def duty_time_constants_by_gpu(calls: Sequence[Tuple[str, Dict[str, Any], Optional[Dict[str, Any]]]]
+                               ) -> Dict[str, Optional[float]]:
+    """Pure: calls_duty_time_constant per GPU kind over (the harness's machine.gpu, components, profile) of each call:
+    the constant is the machine's (its clocks' and power's response to rest), so an H100 call's rest curves must not
+    move an H200 call's (run 64, the first H100 calls, shifted the pooled 45.0 ms to 42.8 and 65 H200 cases' predictions
+    by 1-3.4%)."""
+    groups: Dict[str, List[Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
+    for gpu, components, profile in calls:
+        groups.setdefault(gpu, []).append((components, profile))
+    return {gpu: calls_duty_time_constant(members) for gpu, members in groups.items()}
+
+
+def call_gpu(doc: Dict[str, Any]) -> str:
+    """The GPU a call's harness recorded (machine.gpu), "" where none."""
+    return str((doc.get("machine") or {}).get("gpu") or "")
 
 
 def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -2785,10 +2803,11 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
         L.append(f"- The pin thread's receive holds the GIL for: {meta['receive_gil_note']}")
     if meta.get("launch_tail_note"):
         L.append(f"- The GPU work launched last (a host-bound step's tail after its last launch): {meta['launch_tail_note']}")
-    if meta.get("gpu_duty_time_constant_s"):
-        L.append(f"- GPU duty time constant: {meta['gpu_duty_time_constant_s'] * 1e3:.1f} ms, fitted to the gpu_rest_curve of "
-                 "every call scored (`--gpu-duty-time-constant rest-curve`; the step's duty shape re-read at a step's "
-                 "start under it)")
+    if meta.get("gpu_duty_time_constant_s_by_gpu"):
+        taus = "; ".join(f"{tau * 1e3:.1f} ms on {gpu or 'an unrecorded GPU'}"
+                         for gpu, tau in meta["gpu_duty_time_constant_s_by_gpu"].items())
+        L.append(f"- GPU duty time constant: {taus}, each fitted to the gpu_rest_curve of every call scored on that "
+                 "GPU (`--gpu-duty-time-constant rest-curve`; the step's duty shape re-read at a step's start under it)")
     L.append(f"- Simulator: {meta.get('pipeplan_note')}")
     L.append(f"- Command: `{meta['command']}`")
     L.append("")
@@ -3355,19 +3374,23 @@ def main(argv=None) -> int:
     if simulate and not (os.path.isfile(a.pipeplan) and os.access(a.pipeplan, os.X_OK)):
         print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
         return 2
-    # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored
+    # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored on
+    # that kind of GPU
     for r in runs:
         r["profile_doc"] = read_json(r["profile"]) if r["profile"] else None
-    duty_tau = (calls_duty_time_constant([(r["doc"].get("components") or {}, r["profile_doc"]) for r in runs])
-                if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else None)
-    if duty_tau:
-        print(f"convert: GPU duty time constant {duty_tau * 1e3:.1f} ms (gpu_rest_curve of the calls scored)",
-              file=sys.stderr)
+    duty_taus = (duty_time_constants_by_gpu([(call_gpu(r["doc"]), r["doc"].get("components") or {}, r["profile_doc"])
+                                             for r in runs])
+                 if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else {})
+    for gpu, tau in duty_taus.items():
+        if tau:
+            print(f"convert: GPU duty time constant {tau * 1e3:.1f} ms (gpu_rest_curve of the calls scored on "
+                  f"{gpu or 'an unrecorded GPU'})", file=sys.stderr)
     preds: Dict[str, Dict[str, Any]] = {}
     cases: List[Dict[str, Any]] = []
     sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
     for run in runs:
         machine = run["doc"].get("machine") or {}
+        duty_tau = duty_taus.get(call_gpu(run["doc"]))
         run_profile = run["profile_doc"]
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
         call_components = run["doc"].get("components") or {}
@@ -3527,7 +3550,7 @@ def main(argv=None) -> int:
                       "probes-only": "the mean of the loop's host probes right before and after each host-heavy "
                                      "case where the harness took them, else the alone-median (`--host-from "
                                      "probes-only`)"}[getattr(a, "host_from", "probe-bracket")],
-        "gpu_duty_time_constant_s": duty_tau,
+        "gpu_duty_time_constant_s_by_gpu": {gpu: tau for gpu, tau in duty_taus.items() if tau},
         "launch_tail_note": (
             f"{sum(1 for c in cases if (c.get('convert') or {}).get('launch_tail_s'))} case(s) with a host-bound step, "
             "each step's kernels ending no earlier than its last launch plus the plain synthetic loop's step less its "

@@ -1339,6 +1339,29 @@ class ScenarioTest(unittest.TestCase):
         del comps["gpu_rest_curve"]
         self.assertAlmostEqual(convert.calls_duty_time_constant([(comps, None)]), tau, delta=0.06 * tau)
 
+    def test_the_duty_time_constant_is_pooled_per_gpu_kind(self):
+        # rest curves made with tau = 30 ms on one GPU kind and 80 ms on another: each kind gets its own back, so a
+        # call on the second kind does not move the first's (run 64's H100 calls moved the pooled H200 figure)
+        iso, sus = 0.025, 0.030
+
+        def call_with_tau(tau):
+            pts = [{"rest_s": r, "gpu_s": iso + math.exp(-r / tau) * (sus - iso)} for r in (0.01, 0.03, 0.1, 0.3)]
+            return {"gpu_rest_curve": {"step": "mm:25/image/b64", "points": pts},
+                    "step": {"mm:25/image/b64": {"gpu_s": {"mean": iso}, "sustained_interval_s": {"mean": sus},
+                                                 "sustained_is_gpu_time": True}}}
+        h200, h100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+        alone = convert.duty_time_constants_by_gpu([(h200, call_with_tau(0.030), None)] * 2)
+        mixed = convert.duty_time_constants_by_gpu([(h200, call_with_tau(0.030), None)] * 2
+                                                   + [(h100, call_with_tau(0.080), None)])
+        self.assertEqual(mixed[h200], alone[h200])
+        self.assertAlmostEqual(mixed[h200], 0.030, delta=0.06 * 0.030)
+        self.assertAlmostEqual(mixed[h100], 0.080, delta=0.06 * 0.080)
+        # pooled as before this split, the second kind pulls the first's away from its own
+        pooled = convert.calls_duty_time_constant([(call_with_tau(0.030), None)] * 2 + [(call_with_tau(0.080), None)])
+        self.assertGreater(abs(pooled - 0.030), 0.06 * 0.030)
+        self.assertEqual(convert.call_gpu({"machine": {"gpu": h100}}), h100)
+        self.assertEqual(convert.call_gpu({}), "")
+
     def test_main_side_drift_from_the_probes_around_the_case(self):
         # the pin-thread check's figures (2026-11-30): transport alone 14.44 ms of pin-thread CPU per batch;
         # probes around a case 17.0 and 18.0 -> the case's main side is (17.0 + 18.0) / 2 / 14.44 as dear
