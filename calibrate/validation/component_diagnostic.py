@@ -37,7 +37,7 @@ def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: flo
     machine = (prof.get("cpu") or {}).get("speed_vs_busy_cores") or []
     at = convert.relative_core_speed(machine, busy_cores)
     load_curve = ds.get("load_speed_vs_busy_cores") or machine
-    batch_bytes = float(ds["item_bytes"]) * int(ld["batch_size"])
+    batch_bytes = float(scenario_sample_bytes(ds)) * int(ld["batch_size"])
     ipc, host = prof.get("ipc") or {}, prof.get("host") or {}
     collate = float(ld.get("collate_s_per_batch") or 0.0)
     if int(ld.get("num_workers", 0)) > 0 and not ld.get("collate_in_shared_memory"):
@@ -56,6 +56,15 @@ def model_components(scen: Dict[str, Any], prof: Dict[str, Any], busy_cores: flo
         out["copy"] = convert.copy_curve_time_s(fresh, batch_bytes)
         out["release"] = batch_bytes * float(ipc["release_s_per_byte"]) / at
     return out
+
+
+def scenario_sample_bytes(dataset: Dict[str, Any]) -> float:
+    """Pure: a sample's bytes as the scenario gives them: dataset.item_bytes, else (a sequence scenario, whose
+    samples vary) the mean of dataset.sample_bytes; 0 without either. A sequence batch padded to its longest row is
+    larger than this mean x the batch (the pin thread's figure is then a lower bound)."""
+    if dataset.get("item_bytes") is not None:
+        return float(dataset["item_bytes"])
+    return float((dataset.get("sample_bytes") or {}).get("mean") or 0.0)
 
 
 def measured_components(case: Dict[str, Any]) -> Dict[str, float]:

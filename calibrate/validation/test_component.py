@@ -42,6 +42,17 @@ class ModelSide(unittest.TestCase):
         self.assertNotIn("pin_thread", cd.model_components(scenario(pin_memory=False), PROFILE, 9.0))
 
 
+    def test_a_sequence_scenario_without_item_bytes(self):
+        # run 64's sequence cases give dataset.sample_bytes (mean 2,000 B) instead of item_bytes: a batch of 64 is
+        # 128 kB, touched at 1e-10 s a byte and copied at 1e10 B/s (12.8 us each) after the 5 ms receive
+        s = scenario()
+        del s["dataset"]["item_bytes"]
+        s["dataset"]["sample_bytes"] = {"mean": 2000.0, "cv": 0.5}
+        m = cd.model_components(s, PROFILE, 1.0)
+        self.assertAlmostEqual(m["pin_thread"], 0.005 + 2 * 128000 * 1e-10)
+        self.assertEqual(cd.scenario_sample_bytes({}), 0.0)
+
+
 class MeasuredSide(unittest.TestCase):
     def test_in_situ_counters_and_the_loop_where_comparable(self):
         case = {"knobs": {"pin_memory": True, "non_blocking": True},
