@@ -146,6 +146,17 @@ def token_length_stats(tokens_per_line):
             "histogram": [[k, counts[k]] for k in sorted(counts)]}
 
 
+def lengths_no_line_has(histogram, lo: int, hi: int, count: int):
+    """Pure: `count` token lengths in [lo, hi], evenly spread, that no line of the dataset has (histogram: [length,
+    lines] pairs). A batch padded to its longest row has a line's length, so a pad-to-longest case never draws these:
+    a probe stepping on them at the case's own rows warms none of its shapes. Fewer where [lo, hi] has fewer free."""
+    taken = {int(length) for length, _ in (histogram or [])}
+    free = [x for x in range(lo, hi + 1) if x not in taken]
+    if len(free) <= count:
+        return free
+    return [free[round(i * (len(free) - 1) / (count - 1))] for i in range(count)] if count > 1 else free[:1]
+
+
 # ============================================================================ datasets (picklable)
 class ImageDataset:
     """torchvision-style ImageFolder item: open + PIL decode + RandomResizedCrop + flip + ToTensor + Normalize."""
@@ -1932,10 +1943,10 @@ class Harness:
         rows = bs + 1
         lengths = [300 + 61 * j for j in range(8)] if not dev.cpu else [16 + 3 * j for j in range(4)]
 
-        def timed(length):
-            g = t.Generator(device="cpu").manual_seed(rows * 100000 + length)
-            ids = t.randint(2, 8000, (rows, length), generator=g, dtype=t.int64).to(dev.device)
-            gb = (ids, t.full((rows,), length, dtype=t.int64).to(dev.device))
+        def timed(length, n_rows=rows):
+            g = t.Generator(device="cpu").manual_seed(n_rows * 100000 + length)
+            ids = t.randint(2, 8000, (n_rows, length), generator=g, dtype=t.int64).to(dev.device)
+            gb = (ids, t.full((n_rows,), length, dtype=t.int64).to(dev.device))
             dev.sync()
             a = time.perf_counter()
             model(gb)
@@ -1949,7 +1960,23 @@ class Harness:
             seen.append(timed(length))
         extra_host = [n[0] - s[0] for n, s in zip(new, seen)]
         extra_wall = [n[1] - s[1] for n, s in zip(new, seen)]
-        c[key] = {"rows": rows, "lengths": lengths,
+        # since the sixty-seventh session: the same at the case's own rows, on lengths no line has (so the case
+        # never draws them): run 64's b16 cost at 17 rows was 22% over the in-situ one at 16 (validation-runs.md run
+        # 64, finding 1). Recorded beside, not used by convert until a run compares the two.
+        at_case_rows = None
+        try:
+            hist = ((self.doc["datasets"].get(kind) or {}).get("tokens_per_sample") or {}).get("histogram")
+            # never the pad-to-512 kind's one padded length either
+            free = [x for x in (lengths_no_line_has(hist, 300, 1200, 4) if not dev.cpu
+                                else lengths_no_line_has(hist, 16, 120, 2)) if x != SEQ_PAD_MAX_TOKENS]
+            if free:
+                pairs = [(timed(length, bs), timed(length, bs)) for length in free]
+                at_case_rows = {"rows": bs, "lengths": free,
+                                "new_shape_host_s": statistics.median(n[0] - s_[0] for n, s_ in pairs),
+                                "new_shape_wall_s": statistics.median(n[1] - s_[1] for n, s_ in pairs)}
+        except Exception as e:                 # a diagnostic: never costs the component
+            at_case_rows = {"error": f"{e.__class__.__name__}: {e}"}
+        c[key] = {"rows": rows, "lengths": lengths, "at_case_rows": at_case_rows,
                   "new_host_s": [n[0] for n in new], "new_wall_s": [n[1] for n in new],
                   "seen_host_s": [s[0] for s in seen], "seen_wall_s": [s[1] for s in seen],
                   "new_shape_host_s": statistics.median(extra_host),
@@ -1961,7 +1988,11 @@ class Harness:
             f"(wall {statistics.median(c[key]['new_wall_s'])*1e3:.1f}), a seen one {statistics.median(c[key]['seen_host_s'])*1e3:.1f} "
             f"(wall {statistics.median(c[key]['seen_wall_s'])*1e3:.1f}): {c[key]['new_shape_host_s']*1e3:.1f} ms more host a new "
             f"shape, {c[key]['new_shape_wall_s']*1e3:.1f} ms more wall ({len(lengths)} lengths at {rows} rows, "
-            f"{time.perf_counter()-t0:.1f}s)")
+            f"{time.perf_counter()-t0:.1f}s)"
+            + (f"; at {bs} rows on {len(at_case_rows['lengths'])} lengths no line has: "
+               f"{at_case_rows['new_shape_host_s']*1e3:.1f} ms more host"
+               if at_case_rows and "new_shape_host_s" in at_case_rows else
+               f"; at {bs} rows: {at_case_rows}" if at_case_rows else ""))
         return c[key]
 
     def comp_host_under_load(self, step_name, kind, bs, busy):

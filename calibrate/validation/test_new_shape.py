@@ -152,3 +152,20 @@ class InSituOverlap(unittest.TestCase):
                                                                           "synced": synced}}}}
         self.assertAlmostEqual(rp.insitu_overlap_fraction(case, {"shapes": shapes, "new": new}), 0.3, places=6)
         self.assertIsNone(rp.insitu_overlap_fraction(case, {"shapes": shapes[:12], "new": new[:12]}))  # 2 seen
+
+
+class LengthsNoLineHas(unittest.TestCase):
+    """harness.lengths_no_line_has: the lengths the new-shape component steps on at the case's own rows."""
+
+    def test_spread_over_the_free_lengths_and_none_a_line_has(self):
+        from test_convert import load_harness
+        h = load_harness()
+        hist = [[300, 4], [301, 1], [1200, 2]]
+        got = h.lengths_no_line_has(hist, 300, 1200, 4)
+        # 898 free lengths (302..1199): the first, the last and two evenly between
+        self.assertEqual(got, [302, 601, 900, 1199])
+        self.assertFalse({300, 301, 1200} & set(got))
+        # fewer free than asked: every free one
+        self.assertEqual(h.lengths_no_line_has([[16, 1]], 16, 18, 4), [17, 18])
+        self.assertEqual(h.lengths_no_line_has(None, 5, 9, 1), [5])
+        self.assertEqual(h.lengths_no_line_has([[7, 1]], 7, 7, 2), [])
