@@ -58,7 +58,7 @@ def main() -> int:
     a = ap.parse_args()
     jobs = []
     calls = convert.load_calls(a.results_dirs)
-    duty_tau = convert.loaded_duty_time_constant(calls)   # as the table: over every call given
+    duty_taus = convert.loaded_duty_time_constants(calls)   # as the table: per GPU kind of the calls given
     for d, doc, profile, cpu_curve in calls:
         for c in doc.get("cases") or []:
             if c.get("status") == "ok" and bracketed(c):
@@ -71,7 +71,7 @@ def main() -> int:
         def predict(job, which: str) -> Optional[Tuple[float, float]]:
             tag, c, doc, profile, cpu_curve = job
             v = c if which == "both" else one_probe_case(c, which)
-            scen, prof = convert.table_case_inputs(v, doc, profile, cpu_curve, duty_tau)
+            scen, prof = convert.table_case_inputs(v, doc, profile, cpu_curve, duty_taus.get(convert.call_gpu(doc)))
             stem = os.path.join(tmp, f"{tag}-{c['id']}-{which}")
             json.dump(scen, open(stem + ".json", "w"))
             json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

@@ -67,7 +67,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         calls = convert.load_calls(a.results_dirs)
-        duty_tau = convert.loaded_duty_time_constant(calls)   # as the table: over every call given
+        duty_taus = convert.loaded_duty_time_constants(calls)   # as the table: per GPU kind of the calls given
         for d, doc, profile, cpu_curve in calls:
             for c in doc.get("cases") or []:
                 k = c.get("knobs") or {}
@@ -76,7 +76,7 @@ def main() -> int:
                         or int(k.get("epochs", 1) or 1) > 1:
                     continue
                 meas = completion_gaps(measured_completions(tl))
-                scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve, duty_tau)
+                scen, prof = convert.table_case_inputs(c, doc, profile, cpu_curve, duty_taus.get(convert.call_gpu(doc)))
                 stem = os.path.join(tmp, c["id"])
                 json.dump(scen, open(stem + ".json", "w"))
                 json.dump(prof if prof is not None else profile, open(stem + ".profile.json", "w"))

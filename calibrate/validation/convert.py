@@ -398,10 +398,12 @@ def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], D
     return out
 
 
-def loaded_duty_time_constant(calls: Sequence[Tuple[str, Dict[str, Any], Dict[str, Any], Any]]) -> Optional[float]:
-    """calls_duty_time_constant over load_calls' calls, all of them pooled: give calls of one GPU kind, as the table
-    pools them (duty_time_constants_by_gpu)."""
-    return calls_duty_time_constant([(doc.get("components") or {}, profile) for _, doc, profile, _ in calls])
+def loaded_duty_time_constants(calls: Sequence[Tuple[str, Dict[str, Any], Dict[str, Any], Any]]
+                               ) -> Dict[str, Optional[float]]:
+    """duty_time_constants_by_gpu over load_calls' calls, as the table takes them: a call's constant is
+    result[call_gpu(its cases.json)]."""
+    return duty_time_constants_by_gpu([(call_gpu(doc), doc.get("components") or {}, profile)
+                                       for _, doc, profile, _ in calls])
 
 
 def call_burst_ramps(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]]
@@ -430,9 +432,14 @@ def duty_time_constants_by_gpu(calls: Sequence[Tuple[str, Dict[str, Any], Option
     return {gpu: calls_duty_time_constant(members) for gpu, members in groups.items()}
 
 
+def machine_gpu(machine: Dict[str, Any]) -> str:
+    """The GPU a harness's machine record names (machine.gpu), "" where none."""
+    return str(machine.get("gpu") or "")
+
+
 def call_gpu(doc: Dict[str, Any]) -> str:
-    """The GPU a call's harness recorded (machine.gpu), "" where none."""
-    return str((doc.get("machine") or {}).get("gpu") or "")
+    """The GPU a call's harness recorded (its cases.json's machine.gpu), "" where none."""
+    return machine_gpu(doc.get("machine") or {})
 
 
 def case_duty_shape(call_components: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -463,8 +470,7 @@ def receive_gil_for_machine(receive_gil_s: Optional[str], given: bool, machine: 
     machines keep their profile's receive_gil_share ("off") until their own timelines measure it."""
     if given or receive_gil_s in (None, "off"):
         return receive_gil_s
-    gpu = str(machine.get("gpu") or "")
-    return receive_gil_s if any(name in gpu for name in HOLD_CHECKED_GPUS) else "off"
+    return receive_gil_s if any(name in machine_gpu(machine) for name in HOLD_CHECKED_GPUS) else "off"
 
 
 def with_receive_gil(case: Dict[str, Any], profile: Optional[Dict[str, Any]],
@@ -3390,7 +3396,7 @@ def main(argv=None) -> int:
     sweep_members: Dict[str, List[Tuple[Dict[str, Any], str, Dict[str, Any], Optional[Dict[str, Any]]]]] = {}
     for run in runs:
         machine = run["doc"].get("machine") or {}
-        duty_tau = duty_taus.get(call_gpu(run["doc"]))
+        duty_tau = duty_taus.get(machine_gpu(machine))
         run_profile = run["profile_doc"]
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
         call_components = run["doc"].get("components") or {}
