@@ -221,6 +221,33 @@ def measured_bottleneck(step_gpu_s: float, step_mean_s: float, data_wait_mean_s:
     return "host", busy
 
 
+def batches_step_gpu_s(case: Dict[str, Any]) -> Optional[float]:
+    """Pure: the GPU step of the batches a variable-length sequence case ran (timeline's padded_length over its
+    measured window), mean of the sequence_step_shapes fit at batch_size x each padded length, scaled by the step
+    component's sustained over isolated GPU time (the fit is timed isolated). The step component times one batch
+    (sample_batch, padded to its own longest): run 65's b128 batch was 40% longer than the case's mean batch, so its
+    GPU time called the case compute-bound at 1.03 busy where its batches kept the GPU 0.74 busy (validation-runs.md
+    run 65, finding 3). None for a case without a timeline's lengths or the fit: the step component's time stands."""
+    comp, m = case.get("components") or {}, case.get("measured") or {}
+    tl = m.get("timeline") or {}
+    shapes = comp.get("sequence_step_shapes") or {}
+    lengths = (tl.get("main") or {}).get("padded_length") or []
+    if not lengths or not shapes:
+        return None
+    fit = (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}
+    if fit.get("per_token_s") is None:
+        return None
+    skip = int(tl.get("skip") or m.get("skip") or 0)
+    window = [int(x) for x in lengths[skip:] if x]
+    rows = int((case.get("knobs") or {}).get("batch_size") or 0)
+    if not window or rows <= 0:
+        return None
+    step = comp.get("step") or {}
+    isolated = float(((step.get("gpu_s") or {}).get("mean")) or 0.0)
+    sustained_over_isolated = step_time(step)[0] / isolated if isolated > 0 and step else 1.0
+    return sustained_over_isolated * statistics.fmean(fitted_step_s(fit, rows, x) for x in window)
+
+
 def step_time(step: Dict[str, Any]) -> Tuple[float, float]:
     """(step_s, cv) of a step component: the harness's chosen step_s (sustained GPU time when
     the host is well ahead, else the isolated GPU time); older files: the isolated GPU time."""
@@ -2339,7 +2366,10 @@ def evaluate_case(case: Dict[str, Any], pred: Optional[Dict[str, Any]]) -> Dict[
     meas_thr = m["throughput_samples_per_s"]
     meas_p90 = m["step_time_s"]["p90"]
     meas_mean = m["step_time_s"]["mean"]
-    cls, busy = measured_bottleneck(step_s, meas_mean, m["data_wait_s"]["mean"])
+    # a variable-length case's GPU time is its own batches', not the step component's one batch (run 65)
+    batches_gpu_s = batches_step_gpu_s(case)
+    cls, busy = measured_bottleneck(batches_gpu_s if batches_gpu_s is not None else step_s, meas_mean,
+                                    m["data_wait_s"]["mean"])
     hand = by_hand(nw, bs, load_s, step_s)
     tl = _timeline(case)     # once: its two-speed fit is the slow part
     lone_all_cold_s, lone_pages_only_s = lone_cold_waits_s(case)

@@ -1857,6 +1857,46 @@ class EndToEndTest(unittest.TestCase):
             self.assertIn("error", row["pipeplan"])
 
 
+class BatchesStepGpuTest(unittest.TestCase):
+    """A variable-length case's measured GPU time is its own batches' (run 65, finding 3), by hand."""
+
+    def seq_case(self, step_mean_s):
+        # one worker: the timeline carries only the lengths here (the worker analysis wants two or more)
+        c = make_case("s", "sequence_step", 100.0, step_mean_s, step_mean_s, nw=1, bs=2, step="seq:4",
+                      kind="tokens", wait_s=0.0)
+        # the fit: 1 ms + 1 us a position (rows x length); the step component timed one longer batch, 0.5 ms
+        # isolated and 0.55 ms sustained (a factor 1.1)
+        c["components"]["sequence_step_shapes"] = {"fit": {"fixed_s": 0.001, "per_token_s": 1e-6,
+                                                           "per_token_squared_s": 0.0}}
+        c["components"]["step"] = {"gpu_s": {"mean": 0.0005, "cv": 0.0}, "host_s": {"mean": 0.0002},
+                                   "step_s": 0.00055}
+        t0 = [0.0, step_mean_s, 2 * step_mean_s]
+        c["measured"]["timeline"] = {"skip": 1, "main": {
+            "padded_length": [100, 10, 30], "next_start": t0, "next_end": [t + 1e-4 for t in t0],
+            "copied": [t + 2e-4 for t in t0], "launched": [t + 3e-4 for t in t0],
+            "synced": [t + 0.9 * step_mean_s for t in t0], "released": [t + 0.95 * step_mean_s for t in t0]}}
+        return c
+
+    def test_mean_over_the_window_of_the_fit_at_each_batch_scaled_to_sustained(self):
+        # steps after the skip: 2 x 10 and 2 x 30 positions -> 1.02 and 1.06 ms, mean 1.04, x 1.1
+        self.assertAlmostEqual(convert.batches_step_gpu_s(self.seq_case(0.01)), 1.1 * 0.00104)
+
+    def test_none_without_the_lengths_or_the_fit(self):
+        c = self.seq_case(0.01)
+        c["measured"]["timeline"]["main"]["padded_length"] = []
+        self.assertIsNone(convert.batches_step_gpu_s(c))
+        c = self.seq_case(0.01)
+        del c["components"]["sequence_step_shapes"]
+        self.assertIsNone(convert.batches_step_gpu_s(c))
+        self.assertIsNone(convert.batches_step_gpu_s(make_case("i", "x", 100.0, 0.03, 0.04)))
+
+    def test_the_measured_bottleneck_follows_the_batches_not_the_one_timed_batch(self):
+        # the step component's 0.55 ms over a 1.2 ms step says host (0.46 busy); the batches' 1.144 ms says compute
+        row = convert.evaluate_case(self.seq_case(0.0012), {"error": "not simulated"})
+        self.assertEqual(row["measured"]["bottleneck"], "compute")
+        self.assertAlmostEqual(row["measured"]["gpu_busy_fraction"], 1.144 / 1.2)
+
+
 def load_harness():
     """harness.py's pure parts, without torch or numpy (a stub stands in for numpy's import)."""
     import importlib.util
