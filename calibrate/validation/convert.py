@@ -226,7 +226,7 @@ def batches_step_gpu_s(case: Dict[str, Any]) -> Optional[float]:
     measured window), mean of the sequence_step_shapes fit at batch_size x each padded length, scaled by the step
     component's sustained over isolated GPU time (the fit is timed isolated). The step component times one batch
     (sample_batch, padded to its own longest): run 65's b128 batch was 40% longer than the case's mean batch, so its
-    GPU time called the case compute-bound at 1.03 busy where its batches kept the GPU 0.74 busy (validation-runs.md
+    GPU time called the case compute-bound at 1.03 busy where its batches kept the GPU 0.73 busy (validation-runs.md
     run 65, finding 3). None for a case without a timeline's lengths or the fit: the step component's time stands."""
     comp, m = case.get("components") or {}, case.get("measured") or {}
     tl = m.get("timeline") or {}
