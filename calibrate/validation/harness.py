@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
+from pipeplan_probe import time_new_shapes  # noqa: E402  (the user helper's new-shape timing, the component's too)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
 from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor  # noqa: E402  (convert refits with them)
 
@@ -1930,9 +1931,10 @@ class Harness:
     def comp_sequence_new_shape(self, step_name, kind, bs):
         """What the step costs the first time it sees a batch shape (validation run 63: variable-length batches' steps
         took 100-150 ms of host time in their launches where repeated shapes took 10): the host time of the call (until
-        it returns: the launches) and its wall to a sync, at 8 lengths it has not run, then again at each. Rows are
-        bs + 1, a shape the case never draws, so the probe warms none of the case's shapes. convert takes the median
-        of (new - seen) host time as sequence.new_shape_host_s."""
+        it returns: the launches) and its wall to a sync, at 8 lengths it has not run, then again at each, after two
+        warm-up steps at the longest + 1 (the user helper's pipeplan_probe.time_new_shapes). Rows are bs + 1, a shape
+        the case never draws, so the probe warms none of the case's shapes. convert takes the median of (new - seen)
+        host time as sequence.new_shape_host_s."""
         key = f"{step_name}/{kind}/b{bs}"
         c = self.doc["components"].setdefault("sequence_new_shape", {})
         if key in c:
@@ -1943,10 +1945,13 @@ class Harness:
         rows = bs + 1
         lengths = [300 + 61 * j for j in range(8)] if not dev.cpu else [16 + 3 * j for j in range(4)]
 
-        def timed(length, n_rows=rows):
+        def batch(n_rows, length):
             g = t.Generator(device="cpu").manual_seed(n_rows * 100000 + length)
             ids = t.randint(2, 8000, (n_rows, length), generator=g, dtype=t.int64).to(dev.device)
-            gb = (ids, t.full((n_rows,), length, dtype=t.int64).to(dev.device))
+            return ids, t.full((n_rows,), length, dtype=t.int64).to(dev.device)
+
+        def timed(length, n_rows=rows):
+            gb = batch(n_rows, length)
             dev.sync()
             a = time.perf_counter()
             model(gb)
@@ -1954,10 +1959,21 @@ class Harness:
             dev.sync()
             return b - a, time.perf_counter() - a
 
-        new, seen = [], []
-        for length in lengths:
-            new.append(timed(length))
-            seen.append(timed(length))
+        # since the sixty-eighth session the user helper's own procedure (pipeplan_probe.time_new_shapes: two
+        # warm-up steps at the longest length + 1 first, so no timed length is the longest the process has run),
+        # where this component tried its lengths in increasing order, each the longest so far, and read b16 at
+        # 154-165 ms against 105-136 in situ (validation-runs.md runs 64-65, finding 1). The timed batches are
+        # built beforehand, outside the timed spans, as before
+        built = {(rows, length): batch(rows, length) for length in lengths}
+        dev.sync()
+
+        def shape_step(n_rows, length):
+            gb = built.get((n_rows, length))
+            return model(gb if gb is not None else batch(n_rows, length))
+
+        res = time_new_shapes(shape_step, rows, lengths, sync=lambda _out: dev.sync())
+        new = list(zip(res["new_host_s"], res["new_wall_s"]))
+        seen = list(zip(res["seen_host_s"], res["seen_wall_s"]))
         extra_host = [n[0] - s[0] for n, s in zip(new, seen)]
         extra_wall = [n[1] - s[1] for n, s in zip(new, seen)]
         # since the sixty-seventh session: the same at the case's own rows, on lengths no line has (so the case
@@ -1981,9 +1997,11 @@ class Harness:
                   "seen_host_s": [s[0] for s in seen], "seen_wall_s": [s[1] for s in seen],
                   "new_shape_host_s": statistics.median(extra_host),
                   "new_shape_wall_s": statistics.median(extra_wall),
-                  "method": "per length: the step on a shape never run (rows x length), then on the same shape; "
-                            "host = the call's perf_counter span (its launches), wall = to a sync; medians of new "
-                            "minus seen"}
+                  "warm_up_length": max(lengths) + 1,
+                  "method": "pipeplan_probe.time_new_shapes: two warm-up steps at the longest length + 1, then per "
+                            "length the step on a shape never run (rows x length), then on the same shape; host = "
+                            "the call's perf_counter span (its launches), wall = to a sync; medians of new minus "
+                            "seen"}
         log(f"component sequence_new_shape[{key}]: a new shape's step host {statistics.median(c[key]['new_host_s'])*1e3:.1f} ms "
             f"(wall {statistics.median(c[key]['new_wall_s'])*1e3:.1f}), a seen one {statistics.median(c[key]['seen_host_s'])*1e3:.1f} "
             f"(wall {statistics.median(c[key]['seen_wall_s'])*1e3:.1f}): {c[key]['new_shape_host_s']*1e3:.1f} ms more host a new "

@@ -262,6 +262,31 @@ class NewShapeComponentTest(unittest.TestCase):
         def full(shape, value, dtype=None):
             return NewShapeComponentTest.FakeTensor(shape)
 
+    def test_no_timed_length_is_the_longest_so_far(self):
+        # a stand-in whose new shape costs 20 ms, 20 more where its length is the longest it has run (a caching
+        # allocator that must grow): after the helper's warm-up at the longest + 1 the component reads the 20
+        import time
+        import types
+        h = load_harness()
+        seen_shapes, longest = [], [0]
+
+        def step(batch):
+            rows, length = tuple(batch[0].shape)
+            new = (rows, length) not in seen_shapes
+            time.sleep(0.001 + (0.020 if new else 0.0) + (0.020 if new and length > longest[0] else 0.0))
+            longest[0] = max(longest[0], length)
+            seen_shapes.append((rows, length))
+
+        harness = object.__new__(h.Harness)
+        harness.t = self.FakeTorch
+        harness.dev = types.SimpleNamespace(cpu=False, device="cuda", sync=lambda: None)
+        harness.doc = {"components": {}}
+        harness.step_model = lambda name: step
+        out = harness.comp_sequence_new_shape("seq:4", "tokens", 16)
+        self.assertEqual(out["warm_up_length"], max(out["lengths"]) + 1)
+        self.assertEqual(seen_shapes[0], (17, out["warm_up_length"]))     # the warm-up runs first
+        self.assertAlmostEqual(out["new_shape_host_s"], 0.020, delta=0.008)
+
     def test_new_minus_seen_host_time(self):
         import time
         import types
