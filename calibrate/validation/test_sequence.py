@@ -262,12 +262,20 @@ class NewShapeComponentTest(unittest.TestCase):
         def full(shape, value, dtype=None):
             return NewShapeComponentTest.FakeTensor(shape)
 
+    def harness_with(self, step):
+        """A Harness without its constructor: the fake torch, a GPU that needs no sync, and `step` as the model."""
+        import types
+        harness = object.__new__(load_harness().Harness)
+        harness.t = self.FakeTorch
+        harness.dev = types.SimpleNamespace(cpu=False, device="cuda", sync=lambda: None)
+        harness.doc = {"components": {}}
+        harness.step_model = lambda name: step
+        return harness
+
     def test_no_timed_length_is_the_longest_so_far(self):
         # a stand-in whose new shape costs 20 ms, 20 more where its length is the longest it has run (a caching
         # allocator that must grow): after the helper's warm-up at the longest + 1 the component reads the 20
         import time
-        import types
-        h = load_harness()
         seen_shapes, longest = [], [0]
 
         def step(batch):
@@ -277,11 +285,7 @@ class NewShapeComponentTest(unittest.TestCase):
             longest[0] = max(longest[0], length)
             seen_shapes.append((rows, length))
 
-        harness = object.__new__(h.Harness)
-        harness.t = self.FakeTorch
-        harness.dev = types.SimpleNamespace(cpu=False, device="cuda", sync=lambda: None)
-        harness.doc = {"components": {}}
-        harness.step_model = lambda name: step
+        harness = self.harness_with(step)
         out = harness.comp_sequence_new_shape("seq:4", "tokens", 16)
         self.assertEqual(out["warm_up_length"], max(out["lengths"]) + 1)
         self.assertEqual(seen_shapes[0], (17, out["warm_up_length"]))     # the warm-up runs first
@@ -289,8 +293,6 @@ class NewShapeComponentTest(unittest.TestCase):
 
     def test_new_minus_seen_host_time(self):
         import time
-        import types
-        h = load_harness()
         seen_shapes = []
 
         def step(batch):
@@ -298,11 +300,7 @@ class NewShapeComponentTest(unittest.TestCase):
             time.sleep(0.031 if shape not in seen_shapes else 0.001)
             seen_shapes.append(shape)
 
-        harness = object.__new__(h.Harness)
-        harness.t = self.FakeTorch
-        harness.dev = types.SimpleNamespace(cpu=False, device="cuda", sync=lambda: None)
-        harness.doc = {"components": {}}
-        harness.step_model = lambda name: step
+        harness = self.harness_with(step)
         out = harness.comp_sequence_new_shape("seq:4", "tokens", 16)
         self.assertEqual(out["rows"], 17)                       # not the case's 16 rows: its shapes stay cold
         self.assertEqual(len(out["lengths"]), 8)
