@@ -60,6 +60,12 @@ fine) and returns the loss. At 8 lengths spread over the upper half of your data
 timed samples' with --sequence), each on a shape never run and then again: a step on a new shape builds its kernel
 plans first (cuDNN's attention graphs, cudnn.benchmark, torch.compile's recompiles; 100-150 ms on the H200 with
 scaled_dot_product_attention, validation run 63), and the median extra host time is sequence.new_shape_host_s.
+Then the step by shape (time_step_shapes, step_shapes_fragment): the batch's rows and half of them at four of the
+dataset's lengths (25th, 50th, 90th and 99th percentiles), each timed after one untimed step on its shape, fitted as
+the validation fits its decoder (sequence_fit: fixed + per position + per squared row length, with a latency floor
+where it earns one); the fragment's training.step_s is then the fit's fixed part, and sequence.step_s_per_token,
+step_s_per_token_squared and step_s_floor the rest, since a step timed on one batch is one shape's (validation run 65,
+finding 3: at b128 one batch 40% longer than the job's mean).
 
 The memory map (--memory-map, with --step, --dataset and --num-workers K): a Python-heavy step (a ResNet-50's) slows
 while PyTorch's pin thread maps, touches and unmaps the workers' batches. Your step runs in blocks of 8 alone and 8
@@ -984,6 +990,88 @@ def new_shape_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     return {"sequence": seq}
 
 
+# The step's GPU time as a function of the batch's shape (sequence.step_s_per_token, step_s_per_token_squared,
+# step_s_floor): a step timed on one batch is one shape's, and the validation found one batch 40% longer than a
+# case's mean batch at b128 (validation-runs.md run 65, finding 3). Two row counts (the batch and half of it) at four
+# of the dataset's lengths (STEP_FIT_QUANTILES: the short, the median, the long and the longest batches a job pads
+# to), each step timed after one untimed step on its shape (so a new shape's plan build stays out of it).
+STEP_FIT_QUANTILES = (0.25, 0.5, 0.9, 0.99)
+STEP_FIT_DEFAULT_LENGTHS = (256, 512, 1024, 2048)
+
+
+def step_fit_shapes(rows: int, lengths: Sequence[float]) -> List[Tuple[int, int]]:
+    """Pure: the (rows, length) shapes to time the step at for its fit: rows and max(1, rows // 2), at the dataset's
+    lengths' STEP_FIT_QUANTILES (distinct, each at least 1; without lengths STEP_FIT_DEFAULT_LENGTHS)."""
+    xs = sorted(float(x) for x in lengths if x and x > 0)
+    picked: List[int] = []
+    for q in STEP_FIT_QUANTILES if xs else ():
+        x = max(1, int(round(_quantile(xs, q))))
+        if x not in picked:
+            picked.append(x)
+    if len(picked) < 2:
+        picked = list(STEP_FIT_DEFAULT_LENGTHS)
+    row_counts = sorted({max(1, rows // 2), max(1, rows)})
+    return [(r, n) for r in row_counts for n in picked]
+
+
+def time_step_shapes(shape_step_fn: Callable[[int, int], Any], shapes: Sequence[Tuple[int, int]],
+                     sync: Optional[Callable[[Any], None]] = None, repeats: int = 5,
+                     clock: Callable[[], float] = time.perf_counter,
+                     gpu_time: Optional[Callable[[Callable[[], Any]], Optional[Dict[str, Any]]]] = None
+                     ) -> Dict[str, Any]:
+    """Your step's time at each (rows, length) in shapes, and its fit (sequence_fit.fit_sequence_step_with_floor,
+    the validation's form): per shape one untimed step (its plans), then the GPU time where gpu_time gives one (by
+    default gpu_step_time_s: sustained back-to-back, else isolated), else the median wall of `repeats` steps each to
+    its sync. {"points": [{"rows", "tokens", "step_s", "source"}], "fit": ... or None}."""
+    sync = sync or _default_sync
+    gpu_time = gpu_step_time_s if gpu_time is None else gpu_time
+    points = []
+    for rows, length in shapes:
+        sync(shape_step_fn(rows, length))
+        g = gpu_time(lambda: shape_step_fn(rows, length))
+        step_s, source = None, "wall to sync"
+        if g:
+            sustained, isolated = g.get("sustained_s") or {}, g.get("isolated_s") or {}
+            step_s = sustained.get("p50") or isolated.get("p50")
+            source = "GPU, sustained" if sustained.get("p50") else "GPU, isolated"
+        if not step_s:
+            walls = []
+            for _ in range(repeats):
+                a = clock()
+                sync(shape_step_fn(rows, length))
+                walls.append(clock() - a)
+            step_s, source = statistics.median(walls), "wall to sync"
+        points.append({"rows": rows, "tokens": length, "step_s": step_s, "source": source})
+    from sequence_fit import fit_sequence_step_with_floor   # beside this file, standard library only
+    return {"points": points, "fit": fit_sequence_step_with_floor(points)}
+
+
+def step_shapes_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
+    """The scenario keys a time_step_shapes fit fills: training.step_s (the fit's fixed part: the simulator adds the
+    shape's terms to it), sequence.step_s_per_token, step_s_per_token_squared and, where the fit has one,
+    step_s_floor. {} without a fit."""
+    fit = res.get("fit")
+    if not fit:
+        return {}
+    seq = {"step_s_per_token": float(fit["per_token_s"]),
+           "step_s_per_token_squared": float(fit.get("per_token_squared_s") or 0.0)}
+    if fit.get("floor_s"):
+        seq["step_s_floor"] = round(float(fit["floor_s"]), 9)
+    # the simulator needs a positive fixed part; a fit through the origin keeps a microsecond (as convert does)
+    return {"training": {"step_s": max(float(fit.get("fixed_s") or 0.0), 1e-6)}, "sequence": seq}
+
+
+def _human_step_shapes(res: Dict[str, Any]) -> str:
+    fit = res.get("fit")
+    pts = ", ".join(f"{q['rows']}x{q['tokens']} {q['step_s'] * 1e3:.2f} ms" for q in res["points"])
+    if not fit:
+        return f"step by shape: {pts}; no fit (fewer than three shapes timed)"
+    return (f"step by shape ({res['points'][0]['source']}): {pts}; fit: {fit['fixed_s'] * 1e3:.2f} ms + "
+            f"{fit['per_token_s'] * 1e9:.2f} ns a position + {fit['per_token_squared_s'] * 1e12:.3f} ps a squared "
+            f"length" + (f", floor {fit['floor_s'] * 1e3:.2f} ms" if fit.get("floor_s") else "")
+            + f"; worst point {fit['max_rel_residual'] * 100:.1f}% off")
+
+
 def _human_new_shapes(ns: Dict[str, Any]) -> str:
     return (f"new batch shapes: a step on a shape not run before {statistics.median(ns['new_host_s']) * 1e3:.1f} ms "
             f"host ({statistics.median(ns['new_wall_s']) * 1e3:.1f} ms to its sync), the same shape again "
@@ -1535,6 +1623,11 @@ def main(argv=None) -> int:
         res["new_shapes"] = ns
         print(_human_new_shapes(ns), file=sys.stderr)
         frag = merge_fragments(frag, new_shape_fragment(ns))
+        # the step by shape (after the new-shape timing, so its own untimed steps do not warm the lengths timed there)
+        ss = time_step_shapes(shape_step_fn, step_fit_shapes(a.shape_rows or a.batch_size, known))
+        res["step_shapes"] = ss
+        print(_human_step_shapes(ss), file=sys.stderr)
+        frag = merge_fragments(frag, step_shapes_fragment(ss))
     if a.memory_map:
         mm = measure_memory_map(a, step_fn, ds, coll)
         res["memory_map"] = mm

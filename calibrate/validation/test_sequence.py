@@ -519,12 +519,76 @@ class ProbeNewShapeTest(unittest.TestCase):
             with open(out) as f:
                 frag = json.load(f)
             self.assertAlmostEqual(frag["sequence"]["new_shape_host_s"], 0.02, delta=0.01)
+            # the step by shape, wired through (its sleeps jitter on a loaded machine: the law is tested exactly in
+            # ProbeStepShapesTest on a clock the stand-in advances)
+            self.assertIn("step by shape", err.getvalue())
+            self.assertGreater(frag["training"]["step_s"], 0.0)
+            self.assertIn("step_s_per_token", frag["sequence"])
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             self.assertEqual(probe.main(["--shape-step", "test_sequence:make_plan_cache_step", "--shape-rows", "0"]), 2)
             self.assertEqual(probe.main(["--shape-step", "test_sequence:nothing_here"]), 2)
         self.assertIn("--shape-rows 0", err.getvalue())
         self.assertIn("--shape-step test_sequence:nothing_here", err.getvalue())
+
+
+class ProbeStepShapesTest(unittest.TestCase):
+    """--shape-step's step by shape: timed at the batch's rows and half of them over the dataset's lengths, fitted in
+    the validation's form, against a stand-in whose step follows a known law (validation run 65, finding 3)."""
+
+    class LawStep:
+        """1 ms + 2 ns a position + 1 ps a squared row length (rows x length^2), on a FakeClock; its first call on a
+        shape also spends 50 ms (a plan build, which the timing must leave out)."""
+
+        def __init__(self, clock):
+            self.clock, self.seen, self.calls = clock, set(), []
+
+        def __call__(self, rows, length):
+            self.calls.append((rows, length))
+            if (rows, length) not in self.seen:
+                self.seen.add((rows, length))
+                self.clock.t += 0.05
+            self.clock.t += 1e-3 + 2e-9 * rows * length + 1e-12 * rows * length * length
+
+    def test_shapes_by_hand(self):
+        import pipeplan_probe as probe
+        # quantiles 25/50/90/99 of 1..1000: 250.75, 500.5, 900.1, 990.01 -> rounded; rows 16 and 8
+        got = probe.step_fit_shapes(16, list(range(1, 1001)))
+        self.assertEqual(got, [(8, 251), (8, 500), (8, 900), (8, 990), (16, 251), (16, 500), (16, 900), (16, 990)])
+        self.assertEqual(probe.step_fit_shapes(1, []), [(1, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS])
+        self.assertEqual(probe.step_fit_shapes(4, [300] * 10), [(2, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS]
+                         + [(4, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS])   # one length: no fit from it
+
+    def test_the_fit_recovers_the_law_without_the_plan_builds(self):
+        import pipeplan_probe as probe
+        clock = FakeClock()
+        step = self.LawStep(clock)
+        shapes = probe.step_fit_shapes(16, list(range(1, 1001)))
+        res = probe.time_step_shapes(step, shapes, sync=lambda out: None, repeats=3, clock=clock,
+                                     gpu_time=lambda fn: None)
+        self.assertEqual(step.calls[:4], [(8, 251)] * 4)           # one untimed step, then three timed
+        for q in res["points"]:
+            want = 1e-3 + 2e-9 * q["rows"] * q["tokens"] + 1e-12 * q["rows"] * q["tokens"] ** 2
+            self.assertAlmostEqual(q["step_s"], want, places=12)
+            self.assertEqual(q["source"], "wall to sync")
+        fit = res["fit"]
+        self.assertAlmostEqual(fit["fixed_s"], 1e-3, places=9)
+        self.assertAlmostEqual(fit["per_token_s"], 2e-9, places=15)
+        self.assertAlmostEqual(fit["per_token_squared_s"], 1e-12, places=18)
+        frag = probe.step_shapes_fragment(res)
+        self.assertAlmostEqual(frag["training"]["step_s"], 1e-3, places=9)
+        self.assertAlmostEqual(frag["sequence"]["step_s_per_token"], 2e-9, places=15)
+        self.assertNotIn("step_s_floor", frag["sequence"])          # the law has none: the fit earns none
+
+    def test_a_gpu_time_is_taken_where_there_is_one(self):
+        import pipeplan_probe as probe
+        clock = FakeClock()
+        res = probe.time_step_shapes(self.LawStep(clock), [(2, 10), (2, 20), (4, 20)], sync=lambda out: None,
+                                     clock=clock, gpu_time=lambda fn: {"sustained_s": {"p50": 0.004},
+                                                                       "isolated_s": {"p50": 0.003}})
+        self.assertEqual([q["step_s"] for q in res["points"]], [0.004] * 3)
+        self.assertEqual(res["points"][0]["source"], "GPU, sustained")
+        self.assertEqual(probe.step_shapes_fragment({"points": [], "fit": None}), {})
 
 
 class TokenCostSplitTest(unittest.TestCase):
