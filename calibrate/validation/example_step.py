@@ -50,6 +50,30 @@ def matmul_step(target_ms: float = 5.0):
     return step
 
 
+def decoder_shape_step(layers: int = 4):
+    """A step on a batch of any shape, for `pipeplan_probe.py --shape-step` (copy it and put your own model in): the
+    validation harness's decoder (harness.SequenceStep: embedding, `layers` blocks of causal
+    scaled_dot_product_attention and an MLP, bf16 autocast, SGD) on random token ids. Returns a function of (rows,
+    length) that runs one training step on a batch of that shape and returns the loss.
+
+        python3 calibrate/validation/pipeplan_probe.py --shape-step \
+            calibrate/validation/example_step.py:decoder_shape_step --batch-size 16 --out shape_fragment.json
+    """
+    import os
+    import sys
+    import types
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: this example step needs a GPU")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from harness import SequenceStep
+    model = SequenceStep(types.SimpleNamespace(torch=torch, cpu=False, device=torch.device("cuda")), layers)
+
+    def step(rows: int, length: int):
+        return model(torch.randint(2, SequenceStep.VOCAB, (rows, length), device="cuda"))
+    return step
+
+
 def tensor_dataset(n: int = 512):
     """n float32 samples of 3x224x224 (602 kB each, the validation's tensor_f32 kind) in memory: a DataLoader source
     for `pipeplan_probe.py --memory-map` beside resnet50_step, as the harness's pin-parts probe loads its cached
