@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
 from pipeplan_probe import memory_map_needed, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
-from sequence_fit import fit_sequence_step_with_floor, fitted_step_s  # noqa: E402  (the sequence step's fit, refitted)
+from sequence_fit import component_fit, fitted_step_s  # noqa: E402  (the sequence step's fit, refitted)
 
 TARGETS = {
     "median_abs_throughput_err": 0.05,
@@ -234,7 +234,7 @@ def batches_step_gpu_s(case: Dict[str, Any]) -> Optional[float]:
     lengths = (tl.get("main") or {}).get("padded_length") or []
     if not lengths or not shapes:
         return None
-    fit = (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}
+    fit = component_fit(shapes)
     if fit.get("per_token_s") is None:
         return None
     skip = int(tl.get("skip") or m.get("skip") or 0)
@@ -664,9 +664,9 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
         return None
     tokens = comp.get("tokens_per_sample") or {}
     shapes = comp.get("sequence_step_shapes") or {}
-    # refitted from the timed shapes where recorded (the sixty-third session's form, with a latency floor: run 63's
-    # nine shapes within 0.4% against 14% for one line), else the harness's own fit
-    fit = (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}
+    # refitted from the timed shapes where recorded (run 63's nine shapes within 0.4% with a floor against 14% for
+    # one line), else the harness's own fit
+    fit = component_fit(shapes)
     if not tokens.get("mean") or fit.get("per_token_s") is None:
         return None
     max_tokens = int(comp.get("max_tokens") or 0)

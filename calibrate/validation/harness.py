@@ -1972,10 +1972,6 @@ class Harness:
             return model(gb if gb is not None else batch(n_rows, length))
 
         res = time_new_shapes(shape_step, rows, lengths, sync=lambda _out: dev.sync())
-        new = list(zip(res["new_host_s"], res["new_wall_s"]))
-        seen = list(zip(res["seen_host_s"], res["seen_wall_s"]))
-        extra_host = [n[0] - s[0] for n, s in zip(new, seen)]
-        extra_wall = [n[1] - s[1] for n, s in zip(new, seen)]
         # since the sixty-seventh session: the same at the case's own rows, on lengths no line has (so the case
         # never draws them): run 64's b16 cost at 17 rows was 22% over the in-situ one at 16 (validation-runs.md run
         # 64, finding 1). Recorded beside, not used by convert until a run compares the two.
@@ -1993,10 +1989,8 @@ class Harness:
         except Exception as e:                 # a diagnostic: never costs the component
             at_case_rows = {"error": f"{e.__class__.__name__}: {e}"}
         c[key] = {"rows": rows, "lengths": lengths, "at_case_rows": at_case_rows,
-                  "new_host_s": [n[0] for n in new], "new_wall_s": [n[1] for n in new],
-                  "seen_host_s": [s[0] for s in seen], "seen_wall_s": [s[1] for s in seen],
-                  "new_shape_host_s": statistics.median(extra_host),
-                  "new_shape_wall_s": statistics.median(extra_wall),
+                  **{k: res[k] for k in ("new_host_s", "new_wall_s", "seen_host_s", "seen_wall_s",
+                                         "new_shape_host_s", "new_shape_wall_s")},
                   "warm_up_length": max(lengths) + 1,
                   "method": "pipeplan_probe.time_new_shapes: two warm-up steps at the longest length + 1, then per "
                             "length the step on a shape never run (rows x length), then on the same shape; host = "

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from convert import read_json, stored_json_path  # noqa: E402
 from new_shape_diagnostic import split_new_shapes  # noqa: E402
-from sequence_fit import fit_sequence_step_with_floor, fitted_step_s  # noqa: E402
+from sequence_fit import component_fit, fitted_step_s  # noqa: E402
 
 # harness.py's constants this replays (kept equal by test_new_shape.py); the step fit's shapes are read from each
 # call's own sequence_step_shapes component (they grew in the sixty-third session)
@@ -148,7 +148,7 @@ def insitu_overlap_fraction(case: Dict[str, Any], replayed: Dict[str, Any]) -> O
     m = case.get("measured") or {}
     main = (m.get("timeline") or {}).get("main") or {}
     shapes = (case.get("components") or {}).get("sequence_step_shapes") or {}
-    fit = (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}
+    fit = component_fit(shapes)
     if not fit or "synced" not in main:
         return None
     skip = int((m.get("timeline") or {}).get("skip") or m.get("skip") or 0)

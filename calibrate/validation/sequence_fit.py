@@ -106,3 +106,10 @@ def fitted_step_s(fit: Dict[str, Any], rows: float, tokens: float) -> float:
     lin = (float(fit.get("fixed_s") or 0.0) + float(fit["per_token_s"]) * rows * tokens
            + float(fit.get("per_token_squared_s") or 0.0) * rows * tokens * tokens)
     return max(float(fit.get("floor_s") or 0.0), lin)
+
+
+def component_fit(shapes: Dict[str, Any]) -> Dict[str, Any]:
+    """Pure: the step's fit from a harness sequence_step_shapes component: refitted from its timed points where it
+    recorded them (fit_sequence_step_with_floor: the sixty-third session's form, with a latency floor), else the
+    harness's own fit; {} with neither."""
+    return (fit_sequence_step_with_floor(shapes["points"]) if shapes.get("points") else None) or shapes.get("fit") or {}

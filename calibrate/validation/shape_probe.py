@@ -90,38 +90,38 @@ def main() -> int:
     for bench in (False, True):
         torch.backends.cudnn.benchmark = bench
         for (name, be), order, rows in itertools.product(backends, orders, (16, 128)):
-                rec = {"backend": name, "cudnn_benchmark": bench, "rows": rows, "order": order}
-                try:
-                    ctx = sdpa_kernel(be) if be is not None else _null()
-                    with ctx:
-                        model = SequenceStep(dev, 4)
-                        for _ in range(3):
-                            timed(model, rows, 256)
-                        new_h, new_w, seen_h, seen_w = [], [], [], []
-                        tried = fresh_lengths(next_len[0], 7, args.lengths, order)
-                        next_len[0] += 7 * args.lengths
-                        for length in tried:
-                            h, w = timed(model, rows, length)
-                            new_h.append(h)
-                            new_w.append(w)
-                            h, w = timed(model, rows, length)
-                            seen_h.append(h)
-                            seen_w.append(w)
-                    rec.update({k: statistics.median(v) for k, v in
-                                (("new_host_s", new_h), ("new_wall_s", new_w), ("seen_host_s", seen_h),
-                                 ("seen_wall_s", seen_w))})
-                    rec["new_host_all_s"] = new_h
-                    rec["lengths"] = tried
-                    print(f"shape_probe: sdpa {name:9s} cudnn.benchmark {int(bench)} rows {rows:3d} {order}: new length host "
-                          f"{rec['new_host_s']*1e3:7.1f} ms wall {rec['new_wall_s']*1e3:7.1f}; seen host "
-                          f"{rec['seen_host_s']*1e3:6.1f} wall {rec['seen_wall_s']*1e3:6.1f}", flush=True)
-                except Exception as e:   # a forced backend that cannot run this shape says so and the rest go on
-                    rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-                    print(f"shape_probe: sdpa {name} cudnn.benchmark {int(bench)} rows {rows} {order}: {rec['error']}",
-                          flush=True)
-                out["settings"].append(rec)
-                with open(args.out, "w") as f:
-                    json.dump(out, f, indent=1)
+            rec = {"backend": name, "cudnn_benchmark": bench, "rows": rows, "order": order}
+            try:
+                ctx = sdpa_kernel(be) if be is not None else _null()
+                with ctx:
+                    model = SequenceStep(dev, 4)
+                    for _ in range(3):
+                        timed(model, rows, 256)
+                    new_h, new_w, seen_h, seen_w = [], [], [], []
+                    tried = fresh_lengths(next_len[0], 7, args.lengths, order)
+                    next_len[0] += 7 * args.lengths
+                    for length in tried:
+                        h, w = timed(model, rows, length)
+                        new_h.append(h)
+                        new_w.append(w)
+                        h, w = timed(model, rows, length)
+                        seen_h.append(h)
+                        seen_w.append(w)
+                rec.update({k: statistics.median(v) for k, v in
+                            (("new_host_s", new_h), ("new_wall_s", new_w), ("seen_host_s", seen_h),
+                             ("seen_wall_s", seen_w))})
+                rec["new_host_all_s"] = new_h
+                rec["lengths"] = tried
+                print(f"shape_probe: sdpa {name:9s} cudnn.benchmark {int(bench)} rows {rows:3d} {order}: new length host "
+                      f"{rec['new_host_s']*1e3:7.1f} ms wall {rec['new_wall_s']*1e3:7.1f}; seen host "
+                      f"{rec['seen_host_s']*1e3:6.1f} wall {rec['seen_wall_s']*1e3:6.1f}", flush=True)
+            except Exception as e:   # a forced backend that cannot run this shape says so and the rest go on
+                rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                print(f"shape_probe: sdpa {name} cudnn.benchmark {int(bench)} rows {rows} {order}: {rec['error']}",
+                      flush=True)
+            out["settings"].append(rec)
+            with open(args.out, "w") as f:
+                json.dump(out, f, indent=1)
     return 0
 
 
