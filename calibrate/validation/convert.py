@@ -66,7 +66,8 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
                                    pin_thread_wait="probes", transport_busy="probes", main_next="probes",
-                                   copy_call="probe", receive_gil_s="0.00048", back_to_back="measured")
+                                   copy_call="probe", receive_gil_s="0.00048", back_to_back="measured",
+                                   new_shape_cost="call")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -482,6 +483,8 @@ def table_case_inputs(case: Dict[str, Any], doc: Dict[str, Any], profile: Dict[s
     """case_inputs as the generated table builds a case of call `doc` (TABLE_OPTIONS, the case's duty shape, the
     receive's GIL hold), for the diagnostics that rebuild it (bracket, burst, component, overtake, handoff)."""
     duty_shape = case_duty_shape(doc.get("components") or {}, profile, case)
+    if TABLE_OPTIONS.new_shape_cost == "call":
+        case = with_call_new_shape(case, call_new_shape_host_s(doc))
     scen, case_profile = case_inputs(case, doc.get("machine") or {}, profile, TABLE_OPTIONS, cpu_curve, duty_shape,
                                      True, duty_time_constant_s, doc.get("components") or {})
     held = with_receive_gil(case, case_profile or profile,
@@ -652,6 +655,40 @@ def new_shape_overlap_fraction(ns: Dict[str, Any], fit: Dict[str, Any]) -> Optio
     return min(1.0, max(0.0, statistics.median(out)))
 
 
+def call_new_shape_host_s(doc: Dict[str, Any]) -> Dict[str, float]:
+    """Pure: per step model (knobs.step), a new batch shape's host time pooled over the call: the median, over every
+    length timed by the sequence_new_shape components of the call's cases whose batches change shape (not padded to
+    max_tokens), of new minus seen host time. A new shape's cost is cuDNN attention's plan build (validation run
+    64), which does not follow the batch size: one component's 8 lengths spread 105-236 ms (run 66), and the three
+    batch sizes' medians within a call (154 / 118 / 92 ms in run 65) moved more than the cases' own costs did
+    (105-120). Each (rows, lengths) component counts once (a repeat's cases share it)."""
+    seen, per_step = set(), {}
+    for c in doc.get("cases") or []:
+        comp = c.get("components") or {}
+        ns = comp.get("sequence_new_shape") or {}
+        new, old = ns.get("new_host_s") or [], ns.get("seen_host_s") or []
+        step = str((c.get("knobs") or {}).get("step", ""))
+        if comp.get("max_tokens") or not step.startswith("seq:") or not new or len(new) != len(old):
+            continue
+        key = (step, ns.get("rows"), tuple(ns.get("lengths") or ()), tuple(new))
+        if key in seen:
+            continue
+        seen.add(key)
+        per_step.setdefault(step, []).extend(float(a) - float(b) for a, b in zip(new, old))
+    return {step: max(0.0, statistics.median(xs)) for step, xs in per_step.items()}
+
+
+def with_call_new_shape(case: Dict[str, Any], pooled: Dict[str, float]) -> Dict[str, Any]:
+    """Pure: the case with the call's pooled new-shape cost for its step model (call_new_shape_host_s) beside its
+    own sequence_new_shape component's, which sequence_section then takes; the case itself where it has none."""
+    comp = case.get("components") or {}
+    ns = comp.get("sequence_new_shape")
+    step = str((case.get("knobs") or {}).get("step", ""))
+    if not ns or ns.get("new_shape_host_s") is None or step not in pooled or comp.get("max_tokens"):
+        return case
+    return dict(case, components=dict(comp, sequence_new_shape=dict(ns, call_new_shape_host_s=pooled[step])))
+
+
 def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], float]]:
     """Pure: the scenario's `sequence` section for a case whose step follows its batch's shape (the harness's seq:N
     decoder on token batches), and the step's fixed part (training.step_s): the lines' lengths in tokens (the
@@ -687,7 +724,9 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     # from run 64 on (comp_sequence_new_shape: new minus seen host time, median of 8 lengths)
     ns = comp.get("sequence_new_shape") or {}
     if ns.get("new_shape_host_s") is not None:
-        seq["new_shape_host_s"] = round(max(0.0, float(ns["new_shape_host_s"])), 6)
+        # the call's pooled figure where convert added it (--new-shape-cost call), else this case's component
+        cost = ns["call_new_shape_host_s"] if ns.get("call_new_shape_host_s") is not None else ns["new_shape_host_s"]
+        seq["new_shape_host_s"] = round(max(0.0, float(cost)), 6)
         # the plans the harness's process already held as the case started (the fit's shapes, the probes' batches,
         # an earlier repeat's): not new to the case (recorded from the sixty-third session's harness on)
         # the part of the step's GPU time that runs while its plans build (run 63, finding 7: about a quarter)
@@ -3352,6 +3391,11 @@ def main(argv=None) -> int:
                          "over host_s, harness since the fifty-ninth session; none before), off: 1, or a number (a "
                          "what-if; validation-runs.md run 62, finding 10 read 0.69 in the sync_every 8 timelines) "
                          "(default %(default)s)")
+    ap.add_argument("--new-shape-cost", choices=("call", "case"), default="call",
+                    help="sequence.new_shape_host_s of a variable-length case: call, the median over every length "
+                         "the call's sequence_new_shape components timed for the same step model "
+                         "(call_new_shape_host_s); case, its own (rows, batch size) component's 8 lengths (the "
+                         "table until the sixty-ninth session) (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "
                          "combine_replications says why)")
@@ -3431,8 +3475,10 @@ def main(argv=None) -> int:
         cpu_curve = ((run_profile or {}).get("cpu") or {}).get("speed_vs_busy_cores") or []
         call_components = run["doc"].get("components") or {}
         duty_shapes: Dict[str, Any] = {}     # per step model, once per call
+        pooled_new_shape = call_new_shape_host_s(run["doc"]) if a.new_shape_cost == "call" else {}
         for c0 in run["doc"].get("cases") or []:
             c = tag_case(c0, run["tag"]) if run["tag"] else c0
+            c = with_call_new_shape(c, pooled_new_shape)
             cases.append(c)
             if c.get("status") != "ok":
                 continue

@@ -2,6 +2,7 @@
 sequence section) against hand calculations, and the converted scenario run through pipeplan where it is built."""
 import json
 import math
+import statistics
 import os
 import sys
 import tempfile
@@ -364,6 +365,37 @@ class NewShapeOverlapTest(unittest.TestCase):
                                 "loader": {"batch_size": 9, "num_workers": 2}, "sequence": seq,
                                 "training": {"step_s": 0.005, "steps": 50}})
             self.assertNotIn("error", out, out.get("error"))
+
+
+class CallNewShapeTest(unittest.TestCase):
+    """convert.call_new_shape_host_s by hand: the median over every length the call's variable-length components
+    timed, each component once, a padded kind's left out; sequence_section takes it in place of the case's own."""
+
+    @staticmethod
+    def with_component(case, rows, new_ms, seen_ms):
+        case["components"]["sequence_new_shape"] = {
+            "rows": rows, "lengths": list(range(100, 100 + 10 * len(new_ms), 10)),
+            "new_host_s": [x / 1e3 for x in new_ms], "seen_host_s": [x / 1e3 for x in seen_ms],
+            "new_shape_host_s": statistics.median(a - b for a, b in zip(new_ms, seen_ms)) / 1e3}
+        return case
+
+    def test_by_hand(self):
+        b16 = self.with_component(seq_case(bs=16), 17, [160, 170, 250], [10, 10, 10])      # 150 160 240: own 160
+        b32 = self.with_component(seq_case(bs=32), 33, [110, 120, 130], [10, 10, 10])      # 100 110 120: own 110
+        again = json.loads(json.dumps(b32))                                                # a repeat: same component
+        pad = self.with_component(seq_case(bs=32, max_tokens=512), 33, [10, 11, 12], [10, 10, 10])
+        doc = {"cases": [b16, b32, again, pad]}
+        # the six lengths 100 110 120 150 160 240: median (120 + 150) / 2 = 135 ms; the repeat and the padded kind
+        # would move it to 120 and 115
+        self.assertAlmostEqual(convert.call_new_shape_host_s(doc)["seq:4"], 0.135, places=9)
+        seq, _ = convert.sequence_section(convert.with_call_new_shape(b16, convert.call_new_shape_host_s(doc)))
+        self.assertAlmostEqual(seq["new_shape_host_s"], 0.135, places=6)
+        self.assertAlmostEqual(convert.sequence_section(b16)[0]["new_shape_host_s"], 0.160, places=6)
+        # the padded case keeps its own (no new shapes): the pooled figure is not given to it
+        self.assertIs(convert.with_call_new_shape(pad, {"seq:4": 0.135}), pad)
+
+    def test_no_components_no_figure(self):
+        self.assertEqual(convert.call_new_shape_host_s({"cases": [seq_case()]}), {})
 
 
 class ProbeDatasetLengthsTest(unittest.TestCase):
