@@ -60,8 +60,9 @@ fine) and returns the loss. At 8 lengths spread over the upper half of your data
 timed samples' with --sequence), each on a shape never run and then again: a step on a new shape builds its kernel
 plans first (cuDNN's attention graphs, cudnn.benchmark, torch.compile's recompiles; 100-150 ms on the H200 with
 scaled_dot_product_attention, validation run 63), and the median extra host time is sequence.new_shape_host_s.
-Then the step by shape (time_step_shapes, step_shapes_fragment): the batch's rows and half of them at four of the
-dataset's lengths (25th, 50th, 90th and 99th percentiles), each timed after one untimed step on its shape, fitted as
+Then the step by shape (time_step_shapes, step_shapes_fragment): the batch's rows, twice and four times them
+(--shape-fit-rows for a sweep's own batch sizes; a shape out of GPU memory is left out) at four of the dataset's
+lengths (25th, 50th, 90th and 99th percentiles), each timed after one untimed step on its shape, fitted as
 the validation fits its decoder (sequence_fit: fixed + per position + per squared row length, with a latency floor
 where it earns one); the fragment's training.step_s is then the fit's fixed part, and sequence.step_s_per_token,
 step_s_per_token_squared and step_s_floor the rest, since a step timed on one batch is one shape's (validation run 65,
@@ -992,16 +993,34 @@ def new_shape_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
 
 # The step's GPU time as a function of the batch's shape (sequence.step_s_per_token, step_s_per_token_squared,
 # step_s_floor): a step timed on one batch is one shape's, and the validation found one batch 40% longer than a
-# case's mean batch at b128 (validation-runs.md run 65, finding 3). Two row counts (the batch and half of it) at four
-# of the dataset's lengths (STEP_FIT_QUANTILES: the short, the median, the long and the longest batches a job pads
-# to), each step timed after one untimed step on its shape (so a new shape's plan build stays out of it).
+# case's mean batch at b128 (validation-runs.md run 65, finding 3). Three row counts (the batch, twice and four times
+# it: STEP_FIT_ROW_FACTORS) at four of the dataset's lengths (STEP_FIT_QUANTILES: the short, the median, the long and
+# the longest batches a job pads to), each step timed after one untimed step on its shape (so a new shape's plan
+# build stays out of it). Rows above the batch's, not below: a smaller batch's kernels do not fill the GPU, and a fit
+# bent by them misses larger ones. Run 66's H100 (validation-runs.md run 66, finding 3): the decoder timed at 8 and
+# 16 rows fitted 510 ns a position and missed the harness's 32-128-row points by -4% to -29%; at 16, 32 and 64 rows
+# (the last two the harness's points of the same lease) 899 ns and a 9.1 ms floor, within 0.7% at 128 rows.
 STEP_FIT_QUANTILES = (0.25, 0.5, 0.9, 0.99)
 STEP_FIT_DEFAULT_LENGTHS = (256, 512, 1024, 2048)
+STEP_FIT_ROW_FACTORS = (1, 2, 4)
 
 
-def step_fit_shapes(rows: int, lengths: Sequence[float]) -> List[Tuple[int, int]]:
-    """Pure: the (rows, length) shapes to time the step at for its fit: rows and max(1, rows // 2), at the dataset's
-    lengths' STEP_FIT_QUANTILES (distinct, each at least 1; without lengths STEP_FIT_DEFAULT_LENGTHS)."""
+def _row_counts(text: str) -> List[int]:
+    """argparse type: a comma-separated list of positive row counts."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers separated by commas, e.g. 16,32,64")
+    return out
+
+
+def step_fit_shapes(rows: int, lengths: Sequence[float],
+                    row_counts: Optional[Sequence[int]] = None) -> List[Tuple[int, int]]:
+    """Pure: the (rows, length) shapes to time the step at for its fit: row_counts (default rows x
+    STEP_FIT_ROW_FACTORS), at the dataset's lengths' STEP_FIT_QUANTILES (distinct, each at least 1; without lengths
+    STEP_FIT_DEFAULT_LENGTHS)."""
     xs = sorted(float(x) for x in lengths if x and x > 0)
     picked: List[int] = []
     for q in STEP_FIT_QUANTILES if xs else ():
@@ -1010,8 +1029,14 @@ def step_fit_shapes(rows: int, lengths: Sequence[float]) -> List[Tuple[int, int]
             picked.append(x)
     if len(picked) < 2:
         picked = list(STEP_FIT_DEFAULT_LENGTHS)
-    row_counts = sorted({max(1, rows // 2), max(1, rows)})
-    return [(r, n) for r in row_counts for n in picked]
+    counts = sorted({max(1, int(r)) for r in (row_counts or [max(1, rows) * f for f in STEP_FIT_ROW_FACTORS])})
+    return [(r, n) for r in counts for n in picked]
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """Pure: whether an exception is the GPU's allocator refusing (torch.cuda.OutOfMemoryError, or the RuntimeError
+    older torch raised), so the shape is left out of the fit rather than ending the probe."""
+    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()
 
 
 def time_step_shapes(shape_step_fn: Callable[[int, int], Any], shapes: Sequence[Tuple[int, int]],
@@ -1025,9 +1050,16 @@ def time_step_shapes(shape_step_fn: Callable[[int, int], Any], shapes: Sequence[
     its sync. {"points": [{"rows", "tokens", "step_s", "source"}], "fit": ... or None}."""
     sync = sync or _default_sync
     gpu_time = gpu_step_time_s if gpu_time is None else gpu_time
-    points = []
+    points, skipped = [], []
     for rows, length in shapes:
-        sync(shape_step_fn(rows, length))
+        try:
+            sync(shape_step_fn(rows, length))
+        except Exception as e:  # noqa: BLE001 (the allocator's refusal only; anything else is re-raised)
+            if not _out_of_memory(e):
+                raise
+            skipped.append([rows, length])
+            _free_gpu_cache()
+            continue
         g = gpu_time(lambda: shape_step_fn(rows, length))
         step_s, source = None, "wall to sync"
         if g:
@@ -1043,7 +1075,18 @@ def time_step_shapes(shape_step_fn: Callable[[int, int], Any], shapes: Sequence[
             step_s, source = statistics.median(walls), "wall to sync"
         points.append({"rows": rows, "tokens": length, "step_s": step_s, "source": source})
     from sequence_fit import fit_sequence_step_with_floor   # beside this file, standard library only
-    return {"points": points, "fit": fit_sequence_step_with_floor(points)}
+    return dict({"points": points, "fit": fit_sequence_step_with_floor(points)},
+                **({"skipped_out_of_memory": skipped} if skipped else {}))
+
+
+def _free_gpu_cache() -> None:
+    """Return the cached blocks a refused allocation left, where torch and CUDA are there."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass
 
 
 def step_shapes_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
@@ -1069,7 +1112,9 @@ def _human_step_shapes(res: Dict[str, Any]) -> str:
     return (f"step by shape ({res['points'][0]['source']}): {pts}; fit: {fit['fixed_s'] * 1e3:.2f} ms + "
             f"{fit['per_token_s'] * 1e9:.2f} ns a position + {fit['per_token_squared_s'] * 1e12:.3f} ps a squared "
             f"length" + (f", floor {fit['floor_s'] * 1e3:.2f} ms" if fit.get("floor_s") else "")
-            + f"; worst point {fit['max_rel_residual'] * 100:.1f}% off")
+            + f"; worst point {fit['max_rel_residual'] * 100:.1f}% off"
+            + (f"; left out (out of GPU memory): {', '.join(f'{r}x{n}' for r, n in res['skipped_out_of_memory'])}"
+               if res.get("skipped_out_of_memory") else ""))
 
 
 def _human_new_shapes(ns: Dict[str, Any]) -> str:
@@ -1520,6 +1565,9 @@ def main(argv=None) -> int:
                          "that shape and returning the loss")
     ap.add_argument("--shape-rows", type=int, default=None,
                     help="with --shape-step: the batch's rows (default --batch-size)")
+    ap.add_argument("--shape-fit-rows", default=None, type=_row_counts, metavar="R1,R2,...",
+                    help="with --shape-step: the row counts the step-by-shape fit times (default the batch's rows, "
+                         "twice and four times them; give the batch sizes a sweep will try)")
     ap.add_argument("--pad-to-multiple-of", type=int, default=0,
                     help="with --sequence pad_to_longest: collate's pad_to_multiple_of (sequence.pad_to_multiple_of)")
     a = ap.parse_args(argv)
@@ -1624,7 +1672,8 @@ def main(argv=None) -> int:
         print(_human_new_shapes(ns), file=sys.stderr)
         frag = merge_fragments(frag, new_shape_fragment(ns))
         # the step by shape (after the new-shape timing, so its own untimed steps do not warm the lengths timed there)
-        ss = time_step_shapes(shape_step_fn, step_fit_shapes(a.shape_rows or a.batch_size, known))
+        ss = time_step_shapes(shape_step_fn, step_fit_shapes(a.shape_rows or a.batch_size, known,
+                                                             a.shape_fit_rows))
         res["step_shapes"] = ss
         print(_human_step_shapes(ss), file=sys.stderr)
         frag = merge_fragments(frag, step_shapes_fragment(ss))

@@ -584,12 +584,52 @@ class ProbeStepShapesTest(unittest.TestCase):
 
     def test_shapes_by_hand(self):
         import pipeplan_probe as probe
-        # quantiles 25/50/90/99 of 1..1000: 250.75, 500.5, 900.1, 990.01 -> rounded; rows 16 and 8
+        # quantiles 25/50/90/99 of 1..1000: 250.75, 500.5, 900.1, 990.01 -> rounded; rows 16, 32 and 64
+        lengths = [251, 500, 900, 990]
         got = probe.step_fit_shapes(16, list(range(1, 1001)))
-        self.assertEqual(got, [(8, 251), (8, 500), (8, 900), (8, 990), (16, 251), (16, 500), (16, 900), (16, 990)])
-        self.assertEqual(probe.step_fit_shapes(1, []), [(1, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS])
-        self.assertEqual(probe.step_fit_shapes(4, [300] * 10), [(2, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS]
-                         + [(4, n) for n in probe.STEP_FIT_DEFAULT_LENGTHS])   # one length: no fit from it
+        self.assertEqual(got, [(r, n) for r in (16, 32, 64) for n in lengths])
+        self.assertEqual(probe.step_fit_shapes(1, []), [(r, n) for r in (1, 2, 4)
+                                                        for n in probe.STEP_FIT_DEFAULT_LENGTHS])
+        self.assertEqual(probe.step_fit_shapes(4, [300] * 10),    # one length: no fit from it
+                         [(r, n) for r in (4, 8, 16) for n in probe.STEP_FIT_DEFAULT_LENGTHS])
+        # a sweep's own batch sizes, sorted and each once
+        self.assertEqual(probe.step_fit_shapes(16, [], [128, 16, 16]),
+                         [(r, n) for r in (16, 128) for n in probe.STEP_FIT_DEFAULT_LENGTHS])
+
+    def test_row_counts_option_and_its_errors(self):
+        import pipeplan_probe as probe
+        self.assertEqual(probe._row_counts("16,32, 64"), [16, 32, 64])
+        for bad in ("", "16,x", "0,16", "-4"):
+            with self.assertRaises(Exception) as cm:
+                probe._row_counts(bad)
+            self.assertIn("expected positive integers", str(cm.exception))
+
+    def test_a_shape_out_of_gpu_memory_is_left_out(self):
+        import pipeplan_probe as probe
+
+        class OutOfMemoryError(RuntimeError):
+            pass
+
+        clock = FakeClock()
+        law = self.LawStep(clock)
+
+        def step(rows, length):
+            if rows >= 64:
+                raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return law(rows, length)
+
+        res = probe.time_step_shapes(step, probe.step_fit_shapes(16, list(range(1, 1001))), sync=lambda out: None,
+                                     repeats=3, clock=clock, gpu_time=lambda fn: None)
+        self.assertEqual([q["rows"] for q in res["points"]], [16] * 4 + [32] * 4)
+        self.assertEqual(res["skipped_out_of_memory"], [[64, n] for n in (251, 500, 900, 990)])
+        self.assertAlmostEqual(res["fit"]["per_token_s"], 2e-9, places=15)
+        self.assertIn("left out (out of GPU memory): 64x251", probe._human_step_shapes(res))
+
+        def broken(rows, length):
+            raise ValueError("a bug in the step")
+
+        with self.assertRaises(ValueError):    # only the allocator's refusal is skipped
+            probe.time_step_shapes(broken, [(1, 10)], sync=lambda out: None, gpu_time=lambda fn: None)
 
     def test_the_fit_recovers_the_law_without_the_plan_builds(self):
         import pipeplan_probe as probe
@@ -598,7 +638,7 @@ class ProbeStepShapesTest(unittest.TestCase):
         shapes = probe.step_fit_shapes(16, list(range(1, 1001)))
         res = probe.time_step_shapes(step, shapes, sync=lambda out: None, repeats=3, clock=clock,
                                      gpu_time=lambda fn: None)
-        self.assertEqual(step.calls[:4], [(8, 251)] * 4)           # one untimed step, then three timed
+        self.assertEqual(step.calls[:4], [(16, 251)] * 4)          # one untimed step, then three timed
         for q in res["points"]:
             want = 1e-3 + 2e-9 * q["rows"] * q["tokens"] + 1e-12 * q["rows"] * q["tokens"] ** 2
             self.assertAlmostEqual(q["step_s"], want, places=12)
