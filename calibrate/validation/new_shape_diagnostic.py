@@ -91,13 +91,17 @@ def main() -> int:
     ap.add_argument("--replacement", action="store_true",
                     help="draw the lengths independently (sequence.replacement: true) instead of dealing the dataset "
                          "without replacement as the harness's sampler does")
+    ap.add_argument("--new-shape-cost", choices=["call", "case"], default="call",
+                    help="convert's --new-shape-cost: the call's components pooled (the table's) or the case's own "
+                         "component (default %(default)s)")
     ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
     a = ap.parse_args()
     cases_path = stored_json_path(os.path.join(a.results, "cases.json"))
     profile = os.path.join(a.results, "profile.json")
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases_path, "--profile", profile,
-                            "--pipeplan", a.pipeplan, "--transport", "measured", "--seeds", "1", "--out-dir", out],
+                            "--pipeplan", a.pipeplan, "--transport", "measured", "--seeds", "1", "--out-dir", out,
+                            "--new-shape-cost", a.new_shape_cost],
                            capture_output=True, text=True)
         if p.returncode != 0:
             print(p.stderr[-2000:], file=sys.stderr)
@@ -127,7 +131,9 @@ def main() -> int:
                 scen = json.load(f)
             seq = scen.get("sequence") or {}
             if "new_shape_host_s" in seq:
-                cost_src = "component"
+                pooled = a.new_shape_cost == "call" and not comp.get("max_tokens")   # a padded kind keeps its own
+                cost_src = ("the call's components" if pooled else "component") + (
+                    f"; in situ {insitu_s * 1e3:.1f}" if insitu_s is not None else "")
             elif insitu_s is not None:
                 seq["new_shape_host_s"], cost_src = round(insitu_s, 6), "in situ"
             else:
