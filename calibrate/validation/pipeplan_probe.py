@@ -1639,6 +1639,10 @@ def main(argv=None) -> int:
               f"--num-workers {a.num_workers!r}); expected both: the loop's side of a loader with workers",
               file=sys.stderr)
         return 2
+    if a.shape_fit_rows and not a.shape_step:
+        print("pipeplan_probe: --shape-fit-rows: given without --shape-step (the rows its step-by-shape fit times)",
+              file=sys.stderr)
+        return 2
     if a.shape_step and a.shape_rows is not None and a.shape_rows < 1:
         print(f"pipeplan_probe: --shape-rows {a.shape_rows}: expected an integer >= 1", file=sys.stderr)
         return 2

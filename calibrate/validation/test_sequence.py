@@ -604,6 +604,16 @@ class ProbeStepShapesTest(unittest.TestCase):
                 probe._row_counts(bad)
             self.assertIn("expected positive integers", str(cm.exception))
 
+    def test_fit_rows_without_shape_step_is_refused(self):
+        import io
+        import contextlib
+        import pipeplan_probe as probe
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = probe.main(["--dataset", "json:loads", "--shape-fit-rows", "16,32"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--shape-fit-rows: given without --shape-step", err.getvalue())
+
     def test_a_shape_out_of_gpu_memory_is_left_out(self):
         import pipeplan_probe as probe
 
