@@ -721,7 +721,8 @@ def sequence_section(case: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], flo
     if max_tokens:
         seq["max_tokens"] = max_tokens
     # a batch shape the step has not run costs plan building on the host (validation run 63); the component exists
-    # from run 64 on (comp_sequence_new_shape: new minus seen host time, median of 8 lengths)
+    # from run 64 on (comp_sequence_new_shape: new minus seen host time, median of 8 lengths; 16 from the
+    # sixty-ninth session's harness on)
     ns = comp.get("sequence_new_shape") or {}
     if ns.get("new_shape_host_s") is not None:
         # the call's pooled figure where convert added it (--new-shape-cost call), else this case's component
@@ -3394,7 +3395,7 @@ def main(argv=None) -> int:
     ap.add_argument("--new-shape-cost", choices=("call", "case"), default="call",
                     help="sequence.new_shape_host_s of a variable-length case: call, the median over every length "
                          "the call's sequence_new_shape components timed for the same step model "
-                         "(call_new_shape_host_s); case, its own (rows, batch size) component's 8 lengths (the "
+                         "(call_new_shape_host_s); case, its own (rows, batch size) component's lengths (the "
                          "table until the sixty-ninth session) (default %(default)s)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="simulate each case with seeds 1..N and predict their mean (default %(default)s; "

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
-from pipeplan_probe import time_new_shapes  # noqa: E402  (the user helper's new-shape timing, the component's too)
+from pipeplan_probe import new_shape_lengths, time_new_shapes  # noqa: E402  (the user helper's new-shape timing, the component's too)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
 from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor  # noqa: E402  (convert refits with them)
 
@@ -427,7 +427,7 @@ NEW_HEAVY_STEP_S, HEAVY_PROBES_S = 22.0, 37.0
 # steps each, 9-117 ms a step on the H200 (run 63's nine took 6.5 s, plan builds included; the three added since at
 # 64k positions about 2 s more)
 SEQ_SHAPES_S = 15.0
-SEQ_NEW_SHAPE_S = 5.0   # comp_sequence_new_shape, once per (step, kind, batch size): 8 lengths, a new and a seen step (b129: 0.3 s each)
+SEQ_NEW_SHAPE_S = 9.0   # comp_sequence_new_shape, once per (step, kind, batch size): 16 lengths, a new and a seen step (b129: 0.3 s each; 8 lengths took 3.6 s in run 66)
 # Once a call, before its first warm pinned case with workers: probe_main_loop and the one light loop's
 # host_beside_pin_parts (run 45: 12.1 + 16.2, 13.0 + 17.0, 14.1 + 8.3 s). Until run 46's plan the first was folded into
 # NEW_COMPONENTS_S (38 s for every new kind) and the second nowhere; run 45's later kinds took 13-16 s of components
@@ -1931,7 +1931,7 @@ class Harness:
     def comp_sequence_new_shape(self, step_name, kind, bs):
         """What the step costs the first time it sees a batch shape (validation run 63: variable-length batches' steps
         took 100-150 ms of host time in their launches where repeated shapes took 10): the host time of the call (until
-        it returns: the launches) and its wall to a sync, at 8 lengths it has not run, then again at each, after two
+        it returns: the launches) and its wall to a sync, at 16 lengths it has not run, then again at each, after two
         warm-up steps at the longest + 1 (the user helper's pipeplan_probe.time_new_shapes). Rows are bs + 1, a shape
         the case never draws, so the probe warms none of the case's shapes. convert takes the median of (new - seen)
         host time as sequence.new_shape_host_s."""
@@ -1943,7 +1943,8 @@ class Harness:
         t0 = time.perf_counter()
         model = self.step_model(step_name)
         rows = bs + 1
-        lengths = [300 + 61 * j for j in range(8)] if not dev.cpu else [16 + 3 * j for j in range(4)]
+        # 16 lengths from 300 to 727 since the sixty-ninth session (8 before: run 66's spread, NEW_SHAPE_LENGTHS)
+        lengths = new_shape_lengths([]) if not dev.cpu else [16 + 3 * j for j in range(4)]
 
         def batch(n_rows, length):
             g = t.Generator(device="cpu").manual_seed(n_rows * 100000 + length)

@@ -56,7 +56,7 @@ work launched last that a sync waits for (training.launch_tail_s; docs/validatio
 
 New batch shapes (--shape-step mypkg.train:make_shape_step, or time_new_shapes and new_shape_fragment as a module):
 make_shape_step() returns a function of (rows, length) that runs one step on a batch of that shape (a dummy batch is
-fine) and returns the loss. At 8 lengths spread over the upper half of your dataset's lengths (--lengths, or the
+fine) and returns the loss. At 16 lengths spread over the upper half of your dataset's lengths (--lengths, or the
 timed samples' with --sequence), each on a shape never run and then again: a step on a new shape builds its kernel
 plans first (cuDNN's attention graphs, cudnn.benchmark, torch.compile's recompiles; 100-150 ms on the H200 with
 scaled_dot_product_attention, validation run 63), and the median extra host time is sequence.new_shape_host_s.
@@ -913,17 +913,19 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
 # A step on a batch shape (rows x padded length) its process has not run builds kernel plans keyed by that shape
 # first (cuDNN's attention graphs, cudnn.benchmark's search, torch.compile's recompiles): 100-150 ms of host time on
 # the H200 with scaled_dot_product_attention, where the same shape again launched in 10 ms (validation run 63). The
-# validation harness's sequence_new_shape component times it the same way.
-NEW_SHAPE_LENGTHS = 8
+# validation harness's sequence_new_shape component times it the same way. 16 lengths: one process's new shapes
+# spread 105-236 ms on run 66's H100 (validation-runs.md run 66, finding 1), so the median of 8 moved by about 15%
+# from draw to draw; 16 take it to about 10% for 2-4 s more.
+NEW_SHAPE_LENGTHS = 16
 
 
 def new_shape_lengths(lengths: Sequence[float], n: int = NEW_SHAPE_LENGTHS) -> List[int]:
     """Pure: n distinct lengths to time new shapes at: the dataset's lengths' 50th to 95th percentiles (the padded
     length of a batch is its longest, so the upper half is what a job meets), each at least 1 and one above the one
-    before where two quantiles coincide; without lengths, 300 to 727 tokens as the harness times them."""
+    before where two quantiles coincide; without lengths, n evenly from 300 to 727 tokens (the harness's)."""
     xs = sorted(float(x) for x in lengths if x and x > 0)
     if not xs:
-        return [300 + 61 * j for j in range(n)]
+        return [300 + round(427 * j / max(1, n - 1)) for j in range(n)]
     out: List[int] = []
     for j in range(n):
         q = 0.5 + 0.45 * j / max(1, n - 1)

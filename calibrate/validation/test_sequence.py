@@ -304,7 +304,7 @@ class NewShapeComponentTest(unittest.TestCase):
         harness = self.harness_with(step)
         out = harness.comp_sequence_new_shape("seq:4", "tokens", 16)
         self.assertEqual(out["rows"], 17)                       # not the case's 16 rows: its shapes stay cold
-        self.assertEqual(len(out["lengths"]), 8)
+        self.assertEqual(len(out["lengths"]), 16)
         self.assertAlmostEqual(out["new_shape_host_s"], 0.030, delta=0.008)
         self.assertTrue(all(shape[0] == 17 for shape in seen_shapes))
         calls = len(seen_shapes)
@@ -504,7 +504,9 @@ class ProbeNewShapeTest(unittest.TestCase):
 
     def test_lengths_spread_over_the_upper_half(self):
         import pipeplan_probe as probe
-        self.assertEqual(probe.new_shape_lengths([]), [300 + 61 * j for j in range(8)])
+        self.assertEqual(probe.new_shape_lengths([], n=8), [300 + 61 * j for j in range(8)])   # 427 / 7 = 61
+        got = probe.new_shape_lengths([])
+        self.assertEqual((len(got), got[0], got[-1], len(set(got))), (16, 300, 727, 16))
         got = probe.new_shape_lengths(list(range(1, 1001)), n=4)  # the 50th, 65th, 80th and 95th percentiles
         self.assertEqual(len(got), 4)
         for g, want in zip(got, (500.5, 650.35, 800.2, 950.05)):
