@@ -960,11 +960,34 @@ def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths
     for length in lengths:
         new.append(timed(length))
         seen.append(timed(length))
+    interval = median_interval([n[0] - s[0] for n, s in zip(new, seen)])
     return {"rows": rows, "lengths": list(lengths),
+            # where the median new-minus-seen host time lies (its order statistics' 90% interval): the spread of one
+            # process's new shapes (run 66: 105-236 ms) makes a few lengths' median a range
+            "new_shape_host_s_interval": list(interval) if interval else None,
             "new_host_s": [x[0] for x in new], "new_wall_s": [x[1] for x in new],
             "seen_host_s": [x[0] for x in seen], "seen_wall_s": [x[1] for x in seen],
             "new_shape_host_s": statistics.median(n[0] - s[0] for n, s in zip(new, seen)),
             "new_shape_wall_s": statistics.median(n[1] - s[1] for n, s in zip(new, seen))}
+
+
+def median_interval(xs: Sequence[float], coverage: float = 0.9) -> Optional[Tuple[float, float, float]]:
+    """Pure: a distribution-free interval for the median of the law xs were drawn from, from their order statistics:
+    [x(k), x(n-k+1)] (1-based, sorted) with the largest k whose two tails P(Binomial(n, 1/2) <= k - 1) hold at most
+    1 - coverage together; (low, high, the interval's own coverage 1 - 2 P(B <= k - 1)). None where even the
+    sample's whole range falls short (fewer than 5 values at 90%: 1 - 2 / 2^n). One process's new shapes spread 105-236 ms on run 66's H100, so the median of a
+    few lengths is a range, not a figure (validation-runs.md run 66, finding 1)."""
+    v = sorted(float(x) for x in xs)
+    n = len(v)
+    tail, k = 0.0, 0
+    while True:
+        nxt = tail + math.comb(n, k) / 2.0 ** n      # P(B <= k)
+        if 2.0 * nxt > 1.0 - coverage:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return None
+    return v[k - 1], v[n - k], 1.0 - 2.0 * tail
 
 
 def new_shape_overlap(res: Dict[str, Any]) -> Optional[float]:
@@ -1120,11 +1143,17 @@ def _human_step_shapes(res: Dict[str, Any]) -> str:
 
 
 def _human_new_shapes(ns: Dict[str, Any]) -> str:
+    extra = [a - b for a, b in zip(ns["new_host_s"], ns["seen_host_s"])]
+    ci = median_interval(extra)
+    spread = (f"; per length {min(extra) * 1e3:.0f}-{max(extra) * 1e3:.0f} ms, the median within "
+              f"{max(0.0, ci[0]) * 1e3:.0f}-{max(0.0, ci[1]) * 1e3:.0f} ms ({ci[2] * 100:.0f}% interval: pipeplan sweep "
+              f"--vary sequence.new_shape_host_s={max(0.0, ci[0]):.3f},{max(0.0, ci[1]):.3f} brackets it)"
+              if ci else "")
     return (f"new batch shapes: a step on a shape not run before {statistics.median(ns['new_host_s']) * 1e3:.1f} ms "
             f"host ({statistics.median(ns['new_wall_s']) * 1e3:.1f} ms to its sync), the same shape again "
             f"{statistics.median(ns['seen_host_s']) * 1e3:.1f} ms ({statistics.median(ns['seen_wall_s']) * 1e3:.1f}): "
             f"sequence.new_shape_host_s {max(0.0, ns['new_shape_host_s']) * 1e3:.1f} ms ({len(ns['lengths'])} lengths "
-            f"{ns['lengths'][0]}..{ns['lengths'][-1]} at {ns['rows']} rows)")
+            f"{ns['lengths'][0]}..{ns['lengths'][-1]} at {ns['rows']} rows{spread})")
 
 
 # ----------------------------------------------------------------------------- the memory map beside the pin thread

@@ -367,6 +367,33 @@ class NewShapeOverlapTest(unittest.TestCase):
             self.assertNotIn("error", out, out.get("error"))
 
 
+class MedianIntervalTest(unittest.TestCase):
+    """pipeplan_probe.median_interval by hand: the median lies between the k-th smallest and the k-th largest of n
+    draws unless at most k - 1 fall below it or at most k - 1 above, each with probability P(Binomial(n, 1/2) <= k - 1)."""
+
+    def test_by_hand(self):
+        import pipeplan_probe as probe
+        # n = 16: P(B <= 4) = (1 + 16 + 120 + 560 + 1820) / 2^16 = 2517 / 65536 = 0.0384 (<= 0.05), P(B <= 5) = 0.105
+        lo, hi, cov = probe.median_interval([float(x) for x in range(16, 0, -1)])
+        self.assertEqual((lo, hi), (5.0, 12.0))
+        self.assertAlmostEqual(cov, 1 - 2 * 2517 / 65536, places=12)
+        # n = 8: P(B <= 1) = 9 / 256, P(B <= 2) = 37 / 256: [x(2), x(7)]; run 66's b16 component, 111-192 ms
+        self.assertEqual(probe.median_interval([180, 160, 236, 192, 130, 105, 111, 133])[:2], (111.0, 192.0))
+        self.assertAlmostEqual(probe.median_interval(range(8))[2], 1 - 18 / 256, places=12)
+        # n = 5: the whole range covers 1 - 2 / 32 = 0.9375; n = 4: 0.875 < 0.9, no interval
+        self.assertEqual(probe.median_interval([3, 1, 2, 5, 4]), (1.0, 5.0, 0.9375))
+        self.assertIsNone(probe.median_interval([1, 2, 3, 4]))
+        self.assertEqual(probe.median_interval([1, 2, 3, 4], coverage=0.8), (1.0, 4.0, 0.875))
+
+    def test_the_helper_line_names_it(self):
+        import pipeplan_probe as probe
+        ns = {"rows": 16, "lengths": list(range(300, 308)), "new_host_s": [0.19, 0.17, 0.246, 0.202, 0.14, 0.115, 0.121, 0.143],
+              "seen_host_s": [0.01] * 8, "new_wall_s": [0.2] * 8, "seen_wall_s": [0.02] * 8, "new_shape_host_s": 0.1415}
+        line = probe._human_new_shapes(ns)
+        self.assertIn("per length 105-236 ms, the median within 111-192 ms (93% interval", line)
+        self.assertIn("--vary sequence.new_shape_host_s=0.111,0.192", line)
+
+
 class CallNewShapeTest(unittest.TestCase):
     """convert.call_new_shape_host_s by hand: the median over every length the call's variable-length components
     timed, each component once, a padded kind's left out; sequence_section takes it in place of the case's own."""
