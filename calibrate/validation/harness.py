@@ -1991,7 +1991,7 @@ class Harness:
             at_case_rows = {"error": f"{e.__class__.__name__}: {e}"}
         c[key] = {"rows": rows, "lengths": lengths, "at_case_rows": at_case_rows,
                   **{k: res[k] for k in ("new_host_s", "new_wall_s", "seen_host_s", "seen_wall_s",
-                                         "new_shape_host_s", "new_shape_wall_s")},
+                                         "new_shape_host_s", "new_shape_wall_s", "new_shape_host_s_interval")},
                   "warm_up_length": max(lengths) + 1,
                   "method": "pipeplan_probe.time_new_shapes: two warm-up steps at the longest length + 1, then per "
                             "length the step on a shape never run (rows x length), then on the same shape; host = "
@@ -2000,7 +2000,11 @@ class Harness:
         log(f"component sequence_new_shape[{key}]: a new shape's step host {statistics.median(c[key]['new_host_s'])*1e3:.1f} ms "
             f"(wall {statistics.median(c[key]['new_wall_s'])*1e3:.1f}), a seen one {statistics.median(c[key]['seen_host_s'])*1e3:.1f} "
             f"(wall {statistics.median(c[key]['seen_wall_s'])*1e3:.1f}): {c[key]['new_shape_host_s']*1e3:.1f} ms more host a new "
-            f"shape, {c[key]['new_shape_wall_s']*1e3:.1f} ms more wall ({len(lengths)} lengths at {rows} rows, "
+            f"shape" + (f" (median within {c[key]['new_shape_host_s_interval'][0]*1e3:.1f}-"
+                        f"{c[key]['new_shape_host_s_interval'][1]*1e3:.1f}, "
+                        f"{c[key]['new_shape_host_s_interval'][2]*100:.0f}%)"
+                        if c[key].get("new_shape_host_s_interval") else "")
+            + f", {c[key]['new_shape_wall_s']*1e3:.1f} ms more wall ({len(lengths)} lengths at {rows} rows, "
             f"{time.perf_counter()-t0:.1f}s)"
             + (f"; at {bs} rows on {len(at_case_rows['lengths'])} lengths no line has: "
                f"{at_case_rows['new_shape_host_s']*1e3:.1f} ms more host"

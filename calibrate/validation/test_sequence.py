@@ -306,6 +306,10 @@ class NewShapeComponentTest(unittest.TestCase):
         self.assertEqual(out["rows"], 17)                       # not the case's 16 rows: its shapes stay cold
         self.assertEqual(len(out["lengths"]), 16)
         self.assertAlmostEqual(out["new_shape_host_s"], 0.030, delta=0.008)
+        lo, hi, cov = out["new_shape_host_s_interval"]      # 16 lengths: the 5th to the 12th of the sorted extras
+        self.assertLessEqual(lo, out["new_shape_host_s"])
+        self.assertGreaterEqual(hi, out["new_shape_host_s"])
+        self.assertAlmostEqual(cov, 1 - 2 * 2517 / 65536, places=12)
         self.assertTrue(all(shape[0] == 17 for shape in seen_shapes))
         calls = len(seen_shapes)
         self.assertIs(harness.comp_sequence_new_shape("seq:4", "tokens", 16), out)   # once per key
