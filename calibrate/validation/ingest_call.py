@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""ingest_call: one device call's files into the repository as the table keeps them, in one command.
+
+    python3 calibrate/validation/ingest_call.py --from /work/.device/2 --name 2026-12-05-h100-run66seq \
+        --command 'PIPEPLAN_TOTAL_S=570 ... bash calibrate/validation/device_run.sh' --timeout-s 600 \
+        [--reply reply.json] [--table] [--score]
+
+Copies the call's $OUT files (device_run.sh's: cases.json, profile.json, calibrate.log, harness.log, env.txt, the
+probe's files) into calibrate/validation/results/NAME/, stores cases.json as cases.json.xz (xz preset 9: convert and
+every diagnostic read it as is), writes run_meta.json (the command, its timeout and, from the device tool's reply
+saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file writable, and with --table adds
+NAME to table_calls.txt. With --score it then runs score_call.py on the new folder. What each session did by hand
+after a call (docs/validation.md, the device plan); a bad argument or an incomplete call is one line and exit 2,
+with nothing written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+TABLE_CALLS = os.path.join(HERE, "table_calls.txt")
+# convert needs both; a call without them was cut short (the harness or calibrate never wrote)
+REQUIRED = ("cases.json", "profile.json")
+# the results folders' names: date, GPU kind, run and call (2026-12-05-h100-run66seq)
+NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
+# the device tool's reply keys that run_meta.json keeps (as runs 11-66 kept them by hand)
+REPLY_KEYS = ("rc", "wall_s", "warm", "lease", "device")
+
+
+def check_source(src: str) -> Optional[str]:
+    """Pure but for reading the folder: None where src holds a call convert can read, else the one-line reason."""
+    if not os.path.isdir(src):
+        return f"{src}: not a folder (expected the device call's files, its reply's files_at)"
+    missing = [f for f in REQUIRED if not os.path.isfile(os.path.join(src, f))]
+    if missing:
+        return f"{src}: no {' or '.join(missing)} (the call did not finish: nothing to score)"
+    try:
+        with open(os.path.join(src, "cases.json")) as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        return f"{src}/cases.json: not JSON ({e})"
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        return f"{src}/cases.json: $.cases is missing or not a list (expected the harness's output)"
+    return None
+
+
+def run_meta(command: str, timeout_s: int, reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """Pure: run_meta.json's content: the command and its timeout, then the reply's REPLY_KEYS where present."""
+    meta: Dict[str, Any] = {"command": command, "timeout_s": int(timeout_s)}
+    for k in REPLY_KEYS:
+        if reply and k in reply:
+            meta[k] = reply[k]
+    return meta
+
+
+def with_call_listed(lines: List[str], name: str) -> List[str]:
+    """Pure: table_calls.txt's lines with name at the end, once (unchanged where it is already listed)."""
+    if any(line.strip() == name for line in lines):
+        return lines
+    out = list(lines)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    return out + [name + "\n"]
+
+
+def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
+    """Copies src's plain files into dest (a new folder), cases.json as cases.json.xz; writes run_meta.json. Writes
+    into a temporary sibling first and renames it, so an interrupted ingest leaves no half folder. The names
+    written, sorted."""
+    tmp = dest + ".partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        for name in sorted(os.listdir(src)):
+            path = os.path.join(src, name)
+            if not os.path.isfile(path) or name == "run_meta.json":
+                continue
+            if name == "cases.json":
+                with open(path, "rb") as f, lzma.open(os.path.join(tmp, "cases.json.xz"), "wb", preset=9) as g:
+                    shutil.copyfileobj(f, g)
+            else:
+                shutil.copyfile(path, os.path.join(tmp, name))
+        with open(os.path.join(tmp, "run_meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+            f.write("\n")
+        for name in os.listdir(tmp):          # the device's files come back read-only
+            os.chmod(os.path.join(tmp, name), 0o644)
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return sorted(os.listdir(dest))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--from", dest="src", required=True, help="the call's files (the device reply's files_at)")
+    ap.add_argument("--name", required=True, help="the results folder to create, e.g. 2026-12-05-h100-run66seq")
+    ap.add_argument("--command", required=True, help="the command the call ran, as given to the device")
+    ap.add_argument("--timeout-s", type=int, required=True, help="the call's timeout")
+    ap.add_argument("--reply", default=None, help="the device tool's JSON reply saved to a file (rc, wall_s, lease...)")
+    ap.add_argument("--table", action="store_true", help="add the call to table_calls.txt")
+    ap.add_argument("--score", action="store_true", help="then run score_call.py on it")
+    ap.add_argument("--results", default=RESULTS, help=argparse.SUPPRESS)
+    ap.add_argument("--table-calls", default=TABLE_CALLS, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+
+    if not NAME_RE.match(a.name):
+        print(f"ingest_call: --name {a.name!r}: expected DATE-GPU-RUN, e.g. 2026-12-05-h100-run66seq", file=sys.stderr)
+        return 2
+    if a.timeout_s <= 0:
+        print(f"ingest_call: --timeout-s {a.timeout_s}: expected a positive number of seconds", file=sys.stderr)
+        return 2
+    dest = os.path.join(a.results, a.name)
+    if os.path.exists(dest):
+        print(f"ingest_call: {dest}: already there (a results folder is written once)", file=sys.stderr)
+        return 2
+    why = check_source(a.src)
+    if why:
+        print(f"ingest_call: {why}", file=sys.stderr)
+        return 2
+    reply = None
+    if a.reply:
+        try:
+            with open(a.reply) as f:
+                reply = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"ingest_call: --reply {a.reply}: not a JSON file ({e})", file=sys.stderr)
+            return 2
+        if not isinstance(reply, dict):
+            print(f"ingest_call: --reply {a.reply}: $ is not an object (expected the device tool's reply)",
+                  file=sys.stderr)
+            return 2
+    written = ingest(a.src, dest, run_meta(a.command, a.timeout_s, reply))
+    print(f"ingest_call: {dest}: {', '.join(written)}")
+    if a.table:
+        with open(a.table_calls) as f:
+            lines = f.readlines()
+        new = with_call_listed(lines, a.name)
+        if new != lines:
+            tmp = a.table_calls + ".tmp"
+            with open(tmp, "w") as f:
+                f.writelines(new)
+            os.replace(tmp, a.table_calls)
+            print(f"ingest_call: {a.name} added to {a.table_calls}")
+    if a.score:
+        return subprocess.run([sys.executable, os.path.join(HERE, "score_call.py"), dest]).returncode
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""ingest_call.py: a call's files into a results folder as the table keeps them (cases.json.xz, run_meta.json),
+refusals in one line with nothing written."""
+import contextlib
+import io
+import json
+import lzma
+import os
+import stat
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import ingest_call  # noqa: E402
+from convert import read_json  # noqa: E402
+
+
+class IngestCallTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.src = os.path.join(self.tmp.name, "out")
+        self.results = os.path.join(self.tmp.name, "results")
+        os.makedirs(self.src)
+        os.makedirs(self.results)
+        self.cases = {"machine": {"gpu": "H100"}, "cases": [{"id": "00-x", "status": "ok"}]}
+        with open(os.path.join(self.src, "cases.json"), "w") as f:
+            json.dump(self.cases, f)
+        for name, text in (("profile.json", "{}"), ("harness.log", "log\n"), ("env.txt", "env\n")):
+            with open(os.path.join(self.src, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(self.src, name), 0o444)        # the device's files come back read-only
+        self.calls = os.path.join(self.tmp.name, "table_calls.txt")
+        with open(self.calls, "w") as f:
+            f.write("# calls\n2026-12-05-h100-run65sw\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_main(self, *extra, name="2026-12-05-h100-run66seq", src=None):
+        err = io.StringIO()
+        out = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            rc = ingest_call.main(["--from", src or self.src, "--name", name, "--command", "bash device_run.sh",
+                                   "--timeout-s", "600", "--results", self.results, "--table-calls", self.calls,
+                                   *extra])
+        return rc, err.getvalue()
+
+    def test_a_call_as_the_table_keeps_it(self):
+        reply = os.path.join(self.tmp.name, "reply.json")
+        with open(reply, "w") as f:
+            json.dump({"rc": 0, "wall_s": 512.8, "warm": True, "lease": {"held_s": 1029.4}, "output_tail": "..."}, f)
+        rc, err = self.run_main("--reply", reply, "--table")
+        self.assertEqual((rc, err), (0, ""))
+        dest = os.path.join(self.results, "2026-12-05-h100-run66seq")
+        self.assertEqual(sorted(os.listdir(dest)),
+                         ["cases.json.xz", "env.txt", "harness.log", "profile.json", "run_meta.json"])
+        self.assertEqual(read_json(os.path.join(dest, "cases.json")), self.cases)      # what convert reads
+        with lzma.open(os.path.join(dest, "cases.json.xz")) as f:
+            self.assertEqual(json.load(f), self.cases)
+        with open(os.path.join(dest, "run_meta.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta, {"command": "bash device_run.sh", "timeout_s": 600, "rc": 0, "wall_s": 512.8,
+                                "warm": True, "lease": {"held_s": 1029.4}})      # not the reply's output_tail
+        for name in os.listdir(dest):
+            self.assertTrue(os.stat(os.path.join(dest, name)).st_mode & stat.S_IWUSR, name)
+        with open(self.calls) as f:
+            self.assertEqual(f.read().splitlines()[-2:], ["2026-12-05-h100-run65sw", "2026-12-05-h100-run66seq"])
+        # a second ingest of the same name is refused, and the table lists it once
+        rc, err = self.run_main("--table")
+        self.assertEqual(rc, 2)
+        self.assertIn("already there", err)
+        self.assertEqual(ingest_call.with_call_listed(["a\n", "b"], "b"), ["a\n", "b"])
+        self.assertEqual(ingest_call.with_call_listed(["a"], "b"), ["a\n", "b\n"])
+
+    def test_refusals_write_nothing(self):
+        os.remove(os.path.join(self.src, "profile.json"))
+        rc, err = self.run_main()
+        self.assertEqual(rc, 2)
+        self.assertIn("no profile.json (the call did not finish", err)
+        self.assertEqual(os.listdir(self.results), [])
+        rc, err = self.run_main(name="run66")
+        self.assertEqual(rc, 2)
+        self.assertIn("--name 'run66': expected DATE-GPU-RUN", err)
+        rc, err = self.run_main(src=os.path.join(self.tmp.name, "nowhere"))
+        self.assertIn("not a folder", err)
+        with open(os.path.join(self.src, "profile.json"), "w") as f:
+            f.write("{}")
+        with open(os.path.join(self.src, "cases.json"), "w") as f:
+            json.dump({"cases": "none"}, f)
+        rc, err = self.run_main()
+        self.assertEqual(rc, 2)
+        self.assertIn("$.cases is missing or not a list", err)
+        self.assertEqual(os.listdir(self.results), [])
+        with open(self.calls) as f:
+            self.assertNotIn("run66", f.read())
+
+    def test_meta_without_a_reply(self):
+        self.assertEqual(ingest_call.run_meta("c", 520, None), {"command": "c", "timeout_s": 520})
+
+
+if __name__ == "__main__":
+    unittest.main()
