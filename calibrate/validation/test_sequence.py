@@ -27,6 +27,17 @@ def simulate_doc(scenario, *extra):
         return convert.run_pipeplan(PIPEPLAN, path, None, extra=extra)
 
 
+def probe_main(argv):
+    """pipeplan_probe.main on argv: (its exit code, what it wrote to stderr)."""
+    import contextlib
+    import io
+    import pipeplan_probe as probe
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = probe.main(argv)
+    return rc, err.getvalue()
+
+
 def seq_case(kind="tokens", bs=32, fixed=0.002, per_token=3e-7, per_sq=2e-10, max_tokens=None):
     c = make_case("r1:00-sequence_step-tokens", "sequence_step", 1000.0, 0.03, 0.035, nw=4, bs=bs, kind=kind,
                   step="seq:4")
@@ -224,14 +235,9 @@ class ProbeSequenceTest(unittest.TestCase):
             self.assertIn("sequence", out["result"])
 
     def test_pack_without_a_row_length_is_refused(self):
-        import io
-        import contextlib
-        import pipeplan_probe as probe
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            rc = probe.main(["--dataset", "json:loads", "--sequence", "pack"])
+        rc, err = probe_main(["--dataset", "json:loads", "--sequence", "pack"])
         self.assertEqual(rc, 2)
-        self.assertIn("--max-tokens", err.getvalue())
+        self.assertIn("--max-tokens", err)
 
 
 class NewShapeComponentTest(unittest.TestCase):
@@ -638,14 +644,9 @@ class ProbeStepShapesTest(unittest.TestCase):
             self.assertIn("expected positive integers", str(cm.exception))
 
     def test_fit_rows_without_shape_step_is_refused(self):
-        import io
-        import contextlib
-        import pipeplan_probe as probe
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            rc = probe.main(["--dataset", "json:loads", "--shape-fit-rows", "16,32"])
+        rc, err = probe_main(["--dataset", "json:loads", "--shape-fit-rows", "16,32"])
         self.assertEqual(rc, 2)
-        self.assertIn("--shape-fit-rows: given without --shape-step", err.getvalue())
+        self.assertIn("--shape-fit-rows: given without --shape-step", err)
 
     def test_a_shape_out_of_gpu_memory_is_left_out(self):
         import pipeplan_probe as probe
