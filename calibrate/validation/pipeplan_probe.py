@@ -960,14 +960,15 @@ def time_new_shapes(shape_step_fn: Callable[[int, int], Any], rows: int, lengths
     for length in lengths:
         new.append(timed(length))
         seen.append(timed(length))
-    interval = median_interval([n[0] - s[0] for n, s in zip(new, seen)])
+    extra_host = [n[0] - s[0] for n, s in zip(new, seen)]
+    interval = median_interval(extra_host)
     return {"rows": rows, "lengths": list(lengths),
             # where the median new-minus-seen host time lies (its order statistics' 90% interval): the spread of one
             # process's new shapes (run 66: 105-236 ms) makes a few lengths' median a range
             "new_shape_host_s_interval": list(interval) if interval else None,
             "new_host_s": [x[0] for x in new], "new_wall_s": [x[1] for x in new],
             "seen_host_s": [x[0] for x in seen], "seen_wall_s": [x[1] for x in seen],
-            "new_shape_host_s": statistics.median(n[0] - s[0] for n, s in zip(new, seen)),
+            "new_shape_host_s": statistics.median(extra_host),
             "new_shape_wall_s": statistics.median(n[1] - s[1] for n, s in zip(new, seen))}
 
 
@@ -975,8 +976,9 @@ def median_interval(xs: Sequence[float], coverage: float = 0.9) -> Optional[Tupl
     """Pure: a distribution-free interval for the median of the law xs were drawn from, from their order statistics:
     [x(k), x(n-k+1)] (1-based, sorted) with the largest k whose two tails P(Binomial(n, 1/2) <= k - 1) hold at most
     1 - coverage together; (low, high, the interval's own coverage 1 - 2 P(B <= k - 1)). None where even the
-    sample's whole range falls short (fewer than 5 values at 90%: 1 - 2 / 2^n). One process's new shapes spread 105-236 ms on run 66's H100, so the median of a
-    few lengths is a range, not a figure (validation-runs.md run 66, finding 1)."""
+    sample's whole range falls short (fewer than 5 values at 90%: 1 - 2 / 2^n). One process's new shapes spread
+    105-236 ms on run 66's H100, so the median of a few lengths is a range, not a figure (validation-runs.md run 66,
+    finding 1)."""
     v = sorted(float(x) for x in xs)
     n = len(v)
     tail, k = 0.0, 0
