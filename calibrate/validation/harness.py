@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (cpu_model, drop_page_cache, insitu_diff, json_default, process_cpu_s, summarize,  # noqa: E402
                             time_cold, time_collate, time_getitem, worker_spread, workers_cpu_per_batch, workers_cpu_s)
 from pipeplan_probe import tensors_in, to_device  # noqa: E402  (a collated batch's tensors; its move to a device)
+from pipeplan_probe import steady_state_skip  # noqa: E402  (the loader's fill left out: job_check.py's rule too)
 from pipeplan_probe import new_shape_lengths, time_new_shapes  # noqa: E402  (the user helper's new-shape timing, the component's too)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
 from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor  # noqa: E402  (convert refits with them)
@@ -2952,7 +2953,7 @@ class Harness:
             max_steps = epochs * steps_per_epoch
             length = steps_per_epoch * bs
         else:
-            skip = max((pf or 0) * nw + 2, 5)
+            skip = steady_state_skip(nw, pf)
             # the window is bounded by time (allowance); this cap only bounds memory for events. 400 until run 20,
             # whose fast lease ran its pin-bound tensor cases' 400 steps in 11 s of a longer allowance: a longer
             # window averages the pin thread's wander within the case (run 19, finding 3)

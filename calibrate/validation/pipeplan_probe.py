@@ -1474,6 +1474,20 @@ def merge_fragments(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- CLI
+def build_dataset(spec: str, args_json: str = "[]") -> Any:
+    """The Dataset `spec` names: module:callable called with the JSON list args_json, or module:object used as is
+    (anything with __getitem__)."""
+    obj = load_callable(spec)
+    return obj(*json.loads(args_json)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
+
+
+def steady_state_skip(num_workers: int, prefetch_factor: Optional[int]) -> int:
+    """Steps left out of a measured loop before its steady state: the loader's first fill (prefetch_factor x
+    num_workers batches in flight, the one in hand and the next), at least 5. The validation harness's cases and
+    job_check.py's loop use it, as pipeplan's default training.warmup_steps does (without the floor)."""
+    return max((prefetch_factor or 0) * num_workers + 2, 5)
+
+
 def load_callable(spec: str):
     """'package.module:attr' (attr may be dotted) -> object; a file path works as module."""
     if ":" not in spec:
@@ -1689,8 +1703,7 @@ def main(argv=None) -> int:
     res: Dict[str, Any] = {}
     if a.dataset:
         try:
-            obj = load_callable(a.dataset)
-            ds = obj(*json.loads(a.dataset_args)) if callable(obj) and not hasattr(obj, "__getitem__") else obj
+            ds = build_dataset(a.dataset, a.dataset_args)
             coll = load_callable(a.collate) if a.collate else None
         except Exception as e:  # bad input: exit 2 like pipeplan
             print(f"pipeplan_probe: cannot load dataset/collate: {e}", file=sys.stderr)

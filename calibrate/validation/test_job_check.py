@@ -1,0 +1,346 @@
+"""Tests of job_check.py without torch or a GPU: its pure parts against hand figures, and the CLI's --measured path
+against pipeplan itself (when build/cli/pipeplan is built)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import job_check  # noqa: E402
+import pipeplan_probe  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+PIPEPLAN = os.path.join(ROOT, "build", "cli", "pipeplan")
+DEFAULT_SCENARIO = os.path.join(ROOT, "scenarios", "default.json")
+SCRIPT = os.path.join(HERE, "job_check.py")
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=300)
+
+
+class LoopSettingsTest(unittest.TestCase):
+    def test_defaults_are_docs_scenario_md(self):
+        # docs/scenario.md: batch_size 1, num_workers 0 (so no prefetch_factor), pin_memory / persistent_workers /
+        # drop_last false, in_order true, non_blocking false, copy_stream default, sync_every_steps 0
+        self.assertEqual(job_check.loop_settings({}), {
+            "batch_size": 1, "num_workers": 0, "prefetch_factor": None, "pin_memory": False,
+            "persistent_workers": False, "drop_last": False, "in_order": True, "non_blocking": False,
+            "copy_stream": "default", "sync_every_steps": 0})
+
+    def test_a_scenario_s_own_knobs(self):
+        s = job_check.loop_settings({"loader": {"batch_size": 64, "num_workers": 8, "pin_memory": True,
+                                                "persistent_workers": True},
+                                     "transfer": {"non_blocking": True, "copy_stream": "side"},
+                                     "training": {"sync_every_steps": 4}})
+        self.assertEqual((s["batch_size"], s["num_workers"], s["prefetch_factor"]), (64, 8, 2))  # PyTorch's default 2
+        self.assertTrue(s["pin_memory"] and s["persistent_workers"] and s["non_blocking"])
+        self.assertEqual((s["copy_stream"], s["sync_every_steps"]), ("side", 4))
+
+    def test_step_gpu_time(self):
+        self.assertEqual(job_check.scenario_step_gpu_s({"training": {"step_s": 0.03}}), 0.03)
+        self.assertAlmostEqual(job_check.scenario_step_gpu_s({"training": {"forward_s": 0.01, "backward_s": 0.02}}),
+                               0.03)
+        self.assertIsNone(job_check.scenario_step_gpu_s({}))
+
+
+class SkipTest(unittest.TestCase):
+    def test_the_loader_s_fill(self):
+        # prefetch_factor x num_workers in flight, plus the batch in hand and the next; at least 5
+        self.assertEqual(pipeplan_probe.steady_state_skip(8, 2), 18)
+        self.assertEqual(pipeplan_probe.steady_state_skip(4, 4), 18)
+        self.assertEqual(pipeplan_probe.steady_state_skip(1, 2), 5)
+        self.assertEqual(pipeplan_probe.steady_state_skip(0, None), 5)
+
+    def test_the_window_s_floor(self):
+        self.assertEqual(job_check.min_measured_steps(0), 12)
+        self.assertEqual(job_check.min_measured_steps(8), 24)     # 3 batches from each of 8 workers
+
+
+class LoopFiguresTest(unittest.TestCase):
+    def test_by_hand(self):
+        # 12 steps; the first 2 left out. Intervals after step 1: nine of 10 ms and one of 100 ms
+        ends = [0.0, 0.05] + [0.05 + 0.01 * k for k in range(1, 10)] + [0.05 + 0.09 + 0.1]
+        host = [e + 0.001 for e in ends]
+        waits = [0.5, 0.5] + [0.002] * 9 + [0.092]
+        f = job_check.loop_figures(ends, host, waits, skip=2, batch_size=64)
+        self.assertEqual((f["steps_run"], f["skip"], f["n_measured"]), (12, 2, 10))
+        self.assertAlmostEqual(f["window_s"], 0.19)                  # 9 x 10 ms + 100 ms
+        self.assertAlmostEqual(f["samples_per_s"], 10 * 64 / 0.19)
+        g = job_check.loop_figures(ends, host, waits, skip=2, batch_size=64, samples=[64] * 11 + [10])
+        self.assertAlmostEqual(g["samples_per_s"], (9 * 64 + 10) / 0.19)      # the last batch short
+        self.assertAlmostEqual(f["step_time_s"]["mean"], 0.019)
+        self.assertAlmostEqual(f["step_time_s"]["p50"], 0.01)
+        # p90 of nine 10s and one 100 (linear between ranks): position 0.9 x 9 = 8.1 -> 10 + 0.1 x 90 = 19 ms
+        self.assertAlmostEqual(f["step_time_s"]["p90"], 0.019)
+        self.assertAlmostEqual(f["data_wait_s_mean"], (9 * 0.002 + 0.092) / 10)
+        self.assertAlmostEqual(f["data_wait_fraction"], (9 * 0.002 + 0.092) / 0.19)
+
+    def test_too_short(self):
+        with self.assertRaises(ValueError):
+            job_check.loop_figures([0.0, 0.1, 0.2], [0.0, 0.1, 0.2], [0, 0, 0], skip=2, batch_size=1)
+
+
+class ComparisonTest(unittest.TestCase):
+    MEASURED = {"samples_per_s": 2000.0, "step_time_s": {"mean": 0.032, "p90": 0.040}, "bottleneck": "input",
+                "skip": 18, "n_measured": 400, "window_s": 12.8, "gpu_busy_fraction": 0.6}
+    REPORT = {"throughput": {"samples_per_s": 2100.0}, "step_time_s": {"mean": 0.0304, "p80": 0.036, "p90": 0.038,
+                                                                        "p95": 0.045},
+              "bottleneck": {"stage": "workers", "explanation": "input-bound: 8 workers ..."},
+              "step_p90_on_edge": True, "replications": {"n": 8}}
+
+    def test_errors_and_classes(self):
+        c = job_check.comparison(self.MEASURED, self.REPORT)
+        self.assertAlmostEqual(c["errors"]["samples_per_s"], 0.05)       # 2,100 against 2,000
+        self.assertAlmostEqual(c["errors"]["step_mean_s"], -0.05)        # 30.4 against 32.0 ms
+        self.assertAlmostEqual(c["errors"]["step_p90_s"], -0.05)         # 38 against 40 ms
+        self.assertEqual(c["predicted"]["bottleneck"], "input")          # the workers are the input side
+        self.assertTrue(c["errors"]["bottleneck_agrees"])
+        self.assertEqual(c["predicted"]["seeds"], 8)
+        c2 = job_check.comparison(dict(self.MEASURED, bottleneck="compute"), self.REPORT)
+        self.assertFalse(c2["errors"]["bottleneck_agrees"])
+
+    def test_measured_class_is_the_table_s_rule(self):
+        f = {"step_time_s": {"mean": 0.05}, "data_wait_s_mean": 0.02}
+        # 25 ms of GPU in a 50 ms step: half busy; the 20 ms wait is over half of the other 25 ms: input
+        self.assertEqual(job_check.measured_class(f, 0.025), {"bottleneck": "input", "gpu_busy_fraction": 0.5})
+        self.assertEqual(job_check.measured_class(f, 0.046)["bottleneck"], "compute")
+        self.assertEqual(job_check.measured_class({"step_time_s": {"mean": 0.05}, "data_wait_s_mean": 0.005},
+                                                  0.025)["bottleneck"], "host")
+
+    def test_human(self):
+        check = {"settings": job_check.loop_settings({"loader": {"batch_size": 64, "num_workers": 8,
+                                                                 "pin_memory": True}}),
+                 "measured": self.MEASURED}
+        check.update(job_check.comparison(self.MEASURED, self.REPORT))
+        text = job_check.human(check)
+        self.assertIn("8 workers, prefetch_factor 2, batch 64, pinned, no sync in the loop", text)
+        self.assertIn("over 400 steps (12.8 s, after 18 that fill the loader)", text)
+        self.assertRegex(text, r"samples/s\s+2,000\s+2,100\s+\+5\.0%")
+        self.assertRegex(text, r"step p90\s+40\.0 ms\s+38\.0 ms\s+-5\.0%")
+        self.assertIn("measured input (GPU busy 60%), pipeplan input (its stage workers): they agree", text)
+        self.assertIn("anywhere in 36.0 ms to 45.0 ms", text)
+
+    def test_the_simulated_run_is_the_measured_one(self):
+        sim = job_check.simulated_scenario({"training": {"step_s": 0.03, "steps": 2000}},
+                                           {"skip": 18, "n_measured": 400}, 50000)
+        self.assertEqual(sim["training"], {"step_s": 0.03, "steps": 418, "warmup_steps": 18})
+        self.assertEqual(sim["dataset"]["num_samples"], 50000)
+        short = job_check.simulated_scenario({}, {"skip": 5, "n_measured": 30}, None)
+        self.assertEqual(short["training"]["steps"], 5 + 200)           # the table's floor, convert.MIN_SIM_STEPS
+        self.assertNotIn("dataset", short)
+
+
+class TakesBatchTest(unittest.TestCase):
+    def test_signatures(self):
+        self.assertTrue(job_check.takes_batch(lambda batch: 0))
+        self.assertFalse(job_check.takes_batch(lambda: 0))
+        self.assertFalse(job_check.takes_batch(lambda batch=None: 0))
+        self.assertFalse(job_check.takes_batch(lambda a, b: 0))
+
+
+def measured_check(path, **over):
+    m = {"skip": 18, "n_measured": 400, "window_s": 60.0, "samples_per_s": 1700.0,
+         "step_time_s": {"mean": 0.15, "p50": 0.09, "p90": 0.36}, "bottleneck": "input", "gpu_busy_fraction": 0.57,
+         "data_wait_s_mean": 0.06}
+    m.update(over)
+    with open(path, "w") as f:
+        json.dump({"schema": job_check.SCHEMA, "measured": m, "dataset_len": None}, f)
+
+
+class CliTest(unittest.TestCase):
+    def test_nothing_to_run_is_bad_input(self):
+        p = run_cli(DEFAULT_SCENARIO)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("expected --dataset and --step", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+    def test_measure_only_and_measured_are_one_or_the_other(self):
+        p = run_cli(DEFAULT_SCENARIO, "--no-simulate", "--measured", "/nonexistent/c.json")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--no-simulate: given with --measured", p.stderr)
+
+    def test_measure_only_lines(self):
+        import argparse
+        check = {"measured": {"n_measured": 400, "window_s": 12.8, "skip": 18, "samples_per_s": 2000.0,
+                              "step_time_s": {"mean": 0.032, "p90": 0.040}, "bottleneck": "input"}}
+        text = job_check.human_measured(check, argparse.Namespace(scenario="s.json", out="c.json", profile="p.json"))
+        self.assertIn("400 steps over 12.8 s after 18 that fill the loader: 2,000 samples/s, step mean 32.0 ms, "
+                      "p90 40.0 ms, bottleneck input", text)
+        self.assertIn("job_check.py s.json --measured c.json --profile p.json", text)
+
+    def test_a_missing_scenario_is_named(self):
+        p = run_cli("/nonexistent/s.json", "--measured", "/nonexistent/c.json")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("/nonexistent/s.json: cannot read a pipeplan scenario", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+    @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_a_bad_measurement_is_named_by_its_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            c = os.path.join(d, "c.json")
+            measured_check(c, n_measured=1)
+            out = os.path.join(d, "out.json")
+            p = run_cli(DEFAULT_SCENARIO, "--measured", c, "--out", out, "--pipeplan", PIPEPLAN)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"{c}: $.measured.n_measured = 1; expected an integer >= 2", p.stderr)
+            self.assertFalse(os.path.exists(out))
+
+    @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_a_scenario_pipeplan_refuses_is_its_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            s = os.path.join(d, "s.json")
+            with open(DEFAULT_SCENARIO) as f:
+                doc = json.load(f)
+            doc["loader"]["num_workers"] = -1
+            with open(s, "w") as f:
+                json.dump(doc, f)
+            c = os.path.join(d, "c.json")
+            measured_check(c)
+            p = run_cli(s, "--measured", c, "--pipeplan", PIPEPLAN)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"{s}: loader.num_workers: got -1, expected an integer in [0, 1024]", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+    @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
+    def test_the_prediction_is_pipeplan_s_own_mean_over_seeds(self):
+        # independent of job_check's arithmetic: pipeplan's --replications 3 over the same run (seeds 1-3) gives
+        # the mean job_check must print
+        with tempfile.TemporaryDirectory() as d:
+            c = os.path.join(d, "c.json")
+            measured_check(c)
+            out = os.path.join(d, "out.json")
+            p = run_cli(DEFAULT_SCENARIO, "--measured", c, "--replications", "3", "--out", out,
+                        "--pipeplan", PIPEPLAN)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out) as f:
+                check = json.load(f)
+            ref = json.loads(subprocess.run(
+                [PIPEPLAN, "simulate", DEFAULT_SCENARIO, "--steps", str(18 + 400), "--set",
+                 "training.warmup_steps=18", "--replications", "3", "--format", "json"],
+                capture_output=True, text=True, timeout=300, check=True).stdout)
+        pred = check["predicted"]
+        self.assertAlmostEqual(pred["samples_per_s"], ref["replications"]["samples_per_s"]["mean"], places=6)
+        self.assertAlmostEqual(pred["step_time_s"]["p90"], ref["replications"]["step_time_s"]["p90"]["mean"],
+                               places=9)
+        self.assertAlmostEqual(check["errors"]["samples_per_s"], pred["samples_per_s"] / 1700.0 - 1)
+        self.assertEqual(check["simulated_scenario"]["training"]["steps"], 418)
+        self.assertIn("samples/s", p.stdout)
+        self.assertIn("pipeplan: input-bound", p.stdout)
+
+    def test_the_loop_without_torch_says_so(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is here: the loop would run")
+        except ImportError:
+            pass
+        if not os.access(PIPEPLAN, os.X_OK):
+            self.skipTest("build/cli/pipeplan not built")
+        ex = os.path.join(HERE, "example_step.py")
+        p = run_cli(DEFAULT_SCENARIO, "--dataset", f"{ex}:tensor_dataset", "--step", f"{ex}:matmul_step",
+                    "--pipeplan", PIPEPLAN)
+        # example_step's callables build torch tensors: without torch the dataset cannot be built (bad input) or
+        # the loop cannot run (3); either way one line
+        self.assertIn(p.returncode, (2, 3))
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+
+class FakeTensor:
+    """A batch tensor to the loop: its first dimension, a .to() that stays put."""
+
+    def __init__(self, rows):
+        self.shape = (rows, 3)
+        self.is_cuda = False
+
+    def pin_memory(self):
+        return self
+
+    def data_ptr(self):
+        return 0
+
+    def to(self, device, non_blocking=False):
+        return self
+
+
+class FakeTorch:
+    """Just enough of torch for run_loop's control flow on a CPU without torch: a DataLoader that deals index
+    batches in order, CUDA events on the host clock. It checks the loop, not CUDA."""
+
+    def __init__(self):
+        import time as _t
+        import types
+        self.syncs = 0
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+            def record(self):
+                self.t = _t.perf_counter()
+
+            def elapsed_time(self, other):
+                return (other.t - self.t) * 1e3
+
+        class DataLoader:
+            def __init__(self, ds, batch_size=1, shuffle=False, generator=None, num_workers=0, pin_memory=False,
+                         drop_last=False, collate_fn=None, **kw):
+                self.ds, self.bs, self.drop_last, self.kw = ds, batch_size, drop_last, kw
+
+            def __iter__(self):
+                n = len(self.ds)
+                for a in range(0, n, self.bs):
+                    b = [self.ds[i] for i in range(a, min(a + self.bs, n))]
+                    if len(b) == self.bs or not self.drop_last:
+                        yield [FakeTensor(len(b)), b]     # (inputs, labels) as default_collate gives them
+
+        class Loss:
+            def item(self):
+                fake.syncs += 1
+                return 0.0
+
+        cuda = types.SimpleNamespace(is_available=lambda: True, Event=Event, synchronize=lambda: None,
+                                     get_device_name=lambda i: "FakeGPU", Stream=object)
+        self.module = types.SimpleNamespace(cuda=cuda, Generator=lambda: types.SimpleNamespace(manual_seed=lambda s: 0),
+                                            device=lambda name: name, __version__="0-fake",
+                                            utils=types.SimpleNamespace(data=types.SimpleNamespace(DataLoader=DataLoader)))
+        self.Loss = Loss
+
+
+class RunLoopTest(unittest.TestCase):
+    def test_epochs_skip_floor_and_syncs(self):
+        fake = FakeTorch()
+        saved = {k: sys.modules.get(k) for k in ("torch", "torch.utils", "torch.utils.data")}
+        sys.modules["torch"] = fake.module
+        sys.modules["torch.utils"] = fake.module.utils
+        sys.modules["torch.utils.data"] = fake.module.utils.data
+        seen = []
+
+        def step(batch):
+            seen.append(len(batch[1]))
+            return fake.Loss()
+        try:
+            s = job_check.loop_settings({"loader": {"batch_size": 4}, "training": {"sync_every_steps": 2}})
+            f = job_check.run_loop(list(range(10)), None, s, step, window_s=1e-6)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+        # no workers: 5 steps fill, then at least 12 measured: 17 steps of 4, 4, 2 samples (10 a pass, no drop_last)
+        self.assertEqual((f["steps_run"], f["skip"], f["n_measured"]), (17, 5, 12))
+        self.assertEqual(seen, [4, 4, 2] * 5 + [4, 4])
+        self.assertEqual(f["epochs_started"], 6)
+        # the window: steps 6-17, the samples of each (an epoch's last batch holds 2)
+        self.assertEqual(f["samples_measured"], sum(([4, 4, 2] * 5 + [4, 4])[5:]))
+        self.assertEqual(fake.syncs, 8)                  # loss.item() after steps 2, 4, ..., 16
+        self.assertTrue(f["step_takes_batch"])
+        self.assertEqual(f["gpu"], "FakeGPU")
+
+
+if __name__ == "__main__":
+    unittest.main()
