@@ -286,8 +286,10 @@ def _one_thread():
 
 def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
                  keep: int = 0, max_seconds: Optional[float] = None,
-                 clock: Callable[[], float] = time.perf_counter, raw_times: Optional[List[float]] = None):
-    """Time dataset[i] for n_samples random indices (after `warmup` untimed calls).
+                 clock: Callable[[], float] = time.perf_counter, raw_times: Optional[List[float]] = None,
+                 one_thread: bool = True):
+    """Time dataset[i] for n_samples random indices (after `warmup` untimed calls). one_thread: torch limited to
+    one thread, as in a worker (False: this process's threads, as num_workers=0 loads).
 
     Returns (summary dict of seconds, list of kept samples (up to `keep`), item bytes list); `raw_times`, when
     given, receives every timed call's seconds in order (the kept samples are the first of them).
@@ -300,7 +302,7 @@ def time_getitem(dataset, n_samples: int = 300, warmup: int = 5, seed: int = 0,
         idx = rng.sample(range(n), total)
     else:
         idx = [rng.randrange(n) for _ in range(total)]
-    restore = _one_thread()
+    restore = _one_thread() if one_thread else (lambda: None)
     times: List[float] = []
     kept: List[Any] = []
     item_bytes: List[int] = []
@@ -671,12 +673,21 @@ def probe(dataset, collate_fn=None, batch_size: int = 64, n_samples: int = 300,
     fragment's `sequence` section in place of dataset.item_bytes."""
     keep = n_samples if sequence is not None else min(n_samples, max(batch_size, 64))
     raw_times: List[float] = []
+    # num_workers=0: the main process loads and collates inline, with its own torch threads and into private
+    # memory (the validation harness's inline probe, since run 12); a worker's single thread and shared-memory
+    # collate are not what that job pays
+    inline = num_workers == 0
     load, kept, item_bytes = time_getitem(dataset, n_samples=n_samples, seed=seed,
-                                          keep=keep, max_seconds=max_seconds, raw_times=raw_times)
+                                          keep=keep, max_seconds=max_seconds, raw_times=raw_times,
+                                          one_thread=not inline)
     coll, bbytes = time_collate(kept, batch_size, collate_fn=collate_fn,
                                 n_batches=n_batches, seed=seed,
-                                max_seconds=None if max_seconds is None else max_seconds / 4)
+                                max_seconds=None if max_seconds is None else max_seconds / 4,
+                                one_thread=not inline)
+    if inline:
+        in_worker = False
     res: Dict[str, Any] = {
+        "inline": inline,
         "num_samples": len(dataset),
         "batch_size": batch_size,
         "load_s_per_sample": load,
@@ -739,8 +750,9 @@ def cold_latency_of(res: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> O
 def scenario_fragment(res: Dict[str, Any], profile: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The pipeplan-scenario/1 keys that a probe result fills (merge into a scenario). With a cold timing
     and the machine's profile (pipeplan calibrate), also storage.read_latency_s (cold_latency_of)."""
-    # Inside a worker is what a DataLoader worker pays; the spread comes from the single timings.
-    w = res.get("in_worker") or {}
+    # Inside a worker is what a DataLoader worker pays; the spread comes from the single timings. An inline probe
+    # (num_workers=0) has no worker: its in-process timings, with the process's threads, are the job's own.
+    w = {} if res.get("inline") else (res.get("in_worker") or {})
     load_mean = w.get("getitem_s") or res["load_s_per_sample"]["mean"]
     collate_mean = w.get("collate_s") or res["collate_s_per_batch"]["mean"]
     ds: Dict[str, Any] = {
@@ -1518,7 +1530,9 @@ def _human(res: Dict[str, Any]) -> str:
         f"__getitem__            {ld['mean']*1e3:.3f} ms  cv {ld['cv']:.2f}  stderr {ld['stderr_rel']*100:.1f}%  (n={ld['n']})",
         f"collate (batch {res['batch_size']:>4})    {co['mean']*1e3:.3f} ms  cv {co['cv']:.2f}  stderr {co['stderr_rel']*100:.1f}%  (n={co['n']})",
         f"batch bytes            {bb['mean']:.0f}  ({res['item_bytes_from_batch']:.0f} per sample)",
-        f"one worker's capacity  {1.0/ld['mean']:.1f} samples/s (load only, one idle core)",
+        (f"the loop's own capacity {1.0/ld['mean']:.1f} samples/s (load only, inline: num_workers=0, this "
+         f"process's threads: the fragment's)" if res.get("inline") else
+         f"one worker's capacity  {1.0/ld['mean']:.1f} samples/s (load only, one idle core)"),
     ]
     return "\n".join(lines)
 
@@ -1569,7 +1583,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-seconds", type=float, default=None)
     ap.add_argument("--num-workers", type=int, default=None,
-                    help="your DataLoader's num_workers: also time that many workers loading at once (needs torch)")
+                    help="your DataLoader's num_workers: also time that many workers loading at once (needs torch); "
+                         "0: the main process loads inline, timed here with this process's torch threads and no "
+                         "worker")
     ap.add_argument("--no-worker", action="store_true",
                     help="skip the timing inside one DataLoader worker (needs torch; used for the fragment when present)")
     ap.add_argument("--cold", action="store_true",

@@ -49,6 +49,16 @@ def make_case(cid, family, thr, step_mean, p90, nw=8, bs=64, load_s=0.004, step_
     }
 
 
+
+
+def probe_threads():
+    """torch's intra-op threads now (None without torch): what a timed __getitem__ runs with."""
+    try:
+        import torch
+        return torch.get_num_threads()
+    except ImportError:
+        return None
+
 class StatsTest(unittest.TestCase):
     def test_flagged_edge_summary_by_hand(self):
         def row(err, flag, p80=None, p95=None, meas=None):
@@ -2217,6 +2227,41 @@ class ProbeTest(unittest.TestCase):
         frag = probe.scenario_fragment(res)
         self.assertEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.004)
         self.assertNotIn("load_speed_vs_busy_cores", frag["dataset"])
+
+    def test_an_inline_job_takes_the_in_process_timings(self):
+        # num_workers=0: the main process loads and collates, with its own threads, into private memory; a worker's
+        # timing (one thread, a collate into fresh shared memory) is not what it pays (harness: run 12's inline probe)
+        res = {"num_samples": 1000, "batch_size": 64, "item_bytes_from_batch": 600.0, "inline": True,
+               "load_s_per_sample": {"mean": 0.0035, "cv": 0.2}, "collate_s_per_batch": {"mean": 0.02},
+               "in_worker": {"getitem_s": 0.004, "collate_s": 0.025, "workers": 1, "overhead_s_per_batch": 0.003}}
+        frag = probe.scenario_fragment(res)
+        self.assertEqual(frag["dataset"]["load_s_per_sample"]["mean"], 0.0035)
+        self.assertEqual(frag["loader"]["collate_s_per_batch"], 0.02)
+        self.assertNotIn("collate_in_shared_memory", frag["loader"])
+        self.assertNotIn("worker_s_per_batch", frag["loader"])
+
+    def test_an_inline_probe_times_with_the_process_threads_and_no_worker(self):
+        threads = []
+
+        class DS:
+            def __len__(self):
+                return 100
+
+            def __getitem__(self, i):
+                threads.append(probe_threads())
+                return bytes(10)
+        res = probe.probe(DS(), collate_fn=lambda b: b"".join(b), batch_size=4, n_samples=10, n_batches=3,
+                          num_workers=0)
+        self.assertTrue(res["inline"])
+        self.assertNotIn("in_worker", res)
+        try:
+            import torch
+            self.assertEqual(set(threads), {torch.get_num_threads()})
+        except ImportError:
+            pass
+        res = probe.probe(DS(), collate_fn=lambda b: b"".join(b), batch_size=4, n_samples=10, n_batches=3,
+                          in_worker=False)
+        self.assertFalse(res["inline"])
 
     def test_probe_cli(self):
         with tempfile.TemporaryDirectory() as d:
