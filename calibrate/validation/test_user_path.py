@@ -58,6 +58,15 @@ class UserScenarioTest(unittest.TestCase):
         self.assertEqual(s["loader"]["collate_s_per_batch"], 0.022)
         self.assertNotIn("worker_s_per_batch", s["loader"])
         self.assertNotIn("collate_in_shared_memory", s["loader"])
+        # the helper run with --num-workers 0: the in-process timings, no worker curve
+        s = user_path.user_scenario(t, FRAGMENT, {"load_s": 0.0032, "load_cv": 0.1, "collate_s": 0.009})
+        self.assertEqual(s["dataset"]["load_s_per_sample"]["mean"], 0.0032)
+        self.assertNotIn("load_speed_vs_busy_cores", s["dataset"])
+        self.assertEqual(s["loader"]["collate_s_per_batch"], 0.009)
+        case = {"components": {"load": {"mean": 0.004, "default_threads": {"mean": 0.0032, "cv": 0.1}},
+                               "collate": {"default_threads": {"mean": 0.009}}}}
+        self.assertEqual(user_path.inline_timings(case), {"load_s": 0.0032, "load_cv": 0.1, "collate_s": 0.009})
+        self.assertIsNone(user_path.inline_timings({"components": {"load": {"mean": 0.004}}}))
 
     def test_gil_hold_only_with_a_pin_thread(self):
         prof = {"ipc": {"receive_s_per_batch": 0.002}}

@@ -11,7 +11,9 @@ end: probe_fragment.json), their step timed alone (`--step`), and `pipeplan cali
 This predicts each image case (warm, batch 64, no injected straggler) of the calls that ran the helper again from
 that: the table's scenario for the case with the helper's dataset and loader keys in place of the harness's
 (`load_s_per_sample`, `item_bytes`, `load_speed_vs_busy_cores`, `collate_s_per_batch`, `collate_in_shared_memory`,
-`worker_s_per_batch`; `main_next_s_per_batch` and `copy_call_s_per_batch` only where the helper ran `--main-loop`),
+`worker_s_per_batch`; `main_next_s_per_batch` and `copy_call_s_per_batch` only where the helper ran `--main-loop`;
+at num_workers=0 the call's in-process load and collate with the process's threads, which is what the helper
+reads with `--num-workers 0`),
 the harness-only keys removed (`pin_thread_wait_s_per_batch`, `worker_start_s`, the step's own duty curve and cv:
 the profile's duty shape applies), the step's time and host time kept (what `--step` reads: validation run 26 found
 the helper's ResNet-50 step within 0.4% of the harness's), on the call's calibrated profile as calibrate wrote it
@@ -76,10 +78,24 @@ def helper_fragment_usable(frag: Optional[Dict[str, Any]]) -> bool:
     return bool((ds.get("load_s_per_sample") or {}).get("mean")) and ld.get("collate_s_per_batch") is not None
 
 
-def user_scenario(table_scenario: Dict[str, Any], fragment: Dict[str, Any]) -> Dict[str, Any]:
+def inline_timings(case: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """What `pipeplan_probe.py --num-workers 0` reads for a num_workers=0 job (the load and collate in process, with
+    its threads): the call's load and collate components timed so (`default_threads`, at the call's start, not
+    around the case); None where the call has not both."""
+    comp = case.get("components") or {}
+    ld = (comp.get("load") or {}).get("default_threads") or {}
+    co = (comp.get("collate") or {}).get("default_threads") or {}
+    if not ld.get("mean") or not co.get("mean"):
+        return None
+    return {"load_s": float(ld["mean"]), "load_cv": float(ld.get("cv") or 0.0), "collate_s": float(co["mean"])}
+
+
+def user_scenario(table_scenario: Dict[str, Any], fragment: Dict[str, Any],
+                  inline: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
     """Pure: the table's scenario of a case as a user would have it (module docstring): the helper's dataset and
     loader keys in, the harness-only keys out, everything else (the case's knobs, its run length, the step's time
-    and host time, the memory-map verdict) as the table has it."""
+    and host time, the memory-map verdict) as the table has it. A num_workers=0 case with `inline` timings takes
+    those (the helper run with --num-workers 0, as that user would run it) in place of the 8-worker fragment's."""
     s = json.loads(json.dumps(table_scenario))
     ds, ld = s.setdefault("dataset", {}), s.setdefault("loader", {})
     fds, fld = fragment.get("dataset") or {}, fragment.get("loader") or {}
@@ -96,7 +112,12 @@ def user_scenario(table_scenario: Dict[str, Any], fragment: Dict[str, Any]) -> D
         if key in fld and int(ld.get("num_workers") or 0) > 0:
             ld[key] = fld[key]
     if int(ld.get("num_workers") or 0) == 0:
-        ld["collate_s_per_batch"] = fld["collate_s_per_batch"]    # the helper's collate outside a worker too
+        if inline is not None:
+            ds["load_s_per_sample"] = {"mean": inline["load_s"], "cv": round(inline["load_cv"], 4), "kind": "lognormal"}
+            ds.pop("load_speed_vs_busy_cores", None)
+            ld["collate_s_per_batch"] = inline["collate_s"]
+        else:
+            ld["collate_s_per_batch"] = fld["collate_s_per_batch"]    # the 8-worker fragment's, as a user has it
     tr = fragment.get("transfer") or {}
     s.setdefault("transfer", {}).pop("copy_call_s_per_batch", None)
     if tr.get("copy_call_s_per_batch") is not None and ld.get("pin_memory") and s["transfer"].get("non_blocking"):
@@ -209,7 +230,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             scen, case_prof = convert.table_case_inputs(c, doc, profile, cpu_curve,
                                                         duty_taus.get(convert.call_gpu(doc)))
             case_prof = case_prof if case_prof is not None else profile
-            us = user_scenario(scen, frag)
+            us = user_scenario(scen, frag, inline_timings(c))
             inputs = {"calibrated": (us, profile), "gil_hold": (us, with_gil_hold(profile, us, hold_s)),
                       "fragment_only": (us, case_prof), "profile_only": (scen, profile)}
             for part in ("wander", "transport"):
