@@ -274,8 +274,10 @@ def run_loop(ds: Any, collate_fn: Optional[Callable[..., Any]], settings: Dict[s
     s = settings
     gen = torch.Generator()
     gen.manual_seed(seed)
-    kw: Dict[str, Any] = {"batch_size": s["batch_size"], "shuffle": True, "generator": gen,
-                          "num_workers": s["num_workers"], "pin_memory": s["pin_memory"], "drop_last": s["drop_last"]}
+    kw: Dict[str, Any] = {"batch_size": s["batch_size"], "num_workers": s["num_workers"],
+                          "pin_memory": s["pin_memory"], "drop_last": s["drop_last"]}
+    if not isinstance(ds, getattr(torch.utils.data, "IterableDataset", ())):
+        kw.update(shuffle=True, generator=gen)   # a map-style Dataset, shuffled as a training job takes it
     if collate_fn is not None:
         kw["collate_fn"] = collate_fn
     if s["num_workers"] > 0:
