@@ -2108,7 +2108,9 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         bb = float(c["components"]["collate"]["batch_bytes"]["mean"])
         if getattr(a, "transport_clock", "cpu") == "cpu":
             tr = transport_on_cpu_clock(tr)
-        drift = main_side_drift(c, getattr(a, "probe_pin_window", "whole"))
+        # off: the transport as the component measured it once in the call, as a user's helper would (user_path)
+        drift = (main_side_drift(c, getattr(a, "probe_pin_window", "whole"))
+                 if getattr(a, "transport_drift", "probes") == "probes" else None)
         measured_at = None
         if drift is not None:
             # the main side's cost as the probes around the case found it (receive and pin alike)
@@ -3265,6 +3267,10 @@ def main(argv=None) -> int:
                     help="the busy cores at which the transport's costs, once scaled to the probes around a case, are "
                          "brought to one idle core: the probes' own (default since run 38; run 37, finding 3) or the "
                          "transport loops' (the default up to run 37)")
+    ap.add_argument("--transport-drift", choices=["probes", "off"], default="probes",
+                    help="with --transport measured: scale the transport to the main side's cost in the probes around "
+                         "each case (probes, default), or take it as the call's component measured it, once (off: what "
+                         "a user who measures the transport once has; validation-runs.md, the user's path)")
     ap.add_argument("--probe-pin-window", choices=["whole", "late-half"], default="whole",
                     help="a pinned case's pin thread cost around it (the transport's scale): its probes' pin thread "
                          "CPU per batch over their whole windows (default), or over the second half of each window, "

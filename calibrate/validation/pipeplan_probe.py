@@ -921,6 +921,111 @@ def training_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
     return {"training": tr}
 
 
+# ----------------------------------------------------------------------------- the DataLoader's own transport
+# calibrate's ipc and host sections time the hand-off in C (a file descriptor, a mapping, a memcpy into pinned
+# memory); the DataLoader's receive (unpickling, rebuilding the storage) and pin_memory() of a fresh mapping cost
+# more. On the validation table a calibrated profile as it stands over-predicts the pinned tensor cases by +30%
+# (signed median; validation-runs.md, the user's path); the harness's `transport` component, measured the same way
+# as time_transport, is what the table folds in (convert.transport_profile).
+TRANSPORT_WORKERS = 12          # enough workers over cached samples that the main side is the limit
+TRANSPORT_CACHED_SAMPLES = 128  # the harness's cache of loaded samples
+TRANSPORT_WINDOW_S = 0.8        # each of the three timed windows (the harness's full mode)
+
+
+class CachedSamples:
+    """Already-loaded samples, cycled: a DataLoader over it measures the hand-off (collate into shared memory, the
+    worker -> main receive, pinning), not the loading."""
+
+    def __init__(self, samples: Sequence[Any]):
+        self.samples = list(samples)
+
+    def __len__(self) -> int:
+        return 1 << 20
+
+    def __getitem__(self, i: int) -> Any:
+        return self.samples[i % len(self.samples)]
+
+
+def time_transport(dataset, collate_fn=None, batch_size: int = 64, num_workers: int = TRANSPORT_WORKERS,
+                   window_s: float = TRANSPORT_WINDOW_S, seed: int = 0, pin: Optional[bool] = None) -> Dict[str, Any]:
+    """The DataLoader's transport as the validation harness's `transport` component measures it: TRANSPORT_CACHED_SAMPLES
+    of your samples, a DataLoader over them with num_workers workers and your collate_fn, iterated without using the
+    batches; per batch, after 10 warm-up batches, the median of 3 windows: pin_memory off (the receive) and on (the
+    receive and the pin thread's work, with its pin_memory() calls and its CPU); with each the loop thread's or the
+    pin thread's CPU a batch. pin: None pins where CUDA is there. Needs torch."""
+    import torch
+    from torch.utils.data import DataLoader
+    harness = _validation_module("harness")
+    rng = random.Random(seed + 5)
+    cached = CachedSamples([dataset[rng.randrange(len(dataset))]
+                            for _ in range(max(TRANSPORT_CACHED_SAMPLES, batch_size))])
+    pin = torch.cuda.is_available() if pin is None else pin
+    res: Dict[str, Any] = {"num_workers": num_workers, "batch_size": batch_size,
+                           "method": f"DataLoader({TRANSPORT_CACHED_SAMPLES} cached samples, batch_size={batch_size}, "
+                                     f"num_workers={num_workers}, prefetch_factor=2, your collate_fn); iterate without "
+                                     f"using the batch; seconds per batch after 10 warm-up batches, median of 3 "
+                                     f"windows (the validation harness's transport component)"}
+    for pinned in ((False, True) if pin else (False,)):
+        dl = DataLoader(cached, batch_size=batch_size, num_workers=num_workers, prefetch_factor=2, pin_memory=pinned,
+                        collate_fn=collate_fn or default_collate_fn(), multiprocessing_context="fork")
+        with (harness.PinThreadMeter() if pinned else _NullContext()) as meter:
+            it = iter(dl)
+            for _ in range(10):
+                next(it)
+            p0, c0 = (meter.snapshot(), harness.PinThreadMeter.thread_cpu_s(it)) if pinned else (None, None)
+            main0, n_all, windows = time.thread_time(), 0, []
+            for _w in range(3):
+                n, a = 0, time.perf_counter()
+                while n < 8 or time.perf_counter() - a < window_s:
+                    batch = next(it)
+                    if n == 0 and _w == 0:
+                        res["batch_bytes"] = float(nbytes_of(batch))
+                    del batch
+                    n += 1
+                windows.append((time.perf_counter() - a) / n)
+                n_all += n
+            if pinned:
+                res.update(harness.pin_thread_figures(p0, meter.snapshot(), c0,
+                                                      harness.PinThreadMeter.thread_cpu_s(it), n_all))
+            else:
+                res["receive_cpu_s_per_batch"] = (time.thread_time() - main0) / n_all
+        del it, dl
+        res["pin_s_per_batch" if pinned else "receive_s_per_batch"] = sorted(windows)[1]
+    return res
+
+
+class _NullContext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def profile_with_transport(profile: Dict[str, Any], transport: Dict[str, Any], worker_collate_s: float,
+                           receive_gil_s: Optional[float] = None) -> Dict[str, Any]:
+    """Your calibrated profile with the DataLoader's own transport in its ipc receive costs and
+    host.pin_copy_bytes_per_s, folded as the validation table folds its transport component (convert.transport_profile
+    on the loops' CPU clock, brought back to one idle core at the busy cores they ran at; worker_collate_s: a
+    batch's collate inside one worker), and, where given, the receive's GIL hold (ipc.receive_gil_s_per_batch: the
+    validation's 0.48 ms, measured from the H200 host's timelines and checked on an H100 host, not here).
+    ValueError without the pinned half (pin_s_per_batch: it needs a CUDA GPU)."""
+    if not transport.get("pin_s_per_batch") or not transport.get("batch_bytes"):
+        raise ValueError("the transport has no pinned half (pin_memory needs a CUDA GPU) or no batch bytes")
+    convert = _validation_module("convert")
+    out = convert.transport_profile(profile, convert.transport_on_cpu_clock(transport), float(transport["batch_bytes"]),
+                                    worker_collate_s)
+    if receive_gil_s is not None:
+        out.setdefault("ipc", {})["receive_gil_s_per_batch"] = float(receive_gil_s)
+    out.setdefault("provenance", {})["note"] = (
+        f"pipeplan_probe.py --transport on {time.strftime('%Y-%m-%d')}: ipc receive costs and host.pin_copy_bytes_per_s "
+        f"from your DataLoader's transport ({transport['num_workers']} workers over cached samples, batch "
+        f"{transport['batch_size']})" + (f"; ipc.receive_gil_s_per_batch {receive_gil_s * 1e3:.2f} ms, the validation's "
+                                         "(not measured here)" if receive_gil_s is not None else "")
+        + f"; the rest as calibrated. Before: {(profile.get('provenance') or {}).get('note', '')}")
+    return out
+
+
 # ----------------------------------------------------------------------------- new batch shapes
 # A step on a batch shape (rows x padded length) its process has not run builds kernel plans keyed by that shape
 # first (cuDNN's attention graphs, cudnn.benchmark's search, torch.compile's recompiles): 100-150 ms of host time on
@@ -1605,6 +1710,15 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default=None,
                     help="pipeplan calibrate's hardware profile (JSON): its storage stream rate turns the cold "
                          "timing into storage.read_latency_s")
+    ap.add_argument("--transport", action="store_true",
+                    help="with --dataset: also time the DataLoader's own hand-off of your batches (12 workers over "
+                         "cached samples: the receive, and with CUDA the pin thread's work), as the validation "
+                         "harness's transport component does (needs torch)")
+    ap.add_argument("--profile-out", default=None, metavar="PROFILE.json",
+                    help="with --transport and --profile: write --profile with the transport folded into its ipc "
+                         "receive costs and host.pin_copy_bytes_per_s (and the validation's receive GIL hold): the "
+                         "profile to simulate your job with (a calibrated profile alone over-predicts pin-bound "
+                         "loaders by about 30%%; validation-runs.md, the user's path)")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--base", default=None, metavar="SCENARIO.json",
                     help="a whole scenario to merge the measured keys into (the measured ones replace its own, section "
@@ -1638,7 +1752,15 @@ def main(argv=None) -> int:
         print("pipeplan_probe: nothing to measure; expected --dataset, --step and/or --shape-step module:callable",
               file=sys.stderr)
         return 2
-    for flag, path in (("--out", a.out), ("--raw", a.raw)):
+    if a.transport and not a.dataset:
+        print("pipeplan_probe: --transport: needs --dataset (the samples it hands off)", file=sys.stderr)
+        return 2
+    if a.profile_out and not (a.transport and a.profile):
+        print(f"pipeplan_probe: --profile-out {a.profile_out}: needs --transport and --profile (got --transport "
+              f"{a.transport}, --profile {a.profile!r}); expected the calibrated profile to fold the transport into",
+              file=sys.stderr)
+        return 2
+    for flag, path in (("--out", a.out), ("--raw", a.raw), ("--profile-out", a.profile_out)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             print(f"pipeplan_probe: {flag} {path}: its folder does not exist; expected a path in an existing folder",
                   file=sys.stderr)
@@ -1751,6 +1873,27 @@ def main(argv=None) -> int:
         ml = measure_main_loop(a, ds, coll)
         res["main_loop"] = ml
         frag = merge_fragments(frag, loop_fragment(ml))
+    profile_out_missing = None
+    if a.transport:
+        tr = measure_transport(a, ds, coll)
+        res["transport"] = tr
+        if a.profile_out and "error" in tr:
+            profile_out_missing = f"the transport was not measured ({tr['error']})"
+        elif a.profile_out:
+            try:
+                worker_collate_s = float((res.get("in_worker") or {}).get("collate_s")
+                                         or res["collate_s_per_batch"]["mean"])
+                folded = profile_with_transport(profile, tr, worker_collate_s,
+                                                receive_gil_s=_validation_module("convert").H200_RECEIVE_GIL_S)
+                tmp = a.profile_out + ".tmp"
+                with open(tmp, "w") as f:
+                    json.dump(folded, f, indent=2)
+                    f.write("\n")
+                os.replace(tmp, a.profile_out)
+                print(f"profile                {a.profile_out}: {a.profile} with the transport folded in",
+                      file=sys.stderr)
+            except (ValueError, KeyError) as e:
+                profile_out_missing = str(e)
     if base is not None:
         frag = scenario_with(base, frag, batch_size=a.batch_size if a.dataset else None, num_workers=a.num_workers)
     text = json.dumps(frag, indent=2)
@@ -1765,7 +1908,34 @@ def main(argv=None) -> int:
     if a.raw:
         with open(a.raw, "w") as f:
             json.dump(res, f, indent=2)
+    if profile_out_missing:
+        print(f"pipeplan_probe: --profile-out {a.profile_out}: not written: {profile_out_missing}", file=sys.stderr)
+        return 3
     return 0
+
+
+def measure_transport(a: argparse.Namespace, ds: Any, coll: Any) -> Dict[str, Any]:
+    """--transport as the CLI asked for it, its human summary on stderr; {"error": why} without torch."""
+    try:
+        tr = time_transport(ds, collate_fn=coll, batch_size=a.batch_size, seed=a.seed)
+    except Exception as e:                     # the rest of the probe stands without it
+        tr = {"error": f"{e.__class__.__name__}: {e}"}
+    print(_human_transport(tr), file=sys.stderr)
+    return tr
+
+
+def _human_transport(tr: Dict[str, Any]) -> str:
+    if "receive_s_per_batch" not in tr:
+        return f"DataLoader transport   not measured ({tr.get('error', 'no reading')})"
+    line = (f"DataLoader transport   receive {tr['receive_s_per_batch'] * 1e3:.2f} ms a batch "
+            f"({tr.get('receive_cpu_s_per_batch', float('nan')) * 1e3:.2f} ms of the loop's CPU)")
+    if tr.get("pin_s_per_batch"):
+        line += (f", receive + pin {tr['pin_s_per_batch'] * 1e3:.2f} ms (pin_memory() "
+                 f"{tr.get('pin_copy_s_per_batch', float('nan')) * 1e3:.2f} ms, the pin thread's CPU "
+                 f"{tr.get('pin_thread_cpu_s_per_batch', float('nan')) * 1e3:.2f} ms)")
+    else:
+        line += "; not pinned (no CUDA)"
+    return line + f", {tr['num_workers']} workers over cached samples"
 
 
 def build_step(spec: Optional[str], args_json: str, flag: str, expected: str) -> Optional[Callable[..., Any]]:
