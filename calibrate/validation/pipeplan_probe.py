@@ -1003,24 +1003,34 @@ class _NullContext:
 
 
 def profile_with_transport(profile: Dict[str, Any], transport: Dict[str, Any], worker_collate_s: float,
-                           receive_gil_s: Optional[float] = None) -> Dict[str, Any]:
+                           receive_gil_s: Optional[float] = None,
+                           pin_cpu_beside_loader_s: Optional[float] = None) -> Dict[str, Any]:
     """Your calibrated profile with the DataLoader's own transport in its ipc receive costs and
     host.pin_copy_bytes_per_s, folded as the validation table folds its transport component (convert.transport_profile
     on the loops' CPU clock, brought back to one idle core at the busy cores they ran at; worker_collate_s: a
     batch's collate inside one worker), and, where given, the receive's GIL hold (ipc.receive_gil_s_per_batch: the
     validation's 0.48 ms, measured from the H200 host's timelines and checked on an H100 host, not here).
-    ValueError without the pinned half (pin_s_per_batch: it needs a CUDA GPU)."""
+    pin_cpu_beside_loader_s: the pin thread's CPU a batch beside your real loader (--main-loop), where measured: the
+    transport's main-side costs are scaled by it over the transport's own pin-thread CPU, as the table scales them
+    to the probes around each case (convert.main_side_drift), once here. ValueError without the pinned half
+    (pin_s_per_batch: it needs a CUDA GPU)."""
     if not transport.get("pin_s_per_batch") or not transport.get("batch_bytes"):
         raise ValueError("the transport has no pinned half (pin_memory needs a CUDA GPU) or no batch bytes")
     convert = _validation_module("convert")
-    out = convert.transport_profile(profile, convert.transport_on_cpu_clock(transport), float(transport["batch_bytes"]),
-                                    worker_collate_s)
+    tr = convert.transport_on_cpu_clock(transport)
+    ref = float(transport.get("pin_thread_cpu_s_per_batch") or 0.0)
+    factor = pin_cpu_beside_loader_s / ref if (pin_cpu_beside_loader_s and ref > 0) else None
+    if factor is not None:
+        tr = convert.transport_scaled(tr, factor)
+    out = convert.transport_profile(profile, tr, float(transport["batch_bytes"]), worker_collate_s)
     if receive_gil_s is not None:
         out.setdefault("ipc", {})["receive_gil_s_per_batch"] = float(receive_gil_s)
     out.setdefault("provenance", {})["note"] = (
         f"pipeplan_probe.py --transport on {time.strftime('%Y-%m-%d')}: ipc receive costs and host.pin_copy_bytes_per_s "
         f"from your DataLoader's transport ({transport['num_workers']} workers over cached samples, batch "
-        f"{transport['batch_size']})" + (f"; ipc.receive_gil_s_per_batch {receive_gil_s * 1e3:.2f} ms, the validation's "
+        f"{transport['batch_size']})" + (f", scaled by {factor:.3f} to its pin thread's CPU beside your loader "
+                                         "(--main-loop)" if factor is not None else "")
+        + (f"; ipc.receive_gil_s_per_batch {receive_gil_s * 1e3:.2f} ms, the validation's "
                                          "(not measured here)" if receive_gil_s is not None else "")
         + f"; the rest as calibrated. Before: {(profile.get('provenance') or {}).get('note', '')}")
     return out
@@ -1512,10 +1522,30 @@ def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_work
 
     def copy(batch):
         to_device(batch, "cuda")
+    pin_tid = pin_thread_native_id()
+    cpu0 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
     windows = [main_loop_window(source, mode, window_s, copy, torch.cuda.synchronize)
                for mode in ("drop", "copy", "drop", "copy")]
+    cpu1 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
     del source, dl
-    return {"windows": windows, "num_workers": num_workers, "batch_size": batch_size}
+    out = {"windows": windows, "num_workers": num_workers, "batch_size": batch_size}
+    batches = sum(int(w["batches"]) for w in windows)
+    if cpu0 is not None and cpu1 is not None and batches > 0:
+        # the pin thread's CPU a batch beside your own loader's workers (the harness's probes read the same around
+        # each case): the transport over cached samples reads it 12% cheaper at median over the table's pinned
+        # tensor cases (validation-runs.md, the user's path), which --profile-out scales away
+        out["pin_thread_cpu_s_per_batch"] = (cpu1 - cpu0) / batches
+    return out
+
+
+def pin_thread_native_id() -> Optional[int]:
+    """The native id of this process's DataLoader pin thread (its target, torch's _pin_memory_loop, names it), or
+    None where none runs or the name does not say."""
+    import threading
+    for t in threading.enumerate():
+        if "_pin_memory_loop" in (t.name or "") and getattr(t, "native_id", None):
+            return int(t.native_id)
+    return None
 
 
 def _mean_or_none(xs: Sequence[float]) -> Optional[float]:
@@ -1718,7 +1748,8 @@ def main(argv=None) -> int:
                     help="with --transport and --profile: write --profile with the transport folded into its ipc "
                          "receive costs and host.pin_copy_bytes_per_s (and the validation's receive GIL hold): the "
                          "profile to simulate your job with (a calibrated profile alone over-predicts pin-bound "
-                         "loaders by about 30%%; validation-runs.md, the user's path)")
+                         "loaders by about 30%%; validation-runs.md, the user's path); with --main-loop too, scaled "
+                         "to your own loader's pin-thread cost, as the validation table scales it")
     ap.add_argument("--out", default=None, help="write the scenario fragment here (JSON)")
     ap.add_argument("--base", default=None, metavar="SCENARIO.json",
                     help="a whole scenario to merge the measured keys into (the measured ones replace its own, section "
@@ -1883,8 +1914,9 @@ def main(argv=None) -> int:
             try:
                 worker_collate_s = float((res.get("in_worker") or {}).get("collate_s")
                                          or res["collate_s_per_batch"]["mean"])
-                folded = profile_with_transport(profile, tr, worker_collate_s,
-                                                receive_gil_s=_validation_module("convert").H200_RECEIVE_GIL_S)
+                folded = profile_with_transport(
+                    profile, tr, worker_collate_s, receive_gil_s=_validation_module("convert").H200_RECEIVE_GIL_S,
+                    pin_cpu_beside_loader_s=(res.get("main_loop") or {}).get("pin_thread_cpu_s_per_batch"))
                 tmp = a.profile_out + ".tmp"
                 with open(tmp, "w") as f:
                     json.dump(folded, f, indent=2)

@@ -35,6 +35,16 @@ class FoldTest(unittest.TestCase):
         self.assertIn("Before: calibrated", out["provenance"]["note"])
         self.assertEqual(PROFILE["ipc"]["receive_s_per_byte"], 1e-10)            # the input untouched
 
+    def test_scaled_to_the_pin_thread_beside_the_loader(self):
+        # the pin thread's CPU beside the real loader 16 x 1.116 ms against 16 over cached samples: every main-side
+        # cost 1.116x (the table's median drift), then folded as above
+        out = probe.profile_with_transport(PROFILE, TRANSPORT, 0.026, pin_cpu_beside_loader_s=0.016 * 1.116)
+        f = 1.116
+        scale = (16 * f - 2.4 * f) / 7.7
+        self.assertAlmostEqual(out["ipc"]["receive_s_per_batch"], 0.0024 * f, places=9)
+        self.assertAlmostEqual(out["ipc"]["receive_s_per_byte"], 1e-10 * scale, places=15)
+        self.assertIn("scaled by 1.116", out["provenance"]["note"])
+
     def test_without_the_pinned_half(self):
         unpinned = {k: v for k, v in TRANSPORT.items() if not k.startswith("pin")}
         with self.assertRaises(ValueError):
