@@ -192,6 +192,21 @@ def _loop_keys_are_numbers(scenario: Dict[str, Any]) -> bool:
         return False
 
 
+def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], path: Optional[str]) -> Optional[str]:
+    """Pure: a line for a pinning loader with workers simulated on a profile whose ipc section has no
+    receive_gil_s_per_batch (as calibrate writes it: its receive and pin figures are C-level, and the validation
+    table's pinned tensor cases came out about 30% fast on them), else None. The bundled profile carries the fold's
+    hold; a profile from pipeplan_probe.py --profile-out does too."""
+    if profile is None or not settings.get("pin_memory") or int(settings.get("num_workers") or 0) <= 0:
+        return None
+    if "receive_gil_s_per_batch" in (profile.get("ipc") or {}):
+        return None
+    return (f"note: {path}'s ipc figures look like calibrate's own (no ipc.receive_gil_s_per_batch): a pinning "
+            f"loader simulates about 30% fast on them (docs/validation-runs.md, the user's path); fold your "
+            f"DataLoader's transport in with pipeplan_probe.py --transport --main-loop --profile {path} "
+            f"--profile-out P2 and check again with --profile P2")
+
+
 def human(check: Dict[str, Any]) -> str:
     """The check as a few lines: the loop, then measured | pipeplan | error per figure, then pipeplan's words."""
     s, m, p, e = check["settings"], check["measured"], check["predicted"], check["errors"]
@@ -220,6 +235,8 @@ def human(check: Dict[str, Any]) -> str:
                  f"{p['bottleneck_stage']}){agree}")
     if p.get("explanation"):
         lines.append(f"pipeplan: {p['explanation']}")
+    if check.get("profile_note"):
+        lines.append(check["profile_note"])
     if p.get("step_p90_on_edge") and pst.get("p80") is not None and pst.get("p95") is not None:
         lines.append(f"pipeplan puts its p90 step on an edge between short and long steps: a window's p90 may fall "
                      f"anywhere in {ms(pst['p80'])} to {ms(pst['p95'])}")
@@ -514,6 +531,10 @@ def run_check(a: argparse.Namespace) -> Dict[str, Any]:
            "dataset_len": dataset_len, "measured": measured, "simulated_scenario": sim}
     if binary:
         out.update(comparison(measured, predict(binary, sim, a.profile, a.replications, a.scenario)))
+        note = profile_note(settings, read_json_object(a.profile, "a pipeplan profile") if a.profile else None,
+                            a.profile)
+        if note:
+            out["profile_note"] = note
     return out
 
 

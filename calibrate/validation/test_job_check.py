@@ -134,6 +134,22 @@ class ComparisonTest(unittest.TestCase):
         self.assertNotIn("dataset", short)
 
 
+class ProfileNoteTest(unittest.TestCase):
+    def test_only_a_pinning_loader_on_an_unfolded_profile(self):
+        pinned = job_check.loop_settings({"loader": {"num_workers": 8, "pin_memory": True}})
+        calibrated = {"ipc": {"receive_s_per_batch": 8e-6}}
+        note = job_check.profile_note(pinned, calibrated, "p.json")
+        self.assertIn("p.json's ipc figures look like calibrate's own", note)
+        self.assertIn("pipeplan_probe.py --transport --main-loop --profile p.json --profile-out P2", note)
+        folded = {"ipc": {"receive_s_per_batch": 2e-3, "receive_gil_s_per_batch": 4.8e-4}}
+        self.assertIsNone(job_check.profile_note(pinned, folded, "p.json"))
+        self.assertIsNone(job_check.profile_note(pinned, None, None))            # the bundled profile
+        unpinned = job_check.loop_settings({"loader": {"num_workers": 8}})
+        self.assertIsNone(job_check.profile_note(unpinned, calibrated, "p.json"))
+        with open(os.path.join(ROOT, "scenarios", "profiles", "h200.json")) as f:
+            self.assertIsNone(job_check.profile_note(pinned, json.load(f), "h200.json"))
+
+
 class TakesBatchTest(unittest.TestCase):
     def test_signatures(self):
         self.assertTrue(job_check.takes_batch(lambda batch: 0))
