@@ -40,8 +40,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (build_dataset, build_step, load_callable, steady_state_skip, summarize,  # noqa: E402
-                            tensors_in, to_device)
+from pipeplan_probe import (_read_json_object, build_dataset, build_step, load_callable,  # noqa: E402
+                            steady_state_skip, summarize, tensors_in, to_device, write_whole)
 import convert  # noqa: E402  (the table's own prediction and scoring rules: one rule for both)
 
 SCHEMA = "pipeplan-job-check/1"
@@ -175,21 +175,16 @@ def simulated_scenario(scenario: Dict[str, Any], measured: Dict[str, Any], datas
 
 
 def short_run(scenario: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario cut to the loader's fill and 20 steps: pipeplan's checks of it, quickly."""
-    s = loop_settings(scenario) if _loop_keys_are_numbers(scenario) else None
+    """The scenario cut to the loader's fill and 20 steps: pipeplan's checks of it, quickly (as it is where a loop
+    knob is of a type the loop cannot read: pipeplan names that one)."""
     out = json.loads(json.dumps(scenario))
-    if s is not None:
-        skip = steady_state_skip(s["num_workers"], s["prefetch_factor"])
-        out.setdefault("training", {}).update(steps=skip + 20, warmup_steps=skip)
-    return out
-
-
-def _loop_keys_are_numbers(scenario: Dict[str, Any]) -> bool:
     try:
-        loop_settings(scenario)
-        return True
+        s = loop_settings(scenario)
     except (TypeError, ValueError, AttributeError):
-        return False
+        return out
+    skip = steady_state_skip(s["num_workers"], s["prefetch_factor"])
+    out.setdefault("training", {}).update(steps=skip + 20, warmup_steps=skip)
+    return out
 
 
 def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], path: Optional[str]) -> Optional[str]:
@@ -387,13 +382,10 @@ def find_pipeplan(given: Optional[str]) -> str:
 
 
 def read_json_object(path: str, what: str) -> Dict[str, Any]:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: cannot read {what}: {e}")
-    if not isinstance(doc, dict):
-        raise BadInput(f"{path}: $ is a JSON {type(doc).__name__}; expected {what} (a JSON object)")
+    """The JSON object in `path` (pipeplan_probe's reader); BadInput naming the file and `what` was expected."""
+    doc, why = _read_json_object(path)
+    if why:
+        raise BadInput(f"{path}: cannot read {what}: {why}")
     return doc
 
 
@@ -433,13 +425,6 @@ def predict(binary: str, scenario: Dict[str, Any], profile: Optional[str], seeds
             raise BadInput(msg[len("exit 2:"):].strip().splitlines()[0])
         raise RuntimeError(f"pipeplan: {msg}")
     return r["result"]
-
-
-def write_whole(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -88,6 +88,7 @@ runs 42 and 43). Needs CUDA.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -932,20 +933,6 @@ TRANSPORT_CACHED_SAMPLES = 128  # the harness's cache of loaded samples
 TRANSPORT_WINDOW_S = 0.8        # each of the three timed windows (the harness's full mode)
 
 
-class CachedSamples:
-    """Already-loaded samples, cycled: a DataLoader over it measures the hand-off (collate into shared memory, the
-    worker -> main receive, pinning), not the loading."""
-
-    def __init__(self, samples: Sequence[Any]):
-        self.samples = list(samples)
-
-    def __len__(self) -> int:
-        return 1 << 20
-
-    def __getitem__(self, i: int) -> Any:
-        return self.samples[i % len(self.samples)]
-
-
 def time_transport(dataset, collate_fn=None, batch_size: int = 64, num_workers: int = TRANSPORT_WORKERS,
                    window_s: float = TRANSPORT_WINDOW_S, seed: int = 0, pin: Optional[bool] = None) -> Dict[str, Any]:
     """The DataLoader's transport as the validation harness's `transport` component measures it: TRANSPORT_CACHED_SAMPLES
@@ -957,8 +944,8 @@ def time_transport(dataset, collate_fn=None, batch_size: int = 64, num_workers: 
     from torch.utils.data import DataLoader
     harness = _validation_module("harness")
     rng = random.Random(seed + 5)
-    cached = CachedSamples([dataset[rng.randrange(len(dataset))]
-                            for _ in range(max(TRANSPORT_CACHED_SAMPLES, batch_size))])
+    cached = harness.CachedDataset([dataset[rng.randrange(len(dataset))]
+                                    for _ in range(max(TRANSPORT_CACHED_SAMPLES, batch_size))])
     pin = torch.cuda.is_available() if pin is None else pin
     res: Dict[str, Any] = {"num_workers": num_workers, "batch_size": batch_size,
                            "method": f"DataLoader({TRANSPORT_CACHED_SAMPLES} cached samples, batch_size={batch_size}, "
@@ -968,7 +955,7 @@ def time_transport(dataset, collate_fn=None, batch_size: int = 64, num_workers: 
     for pinned in ((False, True) if pin else (False,)):
         dl = DataLoader(cached, batch_size=batch_size, num_workers=num_workers, prefetch_factor=2, pin_memory=pinned,
                         collate_fn=collate_fn or default_collate_fn(), multiprocessing_context="fork")
-        with (harness.PinThreadMeter() if pinned else _NullContext()) as meter:
+        with (harness.PinThreadMeter() if pinned else contextlib.nullcontext()) as meter:
             it = iter(dl)
             for _ in range(10):
                 next(it)
@@ -992,14 +979,6 @@ def time_transport(dataset, collate_fn=None, batch_size: int = 64, num_workers: 
         del it, dl
         res["pin_s_per_batch" if pinned else "receive_s_per_batch"] = sorted(windows)[1]
     return res
-
-
-class _NullContext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def profile_with_transport(profile: Dict[str, Any], transport: Dict[str, Any], worker_collate_s: float,
@@ -1621,6 +1600,14 @@ def merge_fragments(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- CLI
+def write_whole(path: str, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a temporary file beside it, renamed over it)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def build_dataset(spec: str, args_json: str = "[]") -> Any:
     """The Dataset `spec` names: module:callable called with the JSON list args_json, or module:object used as is
     (anything with __getitem__)."""
@@ -1917,11 +1904,7 @@ def main(argv=None) -> int:
                 folded = profile_with_transport(
                     profile, tr, worker_collate_s, receive_gil_s=_validation_module("convert").H200_RECEIVE_GIL_S,
                     pin_cpu_beside_loader_s=(res.get("main_loop") or {}).get("pin_thread_cpu_s_per_batch"))
-                tmp = a.profile_out + ".tmp"
-                with open(tmp, "w") as f:
-                    json.dump(folded, f, indent=2)
-                    f.write("\n")
-                os.replace(tmp, a.profile_out)
+                write_whole(a.profile_out, json.dumps(folded, indent=2) + "\n")
                 print(f"profile                {a.profile_out}: {a.profile} with the transport folded in",
                       file=sys.stderr)
             except (ValueError, KeyError) as e:
@@ -1930,11 +1913,7 @@ def main(argv=None) -> int:
         frag = scenario_with(base, frag, batch_size=a.batch_size if a.dataset else None, num_workers=a.num_workers)
     text = json.dumps(frag, indent=2)
     if a.out:
-        # whole or not at all: a killed probe leaves no half-written fragment
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text + "\n")
-        os.replace(tmp, a.out)
+        write_whole(a.out, text + "\n")   # a killed probe leaves no half-written fragment
     else:
         print(text)
     if a.raw:
@@ -1946,14 +1925,22 @@ def main(argv=None) -> int:
     return 0
 
 
-def measure_transport(a: argparse.Namespace, ds: Any, coll: Any) -> Dict[str, Any]:
-    """--transport as the CLI asked for it, its human summary on stderr; {"error": why} without torch."""
+def guarded(measure: Callable[..., Dict[str, Any]], human: Callable[[Dict[str, Any]], str],
+            **kw: Any) -> Dict[str, Any]:
+    """measure(**kw), or {"error": why} where it raises (no torch, no CUDA: the rest of the probe stands without
+    it); its human summary on stderr either way."""
     try:
-        tr = time_transport(ds, collate_fn=coll, batch_size=a.batch_size, seed=a.seed)
-    except Exception as e:                     # the rest of the probe stands without it
-        tr = {"error": f"{e.__class__.__name__}: {e}"}
-    print(_human_transport(tr), file=sys.stderr)
-    return tr
+        res = measure(**kw)
+    except Exception as e:
+        res = {"error": f"{e.__class__.__name__}: {e}"}
+    print(human(res), file=sys.stderr)
+    return res
+
+
+def measure_transport(a: argparse.Namespace, ds: Any, coll: Any) -> Dict[str, Any]:
+    """--transport as the CLI asked for it; {"error": why} without torch."""
+    return guarded(time_transport, _human_transport, dataset=ds, collate_fn=coll, batch_size=a.batch_size,
+                   seed=a.seed)
 
 
 def _human_transport(tr: Dict[str, Any]) -> str:
@@ -2056,12 +2043,8 @@ def measure_memory_map(a: argparse.Namespace, step_fn: Callable[[], Any], ds: An
 def measure_main_loop(a: argparse.Namespace, ds: Any, coll: Any) -> Dict[str, Any]:
     """--main-loop as the CLI asked for it, its human summary on stderr; {"error": why} without CUDA (the fragment
     then has none of its keys)."""
-    try:
-        ml = time_main_loop(ds, collate_fn=coll, batch_size=a.batch_size, num_workers=a.num_workers)
-    except Exception as e:                     # the rest of the probe stands without it
-        ml = {"error": f"{e.__class__.__name__}: {e}"}
-    print(_human_main_loop(ml), file=sys.stderr)
-    return ml
+    return guarded(time_main_loop, _human_main_loop, dataset=ds, collate_fn=coll, batch_size=a.batch_size,
+                   num_workers=a.num_workers)
 
 
 def _human_main_loop(ml: Dict[str, Any]) -> str:

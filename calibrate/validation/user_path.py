@@ -31,7 +31,6 @@ Without RESULTS_DIR: every call of table_calls.txt with a probe_fragment.json. T
 from results/table-report/report.json.gz (table.sh's last run), so the three columns are the same cases.
 """
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -43,6 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402
+from pipeplan_probe import write_whole  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 REPORT = os.path.join(RESULTS, "table-report", "report.json.gz")
@@ -181,13 +181,7 @@ def summary_line(name: str, s: Dict[str, Any]) -> str:
 
 
 def table_rows_by_id(path: str = REPORT) -> Dict[str, Dict[str, Any]]:
-    with gzip.open(path, "rt") as f:
-        return {r["id"]: r for r in json.load(f)["rows"]}
-
-
-def table_calls() -> List[str]:
-    with open(CALLS_FILE) as f:
-        return [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    return {r["id"]: r for r in convert.read_json(path)["rows"]}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -200,28 +194,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help=f"comma-separated, of: {', '.join(VARIANTS)} (default %(default)s)")
     ap.add_argument("--out", help="also write every case's predictions (JSON)")
     a = ap.parse_args(argv)
-    names = table_calls()
-    dirs = a.results_dirs or [os.path.join(RESULTS, n) for n in names
-                              if os.path.exists(os.path.join(RESULTS, n, "probe_fragment.json"))]
-    if not os.access(a.pipeplan, os.X_OK):
-        print(f"user_path: {a.pipeplan} is not an executable; expected a built pipeplan (--pipeplan)", file=sys.stderr)
-        return 2
-    table = table_rows_by_id()
-    calls = convert.load_calls(dirs)
-    duty_taus = convert.loaded_duty_time_constants(
-        convert.load_calls([os.path.join(RESULTS, n) for n in names]))       # as the table: over all its calls
-    hold_s = float(convert.TABLE_OPTIONS.receive_gil_s)
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         print(f"user_path: --variants {a.variants}: expected some of {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
-    jobs: List[Tuple[str, Dict[str, Any], Dict[str, Any], Dict[str, Any], Dict[str, Any]]] = []
+    if not os.access(a.pipeplan, os.X_OK):
+        print(f"user_path: {a.pipeplan} is not an executable; expected a built pipeplan (--pipeplan)", file=sys.stderr)
+        return 2
+    table_dirs = [os.path.normpath(d) for d in convert.table_call_dirs(CALLS_FILE)]
+    names = [os.path.basename(d) for d in table_dirs]
+    table = table_rows_by_id()
+    # every table call, read once: the duty constants pool them all, as the table does
+    loaded = {os.path.normpath(c[0]): c for c in convert.load_calls(table_dirs)}
+    wanted = [os.path.normpath(d) for d in a.results_dirs] or [
+        d for d in table_dirs if os.path.exists(os.path.join(d, "probe_fragment.json"))]
+    calls = [loaded.get(d) or convert.load_calls([d])[0] for d in wanted]
+    duty_taus = convert.loaded_duty_time_constants(list(loaded.values()))
+    hold_s = float(convert.TABLE_OPTIONS.receive_gil_s)
+    jobs: List[Tuple[str, Dict[str, Any], Dict[str, Tuple[Dict[str, Any], Dict[str, Any]]]]] = []
     for d, doc, profile, cpu_curve in calls:
         name = os.path.basename(os.path.normpath(d))
         tag = f"r{names.index(name) + 1}" if name in names else name
-        with open(os.path.join(d, "probe_fragment.json")) as f:
-            frag = json.load(f)
+        try:
+            frag = convert.read_json(os.path.join(d, "probe_fragment.json"))
+        except (OSError, ValueError) as e:
+            print(f"user_path: {os.path.join(d, 'probe_fragment.json')}: cannot read the helper's fragment: {e}",
+                  file=sys.stderr)
+            return 2
         if not helper_fragment_usable(frag):
             continue
         for c in doc.get("cases") or []:
@@ -231,11 +231,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                         duty_taus.get(convert.call_gpu(doc)))
             case_prof = case_prof if case_prof is not None else profile
             us = user_scenario(scen, frag, inline_timings(c))
-            inputs = {"calibrated": (us, profile), "gil_hold": (us, with_gil_hold(profile, us, hold_s)),
-                      "fragment_only": (us, case_prof), "profile_only": (scen, profile)}
-            for part in ("wander", "transport"):
-                inputs[f"profile_{part}"] = (us, profile_parts(profile, case_prof, [part, "gil"]))
-            jobs.append((f"{tag}:{c['id']}", c, {v: inputs[v] for v in variants}))
+            inputs = {   # built for the variants asked for only (each a copy of the profile)
+                "calibrated": lambda: (us, profile),
+                "gil_hold": lambda: (us, with_gil_hold(profile, us, hold_s)),
+                "fragment_only": lambda: (us, case_prof),
+                "profile_only": lambda: (scen, profile),
+                "profile_wander": lambda: (us, profile_parts(profile, case_prof, ["wander", "gil"])),
+                "profile_transport": lambda: (us, profile_parts(profile, case_prof, ["transport", "gil"]))}
+            jobs.append((f"{tag}:{c['id']}", c, {v: inputs[v]() for v in variants}))
     if not jobs:
         print("user_path: no image case in a call with a usable probe_fragment.json", file=sys.stderr)
         return 2
@@ -287,9 +290,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{_pct(s['median_abs_thr'])} / {_pct(s['p90_abs_thr'])} ({_pct(s['signed_median_thr'], True)})"
             for s in cells))
     if a.out:
-        with open(a.out + ".tmp", "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(a.out + ".tmp", a.out)
+        write_whole(a.out, json.dumps(rows, indent=1))
     return 0
 
 
