@@ -414,7 +414,7 @@ int recommend_command(int argc, char** argv) {
     for (const auto& c : changes) {
       jchanges.push_back({{"key", key_of(c.assignment)}, {"from", knob_value(base, key_of(c.assignment))},
                           {"to", value_of(c.assignment)}, {"samples_per_s", c.after.samples_per_s},
-                          {"gain", c.after.samples_per_s / before - 1.0},
+                          {"gain", c.after.samples_per_s / before - 1.0}, {"step_time_p90_s", c.after.step_p90_s},
                           {"bottleneck", c.after.first["bottleneck"]["stage"]}});
       before = c.after.samples_per_s;
     }
@@ -426,7 +426,8 @@ int recommend_command(int argc, char** argv) {
     }
     nlohmann::json out = {
         {"scenario", scenario_path}, {"profile", profile.file}, {"replications", replications},
-        {"now", {{"samples_per_s", start.samples_per_s}, {"bottleneck", start.first["bottleneck"]["stage"]}}},
+        {"now", {{"samples_per_s", start.samples_per_s}, {"step_time_p90_s", start.step_p90_s},
+                 {"bottleneck", start.first["bottleneck"]["stage"]}}},
         {"changes", jchanges},
         {"recommended", {{"set", set}, {"notes", notes}, {"samples_per_s", current.samples_per_s},
                          {"step_time_p90_s", current.step_p90_s},
@@ -448,6 +449,7 @@ int recommend_command(int argc, char** argv) {
                   start.first["bottleneck"]["stage"].get<std::string>().c_str());
     o << line;
     double before = start.samples_per_s;
+    double p90_before_s = start.step_p90_s;
     int i = 0;
     for (const auto& c : changes) {
       const std::string what = key_of(c.assignment) + " " + knob_value(base, key_of(c.assignment)) + " -> " +
@@ -456,7 +458,14 @@ int recommend_command(int argc, char** argv) {
                     sim::with_thousands(c.after.samples_per_s).c_str(), 100.0 * (c.after.samples_per_s / before - 1.0),
                     c.after.first["bottleneck"]["stage"].get<std::string>().c_str());
       o << line;
+      // a change taken for the rate may also move the tail a lot (in_order=False on a straggler): say so
+      if (p90_before_s > 0.0 && std::abs(c.after.step_p90_s / p90_before_s - 1.0) > kMinStepCut) {
+        std::snprintf(line, sizeof line, "     and the p90 step time %.1f -> %.1f ms\n", 1e3 * p90_before_s,
+                      1e3 * c.after.step_p90_s);
+        o << line;
+      }
       before = c.after.samples_per_s;
+      p90_before_s = c.after.step_p90_s;
     }
     o << "\n";
     if (changes.empty()) {

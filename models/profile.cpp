@@ -134,6 +134,9 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.ipc.receive_s_per_batch = r.number("receive_s_per_batch", p.ipc.receive_s_per_batch, Range::between(0, 10));
     p.ipc.receive_gil_share = r.number("receive_gil_share", p.ipc.receive_gil_share, Range::between(0, 1));
     p.ipc.receive_gil_s_per_batch = r.optional_number("receive_gil_s_per_batch", Range::between(0, 10));
+    // neither key: PyTorch's measured hold, not the share of calibrate's C++ receive (profile.hpp)
+    if (!r.has("receive_gil_s_per_batch") && !r.has("receive_gil_share"))
+      p.ipc.receive_gil_s_per_batch = kPytorchReceiveGilS;
     p.ipc.receive_s_per_byte = r.number("receive_s_per_byte", p.ipc.receive_s_per_byte, Range::between(0, 1));
     p.ipc.shm_write_s_per_byte = r.number("shm_write_s_per_byte", p.ipc.shm_write_s_per_byte, Range::between(0, 1));
     p.ipc.release_s_per_byte = r.optional_number("release_s_per_byte", Range::between(0, 1));

@@ -69,6 +69,12 @@ struct HostProfile {
   double host_register_s_per_mib = 0.0;
 };
 
+// The GIL-held part of PyTorch's receive of one batch from a worker (unpickling, the shared storage's rebuild):
+// 0.48 ms, fitted on the H200 loops' timelines of validation runs 11-40 (129 cases; +0.03 ms on runs 41-62's 70) and
+// holding on H100 hosts (runs 64-65). A Python cost calibrate cannot time, so the default where a profile's ipc
+// section names neither receive_gil_s_per_batch nor receive_gil_share.
+inline constexpr double kPytorchReceiveGilS = 4.8e-4;
+
 struct IpcProfile {
   double receive_s_per_batch = 2.0e-4;
   // The share of receive_s_per_batch the pin thread runs holding the GIL (unpickling, the storage's rebuild); the
@@ -82,6 +88,8 @@ struct IpcProfile {
   // rate, a difference that swings 0.02-3.6 ms from call to call on the same pipeline, where the loop's measured
   // loss to the receive stays 0.5-1.0 ms (run 62, finding 9). Beyond receive_s_per_batch it comes out of the
   // per-byte part, which that difference had charged with it (the pin thread's work stays the same). Unset: the share.
+  // An ipc section that gives neither key gets kPytorchReceiveGilS (parse_profile): calibrate times the receive in
+  // C++ (about 12 us a batch), which holds no Python lock, so the share of it would hold almost nothing.
   std::optional<double> receive_gil_s_per_batch;
   double receive_s_per_byte = 1.0e-10;
   double shm_write_s_per_byte = 0.0;  // filling fresh shared memory (collate in a worker); 0: not measured

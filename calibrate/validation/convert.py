@@ -507,11 +507,19 @@ def with_receive_gil(case: Dict[str, Any], profile: Optional[Dict[str, Any]],
                      receive_gil_s: Optional[str]) -> Optional[Dict[str, Any]]:
     """Pure: a copy of `profile` with ipc.receive_gil_s_per_batch = receive_gil_s (seconds, given as text), for a
     case whose loader has a pin thread (pin_memory and workers: only it receives in one); None where it does not
-    apply (no such thread, no profile, or "off" / None: the profile's own receive_gil_share)."""
+    apply (no such thread, no profile, or "off" / None: the profile's own receive_gil_share). "off" on a profile whose
+    ipc gives neither key writes the share's default (1) out: the simulator's reader gives such a profile PyTorch's
+    measured hold (models/profile.hpp kPytorchReceiveGilS, the same 0.48 ms), which "off" is there to leave out."""
     knobs = case.get("knobs") or {}
-    if (receive_gil_s in (None, "off") or profile is None or not knobs.get("pin_memory")
-            or int(knobs.get("num_workers") or 0) <= 0):
+    if profile is None or not knobs.get("pin_memory") or int(knobs.get("num_workers") or 0) <= 0:
         return None
+    if receive_gil_s in (None, "off"):
+        ipc = profile.get("ipc")
+        if ipc is None or "receive_gil_s_per_batch" in ipc or "receive_gil_share" in ipc:
+            return None  # no ipc section: the default profile's, which names its hold; else the profile's own key
+        out = json.loads(json.dumps(profile))
+        out["ipc"]["receive_gil_share"] = 1.0
+        return out
     out = json.loads(json.dumps(profile))
     out.setdefault("ipc", {})["receive_gil_s_per_batch"] = float(receive_gil_s)
     return out

@@ -368,6 +368,9 @@ class ReceiveGilEndToEndTest(unittest.TestCase):
                 written = os.path.join(out, "scenarios", "pin.profile.json")
                 got = json.load(open(written))["ipc"].get("receive_gil_s_per_batch") if os.path.exists(written) else None
                 self.assertEqual(got, expect, opt)
+                if expect is None:  # the share, written out: the simulator's reader would give neither key 0.48 ms
+                    share = json.load(open(written))["ipc"].get("receive_gil_share")
+                    self.assertEqual(share, 0.5 if "--receive-gil-share" in opt else 1.0, opt)
                 # only a loader with a pin thread receives in one
                 for other in ("nopin", "inline"):
                     path = os.path.join(out, "scenarios", other + ".profile.json")
