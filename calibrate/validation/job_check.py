@@ -190,14 +190,15 @@ def short_run(scenario: Dict[str, Any]) -> Dict[str, Any]:
 def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], path: Optional[str]) -> Optional[str]:
     """Pure: a line for a pinning loader with workers simulated on a profile whose ipc section has no
     receive_gil_s_per_batch (as calibrate writes it: its receive and pin figures are C-level, and the validation
-    table's pinned tensor cases came out about 30% fast on them), else None. The bundled profile carries the fold's
+    table's pinned tensor cases came out about 30% fast on them, run 67's example job 15% where the fold left 6%),
+    else None. The bundled profile carries the fold's
     hold; a profile from pipeplan_probe.py --profile-out does too."""
     if profile is None or not settings.get("pin_memory") or int(settings.get("num_workers") or 0) <= 0:
         return None
     if "receive_gil_s_per_batch" in (profile.get("ipc") or {}):
         return None
     return (f"note: {path}'s ipc figures look like calibrate's own (no ipc.receive_gil_s_per_batch): a pinning "
-            f"loader simulates about 30% fast on them (docs/validation-runs.md, the user's path); fold your "
+            f"loader simulated 15-30% fast on them (docs/validation-runs.md, run 67 and the user's path); fold your "
             f"DataLoader's transport in with pipeplan_probe.py --transport --main-loop --profile {path} "
             f"--profile-out P2 and check again with --profile P2")
 
