@@ -45,6 +45,16 @@ class FoldTest(unittest.TestCase):
         self.assertAlmostEqual(out["ipc"]["receive_s_per_byte"], 1e-10 * scale, places=15)
         self.assertIn("scaled by 1.116", out["provenance"]["note"])
 
+    def test_the_line_says_whether_the_fold_is_scaled(self):
+        # 17.856 ms beside the loader against 16 over cached samples: 1.116x, both figures in ms
+        self.assertEqual(probe.fold_scaling_text(TRANSPORT, 0.016 * 1.116),
+                         ", scaled by 1.116 to the pin thread's CPU beside your loader (17.86 against 16.00 ms a "
+                         "batch over cached samples)")
+        for beside in (None, 0.0):  # --main-loop not run, or it read nothing: the user is told what that costs
+            self.assertIn("not scaled to your own loader (add --main-loop", probe.fold_scaling_text(TRANSPORT, beside))
+        unpinned = {k: v for k, v in TRANSPORT.items() if not k.startswith("pin")}
+        self.assertIn("not scaled", probe.fold_scaling_text(unpinned, 0.017))
+
     def test_without_the_pinned_half(self):
         unpinned = {k: v for k, v in TRANSPORT.items() if not k.startswith("pin")}
         with self.assertRaises(ValueError):
