@@ -191,10 +191,15 @@ def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], pa
     """Pure: a line for a pinning loader with workers simulated on a profile whose ipc section has no
     receive_gil_s_per_batch (as calibrate writes it: its receive and pin figures are C-level, and the validation
     table's pinned tensor cases came out about 30% fast on them, run 67's example job 15% where the fold left 6%),
-    else None. The bundled profile carries the fold's
-    hold; a profile from pipeplan_probe.py --profile-out does too."""
+    or for one the helper's --transport folded without --main-loop (its provenance note names no "scaled by"), else
+    None. The bundled profile carries the fold's hold; a profile from pipeplan_probe.py --profile-out does too."""
     if profile is None or not settings.get("pin_memory") or int(settings.get("num_workers") or 0) <= 0:
         return None
+    provenance = str((profile.get("provenance") or {}).get("note") or "")
+    if provenance.startswith("pipeplan_probe.py --transport") and "scaled by" not in provenance.split("Before:")[0]:
+        return (f"note: {path}'s transport fold is not scaled to your own loader: over cached samples the pin thread "
+                f"worked about 12% cheaper at median in the validation, and run 67's pinned tensor job came out +6.3% "
+                f"on such a fold; add --main-loop --num-workers K to the helper's --transport run and check again")
     if "receive_gil_s_per_batch" in (profile.get("ipc") or {}):
         return None
     return (f"note: {path}'s ipc figures look like calibrate's own (no ipc.receive_gil_s_per_batch): a pinning "

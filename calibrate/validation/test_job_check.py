@@ -149,6 +149,24 @@ class ProfileNoteTest(unittest.TestCase):
         with open(os.path.join(ROOT, "scenarios", "profiles", "h200.json")) as f:
             self.assertIsNone(job_check.profile_note(pinned, json.load(f), "h200.json"))
 
+    def test_a_helper_fold_without_the_loaders_scaling(self):
+        pinned = job_check.loop_settings({"loader": {"num_workers": 4, "pin_memory": True}})
+        calibrated = {"ipc": {"receive_s_per_batch": 8e-6}, "host": {"pin_copy_bytes_per_s": 1.1e10},
+                      "provenance": {"note": "pipeplan calibrate, scaled by nothing"}}
+        tr = {"num_workers": 12, "batch_size": 64, "batch_bytes": 38.5e6, "receive_s_per_batch": 0.0026,
+              "receive_cpu_s_per_batch": 0.0024, "pin_s_per_batch": 0.017, "pin_thread_cpu_s_per_batch": 0.016}
+        import pipeplan_probe
+        unscaled = pipeplan_probe.profile_with_transport(calibrated, tr, 0.026, receive_gil_s=4.8e-4)
+        note = job_check.profile_note(pinned, unscaled, "jc_p.json")
+        self.assertIn("jc_p.json's transport fold is not scaled to your own loader", note)
+        # the earlier profile's words after "Before:" do not count as the fold's scaling
+        self.assertIn("scaled by nothing", unscaled["provenance"]["note"])
+        scaled = pipeplan_probe.profile_with_transport(calibrated, tr, 0.026, receive_gil_s=4.8e-4,
+                                                       pin_cpu_beside_loader_s=0.0179)
+        self.assertIsNone(job_check.profile_note(pinned, scaled, "jc_p.json"))
+        unpinned = job_check.loop_settings({"loader": {"num_workers": 4}})
+        self.assertIsNone(job_check.profile_note(unpinned, unscaled, "jc_p.json"))
+
 
 class TakesBatchTest(unittest.TestCase):
     def test_signatures(self):
