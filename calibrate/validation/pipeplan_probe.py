@@ -997,8 +997,7 @@ def profile_with_transport(profile: Dict[str, Any], transport: Dict[str, Any], w
         raise ValueError("the transport has no pinned half (pin_memory needs a CUDA GPU) or no batch bytes")
     convert = _validation_module("convert")
     tr = convert.transport_on_cpu_clock(transport)
-    ref = float(transport.get("pin_thread_cpu_s_per_batch") or 0.0)
-    factor = pin_cpu_beside_loader_s / ref if (pin_cpu_beside_loader_s and ref > 0) else None
+    factor = loader_scale(transport, pin_cpu_beside_loader_s)
     if factor is not None:
         tr = convert.transport_scaled(tr, factor)
     out = convert.transport_profile(profile, tr, float(transport["batch_bytes"]), worker_collate_s)
@@ -1015,14 +1014,22 @@ def profile_with_transport(profile: Dict[str, Any], transport: Dict[str, Any], w
     return out
 
 
+def loader_scale(transport: Dict[str, Any], pin_cpu_beside_loader_s: Optional[float]) -> Optional[float]:
+    """Pure: the pin thread's CPU a batch beside your loader (--main-loop) over the transport's own over cached
+    samples, the factor the fold scales the main side by; None where either is missing."""
+    ref = float(transport.get("pin_thread_cpu_s_per_batch") or 0.0)
+    return pin_cpu_beside_loader_s / ref if (pin_cpu_beside_loader_s and ref > 0) else None
+
+
 def fold_scaling_text(transport: Dict[str, Any], pin_cpu_beside_loader_s: Optional[float]) -> str:
     """Pure: what the fold's line adds about its scaling to the user's own loader: the factor where --main-loop
     read the pin thread beside it, else that it is not scaled and by how much that has mattered (the table's
     drift, 1.116 at median over 565 pinned cases; run 67's example job +6.3% unscaled)."""
-    ref = float(transport.get("pin_thread_cpu_s_per_batch") or 0.0)
-    if pin_cpu_beside_loader_s and ref > 0:
-        return (f", scaled by {pin_cpu_beside_loader_s / ref:.3f} to the pin thread's CPU beside your loader "
-                f"({pin_cpu_beside_loader_s * 1e3:.2f} against {ref * 1e3:.2f} ms a batch over cached samples)")
+    factor = loader_scale(transport, pin_cpu_beside_loader_s)
+    if factor is not None:
+        return (f", scaled by {factor:.3f} to the pin thread's CPU beside your loader "
+                f"({pin_cpu_beside_loader_s * 1e3:.2f} against "
+                f"{float(transport['pin_thread_cpu_s_per_batch']) * 1e3:.2f} ms a batch over cached samples)")
     return ("; not scaled to your own loader (add --main-loop with --num-workers K: over cached samples the pin "
             "thread worked about 12% cheaper at median in the validation, and a pinned tensor job came out +6.3% "
             "unscaled in run 67)")
@@ -1914,13 +1921,13 @@ def main(argv=None) -> int:
             try:
                 worker_collate_s = float((res.get("in_worker") or {}).get("collate_s")
                                          or res["collate_s_per_batch"]["mean"])
+                beside_s = (res.get("main_loop") or {}).get("pin_thread_cpu_s_per_batch")
                 folded = profile_with_transport(
                     profile, tr, worker_collate_s, receive_gil_s=_validation_module("convert").H200_RECEIVE_GIL_S,
-                    pin_cpu_beside_loader_s=(res.get("main_loop") or {}).get("pin_thread_cpu_s_per_batch"))
+                    pin_cpu_beside_loader_s=beside_s)
                 write_whole(a.profile_out, json.dumps(folded, indent=2) + "\n")
                 print(f"profile                {a.profile_out}: {a.profile} with the transport folded in"
-                      + fold_scaling_text(tr, (res.get("main_loop") or {}).get("pin_thread_cpu_s_per_batch")),
-                      file=sys.stderr)
+                      + fold_scaling_text(tr, beside_s), file=sys.stderr)
             except (ValueError, KeyError) as e:
                 profile_out_missing = str(e)
     if base is not None:
@@ -1931,8 +1938,7 @@ def main(argv=None) -> int:
     else:
         print(text)
     if a.raw:
-        with open(a.raw, "w") as f:
-            json.dump(res, f, indent=2)
+        write_whole(a.raw, json.dumps(res, indent=2))   # whole or not at all, as --out
     if profile_out_missing:
         print(f"pipeplan_probe: --profile-out {a.profile_out}: not written: {profile_out_missing}", file=sys.stderr)
         return 3
