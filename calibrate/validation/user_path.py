@@ -127,14 +127,11 @@ def user_scenario(table_scenario: Dict[str, Any], fragment: Dict[str, Any],
 
 
 def with_gil_hold(profile: Dict[str, Any], scenario: Dict[str, Any], hold_s: float) -> Dict[str, Any]:
-    """Pure: the profile with the receive's GIL hold where the loader has a pin thread (convert.with_receive_gil's
-    rule), else the profile as it is."""
+    """Pure: the profile with the receive's GIL hold where the loader has a pin thread (convert.with_receive_gil, on
+    the scenario's loader knobs), else the profile as it is."""
     ld = scenario.get("loader") or {}
-    if not ld.get("pin_memory") or int(ld.get("num_workers") or 0) <= 0:
-        return profile
-    out = json.loads(json.dumps(profile))
-    out.setdefault("ipc", {})["receive_gil_s_per_batch"] = hold_s
-    return out
+    knobs = {"pin_memory": ld.get("pin_memory"), "num_workers": ld.get("num_workers")}
+    return convert.with_receive_gil({"knobs": knobs}, profile, repr(float(hold_s))) or profile
 
 
 def profile_parts(calibrated: Dict[str, Any], case_profile: Dict[str, Any], parts: Sequence[str]) -> Dict[str, Any]:
