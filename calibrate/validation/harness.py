@@ -3374,6 +3374,12 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     # Run 54's straggler idled ~20 ms between batches with indices queued: its Python spin holds its GIL, which the
     # threads that hand its batches over need. The same straggler spinning in C with the GIL released tells.
     add("slow_worker_gil", [{}, {"slow_worker_spin": "nogil"}], dict(tbase, slow_worker_factor=2.0))
+    # In situ the simulator gets run 54-55's in_order=False gain against the Python-spin straggler (+15% against
+    # +17%), but those cases' pin thread spent 8.5-11.4% less CPU a batch than their in-order pairs in all three pairs
+    # (no straggler: median +2.4% over ten pairs), which no profile foresees. Held against GIL-free, in order or not,
+    # in one call: is that the held GIL's doing (validation-runs.md, "The straggler's in_order=False gain")?
+    add("slow_worker_order", [{}, {"in_order": False}, {"slow_worker_spin": "nogil"},
+                              {"slow_worker_spin": "nogil", "in_order": False}], dict(tbase, slow_worker_factor=2.0))
     # Every worker's __getitem__ does 0.5 ms of Python after its read, holding its GIL or not (PythonLoadDataset):
     # does the pin thread's receive wait for a loading worker's GIL as for run 55's straggler's spin?
     add("python_load", [{}, {"kind": "tensor_f32_py"}, {"kind": "tensor_f32_pyfree"}], tbase)

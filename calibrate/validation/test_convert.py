@@ -1977,6 +1977,15 @@ class HarnessCasesTest(unittest.TestCase):
         gil = [c for c in h.build_cases(False, ["slow_worker_remedy", "slow_worker_gil"], 2) if c["repeat"] == 0]
         self.assertEqual(len(gil), 4)       # the factor-2 straggler shared, its GIL-free spin added
         self.assertEqual([c["id"].endswith("-nogil") for c in gil].count(True), 1)
+        # held against GIL-free, in order or not: one new setting beside the remedies' and the GIL family's
+        order = [c for c in h.build_cases(False, ["slow_worker_order"], 2) if c["repeat"] == 0]
+        self.assertEqual(len(order), 4)
+        self.assertEqual({(c["knobs"].get("slow_worker_spin", "python"), c["knobs"].get("in_order", True))
+                          for c in order}, {("python", True), ("python", False), ("nogil", True), ("nogil", False)})
+        self.assertEqual(len({c["id"] for c in order}), 4)
+        shared = [c for c in h.build_cases(False, ["slow_worker_remedy", "slow_worker_gil", "slow_worker_order"], 2)
+                  if c["repeat"] == 0]
+        self.assertEqual(len(shared), 5)
 
     def test_straggler_spins_worker_zero_for_the_factors_extra(self):
         h = load_harness()
