@@ -198,8 +198,9 @@ def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], pa
     provenance = str((profile.get("provenance") or {}).get("note") or "")
     if provenance.startswith("pipeplan_probe.py --transport") and "scaled by" not in provenance.split("Before:")[0]:
         return (f"note: {path}'s transport fold is not scaled to your own loader: over cached samples the pin thread "
-                f"worked about 12% cheaper at median in the validation, and run 67's pinned tensor job came out +6.3% "
-                f"on such a fold; add --main-loop --num-workers K to the helper's --transport run and check again")
+                f"worked about 12% cheaper at median in the validation, and the pinned tensor job of runs 67-68 came "
+                f"out +6.3% and -4.2% on such a fold, within 1% scaled; give the helper's --transport run "
+                f"--num-workers K (it then runs --main-loop) and check again")
     if "receive_gil_s_per_batch" in (profile.get("ipc") or {}):
         return None
     return (f"note: {path}'s ipc figures look like calibrate's own (no ipc.receive_gil_s_per_batch): a pinning "

@@ -51,9 +51,20 @@ class FoldTest(unittest.TestCase):
                          ", scaled by 1.116 to the pin thread's CPU beside your loader (17.86 against 16.00 ms a "
                          "batch over cached samples)")
         for beside in (None, 0.0):  # --main-loop not run, or it read nothing: the user is told what that costs
-            self.assertIn("not scaled to your own loader (add --main-loop", probe.fold_scaling_text(TRANSPORT, beside))
+            self.assertIn("not scaled to your own loader (give --num-workers K, which runs --main-loop",
+                          probe.fold_scaling_text(TRANSPORT, beside))
         unpinned = {k: v for k, v in TRANSPORT.items() if not k.startswith("pin")}
         self.assertIn("not scaled", probe.fold_scaling_text(unpinned, 0.017))
+
+    def test_the_fold_runs_the_main_loop_where_it_can(self):
+        # (transport, profile_out, num_workers, main_loop asked, --no-main-loop) -> run it for the fold
+        self.assertTrue(probe.main_loop_for_fold(True, "p.json", 4, False, False))
+        self.assertFalse(probe.main_loop_for_fold(True, "p.json", 4, True, False))    # asked for already
+        self.assertFalse(probe.main_loop_for_fold(True, "p.json", 4, False, True))    # refused
+        self.assertFalse(probe.main_loop_for_fold(True, None, 4, False, False))       # no fold written
+        self.assertFalse(probe.main_loop_for_fold(False, "p.json", 4, False, False))  # no transport
+        for workers in (None, 0):  # an inline loader has no pin thread beside workers to read
+            self.assertFalse(probe.main_loop_for_fold(True, "p.json", workers, False, False))
 
     def test_without_the_pinned_half(self):
         unpinned = {k: v for k, v in TRANSPORT.items() if not k.startswith("pin")}
