@@ -287,21 +287,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lines += ["", "| call | family | in order: p90 step, rate | in_order=False measured: p90 step, rate | recommend "
               "(--knobs loader.in_order) | verdict |", "|---|---|---|---|---|---|"]
     steady_verdicts: Dict[str, int] = {}
+    mean = lambda rs, key: statistics.fmean(float(r["measured"][key]) for r in rs)  # noqa: E731
     for name, fam in report["families"].items():
         tag, family = name.split(":", 1)
         if family not in ("in_order", "in_order_image", "slow_worker_remedy", "slow_worker_order"):
             continue
         all_members = family_settings(fam, rows)
         # slow_worker_order holds the straggler's GIL in two of its cases and not in the others: pair like with like
-        for spin in sorted({str(r["knobs"].get("slow_worker_spin", "python")) for r in all_members}):
-            members = [r for r in all_members if str(r["knobs"].get("slow_worker_spin", "python")) == spin]
+        spin_of = lambda r: str(r["knobs"].get("slow_worker_spin", "python"))  # noqa: E731
+        for spin in sorted({spin_of(r) for r in all_members}):
+            members = [r for r in all_members if spin_of(r) == spin]
             label = family if spin == "python" else f"{family} (spin {spin})"
             base = [r for r in members if r["knobs"].get("in_order", True) is not False
                     and int(r["knobs"].get("prefetch_factor", 2)) == 2]
             unordered = [r for r in members if r["knobs"].get("in_order", True) is False]
             if not base or not unordered:
                 continue
-            mean = lambda rs, key: statistics.fmean(float(r["measured"][key]) for r in rs)  # noqa: E731
             p90_change = mean(unordered, "step_p90_s") / mean(base, "step_p90_s") - 1.0
             rate_change = mean(unordered, "samples_per_s") / mean(base, "samples_per_s") - 1.0
             start = min(base, key=lambda r: int(r.get("repeat") or 0))
