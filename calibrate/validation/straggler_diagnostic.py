@@ -123,6 +123,44 @@ def receives_while_loading(workers: Dict[str, Sequence[Span]], pins: Sequence[Sp
     return out
 
 
+def slot_cycle(w0: Sequence[Span], received: Sequence[Optional[Span]], handed: Sequence[Optional[float]],
+               skip_batches: int = 10) -> Dict[str, List[float]]:
+    """The straggler's index slots, batch by batch (validation-runs.md, the seventy-third session): PyTorch sends the
+    index of its batch i + prefetch_factor when the loop takes its batch i, so with prefetch 2 each slot cycles through
+    the batch, its wait in the pin thread's queue ("queue_s": collate end to the receive's start), the receive and pin
+    ("receive_pin_s": to the pin call's end), the hand-over ("handover_s": to next() returning it) and the index's trip
+    to the idle worker ("index_s": next() returning batch i to batch i + 2 starting, where the worker sat idle for it;
+    "busy" counts the batches whose next-but-one index came while it was still busy). "gap_s": start to start of
+    consecutive batches; "swing_s": |gap_{j+1} - gap_j|, large where the two slots alternate short and long gaps (the
+    receive of one batch meeting the spin of the next: run 68's Python spin unordered, 100 and 158 ms).
+    `received[i]` (receive start, pin end) and `handed[i]` are worker 0's batch i's, None where unknown."""
+    out: Dict[str, List[float]] = {k: [] for k in ("queue_s", "receive_pin_s", "handover_s", "index_s", "busy",
+                                                   "gap_s", "swing_s")}
+    for i in range(skip_batches, len(w0) - 2):
+        out["gap_s"].append(w0[i + 1][0] - w0[i][0])
+        if received[i] is None or handed[i] is None:
+            continue
+        (start, end), (receive_start, pin_end) = w0[i], received[i]
+        out["queue_s"].append(receive_start - end)
+        out["receive_pin_s"].append(pin_end - receive_start)
+        out["handover_s"].append(handed[i] - pin_end)
+        if w0[i + 2][0] > w0[i + 1][1]:
+            out["index_s"].append(w0[i + 2][0] - handed[i])
+        else:
+            out["busy"].append(1.0)
+    out["swing_s"] = [abs(b - a) for a, b in zip(out["gap_s"], out["gap_s"][1:])]
+    return out
+
+
+def slot_cycle_line(label: str, c: Dict[str, List[float]]) -> str:
+    m = lambda xs: 1e3 * statistics.median(xs) if xs else float("nan")  # noqa: E731
+    return (f"  {label:9s} worker 0's slot, medians: queue {m(c['queue_s']):.1f} ms, receive+pin "
+            f"{m(c['receive_pin_s']):.1f} (mean {1e3 * statistics.mean(c['receive_pin_s']) if c['receive_pin_s'] else float('nan'):.1f}), "
+            f"hand-over {m(c['handover_s']):.1f}, index to its idle start {m(c['index_s']):.1f} "
+            f"({len(c['busy'])} came while busy); gaps start to start {m(c['gap_s']):.1f} ms, swing between "
+            f"consecutive gaps {m(c['swing_s']):.1f} ms")
+
+
 def quantile(values: Sequence[float], q: float) -> float:
     """The q quantile by nearest rank below (no interpolation): enough for a diagnostic's p50 and p90."""
     v = sorted(values)
@@ -171,10 +209,46 @@ def measured_rows(case: Dict) -> Optional[Dict]:
     factor = float(k.get("slow_worker_factor", 1.0))
     recv = receives_in_spin({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
                             [tuple(x) for x in tl.get("pin") or []], factor)
+    pins = tl.get("pin") or []
+    ends = sorted(b for spans in tl["workers"].values() for _, b in (x[:2] for x in spans))
+    received: List[Optional[Span]] = []
+    handed: List[Optional[float]] = []
+    returns = tl["main"]["next_end"]
+    in_order = bool(k.get("in_order", True))
+    for i, end in enumerate(ends0):
+        call = bisect.bisect_left(ends, end)    # the pin thread's call for this batch (fifo_receive's matching)
+        r = fifo_receive(ends, [tuple(x) for x in pins], end)
+        received.append(None if r is None else (r[0], pins[call][1]))
+        # next() returns the batches as pinned out of order; in order, worker 0's i-th is the round robin's i * nw
+        step = i * nw if in_order else call
+        handed.append(returns[step] if step < len(returns) else None)
     return {"rhythm": rhythm, "waits": waits_by_position(tl["main"]["next_start"], tl["main"]["next_end"], nw, skip),
-            "receives": recv,
+            "receives": recv, "cycle": slot_cycle([tuple(x[:2]) for x in tl["workers"]["0"]], received, handed),
             "handover_s": handover_s(ends0, tl["main"]["next_end"], 0, nw, skip),
             "samples_per_s": case["measured"]["throughput_samples_per_s"]}
+
+
+def trace_slot_inputs(events: Sequence[Dict], batches: Sequence[int], steps: Sequence[float], in_order: bool
+                      ) -> Tuple[List[Optional[Span]], List[Optional[float]]]:
+    """Pure: slot_cycle's inputs from the simulator's trace for the given batch ids (worker 0's, in order): each
+    batch's (first span on the pin_memory thread, end of its "pin_memory" span) and the end of the next() that
+    returned it: `steps[j]` is step j's; in order step j returns batch j, out of order the j-th batch pinned."""
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    first: Dict[int, float] = {}
+    pinned: Dict[int, float] = {}
+    for e in events:
+        b = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or b is None or not names.get(e.get("tid"), "").startswith("pin_memory"):
+            continue
+        b, a = int(b), e["ts"] / 1e6
+        first[b] = min(first.get(b, a), a)
+        if e.get("name") == "pin_memory":
+            pinned[b] = a + e["dur"] / 1e6
+    step_of = {b: j for j, b in enumerate(sorted(pinned, key=pinned.get))} if not in_order else {b: b for b in pinned}
+    received = [(first[b], pinned[b]) if b in pinned else None for b in batches]
+    handed = [steps[step_of[b]] if b in step_of and step_of[b] < len(steps) and steps[step_of[b]] == steps[step_of[b]]
+              else None for b in batches]
+    return received, handed
 
 
 def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str) -> Optional[Dict]:
@@ -206,7 +280,10 @@ def simulated_rows(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: str
     ends0 = [per_batch[k][1] for k in keys0]
     # the simulator numbers batches as the loader does, so worker 0's batch i is batch i * nw only in order
     h = handover_s(ends0, steps, 0, nw, skip) if all(k[1] == i * nw for i, k in enumerate(keys0)) else None
+    received, handed = trace_slot_inputs(events, [k[1] for k in keys0], steps,
+                                         bool(case["knobs"].get("in_order", True)))
     return {"rhythm": rhythm, "waits": None, "handover_s": None if h is None or h != h else h,
+            "cycle": slot_cycle([per_batch[k] for k in keys0], received, handed, len(keys0) // 5),
             "samples_per_s": json.load(open(paths[2]))["throughput"]["samples_per_s"]}
 
 
@@ -237,6 +314,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("results_dir", nargs="+", help="one call's results (with --receives: one or more, pooled)")
     ap.add_argument("--pipeplan", default="build/cli/pipeplan")
     ap.add_argument("--no-sim", action="store_true")
+    ap.add_argument("--cycle", action="store_true",
+                    help="also worker 0's index slot batch by batch (slot_cycle): its batches' wait in the pin "
+                         "thread's queue, receive and pin, hand-over, the index's trip, and how its gaps alternate")
     ap.add_argument("--receives", action="store_true",
                     help="every pinned case with a timeline: the pin thread's receives begun while their worker was "
                          "loading its next batch (by how far into it) against the others, per case and pooled over "
@@ -283,6 +363,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sim = None if a.no_sim else simulated_rows(c, doc, profile, a.pipeplan, tmp)
             if sim:
                 print(line("simulated", sim, nw, bs, in_order, pf))
+            if a.cycle:
+                print(slot_cycle_line("measured", meas["cycle"]))
+                if sim:
+                    print(slot_cycle_line("simulated", sim["cycle"]))
     return 0
 
 

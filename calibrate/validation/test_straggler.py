@@ -76,6 +76,44 @@ class StragglerTest(unittest.TestCase):
         self.assertEqual(S.quantile([0.009, 0.008], 0.5), 0.008)
         self.assertIn("5-30 ms: n=2 p50 8.0 p90 8.0 ms", S.receives_line("", g))
 
+    def test_slot_cycle_by_hand(self):
+        # worker 0's batches (88 ms) start at 0, 100, 258, 358 and 516 ms: gaps 100, 158, 100, 158, swinging 58 ms.
+        # Its first batch (end 88) is received from 215 to its pin call's end 250 and handed over at 254.5; batch 2
+        # starts at 258, after batch 1 ended (188): it sat idle for the index, which came 3.5 ms before it started.
+        # Its second (end 188) is received 344-356 and handed over at 356.5; batch 3 starts at 358, after batch 2
+        # ended (346): idle again, the index 1.5 ms before the start.
+        w0 = [(0.000, 0.088), (0.100, 0.188), (0.258, 0.346), (0.358, 0.446), (0.516, 0.604)]
+        received = [(0.215, 0.250), (0.344, 0.356), None, None, None]
+        handed = [0.2545, 0.3565, None, None, None]
+        c = S.slot_cycle(w0, received, handed, skip_batches=0)
+        self.assertEqual([round(1e3 * x, 3) for x in c["gap_s"]], [100.0, 158.0, 100.0])
+        self.assertEqual([round(1e3 * x, 3) for x in c["swing_s"]], [58.0, 58.0])
+        self.assertEqual([round(1e3 * x, 3) for x in c["queue_s"]], [127.0, 156.0])
+        self.assertEqual([round(1e3 * x, 3) for x in c["receive_pin_s"]], [35.0, 12.0])
+        self.assertEqual([round(1e3 * x, 3) for x in c["handover_s"]], [4.5, 0.5])
+        self.assertEqual([round(1e3 * x, 3) for x in c["index_s"]], [3.5, 1.5])
+        self.assertEqual(c["busy"], [])
+        # a next-but-one batch that starts right at its predecessor's end found its index waiting: counted busy
+        w0_busy = [(0.0, 0.088), (0.088, 0.176), (0.176, 0.264)]
+        c = S.slot_cycle(w0_busy, [(0.1, 0.12)] * 3, [0.125] * 3, skip_batches=0)
+        self.assertEqual(c["busy"], [1.0])
+        self.assertEqual(c["index_s"], [])
+
+    def test_trace_slot_inputs_match_batches_to_their_steps(self):
+        # out of order, batch 8 is pinned first and batch 0 second, so steps 0 and 1 return them; in order step j
+        # returns batch j whatever the pin order
+        meta = [{"ph": "M", "name": "thread_name", "tid": 3, "args": {"name": "pin_memory thread"}}]
+        ev = meta + [
+            {"ph": "X", "tid": 3, "name": "receive: the straggler's GIL (its fd sharer)", "ts": 1000, "dur": 500,
+             "args": {"batch": 0}},
+            {"ph": "X", "tid": 3, "name": "pin_memory", "ts": 1500, "dur": 1000, "args": {"batch": 0}},
+            {"ph": "X", "tid": 3, "name": "pin_memory", "ts": 200, "dur": 700, "args": {"batch": 8}}]
+        received, handed = S.trace_slot_inputs(ev, [0, 8], [0.001, 0.003, 0.009], in_order=False)
+        self.assertEqual(received, [(0.001, 0.0025), (0.0002, 0.0009)])
+        self.assertEqual(handed, [0.003, 0.001])
+        _, handed = S.trace_slot_inputs(ev, [0, 8], [0.001, 0.003, 0.009], in_order=True)
+        self.assertEqual(handed, [0.001, None])       # step 8 was never returned
+
     def test_waits_by_position_in_the_round(self):
         # 2 workers, skip 1: steps 1..4 wait 1, 4, 1, 4 s: position 1 (odd batches) 1 s, position 0 4 s
         start = [0.0, 10.0, 20.0, 30.0, 40.0]
