@@ -158,7 +158,16 @@ def slot_cycle_line(label: str, c: Dict[str, List[float]]) -> str:
             f"{m(c['receive_pin_s']):.1f} (mean {1e3 * statistics.mean(c['receive_pin_s']) if c['receive_pin_s'] else float('nan'):.1f}), "
             f"hand-over {m(c['handover_s']):.1f}, index to its idle start {m(c['index_s']):.1f} "
             f"({len(c['busy'])} came while busy); gaps start to start {m(c['gap_s']):.1f} ms, swing between "
-            f"consecutive gaps {m(c['swing_s']):.1f} ms")
+            f"consecutive gaps {m(c['swing_s']):.1f} ms (window's halves {m(first_half(c['swing_s'])):.1f} / "
+            f"{m(second_half(c['swing_s'])):.1f}: a two-slot cycle held or let go)")
+
+
+def first_half(xs: Sequence[float]) -> List[float]:
+    return list(xs[:len(xs) // 2])
+
+
+def second_half(xs: Sequence[float]) -> List[float]:
+    return list(xs[len(xs) // 2:])
 
 
 def quantile(values: Sequence[float], q: float) -> float:

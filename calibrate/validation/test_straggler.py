@@ -88,6 +88,11 @@ class StragglerTest(unittest.TestCase):
         c = S.slot_cycle(w0, received, handed, skip_batches=0)
         self.assertEqual([round(1e3 * x, 3) for x in c["gap_s"]], [100.0, 158.0, 100.0])
         self.assertEqual([round(1e3 * x, 3) for x in c["swing_s"]], [58.0, 58.0])
+        # the line reads the swing over the window's halves: one swing each here, both 58 ms
+        line = S.slot_cycle_line("measured", c)
+        self.assertIn("swing between consecutive gaps 58.0 ms (window's halves 58.0 / 58.0", line)
+        self.assertEqual(S.first_half([1, 2, 3]), [1])
+        self.assertEqual(S.second_half([1, 2, 3]), [2, 3])
         self.assertEqual([round(1e3 * x, 3) for x in c["queue_s"]], [127.0, 156.0])
         self.assertEqual([round(1e3 * x, 3) for x in c["receive_pin_s"]], [35.0, 12.0])
         self.assertEqual([round(1e3 * x, 3) for x in c["handover_s"]], [4.5, 0.5])
