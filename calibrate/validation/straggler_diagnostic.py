@@ -14,6 +14,7 @@ the loop by position in the round. The same from the simulator's trace of the ca
 import argparse
 import bisect
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -153,9 +154,13 @@ def slot_cycle(w0: Sequence[Span], received: Sequence[Optional[Span]], handed: S
 
 
 def slot_cycle_line(label: str, c: Dict[str, List[float]]) -> str:
+    """slot_cycle's medians in ms. The measured hand-over starts at the pin call's end, before the pin loop frees the
+    worker's batch (run 62, finding 9), which the simulator does inside its "pin_memory" span: compare the
+    receive+pin+hand-over sums, less one free, not the columns one by one."""
     m = lambda xs: 1e3 * statistics.median(xs) if xs else float("nan")  # noqa: E731
+    mean = lambda xs: 1e3 * statistics.mean(xs) if xs else float("nan")  # noqa: E731
     return (f"  {label:9s} worker 0's slot, medians: queue {m(c['queue_s']):.1f} ms, receive+pin "
-            f"{m(c['receive_pin_s']):.1f} (mean {1e3 * statistics.mean(c['receive_pin_s']) if c['receive_pin_s'] else float('nan'):.1f}), "
+            f"{m(c['receive_pin_s']):.1f} (mean {mean(c['receive_pin_s']):.1f}), "
             f"hand-over {m(c['handover_s']):.1f}, index to its idle start {m(c['index_s']):.1f} "
             f"({len(c['busy'])} came while busy); gaps start to start {m(c['gap_s']):.1f} ms, swing between "
             f"consecutive gaps {m(c['swing_s']):.1f} ms (window's halves {m(first_half(c['swing_s'])):.1f} / "
@@ -218,7 +223,7 @@ def measured_rows(case: Dict) -> Optional[Dict]:
     factor = float(k.get("slow_worker_factor", 1.0))
     recv = receives_in_spin({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
                             [tuple(x) for x in tl.get("pin") or []], factor)
-    pins = tl.get("pin") or []
+    pins = [tuple(x) for x in tl.get("pin") or []]
     ends = sorted(b for spans in tl["workers"].values() for _, b in (x[:2] for x in spans))
     received: List[Optional[Span]] = []
     handed: List[Optional[float]] = []
@@ -226,7 +231,7 @@ def measured_rows(case: Dict) -> Optional[Dict]:
     in_order = bool(k.get("in_order", True))
     for i, end in enumerate(ends0):
         call = bisect.bisect_left(ends, end)    # the pin thread's call for this batch (fifo_receive's matching)
-        r = fifo_receive(ends, [tuple(x) for x in pins], end)
+        r = fifo_receive(ends, pins, end)
         received.append(None if r is None else (r[0], pins[call][1]))
         # next() returns the batches as pinned out of order; in order, worker 0's i-th is the round robin's i * nw
         step = i * nw if in_order else call
@@ -255,8 +260,11 @@ def trace_slot_inputs(events: Sequence[Dict], batches: Sequence[int], steps: Seq
             pinned[b] = a + e["dur"] / 1e6
     step_of = {b: j for j, b in enumerate(sorted(pinned, key=pinned.get))} if not in_order else {b: b for b in pinned}
     received = [(first[b], pinned[b]) if b in pinned else None for b in batches]
-    handed = [steps[step_of[b]] if b in step_of and step_of[b] < len(steps) and steps[step_of[b]] == steps[step_of[b]]
-              else None for b in batches]
+    def returned(b: int) -> Optional[float]:
+        j = step_of.get(b)
+        t = steps[j] if j is not None and j < len(steps) else None
+        return None if t is None or math.isnan(t) else t   # NaN: a step the trace never returned
+    handed = [returned(b) for b in batches]
     return received, handed
 
 
