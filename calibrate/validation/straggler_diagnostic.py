@@ -221,9 +221,8 @@ def measured_rows(case: Dict) -> Optional[Dict]:
         return None
     ends0 = [s[1] for s in tl["workers"]["0"]]
     factor = float(k.get("slow_worker_factor", 1.0))
-    recv = receives_in_spin({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()},
-                            [tuple(x) for x in tl.get("pin") or []], factor)
     pins = [tuple(x) for x in tl.get("pin") or []]
+    recv = receives_in_spin({w: [tuple(x[:2]) for x in sp] for w, sp in tl["workers"].items()}, pins, factor)
     ends = sorted(b for spans in tl["workers"].values() for _, b in (x[:2] for x in spans))
     received: List[Optional[Span]] = []
     handed: List[Optional[float]] = []
@@ -247,7 +246,7 @@ def trace_slot_inputs(events: Sequence[Dict], batches: Sequence[int], steps: Seq
     """Pure: slot_cycle's inputs from the simulator's trace for the given batch ids (worker 0's, in order): each
     batch's (first span on the pin_memory thread, end of its "pin_memory" span) and the end of the next() that
     returned it: `steps[j]` is step j's; in order step j returns batch j, out of order the j-th batch pinned."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    names = timeline_analysis.thread_names(events)
     first: Dict[int, float] = {}
     pinned: Dict[int, float] = {}
     for e in events:

@@ -30,12 +30,17 @@ def overlap(a: float, b: float, lo: float, hi: float) -> float:
     return max(0.0, min(b, hi) - max(a, lo))
 
 
+def thread_names(events: Sequence[Dict[str, Any]]) -> Dict[Any, str]:
+    """Pure: the simulator's Perfetto events' thread names by tid (their "thread_name" metadata events)."""
+    return {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+
+
 def trace_batches(events: Sequence[Dict[str, Any]]
                   ) -> Tuple[Dict[Tuple[int, int], Tuple[float, float]], Dict[int, float]]:
     """Pure: the simulator's Perfetto events (pipeplan simulate --trace) read as batches, in seconds: {(worker, batch):
     (first start, last end)} over the events on thread "worker W" carrying args.batch (a batch's per-sample loads and
     its collate are one span), and {batch: end of the loop's next() that returned it} (main thread, args.batch)."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    names = thread_names(events)
     spans: Dict[Tuple[int, int], Tuple[float, float]] = {}
     for e in events:
         batch = (e.get("args") or {}).get("batch")
@@ -54,7 +59,7 @@ def main_thread_steps(events: Sequence[Dict[str, Any]]) -> Dict[str, Dict[int, f
     returns as the batch of that number), in seconds: "next_end" (the end
     of "next(): the loader's own Python", the return), "launched" (the end of "training step (python)", the last
     launch) and "wait" (the step's "wait for batch", summed)."""
-    names = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    names = thread_names(events)
     out: Dict[str, Dict[int, float]] = {"next_end": {}, "launched": {}, "wait": {}}
     for e in events:
         step = (e.get("args") or {}).get("batch")
