@@ -53,9 +53,12 @@ def inside(x: float, lo: float, hi: float) -> bool:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dirs", nargs="+")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     a = ap.parse_args()
+    if convert.pipeplan_problem(a.pipeplan):
+        print(f"bracket_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     jobs = []
     calls = convert.load_calls(a.results_dirs)
     duty_taus = convert.loaded_duty_time_constants(calls)   # as the table: per GPU kind of the calls given

@@ -61,9 +61,12 @@ def simulated_completions(trace: Dict[str, Any], warmup_share: float = 0.2) -> L
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dirs", nargs="+")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=3, help="simulated seeds per case (default %(default)s)")
     a = ap.parse_args()
+    if convert.pipeplan_problem(a.pipeplan):
+        print(f"burst_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         calls = convert.load_calls(a.results_dirs)

@@ -108,9 +108,12 @@ def main(argv=None) -> int:
         argv, extra = argv[:i], argv[i + 1:]
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", default=os.path.join(HERE, "table_calls.txt"))
-    ap.add_argument("--pipeplan", default=os.path.join(ROOT, "build", "cli", "pipeplan"))
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--out-dir", default=None, help="where convert writes (default: a scratch folder, removed)")
     args = ap.parse_args(argv)
+    if convert.pipeplan_problem(args.pipeplan):
+        print(f"cold_cases.py: {convert.pipeplan_problem(args.pipeplan)}", file=sys.stderr)
+        return 2
     try:
         folders = convert.table_call_dirs(args.calls)
     except OSError as e:

@@ -356,6 +356,20 @@ def call_rest_curve(call_components: Dict[str, Any], profile: Optional[Dict[str,
     return _step_curve(call_components, profile, rc.get("step") or "", rc)
 
 
+# The pipeplan binary README's first command builds, found from this file rather than the working folder, so the
+# diagnostics run from any folder.
+REPO_PIPEPLAN = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "cli",
+                                              "pipeplan"))
+
+
+def pipeplan_problem(path: str) -> Optional[str]:
+    """None when `path` is an executable file, else the one line a script prints before exit code 2."""
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return None
+    return f"--pipeplan {path}: not an executable file; expected a built pipeplan (README's first command builds " \
+           f"{REPO_PIPEPLAN})"
+
+
 STORED_JSON_SUFFIXES = ("", ".gz", ".xz")
 
 
@@ -3227,7 +3241,7 @@ def main(argv=None) -> int:
                     help="harness output (cases.json); repeat with --profile for several device calls")
     ap.add_argument("--profile", default=None, action="append",
                     help="profile calibrated in the same device call as the --cases in the same position")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan", help="pipeplan binary")
+    ap.add_argument("--pipeplan", default=REPO_PIPEPLAN, help="pipeplan binary")
     ap.add_argument("--out-dir", default=None, help="scenarios/ and report.json (default: beside the first --cases)")
     ap.add_argument("--md", default=None, help="markdown file whose generated section is replaced")
     ap.add_argument("--no-simulate", action="store_true", help="only the measured side and the by-hand estimate")
@@ -3462,13 +3476,13 @@ def main(argv=None) -> int:
         runs.append({"cases_path": cp, "profile": pp, "doc": doc, "tag": f"r{i + 1}" if len(a.cases) > 1 else None})
     out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases[0])),
                                         os.path.splitext(os.path.basename(a.cases[0]))[0] + "-report")
+    simulate = not a.no_simulate
+    if simulate and pipeplan_problem(a.pipeplan):   # before anything is written
+        print(f"convert: {pipeplan_problem(a.pipeplan)}, or --no-simulate", file=sys.stderr)
+        return 2
     scen_dir = os.path.join(out_dir, "scenarios")
     os.makedirs(scen_dir, exist_ok=True)
 
-    simulate = not a.no_simulate
-    if simulate and not (os.path.isfile(a.pipeplan) and os.access(a.pipeplan, os.X_OK)):
-        print(f"convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
-        return 2
     # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored on
     # that kind of GPU
     for r in runs:

@@ -601,7 +601,7 @@ def main(argv=None) -> int:
     ap.add_argument("--collective", choices=["auto", "profile", "fit"], default="auto",
                     help="the all-reduce model of the main prediction (auto: profile when it measured nccl, else fit)")
     ap.add_argument("--fit-min-bytes", type=float, default=0.0, help="fit only standalone points at least this big")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=C.REPO_PIPEPLAN)
     ap.add_argument("--out-dir", default=None, help="scenarios/, profiles and report.json (default: beside --cases)")
     ap.add_argument("--md", default=None, help="markdown file whose generated section is replaced")
     ap.add_argument("--no-simulate", action="store_true", help="write scenarios and the measured side only")
@@ -613,6 +613,10 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=max(1, min(8, os.cpu_count() or 1)))
     ap.add_argument("--timeout-s", type=float, default=300)
     a = ap.parse_args(argv)
+    simulate = not a.no_simulate
+    if simulate and C.pipeplan_problem(a.pipeplan):   # before anything is written
+        print(f"ddp_convert: {C.pipeplan_problem(a.pipeplan)}, or --no-simulate", file=sys.stderr)
+        return 2
 
     try:
         doc = load_json(a.cases)
@@ -664,10 +668,6 @@ def main(argv=None) -> int:
         return 2
     alt_src = next((k for k in profiles if k != main_src), None)
 
-    simulate = not a.no_simulate
-    if simulate and not (os.path.isfile(a.pipeplan) and os.access(a.pipeplan, os.X_OK)):
-        print(f"ddp_convert: {a.pipeplan} is not an executable; use --pipeplan or --no-simulate", file=sys.stderr)
-        return 2
     jobs = []
     for c in cases:
         if c.get("status") != "ok":

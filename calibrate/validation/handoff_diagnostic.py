@@ -181,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = ap.parse_args(argv)
     if not a.family and len(a.results_dir) != 1:
         ap.error("one results folder, or several with --family")
-    overtake_diagnostic.check_simulated_options(ap, a)
+    overtake_diagnostic.check_simulated_options(ap, a, a.simulated)
     groups: Dict[str, Dict[str, List[float]]] = {}
     print("hand-off delay (pin_memory() end -> next() return) | lead (return -> next pin_memory()) | the pin "
           "thread's gap, ms, p10 / p50 / p90; the loop's excess: next() return -> last launch, waited less in hand, "

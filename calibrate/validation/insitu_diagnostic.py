@@ -462,7 +462,7 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     ap.add_argument("--wander", choices=["profile", "case", "case-shape", "case-level", "case-parts", "case-parts-shape",
                                           "probe-parts", "case-parts-batches", "probe-parts-batches", "call-parts-batches",
@@ -504,6 +504,9 @@ def main() -> int:
                          "the case), or a number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
+    if convert.pipeplan_problem(a.pipeplan):
+        print(f"insitu_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     if a.common_share not in (None, "case", "call"):
         try:
             if not 0.0 <= float(a.common_share) <= 0.95:

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import convert  # noqa: E402
 from convert import read_json, stored_json_path  # noqa: E402
 
 
@@ -94,8 +95,11 @@ def main() -> int:
     ap.add_argument("--new-shape-cost", choices=["call", "case"], default="call",
                     help="convert's --new-shape-cost: the call's components pooled (the table's) or the case's own "
                          "component (default %(default)s)")
-    ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args()
+    if convert.pipeplan_problem(a.pipeplan):
+        print(f"new_shape_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     cases_path = stored_json_path(os.path.join(a.results, "cases.json"))
     profile = os.path.join(a.results, "profile.json")
     with tempfile.TemporaryDirectory() as out:

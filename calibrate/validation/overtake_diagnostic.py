@@ -267,16 +267,18 @@ def add_simulated_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="scenario_set",
                     help="a scenario key on the simulated side, on top of each case's (pipeplan simulate --set; "
                          "repeatable; e.g. training.back_to_back_host_factor=0.69: validation run 62, finding 10)")
-    ap.add_argument("--pipeplan", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                                       "build", "cli", "pipeplan"))
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
 
 
-def check_simulated_options(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
-    """A malformed --profile-set gets one line and exit 2 before anything runs."""
+def check_simulated_options(ap: argparse.ArgumentParser, a: argparse.Namespace, simulates: bool) -> None:
+    """A malformed --profile-set, or a missing --pipeplan where the run `simulates`, gets one line and exit 2
+    before anything runs."""
     try:
         with_profile_sets({}, a.profile_set)
     except ValueError as e:
         ap.error(f"--profile-set {e}")
+    if simulates and convert.pipeplan_problem(a.pipeplan):
+        ap.exit(2, f"{ap.prog}: {convert.pipeplan_problem(a.pipeplan)}\n")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -295,7 +297,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="simulated steps with --simulated (default: the scenario's, the case's own; a trace whose "
                          "batches are not dealt round robin, as after an epoch's end, is left out)")
     a = ap.parse_args(argv)
-    check_simulated_options(ap, a)
+    check_simulated_options(ap, a, bool(a.family or a.simulated))   # the summary simulates
     if a.family:
         return summary(a.results_dir, a.family, a.knob, a.gap_ms / 1e3, a.pipeplan, a.steps, a.profile_set,
                        a.scenario_set)

@@ -159,7 +159,7 @@ def recommend(binary: str, scenario: str, profile: Optional[str], knobs: Sequenc
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--report", default="calibrate/validation/results/table-report")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--starts", default="2,4", help="the worker counts recommend starts from (default %(default)s)")
     ap.add_argument("--md", help="also write the table as markdown to this file")
     ap.add_argument("--profile-from", choices=["case", "call"], default="case",
@@ -167,6 +167,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "that case); call: the call's calibrated profile.json as it is, what a user's own "
                          "`pipeplan calibrate` gives (default %(default)s)")
     a = ap.parse_args(argv)
+    if convert.pipeplan_problem(a.pipeplan):
+        print(f"recommend_check: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     starts = {int(x) for x in a.starts.split(",")}
     report = convert.read_json(os.path.join(a.report, "report.json"))  # or its .gz (table.sh keeps the table's so)
     rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}

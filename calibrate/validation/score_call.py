@@ -26,7 +26,7 @@ from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from convert import _pct, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
+from convert import REPO_PIPEPLAN, _pct, pipeplan_problem, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
 
 
 def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
@@ -78,7 +78,7 @@ def memory_map_lines(report: Dict[str, Any]) -> List[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", help="a device call's result folder (cases.json or cases.json.gz, profile.json)")
-    ap.add_argument("--pipeplan", default=os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"))
+    ap.add_argument("--pipeplan", default=REPO_PIPEPLAN)
     ap.add_argument("--out-dir", default=None, help="convert's output (default /tmp/pipeplan-score-<folder>)")
     argv = list(sys.argv[1:] if argv is None else argv)
     # everything after the first "--" goes to convert untouched (argparse alone would not take "--" after an option)
@@ -91,9 +91,8 @@ def main(argv=None) -> int:
     if cases is None or not os.path.isfile(profile):
         print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json in it", file=sys.stderr)
         return 2
-    if not os.access(a.pipeplan, os.X_OK):
-        print(f"score_call: --pipeplan {a.pipeplan}: not an executable; expected build/cli/pipeplan (build first)",
-              file=sys.stderr)
+    if pipeplan_problem(a.pipeplan):
+        print(f"score_call: {pipeplan_problem(a.pipeplan)}", file=sys.stderr)
         return 2
     out = a.out_dir or os.path.join("/tmp", "pipeplan-score-" + os.path.basename(R))
     cmd = [sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases, "--profile", profile,

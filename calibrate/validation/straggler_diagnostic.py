@@ -328,7 +328,7 @@ def line(label: str, rows: Dict, nw: int, bs: int, in_order: bool, pf: int = 2) 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results_dir", nargs="+", help="one call's results (with --receives: one or more, pooled)")
-    ap.add_argument("--pipeplan", default="build/cli/pipeplan")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--cycle", action="store_true",
                     help="also worker 0's index slot batch by batch (slot_cycle): its batches' wait in the pin "
@@ -338,6 +338,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "loading its next batch (by how far into it) against the others, per case and pooled over "
                          "the calls given, then stop")
     a = ap.parse_args(argv)
+    if not (a.no_sim or a.receives) and convert.pipeplan_problem(a.pipeplan):
+        print(f"straggler_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
+        return 2
     if a.receives:
         pooled: Dict[str, List[float]] = {}
         # every call read before any line is printed: a missing or bad one is one line and exit 2, nothing half-shown
