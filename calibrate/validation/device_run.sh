@@ -62,6 +62,15 @@ mkdir -p "$DATA"
 } > "$OUT/env.txt" 2>&1
 say "mode $MODE, total budget ${TOTAL}s, data in $DATA ($DATAFS)"
 
+# ---- 0. the harness's arguments, checked before calibration spends about 135 s of the call (run 70's first call
+#         calibrated, then had its --min-case-window-s above --case-window-s refused: 181 s of device time for nothing)
+# shellcheck disable=SC2086
+if ! python3 calibrate/validation/harness.py --out /dev/null --list $QFLAG ${PIPEPLAN_HARNESS_ARGS:-} \
+    > /dev/null 2> "$OUT/harness.log"; then
+  say "harness arguments refused, nothing measured: $(tail -n 1 "$OUT/harness.log")"
+  exit 2
+fi
+
 # ---- 1. calibrate (same machine, same run as the ground truth)
 CAL=.carry/pipeplan-calibrate
 if [ -x "$CAL" ]; then
