@@ -34,6 +34,15 @@ SIMULATING = [
 ]
 
 
+def placeholder(arg: str, bad: str, out: str, missing: str) -> str:
+    """SIMULATING's placeholders: BAD the missing binary, OUT the output folder, R (or R/...) the missing results."""
+    if arg in ("BAD", "OUT"):
+        return bad if arg == "BAD" else out
+    if arg == "R" or arg.startswith("R/"):
+        return missing + arg[1:]
+    return arg
+
+
 class PipeplanPathTest(unittest.TestCase):
     def test_default_is_the_checkouts_build_from_any_folder(self):
         self.assertTrue(os.path.isabs(convert.REPO_PIPEPLAN))
@@ -58,8 +67,7 @@ class PipeplanPathTest(unittest.TestCase):
             out = os.path.join(d, "out")
             for script, args in SIMULATING:
                 with self.subTest(script=script):
-                    argv = [a.replace("BAD", bad).replace("OUT", out).replace("R", os.path.join(d, "no-results"), 1)
-                            if a in ("BAD", "OUT") or a.startswith("R") else a for a in args]
+                    argv = [placeholder(a, bad, out, os.path.join(d, "no-results")) for a in args]
                     run = subprocess.run([sys.executable, os.path.join(HERE, script), *argv], cwd=d,
                                          capture_output=True, text=True, timeout=120)
                     self.assertEqual(run.returncode, 2, run.stderr)
