@@ -3409,6 +3409,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     ep = dict(epochs=3, steps_per_epoch=6) if quick else dict(epochs=4, steps_per_epoch=10)
     add("persistent_workers", [dict(ep, persistent_workers=True), dict(ep, persistent_workers=False)])
     if families:
+        # a misspelt family would leave a device call with no case after its calibration: refuse it by name
+        unknown = [f for f in families if f not in {name for name, _ in fam}]
+        if unknown:
+            raise ValueError(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {','.join(unknown)}; expected "
+                             f"some of {','.join(name for name, _ in fam)}")
         fam = [f for f in fam if f[0] in families]
 
     cases, by_key = [], {}
@@ -3530,7 +3535,10 @@ def main(argv=None):
     fams = a.families.split(",") if a.families else None
     if a.rounds < 1:
         ap.error(f"--rounds {a.rounds}: expected 1 or more")
-    cases = build_cases(a.quick, fams, a.rounds)
+    try:
+        cases = build_cases(a.quick, fams, a.rounds)
+    except ValueError as e:
+        ap.error(f"--families {a.families}: {e}")
     if a.cases:
         keep = {int(x) for x in a.cases.split(",")}
         cases = [c for c in cases if c["index"] in keep]
