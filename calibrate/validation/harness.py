@@ -3540,7 +3540,14 @@ def main(argv=None):
     except ValueError as e:
         ap.error(f"--families {a.families}: {e}")
     if a.cases:
-        keep = {int(x) for x in a.cases.split(",")}
+        try:
+            keep = {int(x) for x in a.cases.split(",")}
+        except ValueError:
+            ap.error(f"--cases {a.cases}: expected comma-separated case indices (integers; --list shows them)")
+        missing = sorted(keep - {c["index"] for c in cases})
+        if missing:   # an index past the list would leave the call with fewer cases than asked, or none
+            ap.error(f"--cases {a.cases}: no case {','.join(map(str, missing))} in the list of {len(cases)} "
+                     f"(indices 0-{len(cases) - 1}{' after --families' if fams else ''})")
         cases = [c for c in cases if c["index"] in keep]
     if a.list:
         for c in cases:

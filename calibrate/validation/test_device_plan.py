@@ -63,6 +63,17 @@ class DevicePlanTest(unittest.TestCase):
         self.assertIn("unknown family pin_memory_tensr", text)
         self.assertIn("slow_worker_order", text)      # the families it knows are named
 
+    def test_cases_indices_are_checked(self):
+        rc, text = list_cases(["--families", "slow_worker_order", "--cases", "1,3"])
+        self.assertEqual(rc, 0, text)
+        self.assertIn("2 cases", text)
+        rc, text = list_cases(["--cases", "a"])              # was a traceback
+        self.assertEqual(rc, 2)
+        self.assertIn("--cases a: expected comma-separated case indices", text)
+        rc, text = list_cases(["--families", "slow_worker_order", "--cases", "1,9"])   # was silently 1 case
+        self.assertEqual(rc, 2)
+        self.assertIn("no case 9 in the list of 4", text)
+
     def test_plan_args_wrap_across_lines(self):
         md = ('Device plan for the next run\n1. `PIPEPLAN_HARNESS_ARGS="--families a,b --timeline\n'
               '   --min-case-window-s 20"` then\n## Next heading\nPIPEPLAN_HARNESS_ARGS="--families c"')
