@@ -3532,6 +3532,10 @@ def main(argv=None):
     set_case_window(a.case_window_s, a.min_case_window_s)
     if a.budget_s is None:
         a.budget_s = 120.0 if a.quick else 420.0
+    if not 10.0 <= a.budget_s <= 86400.0:
+        ap.error(f"--budget-s {a.budget_s:g}: expected 10 seconds up to a day (data generation alone takes about 15 s)")
+    if a.n_images is not None and a.n_images < 1:
+        ap.error(f"--n-images {a.n_images}: expected 1 or more (default 7000, quick 1200)")
     fams = a.families.split(",") if a.families else None
     if a.rounds < 1:
         ap.error(f"--rounds {a.rounds}: expected 1 or more")

@@ -74,6 +74,14 @@ class DevicePlanTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("no case 9 in the list of 4", text)
 
+    def test_budget_and_images_are_checked(self):
+        for args, line in ((["--budget-s", "-5"], "--budget-s -5: expected 10 seconds"),
+                           (["--n-images", "0"], "--n-images 0: expected 1 or more")):
+            rc, text = list_cases(args)
+            self.assertEqual(rc, 2, text)
+            self.assertIn(line, text)
+        self.assertEqual(list_cases(["--budget-s", "30", "--n-images", "10"])[0], 0)
+
     def test_plan_args_wrap_across_lines(self):
         md = ('Device plan for the next run\n1. `PIPEPLAN_HARNESS_ARGS="--families a,b --timeline\n'
               '   --min-case-window-s 20"` then\n## Next heading\nPIPEPLAN_HARNESS_ARGS="--families c"')
