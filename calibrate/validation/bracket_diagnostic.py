@@ -56,9 +56,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N averaged, as convert.py (default %(default)s)")
     a = ap.parse_args()
-    if convert.pipeplan_problem(a.pipeplan):
-        print(f"bracket_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("bracket_diagnostic", a.pipeplan)
     jobs = []
     calls = convert.load_calls(a.results_dirs)
     duty_taus = convert.loaded_duty_time_constants(calls)   # as the table: per GPU kind of the calls given

@@ -64,9 +64,7 @@ def main() -> int:
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=3, help="simulated seeds per case (default %(default)s)")
     a = ap.parse_args()
-    if convert.pipeplan_problem(a.pipeplan):
-        print(f"burst_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("burst_diagnostic", a.pipeplan)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         calls = convert.load_calls(a.results_dirs)

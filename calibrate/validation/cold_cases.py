@@ -111,9 +111,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--out-dir", default=None, help="where convert writes (default: a scratch folder, removed)")
     args = ap.parse_args(argv)
-    if convert.pipeplan_problem(args.pipeplan):
-        print(f"cold_cases.py: {convert.pipeplan_problem(args.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("cold_cases.py", args.pipeplan)
     try:
         folders = convert.table_call_dirs(args.calls)
     except OSError as e:

@@ -370,6 +370,15 @@ def pipeplan_problem(path: str) -> Optional[str]:
            f"{REPO_PIPEPLAN})"
 
 
+def exit_without_pipeplan(prog: str, path: str, hint: str = "") -> None:
+    """A script that is about to simulate: one line ("prog: why" and `hint`) and exit code 2 when `path` is no
+    pipeplan binary, before it reads or writes anything."""
+    why = pipeplan_problem(path)
+    if why:
+        print(f"{prog}: {why}{hint}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 STORED_JSON_SUFFIXES = ("", ".gz", ".xz")
 
 
@@ -3477,9 +3486,8 @@ def main(argv=None) -> int:
     out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases[0])),
                                         os.path.splitext(os.path.basename(a.cases[0]))[0] + "-report")
     simulate = not a.no_simulate
-    if simulate and pipeplan_problem(a.pipeplan):   # before anything is written
-        print(f"convert: {pipeplan_problem(a.pipeplan)}, or --no-simulate", file=sys.stderr)
-        return 2
+    if simulate:   # before anything is written
+        exit_without_pipeplan("convert", a.pipeplan, ", or --no-simulate")
     scen_dir = os.path.join(out_dir, "scenarios")
     os.makedirs(scen_dir, exist_ok=True)
 

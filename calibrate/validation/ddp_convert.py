@@ -614,9 +614,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout-s", type=float, default=300)
     a = ap.parse_args(argv)
     simulate = not a.no_simulate
-    if simulate and C.pipeplan_problem(a.pipeplan):   # before anything is written
-        print(f"ddp_convert: {C.pipeplan_problem(a.pipeplan)}, or --no-simulate", file=sys.stderr)
-        return 2
+    if simulate:   # before anything is written
+        C.exit_without_pipeplan("ddp_convert", a.pipeplan, ", or --no-simulate")
 
     try:
         doc = load_json(a.cases)

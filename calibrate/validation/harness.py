@@ -3410,10 +3410,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
     add("persistent_workers", [dict(ep, persistent_workers=True), dict(ep, persistent_workers=False)])
     if families:
         # a misspelt family would leave a device call with no case after its calibration: refuse it by name
-        unknown = [f for f in families if f not in {name for name, _ in fam}]
+        known = [name for name, _ in fam]
+        unknown = [f for f in families if f not in known]
         if unknown:
             raise ValueError(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {','.join(unknown)}; expected "
-                             f"some of {','.join(name for name, _ in fam)}")
+                             f"some of {','.join(known)}")
         fam = [f for f in fam if f[0] in families]
 
     cases, by_key = [], {}

@@ -504,9 +504,7 @@ def main() -> int:
                          "the case), or a number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
     a = ap.parse_args()
-    if convert.pipeplan_problem(a.pipeplan):
-        print(f"insitu_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("insitu_diagnostic", a.pipeplan)
     if a.common_share not in (None, "case", "call"):
         try:
             if not 0.0 <= float(a.common_share) <= 0.95:

@@ -97,9 +97,7 @@ def main() -> int:
                          "component (default %(default)s)")
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args()
-    if convert.pipeplan_problem(a.pipeplan):
-        print(f"new_shape_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("new_shape_diagnostic", a.pipeplan)
     cases_path = stored_json_path(os.path.join(a.results, "cases.json"))
     profile = os.path.join(a.results, "profile.json")
     with tempfile.TemporaryDirectory() as out:

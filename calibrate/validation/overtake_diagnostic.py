@@ -277,8 +277,8 @@ def check_simulated_options(ap: argparse.ArgumentParser, a: argparse.Namespace, 
         with_profile_sets({}, a.profile_set)
     except ValueError as e:
         ap.error(f"--profile-set {e}")
-    if simulates and convert.pipeplan_problem(a.pipeplan):
-        ap.exit(2, f"{ap.prog}: {convert.pipeplan_problem(a.pipeplan)}\n")
+    if simulates:
+        convert.exit_without_pipeplan(ap.prog, a.pipeplan)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

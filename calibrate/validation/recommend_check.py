@@ -167,9 +167,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "that case); call: the call's calibrated profile.json as it is, what a user's own "
                          "`pipeplan calibrate` gives (default %(default)s)")
     a = ap.parse_args(argv)
-    if convert.pipeplan_problem(a.pipeplan):
-        print(f"recommend_check: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    convert.exit_without_pipeplan("recommend_check", a.pipeplan)
     starts = {int(x) for x in a.starts.split(",")}
     report = convert.read_json(os.path.join(a.report, "report.json"))  # or its .gz (table.sh keeps the table's so)
     rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}

@@ -26,7 +26,7 @@ from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from convert import REPO_PIPEPLAN, _pct, pipeplan_problem, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
+from convert import REPO_PIPEPLAN, _pct, exit_without_pipeplan, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
 
 
 def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
@@ -91,9 +91,7 @@ def main(argv=None) -> int:
     if cases is None or not os.path.isfile(profile):
         print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json in it", file=sys.stderr)
         return 2
-    if pipeplan_problem(a.pipeplan):
-        print(f"score_call: {pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    exit_without_pipeplan("score_call", a.pipeplan)
     out = a.out_dir or os.path.join("/tmp", "pipeplan-score-" + os.path.basename(R))
     cmd = [sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases, "--profile", profile,
            "--pipeplan", a.pipeplan, "--transport", "measured", "--out-dir", out] + list(a.convert_args)

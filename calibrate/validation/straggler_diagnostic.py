@@ -338,9 +338,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "loading its next batch (by how far into it) against the others, per case and pooled over "
                          "the calls given, then stop")
     a = ap.parse_args(argv)
-    if not (a.no_sim or a.receives) and convert.pipeplan_problem(a.pipeplan):
-        print(f"straggler_diagnostic: {convert.pipeplan_problem(a.pipeplan)}", file=sys.stderr)
-        return 2
+    if not (a.no_sim or a.receives):
+        convert.exit_without_pipeplan("straggler_diagnostic", a.pipeplan)
     if a.receives:
         pooled: Dict[str, List[float]] = {}
         # every call read before any line is printed: a missing or bad one is one line and exit 2, nothing half-shown
