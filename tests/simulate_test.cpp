@@ -438,6 +438,29 @@ TEST(Simulate, BatchesOvertakingEachOtherSetAPinBoundP90) {
             std::string::npos);
 }
 
+// The same pin-bound loop with worker 0 six times slower (48 ms a batch): in order it must deliver every fourth
+// batch, 4 batches per 48 ms = 666.7 samples/s, below the pin thread's 8 per 10 ms = 800. in_order=false passes
+// over worker 0 while its two slots are full, so the other three (8 ms a batch) feed the pin thread: 800. The
+// explanation does not claim the same throughput there; it names the pin thread's capacity and the sweep.
+TEST(Simulate, ASlowWorkerBelowThePinThreadsCapacityIsLiftedByInOrderFalse) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", true}, {"slow_worker", {{"worker", 0}, {"factor", 6.0}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 800}};
+  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  const json r = simulate(s, {}, profile);
+  EXPECT_NEAR(samples_per_s(r), 4 * 8 / 0.048, 4 * 8 / 0.048 * 0.03);
+  const std::string why = r["bottleneck"]["explanation"].get<std::string>();
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NE(why.find("finish before the batch ahead of them"), std::string::npos) << why;
+  EXPECT_EQ(why.find("at the same throughput"), std::string::npos) << why;
+  EXPECT_NE(why.find("toward the pin thread's 800 samples/s"), std::string::npos) << why;
+  s["loader"]["in_order"] = false;
+  EXPECT_NEAR(samples_per_s(simulate(s, {}, profile)), 800.0, 800.0 * 0.03);
+}
+
 // A GPU step that follows its duty (training.step_s_vs_gpu_duty: 10 ms rested, 30 ms back to back).
 // Input-bound, one worker delivering 8 samples every 100 ms: the step s at duty s / 0.1 solves
 // s = 0.010 + 0.020 x s / 0.1, s = 12.5 ms, GPU busy 0.125 (30 ms, 0.30, without the curve); the
