@@ -587,6 +587,28 @@ def probe_window_s(num_workers: int, base_s: float) -> float:
 # probes' first half-window 1.26-1.42x the case's own, second half 0.97-1.04x); settled probes read 1.016x.
 PROBE_SETTLE_S = 1.0
 
+# --probe-with-straggler (validation-runs.md run 71, finding 3): a straggler case's probes run its straggler too
+# (worker 0 slow_worker_factor times slower, its spin as the case's). The slow_worker_order family's pin thread
+# read 1.050x its probes' CPU a batch in the case (median of 26 in-order cases), the other families 0.95-1.04: with
+# the straggler in the probes as well, a ratio near 1 says its presence makes the pin thread dearer.
+PROBE_WITH_STRAGGLER = False
+
+
+def window_batch_durations(per_worker, t0: float, t1: float, slow_worker_factor: float = 1.0):
+    """Pure: each worker's batch durations inside [t0, t1] from a Timeline's per_worker(0.0) ({worker id as a
+    string: [[start, end], ...]}), for the probe's wander. A straggling worker 0 (--probe-with-straggler, factor
+    over 1) is left out: its batches are the knob's, not the cores' wander."""
+    return [[e - s for s, e in iv if s >= t0 and e <= t1] for w, iv in per_worker.items()
+            if not (slow_worker_factor > 1.0 and w == "0")]
+
+
+def probe_straggler(knobs: dict, with_straggler: bool):
+    """Pure: (slow_worker_factor, holds_gil) for a case's probes: the case's own straggler under
+    --probe-with-straggler, else none (1.0, True)."""
+    if not with_straggler:
+        return 1.0, True
+    return float(knobs.get("slow_worker_factor", 1.0)), knobs.get("slow_worker_spin", "python") == "python"
+
 
 # --case-window-s: the most a case's measured window gets of the harness's time allowance (full mode). 30 s until run
 # 28's plan; a longer window measures the case's own p90 step more precisely (validation-runs.md run 27, finding 3: the
@@ -2650,11 +2672,12 @@ class Harness:
         k = case["knobs"]
         try:
             case["components"]["probe_after"] = self.comp_probe(k["kind"], k["batch_size"], k["num_workers"],
-                                                                pin=k["pin_memory"] and k["num_workers"] > 0)
+                                                                pin=k["pin_memory"] and k["num_workers"] > 0,
+                                                                straggler=probe_straggler(k, PROBE_WITH_STRAGGLER))
         except Exception as e:
             case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
 
-    def comp_probe(self, kind, bs, num_workers, pin=False):
+    def comp_probe(self, kind, bs, num_workers, pin=False, straggler=(1.0, True)):
         """The case's own loader, timed right before the case (about 1 s after warm-up, never cached):
         num_workers workers with the case's batch size and collate_fn, each batch dropped by the main
         loop; getitem and collate timed inside the workers. Two things the run-6 one-worker probe
@@ -2674,17 +2697,24 @@ class Harness:
         # component measures it once per batch size.
         window_s = 0.6 if self.quick else probe_window_s(num_workers, PROBE_WINDOW_S)
         res = self._time_k_workers(kind, bs, num_workers, window_s=window_s, seed=41, pin=pin,
-                                   settle_s=PROBE_SETTLE_S)
+                                   settle_s=PROBE_SETTLE_S, straggler=straggler)
         res["method"] = ("right before the case: DataLoader(dataset, batch_size, num_workers as the case, prefetch_factor=2, "
                          "pin_memory as the case (since run 11), the case's collate_fn), the main loop drops each batch; "
                          f"getitem and collate timed inside the workers (InSitu) after 2K warm-up batches, for about {window_s:g} s "
                          "(at least 3 batches; 1 s until run 8, 2.5 s in run 9; since run 10 once before and once after the "
                          f"case; since run 58 {FEW_WORKERS_FULL} / max(workers, 1) times longer below {FEW_WORKERS_FULL} workers); main side: the pin thread's CPU per batch (pinned) or the main thread's (not pinned)"
                          + (f"; the window opened {PROBE_SETTLE_S:g} s after the warm-up (--probe-settle-s)"
-                            if PROBE_SETTLE_S > 0 else ""))
+                            if PROBE_SETTLE_S > 0 else "")
+                         + (f"; worker 0 a straggler as its case's, factor {straggler[0]:g} "
+                            f"({'Python spin' if straggler[1] else 'GIL-free'}; --probe-with-straggler), its batches "
+                            "left out of the wander" if straggler[0] > 1.0 else ""))
+        if straggler[0] > 1.0:
+            res["slow_worker_factor"] = straggler[0]
+            res["slow_worker_spin"] = "python" if straggler[1] else "nogil"
         return res
 
-    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None, settle_s=0.0):
+    def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None, settle_s=0.0,
+                        straggler=(1.0, True)):
         """getitem and collate per call inside k workers loading at once, the main loop dropping each
         batch: after 2k warm-up batches (every worker past its start-up: fork, copy-on-write
         faults), for window_s seconds and at least 3 batches. With pin, the DataLoader pins, and the
@@ -2702,7 +2732,7 @@ class Harness:
         # refuses a prefetch_factor without workers
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
                         prefetch_factor=2 if k > 0 else None, pin_memory=pin and k > 0,
-                        collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu))
+                        collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu, straggler[0], straggler[1]))
         with (PinThreadMeter() if pin and k > 0 else contextlib.nullcontext()) as meter:
             t0 = time.perf_counter()
             it = iter(dl)
@@ -2750,7 +2780,7 @@ class Harness:
             if k > 1:
                 # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
                 from timeline_analysis import core_wander
-                durations = [[e - s for s, e in iv if s >= a and e <= b] for iv in per_worker.values()]
+                durations = window_batch_durations(per_worker, a, b, straggler[0])
                 wander = core_wander(durations)
         window_s = b - a
         # the cores busy in the window as the simulator counts them (its dataset curve's axis, since run 13's
@@ -2925,7 +2955,8 @@ class Harness:
                     self.doc["components"]["probe_main_loop"] = {"error": f"{e.__class__.__name__}: {e}"}
             # nw == 0: the main process loads inline; the probe times that (no workers, no pin thread)
             try:
-                comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0)
+                comps["probe"] = self.comp_probe(kind, bs, nw, pin=k["pin_memory"] and nw > 0,
+                                                 straggler=probe_straggler(k, PROBE_WITH_STRAGGLER))
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
             if heavy:                       # the loop's own host time alone, right before the case
@@ -3517,7 +3548,14 @@ def main(argv=None):
                          "(default 1 s, quick mode 0; 0 until run 24, whose finding 1 found a fresh pinning loader's "
                          "pin thread dearer for about its first second: image probes read 1.15x the case unsettled, "
                          "1.016x settled)")
+    ap.add_argument("--probe-with-straggler", action="store_true",
+                    help="a straggler case's probes (before and after it) run its straggler too: worker 0 "
+                         "slow_worker_factor times slower with the case's spin (validation-runs.md run 71, finding 3: "
+                         "is the pin thread dearer with a straggler beside it?). A diagnostic: the probes' pin thread "
+                         "and wander then are not what a user's calibrate measures")
     a = ap.parse_args(argv)
+    global PROBE_WITH_STRAGGLER
+    PROBE_WITH_STRAGGLER = bool(a.probe_with_straggler)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
     if a.probe_settle_s is None:
