@@ -203,6 +203,37 @@ def simulated_pin_gil_wait(pipeplan: str, scenarios_dir: str, tag: str, case_id:
     return float(wait) if isinstance(wait, (int, float)) else None
 
 
+def ratios_by_order(cases: Sequence[Dict[str, Any]]) -> Dict[str, List[float]]:
+    """Pure: pin_thread_ratio of each pinned case, grouped by the case's loader.in_order ("in order", "unordered");
+    cases without the three readings are left out."""
+    out: Dict[str, List[float]] = {"in order": [], "unordered": []}
+    for c in cases:
+        r = pin_thread_ratio(c)
+        if r is not None:
+            out["in order" if (c.get("knobs") or {}).get("in_order", True) else "unordered"].append(r)
+    return out
+
+
+def print_ratios(results_dirs: Sequence[str]) -> int:
+    for rdir in results_dirs:
+        try:
+            data = convert.read_call_json(rdir, "cases.json")
+        except (OSError, ValueError) as e:
+            print(f"pin_drift_diagnostic: {rdir}: cannot read cases.json ({e}); expected a call's results folder",
+                  file=sys.stderr)
+            return 2
+        cases = data["cases"] if isinstance(data, dict) else data
+        for c in cases:
+            r = pin_thread_ratio(c)
+            if r is not None:
+                print(f"{os.path.basename(os.path.normpath(rdir))}:{c.get('id', '')}: pin thread {r:5.3f}x "
+                      "its probes")
+        for order, rs in ratios_by_order(cases).items():
+            if rs:
+                print(f"  {order}: median {convert.percentile(rs, 0.5):.3f} over {len(rs)} case(s)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results_dirs", nargs="+")
@@ -210,7 +241,12 @@ def main(argv=None) -> int:
     ap.add_argument("--table-calls", default=os.path.join(HERE, "table_calls.txt"))
     ap.add_argument("--gil", metavar="PIPEPLAN", help="the pipeplan binary: also fit the pin-bound tensors' error "
                     "beside the drift against the simulated pin thread's wait for the GIL (run 38, finding 6)")
+    ap.add_argument("--ratios-only", action="store_true",
+                    help="only each pinned case's pin thread over its probes, and their median in order and "
+                         "unordered, for any call (table or not; device plan item 16, validation-runs.md run 71)")
     args = ap.parse_args(argv)
+    if args.ratios_only:
+        return print_ratios(args.results_dirs)
     if args.gil and not (os.path.isfile(args.gil) and os.access(args.gil, os.X_OK)):
         print(f"pin_drift_diagnostic: --gil {args.gil}: not an executable file; expected the pipeplan binary "
               "(build/cli/pipeplan)", file=sys.stderr)

@@ -30,6 +30,32 @@ class Ratio(unittest.TestCase):
         self.assertIsNone(pd.pin_thread_ratio(skipped))
 
 
+class ByOrder(unittest.TestCase):
+    def test_ratios_split_by_in_order_and_unpinned_left_out(self):
+        # run 71a's 00 (in order): 10.43 ms in the case, 10.00 and 9.54 around it -> 10.43 / 9.77 = 1.0675
+        ordered = case("00", 0.01043, 0.01000, 0.00954)
+        unordered = case("01", 0.01037, 0.00973, 0.00986)
+        unordered["knobs"]["in_order"] = False
+        groups = pd.ratios_by_order([ordered, unordered, case("x", 0.02, 0.02, 0.02, pin=False)])
+        self.assertEqual(len(groups["in order"]), 1)
+        self.assertAlmostEqual(groups["in order"][0], 0.01043 / 0.00977)
+        self.assertAlmostEqual(groups["unordered"][0], 0.01037 / 0.009795)
+
+    def test_ratios_only_needs_no_table(self):
+        import contextlib
+        import io
+        import json
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "cases.json"), "w") as f:
+                json.dump({"cases": [case("00-a", 0.011, 0.010, 0.010)]}, f)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = pd.main([d, "--ratios-only", "--table-calls", "/nonexistent"])
+        self.assertEqual(rc, 0)
+        self.assertIn("00-a: pin thread 1.100x its probes", out.getvalue())
+        self.assertIn("in order: median 1.100 over 1 case(s)", out.getvalue())
+
+
 class Fit(unittest.TestCase):
     def test_an_exact_line(self):
         slope, intercept, corr = pd.linear_fit([-0.1, 0.0, 0.1, 0.2], [-0.08, 0.02, 0.12, 0.22])
