@@ -28,13 +28,28 @@ while read -r call; do
   n=$((n + 1))
 done < "$calls_file"
 [ "$n" -gt 0 ] || { echo "table.sh: no call listed in $calls_file" >&2; exit 2; }
+[ -x build/cli/pipeplan ] || { echo "table.sh: build/cli/pipeplan: not built (expected cmake --build build first)" >&2; exit 2; }
+# A rebuild of build/ during the half hour this takes leaves cases unsimulated ("Permission denied" while the linker
+# writes the binary; validation-runs.md run 71, finding 4): say so at the end rather than let the page count them.
+binary_stamp() { stat -c '%Y %s %i' build/cli/pipeplan 2>/dev/null || echo missing; }
+stamp_before=$(binary_stamp)
+check_binary_unchanged() {
+  if [ "$(binary_stamp)" != "$stamp_before" ]; then
+    echo "table.sh: build/cli/pipeplan changed while the table ran; cases may be unsimulated or scored by two" \
+         "builds: run table.sh again without rebuilding" >&2
+    exit 1
+  fi
+}
 if [ "$#" -gt 0 ]; then
   # a variant: scored beside, the page untouched
-  exec python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
+  python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
     --out-dir "/tmp/pipeplan-table-variant" "$@"
+  check_binary_unchanged
+  exit 0
 fi
 python3 calibrate/validation/convert.py "${args[@]}" --pipeplan build/cli/pipeplan --transport measured \
   --out-dir "$R/table-report" --md docs/validation.md
+check_binary_unchanged
 # the pooled report is kept gzipped (4.7 MB -> about 0.5 MB of the tree that travels to the GPU machine, 64 MiB);
 # every reader takes report.json or its .gz (convert.read_json)
 gzip -9 -n -f "$R/table-report/report.json"
