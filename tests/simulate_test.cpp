@@ -407,6 +407,27 @@ TEST(Simulate, OutOfOrderShareCountsBatchesFinishedBeforeTheOneAhead) {
   EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
 }
 
+namespace {
+
+// Four pinning workers of 8-sample batches (8 ms each), worker 0 `factor` times slower, a 1 ms step: the two
+// pin-bound straggler tests below.
+json pin_bound_with_a_slow_worker(double factor) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"pin_memory", true}, {"slow_worker", {{"worker", 0}, {"factor", factor}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 800}};
+  return s;
+}
+
+// A flat 64-core machine whose pin thread receives a batch in 10 ms: at most 8 samples per 10 ms above.
+std::string ten_ms_receive_profile() {
+  return pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
+      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
+      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+}
+
+}  // namespace
+
 // Pin-bound (10 ms to receive each batch, the workers 8 ms a batch, worker 0 four times slower):
 // batch 4k (worker 0, 32 ms) finishes after 4k+1 (1 pair in 4) and joins the pin thread's queue
 // behind the batches that came before it; the loop, in index order, waits for it while they are
@@ -414,13 +435,8 @@ TEST(Simulate, OutOfOrderShareCountsBatchesFinishedBeforeTheOneAhead) {
 // samples per 10 ms on average. The diagnosis names the pattern and in_order=false, which hands
 // batches over as they come: every step 10 ms.
 TEST(Simulate, BatchesOvertakingEachOtherSetAPinBoundP90) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"pin_memory", true}, {"slow_worker", {{"worker", 0}, {"factor", 4.0}}}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 800}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  json s = pin_bound_with_a_slow_worker(4.0);
+  const std::string profile = ten_ms_receive_profile();
   const json r = simulate(s, {}, profile);
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
   EXPECT_NEAR(samples_per_s(r), 800.0, 800.0 * 0.03);  // 8 samples per 10 ms either way
@@ -443,13 +459,8 @@ TEST(Simulate, BatchesOvertakingEachOtherSetAPinBoundP90) {
 // over worker 0 while its two slots are full, so the other three (8 ms a batch) feed the pin thread: 800. The
 // explanation does not claim the same throughput there; it names the pin thread's capacity and the sweep.
 TEST(Simulate, ASlowWorkerBelowThePinThreadsCapacityIsLiftedByInOrderFalse) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 4}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"pin_memory", true}, {"slow_worker", {{"worker", 0}, {"factor", 6.0}}}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 800}};
-  const std::string profile = pipeplan::test::write_temp(R"({"schema":"pipeplan-profile/1",
-      "cpu": {"cores": 64, "speed_vs_busy_cores": [{"busy_cores": 1, "relative_speed": 1.0}], "oversubscription_cost": 0.0},
-      "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
+  json s = pin_bound_with_a_slow_worker(6.0);
+  const std::string profile = ten_ms_receive_profile();
   const json r = simulate(s, {}, profile);
   EXPECT_NEAR(samples_per_s(r), 4 * 8 / 0.048, 4 * 8 / 0.048 * 0.03);
   const std::string why = r["bottleneck"]["explanation"].get<std::string>();
