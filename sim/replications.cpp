@@ -34,6 +34,18 @@ std::vector<double> column(const std::vector<nlohmann::json>& reports, const nlo
   return v;
 }
 
+// One group of seeds in the text report: "label n of N: rate (min-max), step time p90 (min-max)".
+std::string group_line(const std::string& label, const nlohmann::json& g, std::size_t n_seeds) {
+  const auto& t = g["samples_per_s"];
+  const auto& q = g["step_time_p90_s"];
+  char line[512];
+  std::snprintf(line, sizeof line, "      %-14s %d of %zu: %s samples/s (%s-%s), step time p90 %.1f ms (%.1f-%.1f)\n",
+                label.c_str(), g["n"].get<int>(), n_seeds, with_thousands(t["mean"].get<double>()).c_str(),
+                with_thousands(t["min"].get<double>()).c_str(), with_thousands(t["max"].get<double>()).c_str(),
+                1e3 * q["mean"].get<double>(), 1e3 * q["min"].get<double>(), 1e3 * q["max"].get<double>());
+  return line;
+}
+
 }  // namespace
 
 std::size_t two_group_split(const std::vector<double>& sorted, double min_ratio, std::size_t min_side) {
@@ -71,11 +83,13 @@ nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, c
   // (validation run 23, finding 5: a host-bound loop overlapping the pin thread, or a faster one that waits for a
   // slow worker, with the same throughput and p90 steps twice apart). Each regime's own figures say what one
   // measured run can look like; their mean describes none of them.
+  const auto group = [&](const std::vector<std::size_t>& runs) {
+    return nlohmann::json{{"n", runs.size()},
+                          {"samples_per_s", spread(pick(samples_per_s, runs))},
+                          {"step_time_p90_s", spread(pick(step_p90_s, runs))}};
+  };
   nlohmann::json regimes = nlohmann::json::object();
-  for (const auto& [stage, runs] : by_stage)
-    regimes[stage] = {{"n", runs.size()},
-                      {"samples_per_s", spread(pick(samples_per_s, runs))},
-                      {"step_time_p90_s", spread(pick(step_p90_s, runs))}};
+  for (const auto& [stage, runs] : by_stage) regimes[stage] = group(runs);
   nlohmann::json out = {
       {"n", reports.size()},
       {"seeds", seeds},
@@ -92,11 +106,7 @@ nlohmann::json replication_summary(const std::vector<nlohmann::json>& reports, c
     if (const std::size_t cut = two_group_split(sorted, kP90RegimeRatio, 2); cut > 0) {
       const std::vector<std::size_t> shorter(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cut));
       const std::vector<std::size_t> longer(order.begin() + static_cast<std::ptrdiff_t>(cut), order.end());
-      out["p90_regimes"] = nlohmann::json::array();
-      for (const auto& runs : {shorter, longer})
-        out["p90_regimes"].push_back({{"n", runs.size()},
-                                      {"samples_per_s", spread(pick(samples_per_s, runs))},
-                                      {"step_time_p90_s", spread(pick(step_p90_s, runs))}});
+      out["p90_regimes"] = {group(shorter), group(longer)};
     }
   }
   return out;
@@ -133,33 +143,13 @@ std::string replication_text(const nlohmann::json& s) {
                   "either, and its p90 step differs); by the stage each seed names:\n",
                   regimes.size());
     out += line;
-    for (const auto& [stage, g] : regimes.items()) {
-      const auto& t = g["samples_per_s"];
-      const auto& q = g["step_time_p90_s"];
-      std::snprintf(line, sizeof line,
-                    "      %-14s %d of %zu: %s samples/s (%s-%s), step time p90 %.1f ms (%.1f-%.1f)\n", stage.c_str(),
-                    g["n"].get<int>(), seeds.size(), with_thousands(t["mean"].get<double>()).c_str(),
-                    with_thousands(t["min"].get<double>()).c_str(), with_thousands(t["max"].get<double>()).c_str(),
-                    1e3 * q["mean"].get<double>(), 1e3 * q["min"].get<double>(), 1e3 * q["max"].get<double>());
-      out += line;
-    }
+    for (const auto& [stage, g] : regimes.items()) out += group_line(stage, g, seeds.size());
   }
   if (s.contains("p90_regimes")) {
     const auto& g = s["p90_regimes"];
-    std::snprintf(line, sizeof line,
-                  "    the p90 step falls in two regimes of the same bottleneck (one run settles in either; their "
-                  "mean describes neither):\n");
-    out += line;
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      const auto& t = g[i]["samples_per_s"];
-      const auto& q = g[i]["step_time_p90_s"];
-      std::snprintf(line, sizeof line, "      %-14s %d of %zu: %s samples/s (%s-%s), step time p90 %.1f ms (%.1f-%.1f)\n",
-                    i == 0 ? "short p90" : "long p90", g[i]["n"].get<int>(), seeds.size(),
-                    with_thousands(t["mean"].get<double>()).c_str(), with_thousands(t["min"].get<double>()).c_str(),
-                    with_thousands(t["max"].get<double>()).c_str(), 1e3 * q["mean"].get<double>(),
-                    1e3 * q["min"].get<double>(), 1e3 * q["max"].get<double>());
-      out += line;
-    }
+    out += "    the p90 step falls in two regimes of the same bottleneck (one run settles in either; their mean "
+           "describes neither):\n";
+    out += group_line("short p90", g[0], seeds.size()) + group_line("long p90", g[1], seeds.size());
   }
   return out;
 }
