@@ -43,6 +43,7 @@ import shlex
 import subprocess
 import sys
 import statistics
+import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -403,6 +404,18 @@ def read_json(path: str) -> Any:
             return json.load(f)
     with open(path) as f:
         return json.load(f)
+
+
+def read_stored_text(path: str) -> Optional[str]:
+    """A text file (a call's calibrate.log or harness.log), or where `path` is absent its xz copy (ingest_call keeps
+    the logs so since the seventy-sixth session); None where neither is there."""
+    if os.path.isfile(path):
+        with open(path, errors="replace") as f:
+            return f.read()
+    if os.path.isfile(path + ".xz"):
+        with lzma.open(path + ".xz", "rt", errors="replace") as f:
+            return f.read()
+    return None
 
 
 # The cold read model's what-if choices: convert's option, its default (the simulator's), the scenario key it sets
@@ -1097,11 +1110,15 @@ def slow_wander_refit(calibrate_binary: str, log_path: str) -> Optional[Dict[str
     """`pipeplan calibrate --wander-from-log` on a call's calibrate.log: its logged chunk times refit with the
     wander's slower part (calibrate/wander_log.hpp). None where the log or the binary is missing or the refit
     fails (the case keeps one part)."""
-    if not (os.path.isfile(log_path) and os.path.isfile(calibrate_binary)):
+    text = read_stored_text(log_path)
+    if text is None or not os.path.isfile(calibrate_binary):
         return None
     try:
-        p = subprocess.run([calibrate_binary, "--wander-from-log", log_path], capture_output=True, text=True,
-                           timeout=60)
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as plain:  # the binary reads a plain file
+            plain.write(text)
+            plain.flush()
+            p = subprocess.run([calibrate_binary, "--wander-from-log", plain.name], capture_output=True, text=True,
+                               timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if p.returncode != 0:
@@ -3552,10 +3569,8 @@ def main(argv=None) -> int:
                 if common_opt == "calibrate":
                     if "common_share" not in run:
                         log_path = os.path.join(os.path.dirname(run["profile"] or ""), "calibrate.log")
-                        run["common_share"] = None
-                        if os.path.isfile(log_path):
-                            with open(log_path, errors="replace") as f:
-                                run["common_share"] = decode_threads_common_share(f.read())
+                        text = read_stored_text(log_path)     # or its .xz
+                        run["common_share"] = decode_threads_common_share(text) if text is not None else None
                     share = run["common_share"]
                 else:
                     share = float(common_opt)

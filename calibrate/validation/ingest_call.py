@@ -6,8 +6,8 @@
         [--reply reply.json] [--table] [--score]
 
 Copies the call's $OUT files (device_run.sh's: cases.json, profile.json, calibrate.log, harness.log, env.txt, the
-probe's files) into calibrate/validation/results/NAME/, stores cases.json as cases.json.xz (xz preset 9: convert and
-every diagnostic read it as is), writes run_meta.json (the command, its timeout and, from the device tool's reply
+probe's files) into calibrate/validation/results/NAME/, stores cases.json, calibrate.log and harness.log as .xz (xz
+preset 9: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and, from the device tool's reply
 saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file writable, and with --table adds
 NAME to table_calls.txt. With --score it then runs score_call.py on the new folder. What each session did by hand
 after a call (docs/validation.md, the device plan); a bad argument or an incomplete call is one line and exit 2,
@@ -30,6 +30,9 @@ RESULTS = os.path.join(HERE, "results")
 TABLE_CALLS = os.path.join(HERE, "table_calls.txt")
 # convert needs both; a call without them was cut short (the harness or calibrate never wrote)
 REQUIRED = ("cases.json", "profile.json")
+# kept as xz (preset 9): the working tree that travels to the GPU machine is limited to 64 MiB, and these are its
+# largest files (calibrate.log about 30 KB a call, 5x smaller as xz); convert.read_json / read_stored_text read them
+XZ_STORED = ("cases.json", "calibrate.log", "harness.log")
 # the results folders' names: date, GPU kind, run and call (2026-12-05-h100-run66seq)
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
 # the device tool's reply keys that run_meta.json keeps (as runs 11-66 kept them by hand)
@@ -73,7 +76,8 @@ def with_call_listed(lines: List[str], name: str) -> List[str]:
 
 
 def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
-    """Copies src's plain files into dest (a new folder), cases.json as cases.json.xz; writes run_meta.json. Writes
+    """Copies src's plain files into dest (a new folder), cases.json and the two logs as .xz (XZ_STORED); writes
+    run_meta.json. Writes
     into a temporary sibling first and renames it, so an interrupted ingest leaves no half folder. The names
     written, sorted."""
     tmp = dest + ".partial"
@@ -84,8 +88,8 @@ def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
             path = os.path.join(src, name)
             if not os.path.isfile(path) or name == "run_meta.json":
                 continue
-            if name == "cases.json":
-                with open(path, "rb") as f, lzma.open(os.path.join(tmp, "cases.json.xz"), "wb", preset=9) as g:
+            if name in XZ_STORED:
+                with open(path, "rb") as f, lzma.open(os.path.join(tmp, name + ".xz"), "wb", preset=9) as g:
                     shutil.copyfileobj(f, g)
             else:
                 shutil.copyfile(path, os.path.join(tmp, name))

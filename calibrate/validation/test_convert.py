@@ -2676,6 +2676,25 @@ class ReadJson(unittest.TestCase):
             with self.assertRaises(OSError):
                 convert.read_json(os.path.join(d, "missing.json"))
 
+    def test_a_log_is_read_plain_or_from_its_xz_copy(self):
+        import lzma
+        with tempfile.TemporaryDirectory() as d:
+            plain, packed = os.path.join(d, "calibrate.log"), os.path.join(d, "harness.log")
+            with open(plain, "w") as f:
+                f.write("chunk 1\n")
+            with lzma.open(packed + ".xz", "wt") as f:
+                f.write("case 00 ok\n")
+            self.assertEqual(convert.read_stored_text(plain), "chunk 1\n")
+            self.assertEqual(convert.read_stored_text(packed), "case 00 ok\n")
+            self.assertIsNone(convert.read_stored_text(os.path.join(d, "missing.log")))
+            # the wander refit hands the binary a plain copy of an xz log: a stand-in binary echoes what it read
+            fake = os.path.join(d, "fake-calibrate")
+            with open(fake, "w") as f:
+                f.write('#!/bin/sh\nprintf \'{"read": "%s"}\' "$(cat "$2")"\n')
+            os.chmod(fake, 0o755)
+            self.assertEqual(convert.slow_wander_refit(fake, packed), {"read": "case 00 ok"})
+            self.assertIsNone(convert.slow_wander_refit(fake, os.path.join(d, "missing.log")))
+
 
 
 class ColdCaseProbes(unittest.TestCase):

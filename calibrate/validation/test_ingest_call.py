@@ -13,7 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ingest_call  # noqa: E402
-from convert import read_json  # noqa: E402
+from convert import read_json, read_stored_text  # noqa: E402
 
 
 class IngestCallTest(unittest.TestCase):
@@ -54,10 +54,11 @@ class IngestCallTest(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         dest = os.path.join(self.results, "2026-12-05-h100-run66seq")
         self.assertEqual(sorted(os.listdir(dest)),
-                         ["cases.json.xz", "env.txt", "harness.log", "profile.json", "run_meta.json"])
+                         ["cases.json.xz", "env.txt", "harness.log.xz", "profile.json", "run_meta.json"])
         self.assertEqual(read_json(os.path.join(dest, "cases.json")), self.cases)      # what convert reads
         with lzma.open(os.path.join(dest, "cases.json.xz")) as f:
             self.assertEqual(json.load(f), self.cases)
+        self.assertEqual(read_stored_text(os.path.join(dest, "harness.log")), "log\n")     # kept as xz, read as is
         with open(os.path.join(dest, "run_meta.json")) as f:
             meta = json.load(f)
         self.assertEqual(meta, {"command": "bash device_run.sh", "timeout_s": 600, "rc": 0, "wall_s": 512.8,
