@@ -590,7 +590,11 @@ PROBE_SETTLE_S = 1.0
 # --probe-with-straggler (validation-runs.md run 71, finding 3): a straggler case's probes run its straggler too
 # (worker 0 slow_worker_factor times slower, its spin as the case's). The slow_worker_order family's pin thread
 # read 1.050x its probes' CPU a batch in the case (median of 26 in-order cases), the other families 0.95-1.04: with
-# the straggler in the probes as well, a ratio near 1 says its presence makes the pin thread dearer.
+# the straggler in the probes as well, a ratio near 1 says its presence makes the pin thread dearer. Run 72 (one H100
+# lease) answered: the ratio was 1.009 with the straggler in the probes (16 cases) and 1.011 without (8), so its
+# presence does not raise the pin thread's CPU; it does raise the probes' pin-thread wait (2.1-3.6 ms a batch for a
+# Python spin, 1.1-2.2 GIL-free, against 0.6-0.8), which the simulator adds again from loader.slow_worker. A
+# diagnostic only: ingest_call refuses such a call for the table.
 PROBE_WITH_STRAGGLER = False
 
 

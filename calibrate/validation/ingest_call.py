@@ -39,6 +39,20 @@ NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
 REPLY_KEYS = ("rc", "wall_s", "warm", "lease", "device")
 
 
+def straggler_probe_path(doc: Any) -> Optional[str]:
+    """Pure: the JSON path of the first probe the harness ran with its case's straggler (--probe-with-straggler:
+    the probe carries slow_worker_factor), else None. Such a call stays out of the table: its probes charge the
+    straggler's hold on the receive to the pin thread's wait (validation-runs.md run 72: 2.1-3.6 ms a batch against
+    0.6-0.8 in plain probes on the same lease), which the simulator adds again for loader.slow_worker, and a user's
+    calibrate measures no straggler."""
+    for i, case in enumerate((doc or {}).get("cases") or []):
+        for probe in ("probe", "probe_after"):
+            p = (((case or {}).get("components") or {}).get(probe) or {})
+            if isinstance(p, dict) and float(p.get("slow_worker_factor") or 1.0) > 1.0:
+                return f"$.cases[{i}].components.{probe}.slow_worker_factor = {p['slow_worker_factor']:g}"
+    return None
+
+
 def check_source(src: str) -> Optional[str]:
     """Pure but for reading the folder: None where src holds a call convert can read, else the one-line reason."""
     if not os.path.isdir(src):
@@ -132,6 +146,13 @@ def main(argv=None) -> int:
     if why:
         print(f"ingest_call: {why}", file=sys.stderr)
         return 2
+    if a.table:
+        with open(os.path.join(a.src, "cases.json")) as f:
+            where = straggler_probe_path(json.load(f))
+        if where:
+            print(f"ingest_call: {a.src}/cases.json: {where} (the harness ran with --probe-with-straggler); expected "
+                  "straggler-free probes for the table: ingest it without --table", file=sys.stderr)
+            return 2
     reply = None
     if a.reply:
         try:

@@ -96,6 +96,25 @@ class IngestCallTest(unittest.TestCase):
         with open(self.calls) as f:
             self.assertNotIn("run66", f.read())
 
+    def test_a_call_whose_probes_ran_the_straggler_stays_out_of_the_table(self):
+        doc = {"cases": [{"id": "00-x", "components": {"probe": {"workers": 8}}},
+                         {"id": "01-y", "components": {"probe": {"workers": 8},
+                                                       "probe_after": {"slow_worker_factor": 2.0}}}]}
+        self.assertEqual(ingest_call.straggler_probe_path(doc), "$.cases[1].components.probe_after.slow_worker_factor = 2")
+        self.assertIsNone(ingest_call.straggler_probe_path(self.cases))
+        with open(os.path.join(self.src, "cases.json"), "w") as f:
+            json.dump(doc, f)
+        rc, err = self.run_main("--table")
+        self.assertEqual(rc, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("$.cases[1].components.probe_after.slow_worker_factor = 2 (the harness ran with "
+                      "--probe-with-straggler)", err)
+        self.assertEqual(os.listdir(self.results), [])          # nothing written, the table untouched
+        with open(self.calls) as f:
+            self.assertNotIn("run66", f.read())
+        rc, err = self.run_main()                               # kept beside the table, as run 72's a and c are
+        self.assertEqual((rc, err), (0, ""))
+
     def test_meta_without_a_reply(self):
         self.assertEqual(ingest_call.run_meta("c", 520, None), {"command": "c", "timeout_s": 520})
 
