@@ -29,7 +29,10 @@ PinReceiveParts pin_receive_parts(const Profile& p, double bytes) {
   PinReceiveParts parts;
   parts.held_s = receive_gil_held_s(p);
   parts.free_s = std::max(0.0, fixed_s - parts.held_s);
-  parts.map_s = std::max(0.0, bytes * p.ipc.receive_s_per_byte - std::max(0.0, parts.held_s - fixed_s));
+  const double per_byte_s = std::max(0.0, bytes * p.ipc.receive_s_per_byte - std::max(0.0, parts.held_s - fixed_s));
+  if (p.ipc.release_holds_gil && p.ipc.release_s_per_byte)
+    parts.release_s = std::min(per_byte_s, bytes * *p.ipc.release_s_per_byte);
+  parts.map_s = per_byte_s - parts.release_s;
   return parts;
 }
 

@@ -141,6 +141,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
     p.ipc.shm_write_s_per_byte = r.number("shm_write_s_per_byte", p.ipc.shm_write_s_per_byte, Range::between(0, 1));
     p.ipc.release_s_per_byte = r.optional_number("release_s_per_byte", Range::between(0, 1));
     p.ipc.release_untouched_s_per_byte = r.optional_number("release_untouched_s_per_byte", Range::between(0, 1));
+    p.ipc.release_holds_gil = r.boolean("release_holds_gil", p.ipc.release_holds_gil);
     check_points(r, "points", {"bytes", "s", "release_s", "release_untouched_s"});
     check_points(r, "shm_write_points", {"bytes", "s"});
     p.ipc.pin_touch_share = r.optional_number("pin_touch_share", Range::between(0, 10));

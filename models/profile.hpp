@@ -99,6 +99,13 @@ struct IpcProfile {
   // (5.6-8.0 ms for a 38.5 MB batch) on top of their fresh-mapping copy.
   std::optional<double> release_s_per_byte;            // the pages touched (by a copy or a read)
   std::optional<double> release_untouched_s_per_byte;  // never touched here (a loop that drops the batch)
+  // Whether the pin thread holds the GIL while it releases the worker's batch after pin_memory() (models::
+  // pin_receive_parts: release_s). Validation run 72 (finding 5): on the H100 host a loop whose .item() returned
+  // during that release waited for its end (7.5-7.9 ms after pin_memory() ended; calibrate's release 6.8 ms), as a
+  // GIL-wanting thread would; the harness's GIL probe reads the same hold (5.6-7.3 ms a batch, runs 64-72). false:
+  // the release runs beside the loop, inside the per-byte work before the copy (the model until the seventy-sixth
+  // session). A what-if and a check; it needs release_s_per_byte.
+  bool release_holds_gil = true;
   // The share of pin_memory()'s one pass (the copy of a fresh mapping into pinned memory) spent faulting the
   // mapping's pages: a touch alone over the fresh copy, at batch sizes (calibrate since the twenty-ninth
   // session). Recorded for the model's check (validation-runs.md, "Calibrate's split of the pin thread's work");

@@ -242,10 +242,11 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   if (d.head_of_line)
     d.suggestion += "; or loader.in_order=False, which hands batches over as they finish (confirm with pipeplan sweep "
                     "--vary loader.in_order=true,false)";
-  // A loop that never finds the GIL free shares it with the pin thread's receive (unpickling a batch).
+  // A loop that never finds the GIL free shares it with the pin thread's receive (unpickling a batch) and its release
+  // of the worker's batch after the copy.
   const double gil_busy = result.gil_busy_fraction();
   if (d.stage == "host_loop" && gil_busy >= 0.9 && result.gil_held_pin_fraction >= 0.1)
-    d.suggestion += "; the GIL is busy " + pct(gil_busy) + " of the time (the pin thread's receive " +
+    d.suggestion += "; the GIL is busy " + pct(gil_busy) + " of the time (the pin thread's receive and release " +
                     pct(result.gil_held_pin_fraction) + "): fewer tensors a batch (one shared-memory handle each) "
                     "shorten it (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
   // A loop that needs the memory map stalls while the pin thread touches and unmaps each batch: its bytes.
@@ -729,9 +730,9 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     o << "\n";
   }
   if (s.loader.pin_memory && s.loader.num_workers > 0) {
-    // One interpreter lock for the loop's Python and the pin thread's receive (unpickling a batch).
+    // One interpreter lock for the loop's Python and the pin thread's receive (unpickling a batch) and release.
     std::snprintf(line, sizeof line,
-                  "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive "
+                  "  GIL: held %.0f%% of the time (the training loop's Python %.0f%%, the pin thread's receive and release "
                   "%.0f%%); waiting for it: the loop %.0f%%, the pin thread %.0f%%\n",
                   100 * r.gil_busy_fraction(), 100 * r.gil_held_main_fraction,
                   100 * r.gil_held_pin_fraction, 100 * r.gil_wait_main_fraction, 100 * r.gil_wait_pin_fraction);

@@ -744,30 +744,51 @@ void worker_actor(Rank& r, int w) {
 // ipc.receive_gil_s_per_batch / receive_gil_share: only `held_s` of the receive holds the GIL, and it runs first; the
 // rest (free_s) then runs beside the loop (validation-runs.md run 62, finding 9: the loop's ops right after the
 // hand-off lose the time, those it runs a batch later do not).
-void receive_with_gil(Rank& r, double held_s, double free_s, std::int64_t batch) {
+// Runs `work` on the pin thread holding the GIL: inside a Python piece of the loop it takes the GIL at the loop's next
+// op (suspends the piece, whose thread then waits, labelled `loop_wait`), else it waits for the GIL as any thread.
+template <class Work>
+void pin_thread_with_gil(Rank& r, std::int64_t batch, const char* loop_wait, Work&& work) {
   World& world = *r.world;
-  if (held_s > 0.0) {
-    if (!r.main_python || r.main_python->get_state() != sg4::Activity::State::STARTED) {
-      GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, batch);
-      run_cpu(r, held_s);
-    } else {
-      const sg4::ExecPtr loop = r.main_python;
-      const double g0 = sg4::Engine::get_clock();
-      loop->suspend();
-      if (!r.synthetic) world.cpu_running.add(-1, g0);
-      run_cpu(r, held_s);
-      const double g1 = sg4::Engine::get_clock();
-      if (!r.synthetic) world.cpu_running.add(+1, g1);
-      loop->resume();
-      const double window_held_s = world.window.overlap(g0, g1);
-      r.gil_held_pin_s += window_held_s;
-      r.gil_wait_main_s += window_held_s;
-      r.gil_held_main_s -= window_held_s;  // the loop's GilHold counts its whole piece as held
-      if (!r.synthetic)
-        world.trace->span(r.id, kMainTrack, "wait for the GIL (the pin thread's receive)", g0, g1, batch);
-    }
+  if (!r.main_python || r.main_python->get_state() != sg4::Activity::State::STARTED) {
+    GilHold gil(r, kPinTrack, r.gil_wait_pin_s, r.gil_held_pin_s, batch);
+    work();
+    return;
   }
+  const sg4::ExecPtr loop = r.main_python;
+  const double g0 = sg4::Engine::get_clock();
+  loop->suspend();
+  if (!r.synthetic) world.cpu_running.add(-1, g0);
+  work();
+  const double g1 = sg4::Engine::get_clock();
+  if (!r.synthetic) world.cpu_running.add(+1, g1);
+  loop->resume();
+  const double window_held_s = world.window.overlap(g0, g1);
+  r.gil_held_pin_s += window_held_s;
+  r.gil_wait_main_s += window_held_s;
+  r.gil_held_main_s -= window_held_s;  // the loop's GilHold counts its whole piece as held
+  if (!r.synthetic) world.trace->span(r.id, kMainTrack, loop_wait, g0, g1, batch);
+}
+
+void receive_with_gil(Rank& r, double held_s, double free_s, std::int64_t batch) {
+  if (held_s > 0.0)
+    pin_thread_with_gil(r, batch, "wait for the GIL (the pin thread's receive)", [&] { run_cpu(r, held_s); });
   if (free_s > 0.0) run_cpu(r, free_s);
+}
+
+// The pin thread's work on the worker's mapping, holding the process's memory map, which the loop's host work keeps
+// needing (run 17 measured the loop slowed by it, not by the copy of the same bytes from private memory).
+void on_worker_mapping(Rank& r, double core_s, std::int64_t batch, const char* what) {
+  World& world = *r.world;
+  const double m0 = sg4::Engine::get_clock();
+  r.memory_map->lock();
+  r.memory_map_busy = true;
+  run_cpu(r, core_s);
+  r.memory_map_busy = false;
+  r.memory_map->unlock();
+  r.memory_map_releases.add();
+  const double m1 = sg4::Engine::get_clock();
+  r.memory_map_held_pin_s += world.window.overlap(m0, m1);
+  world.trace->span(r.id, kPinTrack, what, m0, m1, batch);
 }
 
 void pin_thread_actor(Rank& r) {
@@ -800,25 +821,20 @@ void pin_thread_actor(Rank& r) {
     const double bytes = b.shape.bytes;
     const PinReceiveParts parts = pin_receive_parts(*world.profile, bytes);
     receive_with_gil(r, parts.held_s * speed_factor, parts.free_s * speed_factor, b.batch);
-    // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++
-    // with the GIL released; so does freeing the worker's batch after it (munmap + close): PyTorch wraps
-    // a tensor's destruction in gil_scoped_release (THPVariable_clear, since pytorch#83623, 2022).
-    // The work on the worker's mapping (first touch, unmap) holds the process's memory map, which the loop's
-    // host work keeps needing: run 17 measured the loop slowed by it, not by the copy of the same bytes from
-    // private memory. The copy itself holds nothing.
-    {
-      const double m0 = sg4::Engine::get_clock();
-      r.memory_map->lock();
-      r.memory_map_busy = true;
-      run_cpu(r, parts.map_s * speed_factor);
-      r.memory_map_busy = false;
-      r.memory_map->unlock();
-      r.memory_map_releases.add();
-      const double m1 = sg4::Engine::get_clock();
-      r.memory_map_held_pin_s += world.window.overlap(m0, m1);
-      world.trace->span(r.id, kPinTrack, "map, touch, unmap (holds the memory map)", m0, m1, b.batch);
-    }
+    // The copy into pinned memory touches the mapped pages (the per-byte receive cost) and runs in C++ with the
+    // GIL released. The work on the worker's mapping holds the process's memory map; the copy itself holds nothing.
+    // Freeing the worker's batch after the copy (munmap + close) holds the GIL as well, before the hand-off
+    // (parts.release_s, ipc.release_holds_gil: validation run 72, finding 5; PyTorch's THPVariable_clear releases
+    // it around a tensor's destruction, pytorch#83623, but the loop's .item() waited out this release on the H100
+    // host). Without it the release stays in the work before the copy (parts.map_s), beside the loop.
+    on_worker_mapping(r, parts.map_s * speed_factor, b.batch,
+                      parts.release_s > 0.0 ? "map, touch (holds the memory map)"
+                                            : "map, touch, unmap (holds the memory map)");
     run_cpu(r, pin_copy_s(*world.profile, bytes) * speed_factor);
+    if (parts.release_s > 0.0)
+      pin_thread_with_gil(r, b.batch, "wait for the GIL (the pin thread's release of a worker's batch)", [&] {
+        on_worker_mapping(r, parts.release_s * speed_factor, b.batch, "release the worker's batch (holds the GIL)");
+      });
     const double t1 = sg4::Engine::get_clock();
     r.pin_busy_s += world.window.overlap(t0, t1);
     world.trace->span(r.id, kPinTrack, "pin_memory", t0, t1, b.batch);

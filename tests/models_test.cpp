@@ -88,6 +88,34 @@ TEST(CostModels, ThePinThreadsReceiveSplitsWithoutChangingItsWork) {
   EXPECT_DOUBLE_EQ(parts.total_s(), 0.0015);
 }
 
+// The release of the worker's batch (ipc.release_s_per_byte x bytes) leaves the per-byte work as its own part, the
+// total unchanged: 40 MB at 0.2 ns/B is 8 ms of per-byte work, of which 40 MB at 0.15 ns/B = 6 ms is the release and
+// 2 ms the map and touch. Without release_holds_gil, or without a measured release, it stays in map_s; a release
+// dearer than the per-byte work takes all of it.
+TEST(CostModels, TheReleaseOfTheWorkersBatchIsItsOwnPartOfThePerByteWork) {
+  Profile p;
+  p.ipc.receive_s_per_batch = 0.001;
+  p.ipc.receive_s_per_byte = 2e-10;
+  auto parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.release_s, 0.0);  // not measured
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.008);
+  p.ipc.release_s_per_byte = 1.5e-10;
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.release_s, 0.006);
+  EXPECT_NEAR(parts.map_s, 0.002, 1e-15);
+  EXPECT_DOUBLE_EQ(parts.total_s(), 0.009);
+  p.ipc.release_holds_gil = false;
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.release_s, 0.0);
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.008);
+  p.ipc.release_holds_gil = true;
+  p.ipc.release_s_per_byte = 3e-10;
+  parts = pin_receive_parts(p, 4e7);
+  EXPECT_DOUBLE_EQ(parts.release_s, 0.008);
+  EXPECT_DOUBLE_EQ(parts.map_s, 0.0);
+  EXPECT_DOUBLE_EQ(parts.total_s(), 0.009);
+}
+
 // The loop's Python holds the GIL in one piece with nobody waiting, else one slice per 5 ms switch interval begun.
 TEST(GilModel, TheLoopHoldsTheGilInSwitchIntervalSlicesWhenShared) {
   EXPECT_EQ(gil_slices(0.021, false), 1);

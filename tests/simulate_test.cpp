@@ -846,6 +846,31 @@ TEST(Simulate, AReceivesGilHoldInSecondsComesFirstAndKeepsThePinThreadsCycle) {
   EXPECT_NE(bad.err.find("ipc.receive_gil_s_per_batch"), std::string::npos) << bad.err;
 }
 
+// The release of the worker's batch holds the GIL after the copy, before the hand-off (ipc.release_s_per_byte with
+// ipc.release_holds_gil; validation-runs.md run 72, finding 5): 192 MB at 0.05 ns/B = 9.6 ms of the 19.2 ms per-byte
+// part, so the pin thread's cycle stays 1 + 0.4 + 9.6 + 1.92 + 9.6 = 22.52 ms. The loop, pin-bound, waits in next()
+// for the very batch being released, so it loses nothing to it: it still waits only through the 0.4 ms receive,
+// while the pin thread now holds the GIL 0.4 + 9.6 = 10.0 ms of every 22.52. With release_holds_gil false the
+// release runs in the per-byte part before the copy, holding nothing: 0.4 ms held.
+TEST(Simulate, TheReleaseOfAWorkersBatchHoldsTheGilBeforeTheHandOff) {
+  auto [s, prof] = pin_bound_gil_pipeline();
+  prof["ipc"]["release_s_per_byte"] = 0.5e-10;
+  json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(step_mean(r), 0.02252, 0.02252 * 0.005);
+  EXPECT_NEAR(r["gil"]["main_thread_wait_fraction"].get<double>(), 0.0004 / 0.02252, 0.002);
+  EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0100 / 0.02252, 0.005);
+  prof["ipc"]["release_holds_gil"] = false;
+  r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.02252, 0.02252 * 0.005);
+  EXPECT_NEAR(r["gil"]["pin_thread_held_fraction"].get<double>(), 0.0004 / 0.02252, 0.002);
+  prof["ipc"]["release_holds_gil"] = "yes";  // one line naming the key, exit 2
+  const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                 pipeplan::test::write_temp(prof.dump())});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("ipc.release_holds_gil"), std::string::npos) << bad.err;
+}
+
 TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   json s = three_mb_batches(64, 8, true);
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"steps", 300}};
@@ -866,7 +891,11 @@ TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   EXPECT_EQ(r["bottleneck"]["stage"], "host_loop");
   EXPECT_NEAR(r["memory_map"]["main_thread_wait_fraction"].get<double>(), 0.01884 / 0.04884, 0.01);
   EXPECT_NEAR(r["memory_map"]["pin_thread_held_fraction"].get<double>(), 0.0192 / 0.04884, 0.01);
-  prof["ipc"]["release_s_per_byte"] = 0.5e-10;  // measured apart: changes nothing for a pinned batch
+  // measured apart, with the release beside the loop (release_holds_gil false): changes nothing for a pinned batch.
+  // (Holding the GIL, the release's 9.6 ms would stall the loop on the GIL instead of the map: the same 48.84 ms, the
+  // waits split otherwise; TheReleaseOfAWorkersBatchHoldsTheGilBeforeTheHandOff.)
+  prof["ipc"]["release_s_per_byte"] = 0.5e-10;
+  prof["ipc"]["release_holds_gil"] = false;
   r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(r), 0.04884, 0.04884 * 0.002);
   // The receive (9.6 ms, the GIL held) takes the GIL at the loop's next op, so the loop waits through all of it
@@ -1543,19 +1572,23 @@ TEST(Recommend, NamesInOrderFalseForAStragglersSpikes) {
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   const json out = json::parse(rec.out);
   EXPECT_EQ(out["now"]["bottleneck"], "pin_thread") << out.dump(2);
-  EXPECT_TRUE(out["changes"].empty()) << out.dump(2);
-  const json& st = out["steadier"];
-  ASSERT_TRUE(st.is_object()) << out.dump(2);
-  EXPECT_EQ(st["key"], "loader.in_order");
-  EXPECT_EQ(st["from"], "true");
-  EXPECT_EQ(st["to"], "false");
-  // the rate kept (not clearly slower) and the p90 step cut by well over the 25% floor (measured: 79%)
-  EXPECT_GT(st["gain"].get<double>(), -0.02) << st;
-  EXPECT_LT(st["step_time_p90_s"].get<double>(), 0.5 * st["step_time_p90_s_before"].get<double>()) << st;
-  EXPECT_NE(st["note"].get<std::string>().find("reproducible"), std::string::npos) << st;
+  // Since the seventy-sixth session the pin thread's release of each worker batch holds the GIL (validation run 72,
+  // finding 5), which the in-order loop meets while it takes the batches pinned during its wait: in order
+  // simulates 0.8% slower, and in_order=False, +2.6%, passes recommend's 2% line as a change for the rate. Either
+  // way it must be named: the rate kept (not clearly slower) and the p90 step cut by well over the 25% floor
+  // (measured: 79%), with the reproducibility note.
+  json named;
+  for (const auto& c : out["changes"])
+    if (c["key"] == "loader.in_order" && c["to"] == "false") named = c;
+  if (named.is_null() && out["steadier"].is_object() && out["steadier"]["key"] == "loader.in_order") named = out["steadier"];
+  ASSERT_TRUE(named.is_object()) << "in_order=False not named: " << out.dump(2);
+  EXPECT_EQ(named["from"], "true");
+  EXPECT_GT(named["gain"].get<double>(), -0.02) << named;
+  EXPECT_LT(named["step_time_p90_s"].get<double>(), 0.5 * out["now"]["step_time_p90_s"].get<double>()) << out.dump(2);
   const auto text = pipeplan::test::run_pipeplan({"recommend", scenario, "--profile", profile, "--jobs", "2"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("steadier: loader.in_order true -> false keeps the rate"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("loader.in_order true -> false"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("runs are no longer reproducible batch for batch"), std::string::npos) << text.out;
 
   std::ifstream in(scenario);
   json held = json::parse(in);
