@@ -35,9 +35,9 @@ double receive_gil_held_s(const Profile& p);
 // so the parts sum to the receive's whole cost unless the hold exceeds it.
 //
 // With ipc.release_holds_gil (default) and the release measured (ipc.release_s_per_byte), the release of the worker's
-// batch (munmap + close, bytes x release_s_per_byte, at most the per-byte work) leaves map_s as release_s: the pin
-// thread runs it after pin_memory()'s copy, before the batch is handed to the loop, holding the GIL (and the memory
-// map). Validation run 72 (finding 5): every loop step whose .item() wait took in a pin_memory() end returned
+// batch (munmap + close, bytes x release_s_per_byte, at most the per-byte work) moves out of map_s into release_s:
+// the pin thread runs it after pin_memory()'s copy, before the batch is handed to the loop, holding the GIL (and the
+// memory map). Validation run 72 (finding 5): every loop step whose .item() wait took in a pin_memory() end returned
 // 7.5-7.9 ms after that end (calibrate's release of the batch: 6.8 ms), none of the others did.
 struct PinReceiveParts {
   double held_s = 0.0;

@@ -735,17 +735,13 @@ void worker_actor(Rank& r, int w) {
   }
 }
 
-// The pin thread's receive of one batch (unpickling: the fd receive, the mmap), with the GIL held. While the loop
-// runs Python with the GIL it still drops it at every op it calls (PyTorch's bindings release it around each one),
-// so the pin thread takes it at the loop's next op, microseconds away, and the loop waits for it instead.
-// Validation run 38 (finding 6): with the loop's whole piece held, the pin-bound cases' errors fell one for one with
-// the pin thread's simulated wait for the GIL (within calls, slope -1.02 over 340 cases), and the pin thread off its
-// core in the cases (3.9% of the wall) was no more than in the probes with no loop beside it (4.6%).
-// ipc.receive_gil_s_per_batch / receive_gil_share: only `held_s` of the receive holds the GIL, and it runs first; the
-// rest (free_s) then runs beside the loop (validation-runs.md run 62, finding 9: the loop's ops right after the
-// hand-off lose the time, those it runs a batch later do not).
-// Runs `work` on the pin thread holding the GIL: inside a Python piece of the loop it takes the GIL at the loop's next
-// op (suspends the piece, whose thread then waits, labelled `loop_wait`), else it waits for the GIL as any thread.
+// Runs `work` on the pin thread holding the GIL. While the loop runs Python with the GIL it still drops it at every
+// op it calls (PyTorch's bindings release it around each one), so the pin thread takes it at the loop's next op,
+// microseconds away, and the loop waits for it instead: its piece is suspended, the wait drawn as `loop_wait`.
+// Outside the loop's Python the pin thread waits for the GIL as any thread. Validation run 38 (finding 6): with the
+// loop's whole piece held, the pin-bound cases' errors fell one for one with the pin thread's simulated wait for the
+// GIL (within calls, slope -1.02 over 340 cases), and the pin thread off its core in the cases (3.9% of the wall) was
+// no more than in the probes with no loop beside it (4.6%).
 template <class Work>
 void pin_thread_with_gil(Rank& r, std::int64_t batch, const char* loop_wait, Work&& work) {
   World& world = *r.world;
@@ -769,6 +765,10 @@ void pin_thread_with_gil(Rank& r, std::int64_t batch, const char* loop_wait, Wor
   if (!r.synthetic) world.trace->span(r.id, kMainTrack, loop_wait, g0, g1, batch);
 }
 
+// The pin thread's receive of one batch (unpickling: the fd receive, the mmap). ipc.receive_gil_s_per_batch /
+// receive_gil_share: only `held_s` of it holds the GIL, and it runs first; the rest (free_s) then runs beside the
+// loop (validation-runs.md run 62, finding 9: the loop's ops right after the hand-off lose the time, those it runs a
+// batch later do not).
 void receive_with_gil(Rank& r, double held_s, double free_s, std::int64_t batch) {
   if (held_s > 0.0)
     pin_thread_with_gil(r, batch, "wait for the GIL (the pin thread's receive)", [&] { run_cpu(r, held_s); });

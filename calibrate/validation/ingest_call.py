@@ -6,9 +6,9 @@
         [--reply reply.json] [--table] [--score]
 
 Copies the call's $OUT files (device_run.sh's: cases.json, profile.json, calibrate.log, harness.log, env.txt, the
-probe's files) into calibrate/validation/results/NAME/, stores cases.json, calibrate.log and harness.log as .xz (xz
-preset 9: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and, from the device tool's reply
-saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file writable, and with --table adds
+probe's files) into calibrate/validation/results/NAME/, stores cases.json, calibrate.log and harness.log as .xz
+(XZ_STORED: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and,
+from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file writable, and with --table adds
 NAME to table_calls.txt. With --score it then runs score_call.py on the new folder. What each session did by hand
 after a call (docs/validation.md, the device plan); a bad argument or an incomplete call is one line and exit 2,
 with nothing written.
@@ -91,9 +91,8 @@ def with_call_listed(lines: List[str], name: str) -> List[str]:
 
 def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
     """Copies src's plain files into dest (a new folder), cases.json and the two logs as .xz (XZ_STORED); writes
-    run_meta.json. Writes
-    into a temporary sibling first and renames it, so an interrupted ingest leaves no half folder. The names
-    written, sorted."""
+    run_meta.json. Writes into a temporary sibling first and renames it, so an interrupted ingest leaves no half
+    folder. The names written, sorted."""
     tmp = dest + ".partial"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)

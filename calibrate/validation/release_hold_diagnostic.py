@@ -24,7 +24,6 @@ import bisect
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -108,18 +107,16 @@ def simulated_pieces(case: Dict, doc: Dict, profile: Dict, pipeplan: str, tmp: s
     cpu_curve = (profile.get("cpu") or {}).get("speed_vs_busy_cores") or []
     tau = convert.calls_duty_time_constant([(doc.get("components") or {}, profile)])
     scen, prof = convert.table_case_inputs(case, doc, profile, cpu_curve, tau)
-    paths = [os.path.join(tmp, n) for n in ("s.json", "p.json", "r.json", "t.json")]
+    paths = [os.path.join(tmp, n) for n in ("s.json", "p.json", "t.json")]
     with open(paths[0], "w") as f:
         json.dump(scen, f)
     with open(paths[1], "w") as f:
         json.dump(prof or profile, f)
-    run = subprocess.run([pipeplan, "simulate", paths[0], "--profile", paths[1], "--format", "json", "-o", paths[2],
-                          "--trace", paths[3]], capture_output=True, text=True)
-    if run.returncode != 0:
-        print(f"{case['id']}: pipeplan failed: {run.stderr.strip()}", file=sys.stderr)
+    run = convert.run_pipeplan(pipeplan, paths[0], paths[1], extra=["--trace", paths[2]])
+    if "error" in run:
+        print(f"{case['id']}: pipeplan failed: {run['error']}", file=sys.stderr)
         return None
-    with open(paths[3]) as f:
-        trace = json.load(f)
+    trace = convert.read_json(paths[2])
     events = [e for e in (trace["traceEvents"] if isinstance(trace, dict) else trace) if e.get("ph") == "X"]
     starts = [e["ts"] / 1e6 for e in events if e["name"] == SIMULATED_RELEASE]
     out = {}
