@@ -202,7 +202,7 @@ int sweep_command(int argc, char** argv) {
         std::snprintf(cell, sizeof cell, "  %5.0f", rate(rows[i]) / gpus(rows[i]));
         rate_cell += cell;
       }
-      // "~": the p90 falls between short and long steps (sim/step_stats.hpp), so it is the least certain figure
+      // "~": the step time rises steeply around the p90 (sim/step_stats.hpp), so it is the least certain figure
       const bool edge = r.value("step_p90_on_edge", false);
       any_edge = any_edge || edge;
       std::snprintf(line, sizeof line, "%s %*s  %12.1f  %11.1f%c  %11.0f%%  %s%s\n", knobs.c_str(), (replications > 1 ? 19 : 10) + (by_tokens ? 23 : 0) + (across_nodes ? 10 : 0),
@@ -213,8 +213,8 @@ int sweep_command(int argc, char** argv) {
       o << line;
     }
     if (any_edge)
-      o << "\n~ the p90 is on an edge: 5-15% of the steps are long (over 1.5x the median), so a small change in that share\n"
-           "  moves it between the p80 and the p95 (pipeplan simulate names them)\n";
+      o << "\n~ the p90 is on an edge: the step time rises 1.3x or more from the p85 to the p95, so a small change in how\n"
+           "  many steps wait moves it between the p80 and the p95 (pipeplan simulate names them)\n";
     report = o.str();
   }
   emit_report(common, report);

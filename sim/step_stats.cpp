@@ -40,16 +40,17 @@ StepTimeShape step_time_shape(std::vector<double> step_s) {
   StepTimeShape shape;
   shape.p50_s = percentile_of_sorted(step_s, 0.5);
   shape.p80_s = percentile_of_sorted(step_s, 0.8);
+  shape.p85_s = percentile_of_sorted(step_s, 0.85);
   shape.p90_s = percentile_of_sorted(step_s, 0.9);
   shape.p95_s = percentile_of_sorted(step_s, 0.95);
   shape.p99_s = percentile_of_sorted(step_s, 0.99);
   shape.long_step_fraction = long_step_fraction_of_sorted(step_s);
-  shape.p90_on_edge = p90_on_edge(shape.long_step_fraction, shape.p80_s, shape.p95_s);
+  shape.p90_on_edge = p90_on_edge(shape.p85_s, shape.p95_s);
   return shape;
 }
 
-bool p90_on_edge(double long_fraction, double step_p80_s, double step_p95_s) {
-  return long_fraction >= 0.05 && long_fraction <= 0.15 && step_p95_s >= 1.3 * step_p80_s;
+bool p90_on_edge(double step_p85_s, double step_p95_s) {
+  return step_p85_s > 0.0 && step_p95_s >= 1.3 * step_p85_s;
 }
 
 }  // namespace pipeplan::sim

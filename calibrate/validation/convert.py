@@ -1970,8 +1970,8 @@ def step_p90_err_groups(group: Sequence[float], others: Sequence[float]) -> Dict
 
 
 def flagged_edge_summary(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """Pure: the cases pipeplan itself flags with its p90 step on an edge (`step_p90_on_edge`: 5-15% of its steps
-    long, sim/step_stats.hpp) against the others: the abs error of the p90 step in each group, and how often the
+    """Pure: the cases pipeplan itself flags with its p90 step on an edge (`step_p90_on_edge`: its step time rises 1.3x
+    or more from its p85 to its p95, sim/step_stats.hpp) against the others: the abs error of the p90 step in each group, and how often the
     measured p90 falls inside the band the report names for a flagged case (its p80 to its p95). None without a
     flagged case."""
     flagged, others, inside = [], [], 0
