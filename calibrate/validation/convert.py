@@ -3005,8 +3005,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
                  f" | | | |")
     pf = p.get("p90_edge_flagged") or {}
     if pf.get("n"):
-        L.append(f"| (diagnostic) the {pf['n']} cases pipeplan's report flags with its p90 step on an edge (5-15% of "
-                 f"its steps over 1.5x the median; the measured p90 inside the p80-p95 band it names in "
+        L.append(f"| (diagnostic) the {pf['n']} cases pipeplan's report flags with its p90 step on an edge (its step "
+                 f"time rising 1.3x or more from its p85 to its p95; the measured p90 inside the p80-p95 band it names in "
                  f"{_pct(pf['share_measured_inside_p80_p95'], False)}): abs error of the p90 step "
                  f"{_groups_md(pf, 'others')} | | | |")
     ls = p.get("long_share_sides") or {}
