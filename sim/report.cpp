@@ -674,8 +674,9 @@ std::string to_text(const SimResult& r, const Diagnosis& d, const Scenario& s, c
     // the step time rises steeply around the p90: it is whichever kind of step the slow steps' share lands on
     o << "                  the p90 is on an edge: the step time rises 1.3x or more from the p85 to the p95 ("
       << pct(r.long_step_fraction) << " of steps\n"
-      << "                  over 1.5x the median), so a small change in how many steps wait moves it between "
-      << ms(r.step_p80_s) << " (p80) and " << ms(r.step_p95_s) << " (p95)\n";
+      << "                  over 1.5x the median); a small change in how many steps wait moves it between "
+      << ms(r.step_p80_s) << " (p80)\n"
+      << "                  and " << ms(r.step_p95_s) << " (p95)\n";
   }
   std::snprintf(line, sizeof line, "  synthetic data  %s samples/s: this job runs at %.0f%% of it\n",
                 with_thousands(r.baseline_samples_per_s).c_str(),
