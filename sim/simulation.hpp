@@ -55,7 +55,7 @@ struct SimResult {
   double steps_per_s = 0.0;
   double step_mean_s = 0.0, step_p50_s = 0.0, step_p80_s = 0.0, step_p90_s = 0.0, step_p95_s = 0.0, step_p99_s = 0.0;
   double long_step_fraction = 0.0;       // steps over 1.5x the median step (sim/step_stats.hpp)
-  bool step_p90_on_edge = false;         // the p90 falls between short and long steps (sim/step_stats.hpp)
+  bool step_p90_on_edge = false;         // the step time rises steeply around the p90 (sim/step_stats.hpp)
   std::vector<StageReport> stages;
   GpuReport gpu;
   double baseline_samples_per_s = 0.0;
