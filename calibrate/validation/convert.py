@@ -1970,10 +1970,10 @@ def step_p90_err_groups(group: Sequence[float], others: Sequence[float]) -> Dict
 
 
 def flagged_edge_summary(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """Pure: the cases pipeplan itself flags with its p90 step on an edge (`step_p90_on_edge`: its step time rises 1.3x
-    or more from its p85 to its p95, sim/step_stats.hpp) against the others: the abs error of the p90 step in each group, and how often the
-    measured p90 falls inside the band the report names for a flagged case (its p80 to its p95). None without a
-    flagged case."""
+    """Pure: the cases pipeplan itself flags with its p90 step on an edge (`step_p90_on_edge`: its step time rises
+    1.3x or more from its p85 to its p95, sim/step_stats.hpp) against the others: the abs error of the p90 step in
+    each group, and how often the measured p90 falls inside the band the report names for a flagged case (its p80 to
+    its p95). None without a flagged case."""
     flagged, others, inside = [], [], 0
     for r in rows:
         p = r.get("pipeplan") or {}
@@ -3006,8 +3006,8 @@ def render_markdown(ev: Dict[str, Any], meta: Dict[str, Any]) -> str:
     pf = p.get("p90_edge_flagged") or {}
     if pf.get("n"):
         L.append(f"| (diagnostic) the {pf['n']} cases pipeplan's report flags with its p90 step on an edge (its step "
-                 f"time rising 1.3x or more from its p85 to its p95; the measured p90 inside the p80-p95 band it names in "
-                 f"{_pct(pf['share_measured_inside_p80_p95'], False)}): abs error of the p90 step "
+                 f"time rising 1.3x or more from its p85 to its p95; the measured p90 inside the p80-p95 band it "
+                 f"names in {_pct(pf['share_measured_inside_p80_p95'], False)}): abs error of the p90 step "
                  f"{_groups_md(pf, 'others')} | | | |")
     ls = p.get("long_share_sides") or {}
     if ls.get("n_cases"):

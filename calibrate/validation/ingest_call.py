@@ -8,10 +8,10 @@
 Copies the call's $OUT files (device_run.sh's: cases.json, profile.json, calibrate.log, harness.log, env.txt, the
 probe's files) into calibrate/validation/results/NAME/, stores cases.json, calibrate.log and harness.log as .xz
 (XZ_STORED: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and,
-from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file writable, and with --table adds
-NAME to table_calls.txt. With --score it then runs score_call.py on the new folder. What each session did by hand
-after a call (docs/validation.md, the device plan); a bad argument or an incomplete call is one line and exit 2,
-with nothing written.
+from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file
+writable, and with --table adds NAME to table_calls.txt. With --score it then runs score_call.py on the new folder.
+What each session did by hand after a call (docs/validation.md, the device plan); a bad argument or an incomplete
+call is one line and exit 2, with nothing written.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -53,21 +53,27 @@ def straggler_probe_path(doc: Any) -> Optional[str]:
     return None
 
 
-def check_source(src: str) -> Optional[str]:
-    """Pure but for reading the folder: None where src holds a call convert can read, else the one-line reason."""
+def read_source(src: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """Pure but for reading the folder: (its cases.json, None) where src holds a call convert can read, else (None,
+    the one-line reason)."""
     if not os.path.isdir(src):
-        return f"{src}: not a folder (expected the device call's files, its reply's files_at)"
+        return None, f"{src}: not a folder (expected the device call's files, its reply's files_at)"
     missing = [f for f in REQUIRED if not os.path.isfile(os.path.join(src, f))]
     if missing:
-        return f"{src}: no {' or '.join(missing)} (the call did not finish: nothing to score)"
+        return None, f"{src}: no {' or '.join(missing)} (the call did not finish: nothing to score)"
     try:
         with open(os.path.join(src, "cases.json")) as f:
             doc = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
-        return f"{src}/cases.json: not JSON ({e})"
+        return None, f"{src}/cases.json: not JSON ({e})"
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-        return f"{src}/cases.json: $.cases is missing or not a list (expected the harness's output)"
-    return None
+        return None, f"{src}/cases.json: $.cases is missing or not a list (expected the harness's output)"
+    return doc, None
+
+
+def check_source(src: str) -> Optional[str]:
+    """None where src holds a call convert can read, else the one-line reason (read_source's)."""
+    return read_source(src)[1]
 
 
 def run_meta(command: str, timeout_s: int, reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -141,13 +147,12 @@ def main(argv=None) -> int:
     if os.path.exists(dest):
         print(f"ingest_call: {dest}: already there (a results folder is written once)", file=sys.stderr)
         return 2
-    why = check_source(a.src)
+    doc, why = read_source(a.src)
     if why:
         print(f"ingest_call: {why}", file=sys.stderr)
         return 2
     if a.table:
-        with open(os.path.join(a.src, "cases.json")) as f:
-            where = straggler_probe_path(json.load(f))
+        where = straggler_probe_path(doc)
         if where:
             print(f"ingest_call: {a.src}/cases.json: {where} (the harness ran with --probe-with-straggler); expected "
                   "straggler-free probes for the table: ingest it without --table", file=sys.stderr)
