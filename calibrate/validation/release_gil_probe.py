@@ -13,6 +13,8 @@ how long a thread wanting the GIL waits, and reports for each kind of free its w
   shared          a batch received from a DataLoader worker (shared memory), `del batch`
   shared_tensor   the same with its untyped_storage() kept: `del batch` frees the tensor alone
   shared_storage  then `del storage`: the storage object's own free, which unmaps
+  shared_touched  a batch received as `shared`, every page read first (`t.sum()`, as pin_memory()'s copy reads them:
+                  the unmap then tears down populated page tables), `del batch`
   private         a tensor of the same size made in this process (`torch.empty`, filled), `del t`
   idle            the same pauses with nothing freed (the probe's own floor)
 
@@ -33,7 +35,7 @@ from typing import Any, Dict, List, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gil_probe import GilProbe  # noqa: E402
 
-KINDS = ("idle", "shared", "shared_tensor", "shared_storage", "private")
+KINDS = ("idle", "shared", "shared_tensor", "shared_storage", "shared_touched", "private")
 PAUSE_S = 0.003  # between two frees, so the probe thread wakes a few dozen times in each pause
 
 
@@ -109,6 +111,10 @@ def measure(mb: float, rounds: int, per_round: int) -> Dict[str, Any]:
         storages = [t.untyped_storage() for t in got]
         window("shared_tensor", got)
         window("shared_storage", storages)
+        touched = [next(it) for _ in range(per_round)]
+        for t in touched:
+            t.sum()  # fault every page in, as the pin thread's copy does
+        window("shared_touched", touched)
         private = [torch.empty(floats).fill_(1.0) for _ in range(per_round)]
         window("private", private)
     del it, dl
