@@ -4,8 +4,12 @@
 The pin thread's release of a worker's shared-memory batch holds the GIL on the validation hosts: the loop's `.item()`
 returns 4.0-8.6 ms after a pin_memory() end, about calibrate's release of the batch plus the receive's 0.48 ms, and
 the simulator holds it so (`ipc.release_holds_gil`). Yet PyTorch releases the GIL around a tensor's destruction
-(`THPVariable_clear`, pytorch#83623). A candidate, not measured: the storage's own Python object, which PyTorch keeps
-alive beside a storage with other owners, drops the last reference (and so munmaps) in its dealloc, with the GIL held.
+(`THPVariable_clear`, pytorch#83623). The candidate: the storage's own Python object, which PyTorch keeps alive
+beside a storage with other owners, drops the last reference (and so munmaps) in its dealloc, with the GIL held.
+Measured in validation run 74 (one H100, torch 2.11): so it is. The shared batch's free held the GIL for 0.75-0.89 of
+its wall at 9.6, 38.5 and 154 MB, the storage object's free alone the same, the tensor's alone nothing (3 us), a
+private tensor's free 0.03-0.23; with its pages read first the 38.5 MB free took 3.83 ms and held 3.34 (calibrate's
+release of that batch on the lease: 3.9-4.2 ms).
 
 This frees batches one at a time in the main thread (no pin thread, no training loop) while a GilProbe thread samples
 how long a thread wanting the GIL waits, and reports for each kind of free its wall time and the GIL held per free:
@@ -37,12 +41,16 @@ from gil_probe import GilProbe  # noqa: E402
 
 KINDS = ("idle", "shared", "shared_tensor", "shared_storage", "shared_touched", "private")
 PAUSE_S = 0.003  # between two frees, so the probe thread wakes a few dozen times in each pause
+# Below this wall a free's held/wall ratio is the probe's noise over nothing (run 74: a shared tensor whose storage
+# is kept frees in 3 us and read -0.75), so the summary gives none.
+MIN_WALL_FOR_RATIO_MS = 0.05
 
 
 def summarise(walls_s: Dict[str, Sequence[float]], held_s: Dict[str, float], frees: Dict[str, int]
               ) -> Dict[str, Dict[str, Any]]:
     """Pure: per kind, the median wall of one free (ms), the GIL held per free (ms: the probe's held time over the
-    kind's windows, less the idle kind's per pause, over its frees) and held over wall (None without a wall)."""
+    kind's windows, less the idle kind's per pause, over its frees) and held over wall (None without a wall or with one
+    under MIN_WALL_FOR_RATIO_MS)."""
     floor_ms = 1e3 * held_s.get("idle", 0.0) / max(1, frees.get("idle", 0))
     out: Dict[str, Dict[str, Any]] = {}
     for kind, walls in walls_s.items():
@@ -50,7 +58,7 @@ def summarise(walls_s: Dict[str, Sequence[float]], held_s: Dict[str, float], fre
         held_ms = 1e3 * held_s.get(kind, 0.0) / n - (0.0 if kind == "idle" else floor_ms)
         wall_ms = 1e3 * statistics.median(walls) if walls else None
         out[kind] = {"frees": frees.get(kind, 0), "wall_ms": wall_ms, "held_ms_per_free": held_ms,
-                     "held_over_wall": (held_ms / wall_ms) if wall_ms else None}
+                     "held_over_wall": (held_ms / wall_ms) if wall_ms and wall_ms >= MIN_WALL_FOR_RATIO_MS else None}
     return out
 
 

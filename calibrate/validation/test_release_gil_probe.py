@@ -39,6 +39,20 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("GIL held 5.00 ms a free (1.00 of the wall)", lines[0])
         self.assertTrue(lines[1].startswith("private "))
 
+    def test_a_free_that_takes_nothing_has_no_ratio(self):
+        # run 74: the tensor freed with its storage kept took 3 us and the probe's floor made its ratio -0.75
+        s = probe.summarise({"idle": [], "shared_tensor": [3e-6, 3e-6]}, {"idle": 0.0002, "shared_tensor": 0.00019},
+                            {"idle": 2, "shared_tensor": 2})
+        self.assertAlmostEqual(s["shared_tensor"]["held_ms_per_free"], -0.005, places=9)
+        self.assertIsNone(s["shared_tensor"]["held_over_wall"])
+        self.assertNotIn("of the wall", probe.report_lines(s)[0])
+
+    def test_the_touched_free_comes_between_the_storage_and_the_private_one(self):
+        walls = {k: [0.001] for k in ("private", "shared_touched", "shared_storage")}
+        s = probe.summarise(walls, {k: 0.0 for k in walls}, {k: 1 for k in walls})
+        self.assertEqual([line.split()[0] for line in probe.report_lines(s)],
+                         ["shared_storage", "shared_touched", "private"])
+
 
 class CommandLineTest(unittest.TestCase):
     def test_bad_sizes_are_one_line_and_exit_2(self):
