@@ -219,6 +219,17 @@ bool ranks_batches_differ_in_shape(const Scenario& s) {
 
 }  // namespace
 
+// What the pin thread holds the GIL for, after "holds it N% of the time" in a host-bound explanation: the receive
+// of each batch, and where the profile says so (ipc.release_holds_gil with a measured release) the free of the
+// worker's shared copy after pin_memory(). Validation run 74 (release_gil_probe.py): that free unmaps the batch in
+// its storage's Python object's dealloc, with the GIL held for 0.75-0.89 of it; a private tensor's free releases it.
+std::string pin_gil_holds(const Scenario& s, const Profile& p) {
+  const double release_s = pin_receive_parts(p, s.batch_bytes()).release_s;
+  return release_s > 0.0 ? ": its receive of each batch, and " + ms(release_s) +
+                               " a batch freeing the worker's shared copy after pin_memory()"
+                         : ": its receive of each batch";
+}
+
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   Diagnosis d = name_bottleneck(result, s, p);
   d.suggestion = suggest(d.stage, s, p);
@@ -248,7 +259,8 @@ Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   if (d.stage == "host_loop" && gil_busy >= 0.9 && result.gil_held_pin_fraction >= 0.1)
     d.suggestion += "; the GIL is busy " + pct(gil_busy) + " of the time (the pin thread's receive and release " +
                     pct(result.gil_held_pin_fraction) + "): fewer tensors a batch (one shared-memory handle each) "
-                    "shorten it (compare pin_memory with pipeplan sweep --vary loader.pin_memory=true,false)";
+                    "and fewer bytes (the pin thread unmaps them holding it) shorten it (compare pin_memory with "
+                    "pipeplan sweep --vary loader.pin_memory=true,false)";
   // A loop that needs the memory map stalls while the pin thread touches and unmaps each batch: its bytes.
   if (d.stage == "host_loop" && result.memory_map_wait_main_fraction >= 0.1)
     d.suggestion += "; the loop stalls " + pct(result.memory_map_wait_main_fraction) +
@@ -484,7 +496,7 @@ Diagnosis name_bottleneck(SimResult& result, const Scenario& s, const Profile& p
                     (s.ddp_host_s() > 0.0 ? " and DDP's reducer " + ms(s.ddp_host_s()) : "") +
                     (s.loader.pin_memory && s.loader.num_workers > 0
                          ? " and shares the GIL with the pin thread (which holds it " + pct(result.gil_held_pin_fraction) +
-                               " of the time)" +
+                               " of the time" + pin_gil_holds(s, p) + ")" +
                                (s.training.host_needs_memory_map
                                     ? ", stalling " + pct(result.memory_map_wait_main_fraction) +
                                           " of the time while it touches and unmaps the workers' batches"
