@@ -105,7 +105,8 @@ struct IpcProfile {
   // GIL-wanting thread would; the harness's GIL probe reads about that hold plus the receive's (1.03x at median over
   // 18 H100 calls, 0.64-1.80x call by call; validation run 73, finding 6). Why (validation run 74,
   // release_gil_probe.py): the shared storage's Python object frees and unmaps the batch in its dealloc, holding the
-  // GIL for 0.75-0.89 of that free (3.34 of 3.83 ms for 38.5 MB with its pages touched). false:
+  // GIL for 0.74-0.99 of that free (3.34 of 3.83 ms and 4.44 of 4.49 ms for 38.5 MB with its pages
+  // touched, on two H100 leases). false:
   // the release runs beside the loop, inside the per-byte work before the copy (the model until the seventy-sixth
   // session). A what-if and a check; it needs release_s_per_byte.
   bool release_holds_gil = true;

@@ -222,7 +222,7 @@ bool ranks_batches_differ_in_shape(const Scenario& s) {
 // What the pin thread holds the GIL for, after "holds it N% of the time" in a host-bound explanation: the receive
 // of each batch, and where the profile says so (ipc.release_holds_gil with a measured release) the free of the
 // worker's shared copy after pin_memory(). Validation run 74 (release_gil_probe.py): that free unmaps the batch in
-// its storage's Python object's dealloc, with the GIL held for 0.75-0.89 of it; a private tensor's free releases it.
+// its storage's Python object's dealloc, with the GIL held for 0.74-0.99 of it; a private tensor's free releases it.
 std::string pin_gil_holds(const Scenario& s, const Profile& p) {
   const double release_s = pin_receive_parts(p, s.batch_bytes()).release_s;
   return release_s > 0.0 ? ": its receive of each batch, and " + ms(release_s) +

@@ -827,7 +827,7 @@ void pin_thread_actor(Rank& r) {
     // (parts.release_s, ipc.release_holds_gil: validation run 72, finding 5; PyTorch's THPVariable_clear releases
     // it around a tensor's destruction, pytorch#83623, but the loop's .item() waited out this release on the H100
     // host: validation run 74 found why, the shared storage's own Python object frees and unmaps it with the GIL
-    // held, 0.75-0.89 of the free's wall, where a private tensor's free releases it; release_gil_probe.py).
+    // held, 0.74-0.99 of the free's wall, where a private tensor's free releases it; release_gil_probe.py).
     // Without it the release stays in the work before the copy (parts.map_s), beside the loop.
     on_worker_mapping(r, parts.map_s * speed_factor, b.batch,
                       parts.release_s > 0.0 ? "map, touch (holds the memory map)"

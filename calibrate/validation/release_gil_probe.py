@@ -6,7 +6,7 @@ returns 4.0-8.6 ms after a pin_memory() end, about calibrate's release of the ba
 the simulator holds it so (`ipc.release_holds_gil`). Yet PyTorch releases the GIL around a tensor's destruction
 (`THPVariable_clear`, pytorch#83623). The candidate: the storage's own Python object, which PyTorch keeps alive
 beside a storage with other owners, drops the last reference (and so munmaps) in its dealloc, with the GIL held.
-Measured in validation run 74 (one H100, torch 2.11): so it is. The shared batch's free held the GIL for 0.75-0.89 of
+Measured in validation run 74 (two H100 leases, torch 2.11): so it is. The shared batch's free held the GIL for 0.74-0.89 of
 its wall at 9.6, 38.5 and 154 MB, the storage object's free alone the same, the tensor's alone nothing (3 us), a
 private tensor's free 0.03-0.23; with its pages read first the 38.5 MB free took 3.83 ms and held 3.34 (calibrate's
 release of that batch on the lease: 3.9-4.2 ms).
