@@ -89,6 +89,11 @@ struct Batch {
   int worker = -1;
 };
 
+// The GPU runs a step's kernels in at most this many pieces, each once the loop has launched the ones before it
+// (validation run 74, finding 5): enough to place a GIL hold of a few ms inside 15-25 ms of launches, few enough to
+// keep a step's events cheap.
+constexpr int kMaxLaunchPieces = 16;
+
 struct StreamOp {
   enum class Kind { kCopy, kCompute } kind = Kind::kCompute;
   std::int64_t step = 0;
@@ -96,6 +101,10 @@ struct StreamOp {
   double decode_s = 0.0;             // compute: the batch's GPU JPEG decode, before the step's kernels
   std::int64_t wait_side_ops = 0;    // compute on a side-stream copy: side ops to wait for
   bool first_part = false;           // compute: a new shape's kernels launched before its last plan (not a whole step)
+  // compute: the step's kernels run in this many equal pieces, piece i once the loop has launched its first i
+  // pieces (launched_pieces >= launch_piece_base + i); 0 or 1: the whole step from the first launch
+  int launch_pieces = 0;
+  std::int64_t launch_piece_base = 0;
 };
 
 struct Stream {
@@ -185,6 +194,8 @@ struct Rank {
   // Streams
   Stream compute, side;
   Counter launched_steps;   // the host has finished launching step i's kernels
+  Counter launched_pieces;  // pieces of the loop's launches done, over all steps (StreamOp::launch_pieces)
+  std::int64_t launch_pieces_pushed = 0;
   Counter computed_steps;
 
   // Per step records
@@ -1019,6 +1030,7 @@ void compute_stream_actor(Rank& r) {
     const double forward_s = op.duration_s * forward_share;
     const double backward_s = op.duration_s - forward_s;
     CollectiveWait exposed;
+    double launch_waits_in_window_s = 0.0;  // the GPU idle between pieces of a step, waiting for their launches
     double backward_end_s = -1.0;  // DDP: where the rank's backward ended and its wait for the all-reduce began
     if (r.fsdp) {
       exposed = fsdp_step(r, op.step, forward_s, backward_s);  // unit by unit beside FSDP's collectives
@@ -1038,6 +1050,21 @@ void compute_stream_actor(Rank& r) {
       r.comm->buckets_done.wait_at_least((op.step + 1) * nb);
       exposed = split_wait(r.comm->running, ran_at_from, wait_from_s);
       r.activities += nb;
+    } else if (op.launch_pieces > 1) {
+      // the kernels follow the launches: a stall inside them (the GIL held by the pin thread, the memory map) idles
+      // a GPU that has less than the stall queued
+      for (int i = 0; i < op.launch_pieces; ++i) {
+        if (i > 0) {
+          const double w0 = sg4::Engine::get_clock();
+          r.launched_pieces.wait_at_least(op.launch_piece_base + i);
+          const double w1 = sg4::Engine::get_clock();
+          if (w1 > w0) {
+            launch_waits_in_window_s += window.overlap(w0, w1);
+            if (!r.synthetic) world.trace->span(r.id, track, "wait for the loop's launches", w0, w1, op.step);
+          }
+        }
+        sg4::this_actor::sleep_for(op.duration_s / op.launch_pieces);
+      }
     } else {
       sg4::this_actor::sleep_for(forward_s);
       sg4::this_actor::sleep_for(backward_s);
@@ -1059,7 +1086,8 @@ void compute_stream_actor(Rank& r) {
       const double in_window_s = window.overlap(start_s, kernels_end_s);
       const double waited_s = std::min(exposed.total_s(), in_window_s);
       const double share = exposed.total_s() > 0.0 ? waited_s / exposed.total_s() : 0.0;
-      r.compute_busy_s += in_window_s - waited_s;
+      r.compute_busy_s += in_window_s - waited_s - launch_waits_in_window_s;
+      r.idle_host_s += launch_waits_in_window_s;
       r.exposed_comm_s += exposed.comm_s * share;
       r.idle_ranks_s += exposed.other_ranks_s * share;
       if (start_s >= window.start_s && end_s <= window.end_s) r.idle_host_s += end_s - kernels_end_s;
@@ -1456,6 +1484,22 @@ class MainLoop {
       op.duration_s = duration_s - before_s;
       op.decode_s = 0.0;  // with the first part
     }
+    const bool pin_thread = s_.loader.pin_memory && s_.loader.num_workers > 0;
+    const int slices = gil_slices(s_.training.host_s_per_step, pin_thread);
+    const bool map_shared = pin_thread && s_.training.host_needs_memory_map && !r_.synthetic;  // twin: no loader
+    const int chunks = memory_map_chunks(
+        s_.training.host_s_per_step / slices, map_shared,
+        memory_map_interval_s(s_.training.host_s_per_step, s_.training.memory_map_needs_per_step));
+    // The kernels follow the launches in pieces (kMaxLaunchPieces) where the loop's Python is split at all (a pin
+    // thread beside it); DDP's buckets, FSDP's units and a new shape's plans keep their own timing of the step.
+    const int host_pieces = slices * chunks;
+    const int pieces = (s_.training.host_s_per_step > 0.0 && !plans_inside && !r_.comm && !r_.fsdp)
+                           ? std::min(host_pieces, kMaxLaunchPieces) : 0;
+    if (pieces > 1) {
+      op.launch_pieces = pieces;
+      op.launch_piece_base = r_.launch_pieces_pushed;
+      r_.launch_pieces_pushed += pieces;
+    }
     r_.compute.queue.push(op);
     ++r_.compute.enqueued_ops;
     if (s_.training.host_s_per_step > 0.0) {
@@ -1465,19 +1509,22 @@ class MainLoop {
       // stretched) rather than between steps. The slices of CPython's switch interval pace the memory map's
       // chunks, and hand the lock over where the loop waits for the map with the GIL held.
       // A loop that needs the memory map also stalls whenever the pin thread works on a worker's mapping.
-      const bool pin_thread = s_.loader.pin_memory && s_.loader.num_workers > 0;
-      const int slices = gil_slices(s_.training.host_s_per_step, pin_thread);
-      const bool map_shared = pin_thread && s_.training.host_needs_memory_map && !r_.synthetic;  // twin: no loader
-      const int chunks = memory_map_chunks(
-          s_.training.host_s_per_step / slices, map_shared,
-          memory_map_interval_s(s_.training.host_s_per_step, s_.training.memory_map_needs_per_step));
       double host_s = 0.0;
+      std::int64_t pieces_done = 0;
       for (int i = 0; i < slices; ++i) {
         GilHold gil(r_, kMainTrack, r_.gil_wait_main_s, r_.gil_held_main_s, step);
         if (i == 0) host_s = s_.training.host_s_per_step * host_factor * wander_.time_factor(r_.rng);  // GIL held
         for (int c = 0; c < chunks; ++c) {
           if (map_shared) wait_for_memory_map(step);
           run_cpu(r_, host_s / slices / chunks, &r_.main_python);  // the pin thread may suspend it
+          if (pieces > 1) {
+            // the launch pieces this chunk completes (host pieces grouped evenly into the GPU's pieces)
+            const std::int64_t reached = static_cast<std::int64_t>(i * chunks + c + 1) * pieces / host_pieces;
+            if (reached > pieces_done) {
+              r_.launched_pieces.add(reached - pieces_done);
+              pieces_done = reached;
+            }
+          }
         }
       }
       const double t1 = sg4::Engine::get_clock();

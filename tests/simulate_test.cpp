@@ -893,6 +893,30 @@ TEST(Simulate, AHostBoundExplanationNamesWhatThePinThreadHoldsTheGilFor) {
   EXPECT_EQ(explanation.find("freeing"), std::string::npos) << explanation;
 }
 
+// The GPU's progress through a step follows the loop's launches (validation run 74, finding 5: the pinned ResNet-50
+// step waited 2.7-2.9 ms in .item() after launches that a GIL hold had stretched, where a GPU running its whole step
+// from the first launch waits about 0.1). A GPU-bound step: 20 ms of kernels, 12 ms of Python launching them in
+// ceil(12 / 5) = 3 GIL slices, so 3 pieces of 6.67 ms, piece i once the loop has launched its first i slices of 4 ms.
+// Fast workers keep a batch in hand; the pin thread's 6 ms receive (the GIL held) lands in the loop's first slice, so
+// that slice ends at 4 + 6 = 10 ms: piece 0 runs 0-6.67 and waits to 10, piece 1 runs 10-16.67, piece 2 (its
+// launches done at 14) 16.67-23.33. 23.33 ms a step, the GPU idle 3.33 of it waiting for launches; a GPU that ran
+// its 20 ms from the first launch would hide the hold inside max(12 + 6, 20) = 20 ms.
+TEST(Simulate, AGilHoldInsideAGpuBoundStepsLaunchesIdlesTheGpu) {
+  json s = three_mb_batches(64, 8, true);
+  s["dataset"]["item_bytes"] = 1.0e4;  // the copy negligible
+  s["training"] = {{"step_s", 0.020}, {"host_s_per_step", 0.012}, {"sync_every_steps", 1}, {"steps", 400}};
+  s["transfer"] = {{"non_blocking", true}};
+  json prof = flat_profile();
+  prof["ipc"]["receive_s_per_batch"] = 0.006;
+  const json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(r), 0.07 / 3, 0.07 / 3 * 0.002);
+  EXPECT_NEAR(r["gpu"]["idle_host_fraction"].get<double>(), 0.01 / 3 / (0.07 / 3), 0.005);
+  EXPECT_EQ(r["bottleneck"]["stage"], "host_loop") << r["bottleneck"]["explanation"];
+  // without the hold the launches (12 ms) stay ahead of the kernels: the GPU's 20 ms
+  prof["ipc"]["receive_s_per_batch"] = 0.0;
+  EXPECT_NEAR(step_mean(simulate(s, {}, pipeplan::test::write_temp(prof.dump()))), 0.020, 0.020 * 0.002);
+}
+
 TEST(Simulate, APinnedBatchsReceiveAndMappingWorkStallTheLoop) {
   json s = three_mb_batches(64, 8, true);
   s["training"] = {{"step_s", 0.010}, {"host_s_per_step", 0.030}, {"steps", 300}};
