@@ -217,8 +217,6 @@ bool ranks_batches_differ_in_shape(const Scenario& s) {
          s.sequence.collate != SequenceCollate::kPack;
 }
 
-}  // namespace
-
 // What the pin thread holds the GIL for, after "holds it N% of the time" in a host-bound explanation: the receive
 // of each batch, and where the profile says so (ipc.release_holds_gil with a measured release) the free of the
 // worker's shared copy after pin_memory(). Validation run 74 (release_gil_probe.py): that free unmaps the batch in
@@ -229,6 +227,8 @@ std::string pin_gil_holds(const Scenario& s, const Profile& p) {
                                " a batch freeing the worker's shared copy after pin_memory()"
                          : ": its receive of each batch";
 }
+
+}  // namespace
 
 Diagnosis diagnose(SimResult& result, const Scenario& s, const Profile& p) {
   Diagnosis d = name_bottleneck(result, s, p);

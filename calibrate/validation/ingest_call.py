@@ -71,11 +71,6 @@ def read_source(src: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     return doc, None
 
 
-def check_source(src: str) -> Optional[str]:
-    """None where src holds a call convert can read, else the one-line reason (read_source's)."""
-    return read_source(src)[1]
-
-
 def run_meta(command: str, timeout_s: int, reply: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """Pure: run_meta.json's content: the command and its timeout, then the reply's REPLY_KEYS where present."""
     meta: Dict[str, Any] = {"command": command, "timeout_s": int(timeout_s)}
