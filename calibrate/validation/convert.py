@@ -2264,12 +2264,14 @@ def loop_in_situ_s(case: Dict[str, Any]) -> Optional[float]:
 
 def p90_step_halves_diff(case: Dict[str, Any]) -> Optional[float]:
     """How far the p90 step of the first half of the case's steady steps is from the second half's, over their mean
-    (timeline_analysis.p90_step_halves): the ground truth's own precision, case by case. None without a timeline."""
+    (timeline_analysis.p90_halves): the ground truth's own precision, case by case. From the case's timeline (the
+    loop's next() to next()) where it has one, else from the harness's own halves of the GPU-side step intervals
+    (`measured.step_p90_halves`, harness since the seventy-ninth session); None for a case with neither."""
     tl = _one_epoch_timeline(case)
-    if tl is None:
-        return None
-    import timeline_analysis   # noqa: E402
-    return (timeline_analysis.p90_step_halves(tl) or {}).get("rel_diff")
+    if tl is not None:
+        import timeline_analysis   # noqa: E402
+        return (timeline_analysis.p90_step_halves(tl) or {}).get("rel_diff")
+    return ((case.get("measured") or {}).get("step_p90_halves") or {}).get("rel_diff")
 
 
 def waiting_step_share(case: Dict[str, Any]) -> Optional[float]:

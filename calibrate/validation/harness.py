@@ -46,6 +46,7 @@ from pipeplan_probe import steady_state_skip  # noqa: E402  (the loader's fill l
 from pipeplan_probe import new_shape_lengths, time_new_shapes  # noqa: E402  (the user helper's new-shape timing, the component's too)
 from gil_probe import GilProbe, per_batch as gil_probe_figures  # noqa: E402  (how long a GIL-wanting thread waits beside the pin thread)
 from sequence_fit import fit_sequence_step, fit_sequence_step_with_floor  # noqa: E402  (convert refits with them)
+from timeline_analysis import p90_halves  # noqa: E402  (the window's own precision on its p90 step, every case)
 
 import numpy as np  # noqa: E402
 
@@ -3173,6 +3174,10 @@ class Harness:
             "throughput_host_samples_per_s": meas * bs / host_window if host_window > 0 else None,
             "step_time_s": {"mean": window_s / meas, "p50": g["p50"], "p90": g["p90"],
                             "cv": g["cv"], "min": g["min"], "max": g["max"]},
+            # the p90 of the window's first and second halves (the same GPU-side intervals): how well this window
+            # knows its own p90, for every case, not only those run with --timeline (the seventy-ninth session: run
+            # 75's 60 s windows had no timeline, so nothing said how precise their p90 was)
+            "step_p90_halves": p90_halves(gpu_iv),
             "host_step_interval_s": summarize(host_iv),
             "data_wait_s": summarize(waits),
             # the loop thread's own CPU inside next() (since run 26's plan): an unpinned batch's receive (unpickling,

@@ -442,6 +442,22 @@ class StepAloneTest(unittest.TestCase):
         self.assertAlmostEqual(s["loose_median_abs_step_p90_err"], 0.35)
         self.assertIsNone(convert.p90_halves_summary([row(None, 0.1)]))
 
+    def test_p90_halves_come_from_the_timeline_else_from_the_harness_halves(self):
+        # a timeline of 40 steps of 10 ms then 40 of 20 ms after a skip of 2: p90s 10 and 20 ms -> 10 / 15
+        starts = [0.0]
+        for st in [0.010] * 2 + [0.010] * 40 + [0.020] * 40:
+            starts.append(starts[-1] + st)
+        halves = {"first_p90_s": 0.040, "second_p90_s": 0.060, "rel_diff": 0.4, "steps_per_half": 500}
+        with_tl = {"knobs": {}, "measured": {"timeline": {"skip": 2, "main": {"next_start": starts}},
+                                             "step_p90_halves": halves}}
+        self.assertAlmostEqual(convert.p90_step_halves_diff(with_tl), 0.010 / 0.015)
+        # no timeline (run 75's 60 s windows): the harness's own halves of the GPU-side steps
+        self.assertAlmostEqual(convert.p90_step_halves_diff({"knobs": {}, "measured": {"step_p90_halves": halves}}),
+                               0.4)
+        # a window too short for halves (the harness wrote null) or a call before the harness kept them: None
+        self.assertIsNone(convert.p90_step_halves_diff({"knobs": {}, "measured": {"step_p90_halves": None}}))
+        self.assertIsNone(convert.p90_step_halves_diff({"knobs": {}, "measured": {}}))
+
     def test_short_window_summary_splits_on_the_measured_steps(self):
         def row(n, err):
             return {"measured": {"n_measured": n}, "pipeplan": {"step_p90_err": err}}

@@ -245,6 +245,18 @@ class P90Halves(unittest.TestCase):
         # fewer than 20 steps a half: no figure
         self.assertIsNone(T.p90_step_halves({"skip": 3, "main": {"next_start": starts[:42]}}))
 
+    def test_the_pure_halves_of_a_step_list_as_the_harness_keeps_them(self):
+        # the same second window as a plain list of step times (harness: the GPU-side intervals of every case):
+        # 40 steps of 10 ms, then 40 whose every 5th is 30 ms -> p90s 10 and 30 ms, difference 1.0 of their mean;
+        # an odd step at the end is left out so the halves are equal
+        steps = [0.010] * 40 + [0.030 if j % 5 == 4 else 0.010 for j in range(40)] + [0.5]
+        r = T.p90_halves(steps)
+        self.assertAlmostEqual(r["first_p90_s"], 0.010)
+        self.assertAlmostEqual(r["second_p90_s"], 0.030)
+        self.assertAlmostEqual(r["rel_diff"], 1.0)
+        self.assertEqual(r["steps_per_half"], 40)
+        self.assertIsNone(T.p90_halves([0.010] * 39))
+
 class LoopStall(unittest.TestCase):
     def test_each_batch_finished_in_a_step_adds_its_cost(self):
         # 12 steps of 10 s from t=0: batch in hand at 10j, host work 2 s plus 0.5 s for each worker batch finished

@@ -321,25 +321,29 @@ def waiting_step_share(timeline: Dict[str, Any], fraction: float = WAITING_STEP_
 HALVES_MIN_STEPS = 20   # steady steps in each half, at least, for its p90 to mean anything
 
 
-def p90_step_halves(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
-    """How well the case's own window pins down its p90 step: the p90 of the loop's step (next() to next(), the
-    host's view of the step the harness times on the GPU) in the first and the second half of the steady steps, and
-    their difference over their mean. Two halves measured back to back differ by about sqrt(2) x the standard error
-    of either; the whole window's p90 has about 1/sqrt(2) of a half's, so it is uncertain by about half the
-    difference (independent halves; wander slower than a half only makes the halves agree too well). None with fewer
-    than HALVES_MIN_STEPS steady steps in a half."""
-    starts = timeline["main"]["next_start"]
-    skip = int(timeline["skip"])
-    steps = [b - a for a, b in zip(starts[skip:], starts[skip + 1:])]
+def p90_halves(steps: Sequence[float]) -> Optional[Dict[str, float]]:
+    """Pure: the p90 of the first and the second half of a case's steady step times, and their difference over their
+    mean: how well the case's own window pins down its p90 step. Two halves measured back to back differ by about
+    sqrt(2) x the standard error of either; the whole window's p90 has about 1/sqrt(2) of a half's, so it is uncertain
+    by about half the difference (independent halves; wander slower than a half only makes the halves agree too well).
+    None with fewer than HALVES_MIN_STEPS steps in a half."""
     half = len(steps) // 2
     if half < HALVES_MIN_STEPS:
         return None
-    first, second = summarize(steps[:half])["p90"], summarize(steps[half:2 * half])["p90"]
+    first, second = summarize(list(steps[:half]))["p90"], summarize(list(steps[half:2 * half]))["p90"]
     mean = (first + second) / 2
     if mean <= 0:
         return None
     return {"first_p90_s": first, "second_p90_s": second, "rel_diff": abs(first - second) / mean,
             "steps_per_half": half}
+
+
+def p90_step_halves(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """p90_halves over the loop's steps in a case's timeline (next() to next(), the host's view of the step the
+    harness times on the GPU)."""
+    starts = timeline["main"]["next_start"]
+    skip = int(timeline["skip"])
+    return p90_halves([b - a for a, b in zip(starts[skip:], starts[skip + 1:])])
 
 
 def pin_overlap(timeline: Dict[str, Any]) -> Optional[Dict[str, float]]:
