@@ -43,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (_read_json_object, build_dataset, build_step, load_callable,  # noqa: E402
                             steady_state_skip, summarize, tensors_in, to_device, write_whole)
 import convert  # noqa: E402  (the table's own prediction and scoring rules: one rule for both)
+from timeline_analysis import p90_halves  # noqa: E402  (the harness's halves: how well a window knows its own p90)
 
 SCHEMA = "pipeplan-job-check/1"
 MIN_BATCHES_PER_WORKER = 3      # the harness's rule: at least this many batches a worker in the measured window
@@ -123,7 +124,32 @@ def loop_figures(step_end_s: Sequence[float], host_end_s: Sequence[float], waits
         "step_time_s": {"mean": window_s / meas, "p50": iv["p50"], "p90": iv["p90"], "max": iv["max"]},
         "data_wait_s_mean": sum(waits) / meas,
         "data_wait_fraction": sum(waits) / host_window_s if host_window_s > 0 else None,
+        "halves": window_halves(step_end_s, skip, samples, batch_size),
     }
+
+
+def window_halves(step_end_s: Sequence[float], skip: int, samples: Optional[Sequence[int]],
+                  batch_size: int) -> Optional[Dict[str, Any]]:
+    """Pure: the measured window split into its first and second half of steps, each scored alone: samples/s and
+    p90 step (timeline_analysis.p90_halves), and how far apart the halves are over their mean. The same loop on
+    the same machine moves by this much within one run (validation run 75: one case measured three times on one
+    lease moved 13-34% in samples/s), so a prediction's miss of that size is the run's own noise. None with fewer
+    than timeline_analysis.HALVES_MIN_STEPS steps a half."""
+    intervals = [step_end_s[j] - step_end_s[j - 1] for j in range(skip, len(step_end_s))]
+    p90 = p90_halves(intervals)
+    if p90 is None:
+        return None
+    half = p90["steps_per_half"]
+    rates = []
+    for lo in (skip, skip + half):
+        n_samples = sum(samples[lo:lo + half]) if samples is not None else half * batch_size
+        span_s = step_end_s[lo + half - 1] - step_end_s[lo - 1]
+        rates.append(n_samples / span_s if span_s > 0 else None)
+    if None in rates:
+        return None
+    return {"steps_per_half": half, "samples_per_s": rates,
+            "samples_per_s_rel_diff": abs(rates[0] - rates[1]) / ((rates[0] + rates[1]) / 2),
+            "step_p90_s": [p90["first_p90_s"], p90["second_p90_s"]], "step_p90_rel_diff": p90["rel_diff"]}
 
 
 def measured_class(figures: Dict[str, Any], step_gpu_s: Optional[float]) -> Dict[str, Any]:
@@ -239,6 +265,13 @@ def human(check: Dict[str, Any]) -> str:
         lines.append(f"pipeplan: {p['explanation']}")
     if check.get("profile_note"):
         lines.append(check["profile_note"])
+    h = m.get("halves")
+    if h:
+        lines.append(f"your window's own halves ({h['steps_per_half']} steps each): {h['samples_per_s'][0]:,.0f} and "
+                     f"{h['samples_per_s'][1]:,.0f} samples/s ({h['samples_per_s_rel_diff'] * 100:.1f}% apart), p90 "
+                     f"step {ms(h['step_p90_s'][0])} and {ms(h['step_p90_s'][1])} "
+                     f"({h['step_p90_rel_diff'] * 100:.1f}% apart): the run's own noise, before the machine's drift "
+                     f"from one run to the next")
     if p.get("step_p90_on_edge") and pst.get("p80") is not None and pst.get("p95") is not None:
         lines.append(f"pipeplan puts its p90 step on an edge between short and long steps: a window's p90 may fall "
                      f"anywhere in {ms(pst['p80'])} to {ms(pst['p95'])}")
@@ -414,6 +447,20 @@ def measured_from_check(path: str) -> Dict[str, Any]:
     v = m["samples_per_s"]
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
         raise BadInput(f"{path}: $.measured.samples_per_s = {json.dumps(v)}; expected a rate > 0")
+    h = m.get("halves")
+    if h is not None:
+        # a check written before the halves (absent) or over too short a window (null) has none; a present one must
+        # be what window_halves writes
+        def positive(x: Any) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+        ok = (isinstance(h, dict) and all(isinstance(h.get(k), list) and len(h[k]) == 2 and all(map(positive, h[k]))
+                                          for k in ("samples_per_s", "step_p90_s"))
+              and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool) and h[k] >= 0
+                      for k in ("samples_per_s_rel_diff", "step_p90_rel_diff"))
+              and isinstance(h.get("steps_per_half"), int) and not isinstance(h.get("steps_per_half"), bool))
+        if not ok:
+            raise BadInput(f"{path}: $.measured.halves = {json.dumps(h)[:80]}; expected null or an object with "
+                           f"samples_per_s and step_p90_s (two values > 0 each), their rel_diffs and steps_per_half")
     return {"measured": m, "dataset_len": doc.get("dataset_len")}
 
 

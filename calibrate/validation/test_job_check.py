@@ -83,6 +83,30 @@ class LoopFiguresTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             job_check.loop_figures([0.0, 0.1, 0.2], [0.0, 0.1, 0.2], [0, 0, 0], skip=2, batch_size=1)
 
+    def test_the_windows_halves_by_hand(self):
+        # skip 1, then 40 steps of 10 ms and 40 of 20 ms: halves of 40 steps, 64 samples each step
+        ends = [0.0, 0.5]
+        for st in [0.010] * 40 + [0.020] * 40:
+            ends.append(ends[-1] + st)
+        f = job_check.loop_figures(ends, ends, [0.0] * len(ends), skip=2, batch_size=64)
+        h = f["halves"]
+        self.assertEqual(h["steps_per_half"], 40)
+        # the first half's window runs from step 1's end (0.5 s) to step 41's: 40 x 10 ms; the second 40 x 20 ms
+        self.assertAlmostEqual(h["samples_per_s"][0], 40 * 64 / 0.4)
+        self.assertAlmostEqual(h["samples_per_s"][1], 40 * 64 / 0.8)
+        self.assertAlmostEqual(h["samples_per_s_rel_diff"], (6400 - 3200) / 4800)
+        self.assertAlmostEqual(h["step_p90_s"][0], 0.010)
+        self.assertAlmostEqual(h["step_p90_s"][1], 0.020)
+        self.assertAlmostEqual(h["step_p90_rel_diff"], 0.010 / 0.015)
+        # each step's own samples where given: the second half's steps carry 32
+        g = job_check.loop_figures(ends, ends, [0.0] * len(ends), skip=2, batch_size=64,
+                                   samples=[64] * 42 + [32] * 40)
+        self.assertAlmostEqual(g["halves"]["samples_per_s"][1], 40 * 32 / 0.8)
+        # under 20 steps a half: no halves, the rest of the figures as before
+        short = job_check.loop_figures(ends[:40], ends[:40], [0.0] * 40, skip=2, batch_size=64)
+        self.assertIsNone(short["halves"])
+        self.assertEqual(short["n_measured"], 38)
+
 
 class ComparisonTest(unittest.TestCase):
     MEASURED = {"samples_per_s": 2000.0, "step_time_s": {"mean": 0.032, "p90": 0.040}, "bottleneck": "input",
@@ -123,6 +147,12 @@ class ComparisonTest(unittest.TestCase):
         self.assertRegex(text, r"step p90\s+40\.0 ms\s+38\.0 ms\s+-5\.0%")
         self.assertIn("measured input (GPU busy 60%), pipeplan input (its stage workers): they agree", text)
         self.assertIn("anywhere in 36.0 ms to 45.0 ms", text)
+        self.assertNotIn("own halves", text)          # a measurement without halves (an older check) says nothing
+        halves = {"steps_per_half": 200, "samples_per_s": [2100.0, 1900.0], "samples_per_s_rel_diff": 0.1,
+                  "step_p90_s": [0.038, 0.042], "step_p90_rel_diff": 0.1}
+        check["measured"] = dict(self.MEASURED, halves=halves)
+        self.assertIn("your window's own halves (200 steps each): 2,100 and 1,900 samples/s (10.0% apart), p90 step "
+                      "38.0 ms and 42.0 ms (10.0% apart)", job_check.human(check))
 
     def test_the_simulated_run_is_the_measured_one(self):
         sim = job_check.simulated_scenario({"training": {"step_s": 0.03, "steps": 2000}},
@@ -222,6 +252,17 @@ class CliTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn(f"{c}: $.measured.n_measured = 1; expected an integer >= 2", p.stderr)
             self.assertFalse(os.path.exists(out))
+
+    def test_malformed_halves_are_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            c = os.path.join(d, "c.json")
+            measured_check(c, halves={"samples_per_s": [1700.0]})
+            with self.assertRaises(job_check.BadInput) as e:
+                job_check.measured_from_check(c)
+            self.assertIn(f"{c}: $.measured.halves = ", str(e.exception))
+            self.assertIn("expected null or an object with samples_per_s and step_p90_s", str(e.exception))
+            measured_check(c, halves=None)             # too short a window for halves: accepted
+            self.assertIsNone(job_check.measured_from_check(c)["measured"]["halves"])
 
     @unittest.skipUnless(os.access(PIPEPLAN, os.X_OK), "build/cli/pipeplan not built")
     def test_a_scenario_pipeplan_refuses_is_its_line(self):
