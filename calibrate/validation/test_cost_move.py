@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""cost_move_diagnostic's pure parts against hand figures."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cost_move_diagnostic as D  # noqa: E402
+
+
+def image_case(in_situ=0.0036, before=0.0030, after=0.0042, workers=8, pin=False, pin_in_case=None):
+    probe = {"workers": workers, "getitem_wall_s": before, "pin_thread_cpu_s_per_batch": 0.010}
+    probe_after = {"workers": workers, "getitem_wall_s": after, "pin_thread_cpu_s_per_batch": 0.012}
+    ins = {"getitem_wall_s": in_situ}
+    if pin_in_case is not None:
+        ins["pin_thread_cpu_s_per_batch"] = pin_in_case
+    return {"knobs": {"pin_memory": pin, "num_workers": workers}, "components": {"probe": probe, "probe_after": probe_after},
+            "measured": {"in_situ": ins}}
+
+
+def row(stage, measured_class, err=0.0):
+    return {"pipeplan": {"bottleneck_stage": stage, "err": err}, "measured": {"bottleneck": measured_class}}
+
+
+class LoadRatioTest(unittest.TestCase):
+    def test_the_case_over_its_probes_mean(self):
+        # probes 3.0 and 4.2 ms a sample -> mean 3.6; the case 3.96 -> 1.1
+        self.assertAlmostEqual(D.load_ratio(image_case(in_situ=0.00396)), 1.1)
+
+    def test_no_ratio_without_comparable_readings(self):
+        self.assertIsNone(D.load_ratio(image_case(workers=0)))                  # an inline loader's probes
+        c = image_case()
+        c["components"]["probe_after"]["workers"] = 4                          # probes at another worker count
+        self.assertIsNone(D.load_ratio(c))
+        c = image_case()
+        del c["measured"]["in_situ"]["getitem_wall_s"]
+        self.assertIsNone(D.load_ratio(c))
+
+
+class CostMoveTest(unittest.TestCase):
+    def test_the_bottleneck_picks_the_cost(self):
+        c = image_case(in_situ=0.00396, pin=True, pin_in_case=0.0132)
+        self.assertEqual(D.cost_move(c, row("workers", "input"))[0], "workers")
+        self.assertAlmostEqual(D.cost_move(c, row("workers", "input"))[1], 1.1)
+        # the pin thread: 13.2 ms in the case over its probes' (10 + 12) / 2 = 11 ms -> 1.2
+        got = D.cost_move(c, row("pin_thread", "input"))
+        self.assertEqual(got[0], "pin_thread")
+        self.assertAlmostEqual(got[1], 1.2)
+        # workers named by the simulator but the measurement not input-bound; another stage: no group
+        self.assertIsNone(D.cost_move(c, row("workers", "compute")))
+        self.assertIsNone(D.cost_move(c, row("host_loop", "host")))
+
+
+class SummaryTest(unittest.TestCase):
+    def test_p90_is_linear_between_ranks(self):
+        # ten values 1..10: rank 0.9 x 9 = 8.1 -> 9 + 0.1 x 1
+        self.assertAlmostEqual(D.p90(list(range(1, 11))), 9.1)
+        self.assertEqual(D.p90([5.0]), 5.0)
+
+    def test_by_hand(self):
+        # four cases: (move, error). |error - move|: 0.01, 0.01, 0.02, 0.10
+        pairs = [(0.10, 0.11), (-0.15, -0.14), (0.0, 0.02), (0.02, -0.08)]
+        s = D.group_summary(pairs, 0.12)
+        self.assertEqual(s["n"], 4)
+        self.assertAlmostEqual(s["median_move"], 0.01)
+        self.assertAlmostEqual(s["median_abs_err"], (0.08 + 0.11) / 2)
+        self.assertAlmostEqual(s["median_abs_rest"], 0.015)
+        # p90 of 0.01, 0.01, 0.02, 0.10: rank 2.7 -> 0.02 + 0.7 x 0.08
+        self.assertAlmostEqual(s["p90_abs_rest"], 0.076)
+        # one case beyond 12% (-0.14); less its move (-0.15) it is 0.01 off
+        self.assertEqual((s["beyond"], s["beyond_within_once_moved"]), (1, 1))
+        self.assertGreater(s["correlation"], 0.8)
+
+
+if __name__ == "__main__":
+    unittest.main()
