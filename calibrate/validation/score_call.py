@@ -11,6 +11,8 @@ the rest convert's defaults; 8 seeds a case) into --out-dir (default /tmp/pipepl
     memory map's wait the scenario carries where it has one;
   - the call's figures against the targets (median and p90 abs throughput error, p90 step error, min tau,
     bottleneck agreement);
+  - each worker- or pin-bound case's cost in the case over its probes' mean and its error less that move
+    (cost_move_diagnostic.py: validation run 75, finding 3);
   - the memory map's stall rate: each pinned case's own (its timeline's line of host time against overlap with the
     pin thread's pin_memory()) beside the call's pin-parts probe (validation run 28, finding 1).
 What a session did by hand for each call of runs 26-28. Not a diagnostic of its own: every figure is convert's.
@@ -26,7 +28,8 @@ from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from convert import REPO_PIPEPLAN, _pct, exit_without_pipeplan, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
+from convert import REPO_PIPEPLAN, _pct, exit_without_pipeplan, read_json, stored_json_path  # noqa: E402  (the table's own percent format; .json, .gz or .xz)
+from cost_move_diagnostic import cost_move  # noqa: E402  (the bottleneck's cost in the case over its probes)
 
 
 def case_lines(report: Dict[str, Any], wait_s: Dict[str, float]) -> List[str]:
@@ -75,6 +78,22 @@ def memory_map_lines(report: Dict[str, Any]) -> List[str]:
     return out
 
 
+def cost_move_lines(report: Dict[str, Any], cases_doc: Dict[str, Any]) -> List[str]:
+    """Each worker- or pin-bound case's cost in the case over its probes' mean (cost_move_diagnostic.cost_move) and
+    its throughput error less (ratio - 1); [] where no case has both readings (pure)."""
+    by_id = {c.get("id"): c for c in (cases_doc or {}).get("cases") or []}
+    out = []
+    for r in report.get("rows") or []:
+        err = (r.get("pipeplan") or {}).get("err")
+        case = by_id.get(r["id"])
+        got = cost_move(case, r) if case is not None and err is not None else None
+        if got:
+            group, ratio = got
+            out.append(f"{r['id'][:60]:60s} {group:10s} {ratio:.3f}x  error {_pct(err)}, less the move "
+                       f"{_pct(err - (ratio - 1.0))}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", help="a device call's result folder (cases.json or cases.json.gz, profile.json)")
@@ -115,6 +134,11 @@ def main(argv=None) -> int:
     if mm:
         print("the memory map's stall rate (the loop's loss per second of pin_memory() inside its steps):")
         print("\n".join(mm))
+    moved = cost_move_lines(report, read_json(cases))
+    if moved:
+        print("the bottleneck's cost in the case over its probes' mean (cost_move_diagnostic.py: the error less that "
+              "move is what the model leaves; a diagnostic, the in-situ reading is the case's own):")
+        print("\n".join(moved))
     seq = new_shape_lines(R)
     if seq:
         print("new batch shapes, replayed (new_shape_replay.py): each step's shape new or run before, against its "
@@ -126,7 +150,6 @@ def main(argv=None) -> int:
 def new_shape_lines(results: str) -> List[str]:
     """The sequence cases' replay (new_shape_replay.py) in one line each: steps new and launches slow, and the steps
     where they disagree; [] for a call without sequence cases or without what the replay needs."""
-    from convert import read_json, stored_json_path
     from new_shape_replay import read_lengths, replay_case
     doc = read_json(stored_json_path(os.path.join(results, "cases.json")))
     cases = [c for c in doc.get("cases") or [] if str((c.get("knobs") or {}).get("step", "")).startswith("seq:")

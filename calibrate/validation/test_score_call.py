@@ -32,6 +32,20 @@ class ScoreCallTest(unittest.TestCase):
         self.assertIn("memory-map wait 0.867 ms", lines[0])
         self.assertIn("no prediction", lines[1])
 
+    def test_cost_move_lines(self):
+        # a pin-bound case whose pin thread ran 13.2 ms a batch in the case against probes of 10 and 12 ms (1.2x):
+        # error -5.0%, less the move (+20%) -25.0%; the other case has no prediction and no line
+        row = dict(REPORT["rows"][0], pipeplan=dict(REPORT["rows"][0]["pipeplan"], bottleneck_stage="pin_thread"))
+        report = {"rows": [row, REPORT["rows"][1]]}
+        cases = {"cases": [{"id": "r1:00-pin", "knobs": {"pin_memory": True}, "measured": {
+            "in_situ": {"pin_thread_cpu_s_per_batch": 0.0132}}, "components": {
+            "probe": {"pin_thread_cpu_s_per_batch": 0.010}, "probe_after": {"pin_thread_cpu_s_per_batch": 0.012}}},
+            {"id": "r1:01-nopin", "knobs": {"pin_memory": False}, "measured": {}}]}
+        lines = score_call.cost_move_lines(report, cases)
+        self.assertEqual(len(lines), 1)
+        self.assertIn("pin_thread 1.200x  error -5.0%, less the move -25.0%", lines[0])
+        self.assertEqual(score_call.cost_move_lines(REPORT, cases), [])     # no bottleneck stage named: no line
+
     def test_summary_and_memory_map_lines(self):
         s = score_call.summary_line(REPORT)
         self.assertIn("1 cases: median / p90 abs throughput error 5.0% / 5.0%", s)
