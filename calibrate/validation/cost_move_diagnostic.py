@@ -82,6 +82,25 @@ def group_summary(pairs: Sequence[Tuple[float, float]], threshold: float) -> Dic
             "beyond": len(beyond), "beyond_within_once_moved": sum(1 for m, e in beyond if abs(e - m) <= threshold)}
 
 
+def p90_step_at_measured_rate(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, float]]:
+    """Pure: the p90 step's abs error as scored, and with the prediction's step put at the measured rate
+    ((1 + step_p90_err) x (1 + throughput err) - 1: a case predicted 10% fast has its steps 10% short before its p90
+    is compared), as median and p90, over the cases whose simulated p90 is on an edge (`step_p90_on_edge`) and the
+    others. What the rate's move leaves of the p90 step's miss; a diagnostic."""
+    out: Dict[str, Dict[str, float]] = {}
+    for name, on_edge in (("not_on_edge", False), ("on_edge", True)):
+        pairs = [(p["step_p90_err"], p["err"]) for p in ((r.get("pipeplan") or {}) for r in rows)
+                 if p.get("step_p90_err") is not None and p.get("err") is not None
+                 and bool(p.get("step_p90_on_edge")) == on_edge]
+        if not pairs:
+            continue
+        scored = [abs(e) for e, _ in pairs]
+        at_rate = [abs((1 + e) * (1 + t) - 1) for e, t in pairs]
+        out[name] = {"n": len(pairs), "median": statistics.median(scored), "p90": p90(scored),
+                     "median_at_rate": statistics.median(at_rate), "p90_at_rate": p90(at_rate)}
+    return out
+
+
 def collect(report: Dict[str, Any], calls_path: str, results_dir: str) -> Dict[str, List[Tuple[float, float]]]:
     """Each table call's cases matched to the report's rows by their rN tag: group -> [(ratio - 1, error)]."""
     rows = {r["id"]: r for r in report.get("rows") or [] if (r.get("pipeplan") or {}).get("err") is not None}
@@ -126,6 +145,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{s['p90_abs_err'] * 100:.1f}% (median / p90), less the move {s['median_abs_rest'] * 100:.1f}% / "
               f"{s['p90_abs_rest'] * 100:.1f}%; {s['beyond']} beyond {a.threshold * 100:.0f}%, "
               f"{s['beyond_within_once_moved']} of them within it once the move is taken out")
+    for name, f in p90_step_at_measured_rate(report["rows"]).items():
+        print(f"p90 step, {name.replace('_', ' ')} ({f['n']} cases): {f['median'] * 100:.1f}% / {f['p90'] * 100:.1f}% "
+              f"(median / p90 abs error); with the predicted step put at the measured rate "
+              f"{f['median_at_rate'] * 100:.1f}% / {f['p90_at_rate'] * 100:.1f}%")
     print(f"the table: {total_beyond} cases beyond {a.threshold * 100:.0f}%; {explained} of them are bound by the "
           f"workers or the pin thread and come within it with their cost's move from their probes taken out "
           f"(a diagnostic, not a prediction)")

@@ -72,5 +72,19 @@ class SummaryTest(unittest.TestCase):
         self.assertGreater(s["correlation"], 0.8)
 
 
+class P90AtRateTest(unittest.TestCase):
+    def test_by_hand(self):
+        def r(step_err, err, edge):
+            return {"pipeplan": {"step_p90_err": step_err, "err": err, "step_p90_on_edge": edge}}
+        # predicted 10% fast with its p90 step 9.09% short: at the measured rate (1 - 1/11) x 1.1 - 1 = 0
+        rows = [r(-1 / 11, 0.10, False), r(0.05, 0.0, False), r(0.5, -0.2, True), {"pipeplan": None}]
+        f = D.p90_step_at_measured_rate(rows)
+        self.assertEqual(f["not_on_edge"]["n"], 2)
+        self.assertAlmostEqual(f["not_on_edge"]["median"], (1 / 11 + 0.05) / 2)
+        self.assertAlmostEqual(f["not_on_edge"]["median_at_rate"], 0.025)           # 0 and 0.05
+        self.assertAlmostEqual(f["on_edge"]["median_at_rate"], 0.2)                 # 1.5 x 0.8 - 1
+        self.assertEqual(f["on_edge"]["n"], 1)
+
+
 if __name__ == "__main__":
     unittest.main()
