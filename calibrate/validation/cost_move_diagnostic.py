@@ -2,20 +2,23 @@
 """Diagnostic: how much of the table's throughput tail is the bottleneck's own cost moving between its probes and
 the case (validation-runs.md run 75, finding 3, over the whole table).
 
-convert predicts a case from probes taken right before and right after it (3 s windows at the case's worker count):
-the workers' load a sample (`components.probe` / `probe_after`, `getitem_wall_s`) and the pin thread's CPU a batch
-(`pin_thread_cpu_s_per_batch`). The harness also counted both inside the case (`measured.in_situ`). Where the
-simulated bottleneck is that stage, a case whose cost ran 1.1x its probes' mean runs about 10% below the prediction,
-so the error should follow (ratio - 1). For each group (cases whose simulated bottleneck stage is `workers` and whose
-measured class is input; cases whose stage is `pin_thread`) this prints the correlation, the error and the error
-less (ratio - 1), and how many of the table's cases beyond --threshold come within it once the move is taken out.
+convert predicts a case from probes taken right before and right after it (1.5-4 s windows at the case's worker
+count): the workers' load a sample (`components.probe` / `probe_after`, `getitem_wall_s`) and the pin thread's CPU a
+batch (`pin_thread_cpu_s_per_batch`), and an unpinned batch's .to() copy from its case-like windows around it. The
+harness also counted each inside the case (`measured.in_situ`, `measured.copy_call_s`). Where the simulated
+bottleneck is that stage, a case whose cost ran 1.1x its probes' mean runs about 10% below the prediction, so the
+error should follow (ratio - 1). For each group (cases whose simulated bottleneck stage is `workers` and whose
+measured class is input; cases whose stage is `pin_thread`; unpinned cases whose stage is `h2d_copy`) this prints the
+correlation, the error and the error less (ratio - 1), and how many of the table's cases beyond --threshold come
+within it once the move is taken out.
 
 Not a prediction: the in-situ reading is the case's own. It says where the error comes from: a small residual with
 an unbiased ratio is the machine moving between a probe and the case (run 75: one case measured three times in 25
 minutes moved 13-34%), not the model. Reads the generated table's report (run `bash calibrate/validation/table.sh`
 first), so it scores what docs/validation.md shows. Usage:
 
-    python3 calibrate/validation/cost_move_diagnostic.py [--report calibrate/validation/results/table-report/report.json.gz]
+    python3 calibrate/validation/cost_move_diagnostic.py \
+        [--report calibrate/validation/results/table-report/report.json.gz] \
         [--calls calibrate/validation/table_calls.txt] [--threshold 0.12]
 """
 import argparse
@@ -45,11 +48,29 @@ def load_ratio(case: Dict[str, Any]) -> Optional[float]:
     return float(in_case) / ((float(b) + float(a)) / 2.0)
 
 
+def copy_ratio(case: Dict[str, Any]) -> Optional[float]:
+    """An unpinned case's .to() call a step inside the case (`measured.copy_call_s`) over the copy of its case-like
+    windows right before and after it (convert.unpinned_window_bracket, what convert predicts the copy from); None
+    for a pinned case or a missing reading."""
+    if (case.get("knobs") or {}).get("pin_memory"):
+        return None
+    in_case = (((case.get("measured") or {}).get("copy_call_s")) or {}).get("mean")
+    win = convert.unpinned_window_bracket(case.get("components") or {})
+    around = ((win or {}).get(convert.UNPINNED_LOOP_WINDOWS[0][0]) or {}).get("mean")
+    if not (in_case and around):
+        return None
+    return float(in_case) / float(around)
+
+
 def cost_move(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Tuple[str, float]]:
     """(group, ratio) of a scored case whose bottleneck's cost the harness read both ways: 'workers' where the
-    simulator names the workers and the measurement says input, 'pin_thread' where it names the pin thread; None
-    otherwise."""
+    simulator names the workers and the measurement says input, 'pin_thread' where it names the pin thread,
+    'h2d_copy' where it names the copy of an unpinned batch; None otherwise (the loop's own host time has no reading
+    of the same thing on both sides: validation.md Next)."""
     stage = (row.get("pipeplan") or {}).get("bottleneck_stage")
+    if stage == "h2d_copy":
+        ratio = copy_ratio(case)
+        return None if ratio is None else ("h2d_copy", ratio)
     if stage == "workers" and (row.get("measured") or {}).get("bottleneck") == "input":
         ratio = load_ratio(case)
         return None if ratio is None else ("workers", ratio)
@@ -104,7 +125,7 @@ def p90_step_at_measured_rate(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[
 def collect(report: Dict[str, Any], calls_path: str, results_dir: str) -> Dict[str, List[Tuple[float, float]]]:
     """Each table call's cases matched to the report's rows by their rN tag: group -> [(ratio - 1, error)]."""
     rows = {r["id"]: r for r in report.get("rows") or [] if (r.get("pipeplan") or {}).get("err") is not None}
-    out: Dict[str, List[Tuple[float, float]]] = {"workers": [], "pin_thread": []}
+    out: Dict[str, List[Tuple[float, float]]] = {"workers": [], "pin_thread": [], "h2d_copy": []}
     for name, tag in call_tags(calls_path).items():
         src = os.path.join(results_dir, name)
         path = next((os.path.join(src, f) for f in ("cases.json", "cases.json.xz", "cases.json.gz")
@@ -150,8 +171,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"(median / p90 abs error); with the predicted step put at the measured rate "
               f"{f['median_at_rate'] * 100:.1f}% / {f['p90_at_rate'] * 100:.1f}%")
     print(f"the table: {total_beyond} cases beyond {a.threshold * 100:.0f}%; {explained} of them are bound by the "
-          f"workers or the pin thread and come within it with their cost's move from their probes taken out "
-          f"(a diagnostic, not a prediction)")
+          f"workers, the pin thread or an unpinned copy and come within it with their cost's move from their probes "
+          f"taken out (a diagnostic, not a prediction)")
     return 0
 
 

@@ -51,6 +51,22 @@ class CostMoveTest(unittest.TestCase):
         self.assertIsNone(D.cost_move(c, row("host_loop", "host")))
 
 
+class CopyRatioTest(unittest.TestCase):
+    def window(self, copy_s):
+        return {"unpinned_case_like_copy_s": {"mean": copy_s}, "unpinned_case_like_release_s": {"mean": 0.001},
+                "unpinned_case_like_host_s": {"mean": 0.002}}
+
+    def test_the_cases_copy_over_its_windows(self):
+        # windows' copy 4 and 6 ms -> 5 ms; the case's .to() 5.5 ms a step -> 1.1
+        case = {"knobs": {"pin_memory": False}, "measured": {"copy_call_s": {"mean": 0.0055}},
+                "components": {"unpinned_window": self.window(0.004), "unpinned_window_after": self.window(0.006)}}
+        self.assertAlmostEqual(D.copy_ratio(case), 1.1)
+        self.assertEqual(D.cost_move(case, row("h2d_copy", "host"))[0], "h2d_copy")
+        # a pinned case's copy is not this reading; nor is a case without its windows
+        self.assertIsNone(D.copy_ratio(dict(case, knobs={"pin_memory": True})))
+        self.assertIsNone(D.copy_ratio(dict(case, components={})))
+
+
 class SummaryTest(unittest.TestCase):
     def test_p90_is_linear_between_ranks(self):
         # ten values 1..10: rank 0.9 x 9 = 8.1 -> 9 + 0.1 x 1
