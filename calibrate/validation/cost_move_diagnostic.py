@@ -81,12 +81,8 @@ def cost_move(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Tuple[str, 
 
 
 def p90(values: Sequence[float]) -> float:
-    """The 90th percentile, linear between ranks (numpy's default, as the table's summary)."""
-    v = sorted(values)
-    pos = 0.9 * (len(v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    """The 90th percentile, linear between ranks (convert.percentile: the table's summary's own)."""
+    return convert.percentile(values, 0.9)
 
 
 def group_summary(pairs: Sequence[Tuple[float, float]], threshold: float) -> Dict[str, Any]:
@@ -127,12 +123,8 @@ def collect(report: Dict[str, Any], calls_path: str, results_dir: str) -> Dict[s
     rows = {r["id"]: r for r in report.get("rows") or [] if (r.get("pipeplan") or {}).get("err") is not None}
     out: Dict[str, List[Tuple[float, float]]] = {"workers": [], "pin_thread": [], "h2d_copy": []}
     for name, tag in call_tags(calls_path).items():
-        src = os.path.join(results_dir, name)
-        path = next((os.path.join(src, f) for f in ("cases.json", "cases.json.xz", "cases.json.gz")
-                     if os.path.exists(os.path.join(src, f))), None)
-        if path is None:
-            continue
-        for case in (convert.read_json(path) or {}).get("cases") or []:
+        # one line and exit 2 where a listed call's cases.json is missing or not JSON (convert.read_call_json)
+        for case in (convert.read_call_json(os.path.join(results_dir, name), "cases.json") or {}).get("cases") or []:
             row = rows.get(f"{tag}:{case.get('id', '')}")
             got = cost_move(case, row) if row else None
             if got:
@@ -147,7 +139,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     ap.add_argument("--threshold", type=float, default=0.12)
     a = ap.parse_args(argv)
-    report = convert.read_json(a.report)
+    try:
+        report = convert.read_json(a.report)
+    except (OSError, ValueError) as e:
+        print(f"cost_move_diagnostic: {a.report}: {e.__class__.__name__}: {e} (expected the table's report, "
+              f"table.sh writes it)", file=sys.stderr)
+        return 2
     if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
         print(f"cost_move_diagnostic: {a.report}: $.rows: expected the table's report (table.sh writes it)",
               file=sys.stderr)
