@@ -8,9 +8,10 @@ batch (`pin_thread_cpu_s_per_batch`), and an unpinned batch's .to() copy from it
 harness also counted each inside the case (`measured.in_situ`, `measured.copy_call_s`). Where the simulated
 bottleneck is that stage, a case whose cost ran 1.1x its probes' mean runs about 10% below the prediction, so the
 error should follow (ratio - 1). For each group (cases whose simulated bottleneck stage is `workers` and whose
-measured class is input; cases whose stage is `pin_thread`; unpinned cases whose stage is `h2d_copy`) this prints the
-correlation, the error and the error less (ratio - 1), and how many of the table's cases beyond --threshold come
-within it once the move is taken out.
+measured class is input; cases whose stage is `pin_thread`; unpinned cases whose stage is `h2d_copy`; unpinned cases
+the measurement calls host-bound whose stage is the loop's own thread, `main_receive` or `host_loop`, read as the
+whole loop a step: next(), launches with the .to(), release) this prints the correlation, the error and the error
+less (ratio - 1), and how many of the table's cases beyond --threshold come within it once the move is taken out.
 
 Not a prediction: the in-situ reading is the case's own. It says where the error comes from: a small residual with
 an unbiased ratio is the machine moving between a probe and the case (run 75: one case measured three times in 25
@@ -62,11 +63,44 @@ def copy_ratio(case: Dict[str, Any]) -> Optional[float]:
     return float(in_case) / float(around)
 
 
+# An unpinned host-bound loop's step, both ways: the case's next(), its launches with the .to() inside them
+# (`loop_host_s`) and the batch's release a step, against its case-like windows' next(), copy, the rest of the host
+# step and release (timed apart there)
+UNPINNED_LOOP_CASE_KEYS = ("data_wait_s", "loop_host_s", "release_s")
+UNPINNED_LOOP_WINDOW_KEYS = (convert.UNPINNED_NEXT_KEY,) + convert.UNPINNED_LOOP_WINDOWS[0]
+
+
+def _mean(value: Any) -> Optional[float]:
+    """A harness reading's mean (a {'mean': ...} summary or a bare number); None where absent or not positive."""
+    v = value.get("mean") if isinstance(value, dict) else value
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def unpinned_loop_ratio(case: Dict[str, Any]) -> Optional[float]:
+    """An unpinned case's loop a step inside the case (next() + launches with the .to() + release) over the same
+    four of its case-like windows right before and after it (the mean of those that have all four; the windows'
+    next() since run 26's plan); None for a pinned case or a missing reading. Where the simulator names the loop's
+    own thread (main_receive, host_loop) this is the bottleneck's cost: the copy and the release, most of the step,
+    are page-fault work that moves with the machine."""
+    if (case.get("knobs") or {}).get("pin_memory"):
+        return None
+    measured = case.get("measured") or {}
+    parts = [_mean(measured.get(k)) for k in UNPINNED_LOOP_CASE_KEYS]
+    comps = case.get("components") or {}
+    sums = [sum(_mean(w.get(k)) for k in UNPINNED_LOOP_WINDOW_KEYS)
+            for w in (comps.get("unpinned_window") or {}, comps.get("unpinned_window_after") or {})
+            if all(_mean(w.get(k)) for k in UNPINNED_LOOP_WINDOW_KEYS)]
+    if not all(parts) or not sums:
+        return None
+    return sum(parts) / (sum(sums) / len(sums))
+
+
 def cost_move(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Tuple[str, float]]:
     """(group, ratio) of a scored case whose bottleneck's cost the harness read both ways: 'workers' where the
     simulator names the workers and the measurement says input, 'pin_thread' where it names the pin thread,
-    'h2d_copy' where it names the copy of an unpinned batch; None otherwise (the loop's own host time has no reading
-    of the same thing on both sides: validation.md Next)."""
+    'h2d_copy' where it names the copy of an unpinned batch, 'unpinned_loop' where it names the loop's own thread
+    (main_receive, host_loop) of an unpinned case the measurement calls host-bound; None otherwise (a pinned loop's
+    host time has no reading of the same thing on both sides yet: validation.md Next)."""
     stage = (row.get("pipeplan") or {}).get("bottleneck_stage")
     if stage == "h2d_copy":
         ratio = copy_ratio(case)
@@ -77,6 +111,9 @@ def cost_move(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Tuple[str, 
     if stage == "pin_thread":
         ratio = pin_thread_ratio(case)
         return None if ratio is None else ("pin_thread", ratio)
+    if stage in ("main_receive", "host_loop") and (row.get("measured") or {}).get("bottleneck") == "host":
+        ratio = unpinned_loop_ratio(case)
+        return None if ratio is None else ("unpinned_loop", ratio)
     return None
 
 
@@ -121,7 +158,7 @@ def p90_step_at_measured_rate(rows: Sequence[Dict[str, Any]]) -> Dict[str, Dict[
 def collect(report: Dict[str, Any], calls_path: str, results_dir: str) -> Dict[str, List[Tuple[float, float]]]:
     """Each table call's cases matched to the report's rows by their rN tag: group -> [(ratio - 1, error)]."""
     rows = {r["id"]: r for r in report.get("rows") or [] if (r.get("pipeplan") or {}).get("err") is not None}
-    out: Dict[str, List[Tuple[float, float]]] = {"workers": [], "pin_thread": [], "h2d_copy": []}
+    out: Dict[str, List[Tuple[float, float]]] = {"workers": [], "pin_thread": [], "h2d_copy": [], "unpinned_loop": []}
     for name, tag in call_tags(calls_path).items():
         # one line and exit 2 where a listed call's cases.json is missing or not JSON (convert.read_call_json)
         for case in (convert.read_call_json(os.path.join(results_dir, name), "cases.json") or {}).get("cases") or []:
@@ -168,7 +205,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"(median / p90 abs error); with the predicted step put at the measured rate "
               f"{f['median_at_rate'] * 100:.1f}% / {f['p90_at_rate'] * 100:.1f}%")
     print(f"the table: {total_beyond} cases beyond {a.threshold * 100:.0f}%; {explained} of them are bound by the "
-          f"workers, the pin thread or an unpinned copy and come within it with their cost's move from their probes "
+          f"workers, the pin thread, an unpinned copy or an unpinned loop and come within it with their cost's move from their probes "
           f"taken out (a diagnostic, not a prediction)")
     return 0
 

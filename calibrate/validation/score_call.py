@@ -11,8 +11,8 @@ the rest convert's defaults; 8 seeds a case) into --out-dir (default /tmp/pipepl
     memory map's wait the scenario carries where it has one;
   - the call's figures against the targets (median and p90 abs throughput error, p90 step error, min tau,
     bottleneck agreement);
-  - each worker- or pin-bound case's cost in the case over its probes' mean and its error less that move
-    (cost_move_diagnostic.py: validation run 75, finding 3);
+  - each worker-, pin-, copy- or unpinned-loop-bound case's cost in the case over its probes' mean and its error
+    less that move (cost_move_diagnostic.py: validation run 75, finding 3);
   - the memory map's stall rate: each pinned case's own (its timeline's line of host time against overlap with the
     pin thread's pin_memory()) beside the call's pin-parts probe (validation run 28, finding 1).
 What a session did by hand for each call of runs 26-28. Not a diagnostic of its own: every figure is convert's.
@@ -79,8 +79,9 @@ def memory_map_lines(report: Dict[str, Any]) -> List[str]:
 
 
 def cost_move_lines(report: Dict[str, Any], cases_doc: Dict[str, Any]) -> List[str]:
-    """Each worker- or pin-bound case's cost in the case over its probes' mean (cost_move_diagnostic.cost_move) and
-    its throughput error less (ratio - 1); [] where no case has both readings (pure)."""
+    """Each worker-, pin-, copy- or unpinned-loop-bound case's cost in the case over its probes' mean
+    (cost_move_diagnostic.cost_move) and its throughput error less (ratio - 1); [] where no case has both readings
+    (pure)."""
     by_id = {c.get("id"): c for c in (cases_doc or {}).get("cases") or []}
     out = []
     for r in report.get("rows") or []:
@@ -89,7 +90,7 @@ def cost_move_lines(report: Dict[str, Any], cases_doc: Dict[str, Any]) -> List[s
         got = cost_move(case, r) if case is not None and err is not None else None
         if got:
             group, ratio = got
-            out.append(f"{r['id'][:60]:60s} {group:10s} {ratio:.3f}x  error {_pct(err)}, less the move "
+            out.append(f"{r['id'][:60]:60s} {group:13s} {ratio:.3f}x  error {_pct(err)}, less the move "
                        f"{_pct(err - (ratio - 1.0))}")
     return out
 

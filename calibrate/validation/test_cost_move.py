@@ -67,6 +67,49 @@ class CopyRatioTest(unittest.TestCase):
         self.assertIsNone(D.copy_ratio(dict(case, components={})))
 
 
+class UnpinnedLoopRatioTest(unittest.TestCase):
+    def window(self, next_s, copy_s, release_s, host_s):
+        return {"unpinned_case_like_next_s": next_s, "unpinned_case_like_copy_s": {"mean": copy_s},
+                "unpinned_case_like_release_s": {"mean": release_s}, "unpinned_case_like_host_s": {"mean": host_s}}
+
+    def case(self, before, after, pin=False):
+        # in the case: next() 2 ms, launches with the .to() inside 11 ms, release 9 ms -> 22 ms a step
+        return {"knobs": {"pin_memory": pin},
+                "measured": {"data_wait_s": {"mean": 0.002}, "loop_host_s": {"mean": 0.011},
+                             "release_s": {"mean": 0.009}, "copy_call_s": {"mean": 0.010}},
+                "components": {"unpinned_window": before, "unpinned_window_after": after}}
+
+    def test_the_whole_loop_over_its_windows(self):
+        # windows: 2 + 8 + 7 + 1 = 18 ms and 2 + 10 + 9 + 1 = 22 ms -> 20 ms; the case's 22 ms -> 1.1
+        c = self.case(self.window(0.002, 0.008, 0.007, 0.001), self.window(0.002, 0.010, 0.009, 0.001))
+        self.assertAlmostEqual(D.unpinned_loop_ratio(c), 1.1)
+        for stage in ("main_receive", "host_loop"):
+            group, ratio = D.cost_move(c, row(stage, "host"))
+            self.assertEqual(group, "unpinned_loop")
+            self.assertAlmostEqual(ratio, 1.1)
+        # the measurement not host-bound: the loop is not what set its pace
+        self.assertIsNone(D.cost_move(c, row("host_loop", "input")))
+        # the simulator naming the copy keeps the copy's own reading: 10 ms over (8 + 10) / 2 = 9 ms
+        self.assertEqual(D.cost_move(c, row("h2d_copy", "host"))[0], "h2d_copy")
+        self.assertAlmostEqual(D.cost_move(c, row("h2d_copy", "host"))[1], 10 / 9)
+
+    def test_a_window_without_its_next_is_left_out(self):
+        # a window from before run 26's plan has no next(): only the other counts (2 + 10 + 9 + 1 = 22 -> 1.0)
+        before = self.window(0.002, 0.008, 0.007, 0.001)
+        del before["unpinned_case_like_next_s"]
+        c = self.case(before, self.window(0.002, 0.010, 0.009, 0.001))
+        self.assertAlmostEqual(D.unpinned_loop_ratio(c), 1.0)
+        c["components"]["unpinned_window_after"] = {}
+        self.assertIsNone(D.unpinned_loop_ratio(c))
+
+    def test_no_reading_for_a_pinned_case_or_a_missing_part(self):
+        w = self.window(0.002, 0.008, 0.007, 0.001)
+        self.assertIsNone(D.unpinned_loop_ratio(self.case(w, w, pin=True)))
+        c = self.case(w, w)
+        del c["measured"]["release_s"]
+        self.assertIsNone(D.unpinned_loop_ratio(c))
+
+
 class SummaryTest(unittest.TestCase):
     def test_p90_is_linear_between_ranks(self):
         # ten values 1..10: rank 0.9 x 9 = 8.1 -> 9 + 0.1 x 1

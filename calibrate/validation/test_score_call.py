@@ -43,7 +43,7 @@ class ScoreCallTest(unittest.TestCase):
             {"id": "r1:01-nopin", "knobs": {"pin_memory": False}, "measured": {}}]}
         lines = score_call.cost_move_lines(report, cases)
         self.assertEqual(len(lines), 1)
-        self.assertIn("pin_thread 1.200x  error -5.0%, less the move -25.0%", lines[0])
+        self.assertRegex(lines[0], r"pin_thread +1\.200x  error -5\.0%, less the move -25\.0%")
         self.assertEqual(score_call.cost_move_lines(REPORT, cases), [])     # no bottleneck stage named: no line
 
     def test_summary_and_memory_map_lines(self):
