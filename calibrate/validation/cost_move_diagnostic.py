@@ -70,12 +70,6 @@ UNPINNED_LOOP_CASE_KEYS = ("data_wait_s", "loop_host_s", "release_s")
 UNPINNED_LOOP_WINDOW_KEYS = (convert.UNPINNED_NEXT_KEY,) + convert.UNPINNED_LOOP_WINDOWS[0]
 
 
-def _mean(value: Any) -> Optional[float]:
-    """A harness reading's mean (a {'mean': ...} summary or a bare number); None where absent or not positive."""
-    v = value.get("mean") if isinstance(value, dict) else value
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
-
-
 def unpinned_loop_ratio(case: Dict[str, Any]) -> Optional[float]:
     """An unpinned case's loop a step inside the case (next() + launches with the .to() + release) over the same
     four of its case-like windows right before and after it (the mean of those that have all four; the windows'
@@ -84,15 +78,19 @@ def unpinned_loop_ratio(case: Dict[str, Any]) -> Optional[float]:
     are page-fault work that moves with the machine."""
     if (case.get("knobs") or {}).get("pin_memory"):
         return None
-    measured = case.get("measured") or {}
-    parts = [_mean(measured.get(k)) for k in UNPINNED_LOOP_CASE_KEYS]
+    in_case_s = _sum_of(case.get("measured") or {}, UNPINNED_LOOP_CASE_KEYS)
     comps = case.get("components") or {}
-    sums = [sum(_mean(w.get(k)) for k in UNPINNED_LOOP_WINDOW_KEYS)
-            for w in (comps.get("unpinned_window") or {}, comps.get("unpinned_window_after") or {})
-            if all(_mean(w.get(k)) for k in UNPINNED_LOOP_WINDOW_KEYS)]
-    if not all(parts) or not sums:
+    around_s = [s for s in (_sum_of(comps.get(name) or {}, UNPINNED_LOOP_WINDOW_KEYS)
+                            for name in ("unpinned_window", "unpinned_window_after")) if s is not None]
+    if in_case_s is None or not around_s:
         return None
-    return sum(parts) / (sum(sums) / len(sums))
+    return in_case_s / (sum(around_s) / len(around_s))
+
+
+def _sum_of(readings: Dict[str, Any], keys: Sequence[str]) -> Optional[float]:
+    """The sum of the readings' means under keys; None unless every one is there and positive."""
+    values = [convert.positive_mean(readings.get(k)) for k in keys]
+    return sum(values) if all(v is not None for v in values) else None
 
 
 def cost_move(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Tuple[str, float]]:
