@@ -47,8 +47,9 @@ def table_inputs_in_situ(case, doc, profile, cpu_curve, duty_tau_s):
             "workers": int(k["num_workers"]), "unpinned_case_like_copy_s": copy_s,
             "unpinned_case_like_release_s": release_s,
             "unpinned_case_like_host_s": max(1e-6, float(m["loop_host_s"]["mean"]) - copy_s)}
-        # next()'s receive stays the table's, from the windows around the case: without it the model would fall
-        # back to calibrate's receive, about nothing (run 76c's unpinned cases read 6.7% fast in situ for that)
+        # next()'s receive stays the table's, from the windows around the case: without it the model fell back to
+        # calibrate's receive (0 ms on run 76c's profile, whose unpinned cases read 6.7% fast in situ for that;
+        # more than the windows' on run 64b1's, -5.6% where -1.4% with it)
         if around.get(convert.UNPINNED_NEXT_KEY):
             comp["host_beside_loader"][convert.UNPINNED_NEXT_KEY] = around[convert.UNPINNED_NEXT_KEY]
         for name in ("unpinned_window", "unpinned_window_after"):   # the case's windows around it would win
