@@ -203,8 +203,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"(median / p90 abs error); with the predicted step put at the measured rate "
               f"{f['median_at_rate'] * 100:.1f}% / {f['p90_at_rate'] * 100:.1f}%")
     print(f"the table: {total_beyond} cases beyond {a.threshold * 100:.0f}%; {explained} of them are bound by the "
-          f"workers, the pin thread, an unpinned copy or an unpinned loop and come within it with their cost's move from their probes "
-          f"taken out (a diagnostic, not a prediction)")
+          f"workers, the pin thread, an unpinned copy or an unpinned loop and come within it with their cost's move "
+          f"from their probes taken out (a diagnostic, not a prediction)")
     return 0
 
 

@@ -448,20 +448,27 @@ def measured_from_check(path: str) -> Dict[str, Any]:
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
         raise BadInput(f"{path}: $.measured.samples_per_s = {json.dumps(v)}; expected a rate > 0")
     h = m.get("halves")
-    if h is not None:
-        # a check written before the halves (absent) or over too short a window (null) has none; a present one must
-        # be what window_halves writes
-        def positive(x: Any) -> bool:
-            return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
-        ok = (isinstance(h, dict) and all(isinstance(h.get(k), list) and len(h[k]) == 2 and all(map(positive, h[k]))
-                                          for k in ("samples_per_s", "step_p90_s"))
-              and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool) and h[k] >= 0
-                      for k in ("samples_per_s_rel_diff", "step_p90_rel_diff"))
-              and isinstance(h.get("steps_per_half"), int) and not isinstance(h.get("steps_per_half"), bool))
-        if not ok:
-            raise BadInput(f"{path}: $.measured.halves = {json.dumps(h)[:80]}; expected null or an object with "
-                           f"samples_per_s and step_p90_s (two values > 0 each), their rel_diffs and steps_per_half")
+    # a check written before the halves (absent) or over too short a window (null) has none; a present one must be
+    # what window_halves writes
+    if h is not None and not halves_well_formed(h):
+        raise BadInput(f"{path}: $.measured.halves = {json.dumps(h)[:80]}; expected null or an object with "
+                       f"samples_per_s and step_p90_s (two values > 0 each), their rel_diffs and steps_per_half")
     return {"measured": m, "dataset_len": doc.get("dataset_len")}
+
+
+def _number(x: Any) -> bool:
+    """A JSON number (a bool is not one)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def halves_well_formed(h: Any) -> bool:
+    """Pure: whether h has window_halves's shape: two rates and two p90 steps > 0, their rel_diffs >= 0 and an
+    integer steps_per_half."""
+    return (isinstance(h, dict)
+            and all(isinstance(h.get(k), list) and len(h[k]) == 2 and all(_number(x) and x > 0 for x in h[k])
+                    for k in ("samples_per_s", "step_p90_s"))
+            and all(_number(h.get(k)) and h[k] >= 0 for k in ("samples_per_s_rel_diff", "step_p90_rel_diff"))
+            and isinstance(h.get("steps_per_half"), int) and not isinstance(h.get("steps_per_half"), bool))
 
 
 def predict(binary: str, scenario: Dict[str, Any], profile: Optional[str], seeds: int,
