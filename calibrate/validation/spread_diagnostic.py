@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Diagnostic: does the pin-bound loader's out-of-order share follow the workers' batch-time spread, as the simulator
+is given it and as the case drew it? (validation.md Next, "Run 61 ... found what sets the pin-bound p90 step", item 4.)
+
+In a pin-bound in-order loader (8 workers, one pin thread) the loop sends an index each time it returns a batch, so
+consecutive indices go out about one step apart; the later one overtakes the earlier when its worker's batch time is
+shorter by more than that step. How often that happens (the out-of-order share) sets the p90 step: each overtake costs
+the loop a long step (it waits two pin periods) and then a short one. So the share should follow the workers' batch
+time spread over the mean step. The simulator is given the spread by the probes around the case (their wander cv x
+their batch time, `components.probe` / `probe_after`), the case draws its own (read off its --timeline: the sd of every
+worker batch's wall after the measured window opens).
+
+For the table's cases of one pipeline (default: pinned tensor_f32, 8 workers, batch 64, the 5 ms GEMM step, in the
+pin_memory_tensor, non_blocking_stream and sync_every families) this bins the cases by each spread over the case's
+mean step and prints, per bin, the measured and simulated out-of-order shares and the p90 step's signed error; and
+the correlations: the case's spread against the probes', the p90 step error against the share's miss. Binned by the
+probes' spread (what the model is given) a right mechanism shows simulated = measured and no lean; binned by the
+case's own, the measured share moves with it and the simulated one cannot. Reads the generated table's report (run
+`bash calibrate/validation/table.sh` first). Not a prediction: the case's spread is its own. Usage:
+
+    python3 calibrate/validation/spread_diagnostic.py [--report calibrate/validation/results/table-report/report.json.gz]
+        [--calls calibrate/validation/table_calls.txt] [--kind tensor_f32] [--workers 8] [--batch-size 64] [--step mm:5]
+"""
+import argparse
+import os
+import statistics
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+from pin_drift_diagnostic import call_tags, pearson  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAMILIES = ("pin_memory_tensor", "non_blocking_stream", "sync_every")
+# bins of (batch-time sd / mean step); run 61's pinned tensor cases span about 0.3-0.6
+EDGES = (0.0, 0.3, 0.4, 0.5, 0.6, 0.8, float("inf"))
+MIN_BATCHES = 50
+
+
+def case_batch_sd_s(timeline: Dict[str, Any]) -> Optional[float]:
+    """Pure: the population sd of every worker batch's wall (collate end less index received) that began after the
+    measured window opened (the loop's batch `skip` in hand), all workers pooled; None with fewer than MIN_BATCHES."""
+    try:
+        t0 = float(timeline["main"]["next_end"][int(timeline["skip"])])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    walls = [float(b) - float(a) for ivs in (timeline.get("workers") or {}).values() for a, b in ivs if float(a) > t0]
+    return statistics.pstdev(walls) if len(walls) >= MIN_BATCHES else None
+
+
+def probe_batch_sd_s(components: Dict[str, Any]) -> Optional[float]:
+    """Pure: the batch-time sd the simulator is given, the mean over the probes around the case of their wander cv x
+    their batch time (convert feeds both to `cpu.core_speed_cv`); None without a probe that has them."""
+    sds = []
+    for name in ("probe", "probe_after"):
+        w = (components.get(name) or {}).get("wander") or {}
+        if w.get("cv") is not None and w.get("batch_s") is not None:
+            sds.append(float(w["cv"]) * float(w["batch_s"]))
+    return statistics.fmean(sds) if sds else None
+
+
+def bin_of(value: float, edges: Sequence[float] = EDGES) -> Tuple[float, float]:
+    """Pure: the [lo, hi) bin of edges that holds value (the last bin when beyond)."""
+    for lo, hi in zip(edges, edges[1:]):
+        if lo <= value < hi:
+            return lo, hi
+    return edges[-2], edges[-1]
+
+
+def bin_table(points: Sequence[Dict[str, float]], key: str, edges: Sequence[float] = EDGES
+              ) -> List[Dict[str, Any]]:
+    """Pure: per bin of points[key] (low to high, empty bins left out): n, the median measured and simulated
+    out-of-order shares and the p90 step's signed median error."""
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        inside = [p for p in points if lo <= p[key] < hi]
+        if inside:
+            out.append({"lo": lo, "hi": hi, "n": len(inside),
+                        "measured_share": statistics.median(p["measured_share"] for p in inside),
+                        "simulated_share": statistics.median(p["simulated_share"] for p in inside),
+                        "p90_err": statistics.median(p["p90_err"] for p in inside)})
+    return out
+
+
+def point(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """Pure: one case's readings, or None where one is missing: the two spreads over its mean step, its measured and
+    simulated out-of-order shares and its p90 step's error."""
+    m, p = row.get("measured") or {}, row.get("pipeplan") or {}
+    step_s = m.get("step_mean_s")
+    timeline = (case.get("measured") or {}).get("timeline")
+    if not timeline or not step_s or step_s <= 0:
+        return None
+    case_sd, probe_sd = case_batch_sd_s(timeline), probe_batch_sd_s(case.get("components") or {})
+    values = (m.get("out_of_order_fraction"), p.get("out_of_order_fraction"), p.get("step_p90_err"))
+    if case_sd is None or probe_sd is None or any(v is None for v in values):
+        return None
+    return {"case_spread": case_sd / step_s, "probe_spread": probe_sd / step_s, "measured_share": float(values[0]),
+            "simulated_share": float(values[1]), "p90_err": float(values[2])}
+
+
+def matches(row: Dict[str, Any], kind: str, workers: int, batch_size: int, step: str) -> bool:
+    """Pure: a pinned case of the pipeline asked for, in one of the pin-bound in-order families."""
+    k = row.get("knobs") or {}
+    return (str(row.get("family", "")).split(":")[-1] in FAMILIES and bool(k.get("pin_memory")) and k.get("kind") == kind
+            and k.get("num_workers") == workers and k.get("batch_size") == batch_size and k.get("step") == step)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--report", default=os.path.join(HERE, "results", "table-report", "report.json.gz"))
+    ap.add_argument("--calls", default=os.path.join(HERE, "table_calls.txt"))
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--kind", default="tensor_f32")
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--step", default="mm:5")
+    a = ap.parse_args(argv)
+    try:
+        report = convert.read_json(a.report)
+    except (OSError, ValueError) as e:
+        print(f"spread_diagnostic: {a.report}: {e.__class__.__name__}: {e} (expected the table's report, table.sh "
+              f"writes it)", file=sys.stderr)
+        return 2
+    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
+        print(f"spread_diagnostic: {a.report}: $.rows: expected the table's report (table.sh writes it)", file=sys.stderr)
+        return 2
+    rows = {r["id"]: r for r in report["rows"] if isinstance(r, dict) and "id" in r}
+    points = []
+    for name, tag in call_tags(a.calls).items():
+        for case in (convert.read_call_json(os.path.join(a.results, name), "cases.json") or {}).get("cases") or []:
+            row = rows.get(f"{tag}:{case.get('id', '')}")
+            if row and matches(row, a.kind, a.workers, a.batch_size, a.step):
+                got = point(case, row)
+                if got:
+                    points.append(got)
+    if len(points) < 3:
+        print(f"spread_diagnostic: {len(points)} case(s) of that pipeline with a timeline; nothing to compare")
+        return 0
+    print(f"{len(points)} cases ({a.kind}, {a.workers} workers, batch {a.batch_size}, {a.step}, pinned; "
+          f"{', '.join(FAMILIES)}) with a timeline")
+    print(f"the case's batch-time sd against its probes' (each over the mean step): correlation "
+          f"{pearson([p['case_spread'] for p in points], [p['probe_spread'] for p in points]):.2f}")
+    print(f"the p90 step's error against the out-of-order share's miss (measured less simulated): correlation "
+          f"{pearson([p['measured_share'] - p['simulated_share'] for p in points], [p['p90_err'] for p in points]):.2f}")
+    for key, label in (("probe_spread", "the probes' spread (what the simulator is given)"),
+                       ("case_spread", "the case's own spread")):
+        print(f"binned by {label}, sd / mean step:")
+        for b in bin_table(points, key):
+            print(f"  {b['lo']:.1f}-{b['hi']:.1f}: {b['n']:4d} cases; out-of-order share measured "
+                  f"{b['measured_share']:.3f}, simulated {b['simulated_share']:.3f}; p90 step error "
+                  f"{b['p90_err'] * 100:+.1f}% signed median")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
