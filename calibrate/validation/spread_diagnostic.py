@@ -15,7 +15,8 @@ pin_memory_tensor, non_blocking_stream and sync_every families) this bins the ca
 mean step and prints, per bin, the measured and simulated out-of-order shares and the p90 step's signed error; and
 the correlations: the case's spread against the probes', the p90 step error against the share's miss. Binned by the
 probes' spread (what the model is given) a right mechanism shows simulated = measured and no lean; binned by the
-case's own, the measured share moves with it and the simulated one cannot. Reads the generated table's report (run
+case's own, the measured share moves with it and the simulated one cannot. It also fits each share against its own
+driver (simulated against the probes' spread, measured against the case's): a right sensitivity gives the same line. Reads the generated table's report (run
 `bash calibrate/validation/table.sh` first). Not a prediction: the case's spread is its own. Usage:
 
     python3 calibrate/validation/spread_diagnostic.py [--report calibrate/validation/results/table-report/report.json.gz]
@@ -30,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 from pin_drift_diagnostic import call_tags, pearson  # noqa: E402
+from timeline_analysis import least_squares_line  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ("pin_memory_tensor", "non_blocking_stream", "sync_every")
@@ -99,6 +101,18 @@ def point(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Dict[str, float
             "simulated_share": float(values[1]), "p90_err": float(values[2])}
 
 
+def share_line(points: Sequence[Dict[str, float]], spread_key: str, share_key: str) -> Optional[Tuple[float, float]]:
+    """Pure: (slope, intercept) of the least-squares line of points[share_key] on points[spread_key]; None with
+    fewer than 3 points or no spread. Each share set against its own driver (the simulated one against the probes'
+    spread it is given, the measured one against the case's own) says whether the model's sensitivity is right,
+    free of the probes' miss of the case."""
+    fit = least_squares_line([p[spread_key] for p in points], [p[share_key] for p in points], 3)
+    if fit is None:
+        return None
+    mean_x, mean_y, slope = fit
+    return slope, mean_y - slope * mean_x
+
+
 def matches(row: Dict[str, Any], kind: str, workers: int, batch_size: int, step: str) -> bool:
     """Pure: a pinned case of the pipeline asked for, in one of the pin-bound in-order families."""
     k = row.get("knobs") or {}
@@ -143,6 +157,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"{pearson([p['case_spread'] for p in points], [p['probe_spread'] for p in points]):.2f}")
     print(f"the p90 step's error against the out-of-order share's miss (measured less simulated): correlation "
           f"{pearson([p['measured_share'] - p['simulated_share'] for p in points], [p['p90_err'] for p in points]):.2f}")
+    for share, spread, label in (("simulated_share", "probe_spread", "simulated against the probes' spread it is given"),
+                                 ("measured_share", "case_spread", "measured against the case's own spread")):
+        line = share_line(points, spread, share)
+        if line:
+            print(f"the out-of-order share {label}: slope {line[0]:.3f}, intercept {line[1]:+.3f} (least squares)")
     for key, label in (("probe_spread", "the probes' spread (what the simulator is given)"),
                        ("case_spread", "the case's own spread")):
         print(f"binned by {label}, sd / mean step:")

@@ -65,10 +65,6 @@ class HumpTest(unittest.TestCase):
         self.assertEqual(H.running_mean([0, 3, 6, 9], 3), [1.5, 3.0, 6.0, 7.5])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ConvertHumpsTest(unittest.TestCase):
     """convert.gpu_clock_humps: training.gpu_clock_humps from a call's duty curves, by hand."""
 
@@ -105,3 +101,7 @@ class ConvertHumpsTest(unittest.TestCase):
         self.assertIsNone(convert.gpu_clock_humps(comps, "B"))
         comps["gpu_duty_curves"]["A"]["points"] = comps["gpu_duty_curves"]["A"]["points"][:1]
         self.assertIsNone(convert.gpu_clock_humps(comps, "A"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -41,10 +41,6 @@ class SameLaw(unittest.TestCase):
         self.assertAlmostEqual(mean, 256, delta=256 * 0.05)   # int() truncation and the cut take under 1 token
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class Replay(unittest.TestCase):
     """new_shape_replay: the harness's samplers rebuilt, and run 63's steps replayed against their launches."""
 
@@ -169,3 +165,7 @@ class LengthsNoLineHas(unittest.TestCase):
         self.assertEqual(h.lengths_no_line_has([[16, 1]], 16, 18, 4), [17, 18])
         self.assertEqual(h.lengths_no_line_has(None, 5, 9, 1), [5])
         self.assertEqual(h.lengths_no_line_has([[7, 1]], 7, 7, 2), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

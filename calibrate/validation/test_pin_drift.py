@@ -166,10 +166,6 @@ class BadInput(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class WithinCallFit(unittest.TestCase):
     def test_each_calls_offset_is_taken_out(self):
         # call A: y = -x + 0.05; call B: y = -x - 0.03. Pooled the offsets blur the line; within calls it is exact.
@@ -193,3 +189,7 @@ class WithinCallFit(unittest.TestCase):
         slope, corr, n = pd.within_call_fit([("A", 0.0, 0.01), ("A", 0.0, -0.02), ("B", 0.0, 0.03), ("B", 0.0, 0.0)])
         self.assertTrue(math.isnan(slope) and math.isnan(corr))
         self.assertEqual(n, 4)
+
+
+if __name__ == "__main__":
+    unittest.main()

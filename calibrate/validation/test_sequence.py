@@ -180,10 +180,6 @@ class SequenceSectionTest(unittest.TestCase):
         self.assertAlmostEqual(r["synthetic_baseline"]["step_time_s"] / want, 1.0, delta=0.015)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ProbeSequenceTest(unittest.TestCase):
     """pipeplan_probe.py --sequence: a user's token dataset measured into the scenario's sequence section."""
 
@@ -767,3 +763,7 @@ class GpuDecodeValidationTest(unittest.TestCase):
         if os.access(PIPEPLAN, os.X_OK):   # keys pipeplan knows
             out = simulate_doc(s, "--steps", "200")
             self.assertNotIn("error", out, out.get("error"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -64,6 +64,19 @@ class BinTableTest(unittest.TestCase):
         self.assertEqual(D.bin_of(3.0), (0.8, float("inf")))
 
 
+class ShareLineTest(unittest.TestCase):
+    def test_line_through_exact_points(self):
+        # share = 0.5 x spread - 0.1, three points on it
+        pts = [{"s": 0.3, "y": 0.05}, {"s": 0.4, "y": 0.10}, {"s": 0.6, "y": 0.20}]
+        slope, intercept = D.share_line(pts, "s", "y")
+        self.assertAlmostEqual(slope, 0.5)
+        self.assertAlmostEqual(intercept, -0.1)
+
+    def test_none_without_spread_or_points(self):
+        self.assertIsNone(D.share_line([{"s": 0.4, "y": 0.1}] * 3, "s", "y"))
+        self.assertIsNone(D.share_line([{"s": 0.4, "y": 0.1}, {"s": 0.5, "y": 0.2}], "s", "y"))
+
+
 class PointTest(unittest.TestCase):
     def test_spreads_over_the_mean_step(self):
         case = {"measured": {"timeline": timeline({"0": [0.050, 0.070] * 30})},

@@ -222,7 +222,6 @@ class WaitingSteps(unittest.TestCase):
         self.assertIsNone(T.waiting_step_share({"skip": 17, "main": {"next_start": starts, "next_end": ends}}))
 
 
-
 class P90Halves(unittest.TestCase):
     def test_a_window_whose_long_steps_all_fall_in_one_half(self):
         # 40 steady steps of 10 ms, then 40 whose every 5th is 30 ms (the rest 10 ms), after a skip of 3 steps.
@@ -412,10 +411,6 @@ class BatchCpuSplitTest(unittest.TestCase):
         self.assertIsNone(T.batch_cpu_split(workers, {}, 0.0, 100.0))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class InterleavedStallRate(unittest.TestCase):
     def test_drift_cancels_between_neighbours(self):
         # The loop drifts: its step alone is 20 ms + 1 ms per block. Beside the helper it also loses 0.75 ms per ms
@@ -490,3 +485,19 @@ class InterleavedStallRate(unittest.TestCase):
     def test_span_overlaps_by_hand(self):
         # work [1, 3] and [5, 6]; loop spans [0, 2] -> 1, [2, 5.5] -> 1 + 0.5, [7, 8] -> 0
         self.assertEqual(T.span_overlaps([(0, 2), (2, 5.5), (7, 8)], [(5, 6), (1, 3)]), [1.0, 1.5, 0.0])
+
+
+
+class LeastSquaresLine(unittest.TestCase):
+    def test_line_through_points_by_hand(self):
+        # y = 2x + 1 at x = 0, 1, 2: means (1, 3), slope 2
+        self.assertEqual(T.least_squares_line([0.0, 1.0, 2.0], [1.0, 3.0, 5.0], 3), (1.0, 3.0, 2.0))
+
+    def test_none_for_an_x_that_never_varies_even_where_its_float_mean_misses_it(self):
+        # fmean([0.4] * 3) is 0.4000000000000001: sxx came out about 1e-32, not 0, and the slope was noise (0.25)
+        self.assertIsNone(T.least_squares_line([0.4, 0.4, 0.4], [0.1, 0.1, 0.1], 3))
+        self.assertIsNone(T.least_squares_line([0.0, 1.0], [1.0, 3.0], 3))
+
+
+if __name__ == "__main__":
+    unittest.main()

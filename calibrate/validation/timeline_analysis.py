@@ -393,6 +393,8 @@ def least_squares_line(xs: Sequence[float], ys: Sequence[float], min_points: int
     an x that never varies."""
     if len(xs) < min_points:
         return None
+    if max(xs) == min(xs):  # an x that never varies: its float mean can miss it by an ulp, making sxx tiny, not 0
+        return None
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     if sxx <= 0:
