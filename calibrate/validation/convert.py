@@ -451,6 +451,21 @@ def read_call_json(results_dir: str, name: str) -> Any:
         sys.exit(2)
 
 
+def read_table_report(path: str, tool: str) -> Optional[Dict[str, Any]]:
+    """The generated table's report (table.sh writes it) for the diagnostics that read it; where it is missing, not
+    JSON or has no rows, one line on stderr naming the tool, the file and what was expected, and None (exit 2)."""
+    try:
+        report = read_json(path)
+    except (OSError, ValueError) as e:
+        print(f"{tool}: {path}: {e.__class__.__name__}: {e} (expected the table's report, table.sh writes it)",
+              file=sys.stderr)
+        return None
+    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
+        print(f"{tool}: {path}: $.rows: expected the table's report (table.sh writes it)", file=sys.stderr)
+        return None
+    return report
+
+
 def load_calls(results_dirs: Sequence[str]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any], List[Dict[str, float]]]]:
     """(folder, cases.json, profile.json, the profile's cpu curve) of each device call's result folder, for the
     diagnostics that rebuild its cases as convert does."""

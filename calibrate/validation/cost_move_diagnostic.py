@@ -174,15 +174,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     ap.add_argument("--threshold", type=float, default=0.12)
     a = ap.parse_args(argv)
-    try:
-        report = convert.read_json(a.report)
-    except (OSError, ValueError) as e:
-        print(f"cost_move_diagnostic: {a.report}: {e.__class__.__name__}: {e} (expected the table's report, "
-              f"table.sh writes it)", file=sys.stderr)
-        return 2
-    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
-        print(f"cost_move_diagnostic: {a.report}: $.rows: expected the table's report (table.sh writes it)",
-              file=sys.stderr)
+    report = convert.read_table_report(a.report, "cost_move_diagnostic")
+    if report is None:
         return 2
     groups = collect(report, a.calls, a.results)
     total_beyond = sum(1 for r in report["rows"] if abs((r.get("pipeplan") or {}).get("err") or 0) > a.threshold)

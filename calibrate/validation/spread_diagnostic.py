@@ -130,14 +130,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--step", default="mm:5")
     a = ap.parse_args(argv)
-    try:
-        report = convert.read_json(a.report)
-    except (OSError, ValueError) as e:
-        print(f"spread_diagnostic: {a.report}: {e.__class__.__name__}: {e} (expected the table's report, table.sh "
-              f"writes it)", file=sys.stderr)
-        return 2
-    if not isinstance(report, dict) or not isinstance(report.get("rows"), list):
-        print(f"spread_diagnostic: {a.report}: $.rows: expected the table's report (table.sh writes it)", file=sys.stderr)
+    report = convert.read_table_report(a.report, "spread_diagnostic")
+    if report is None:
         return 2
     rows = {r["id"]: r for r in report["rows"] if isinstance(r, dict) and "id" in r}
     points = []

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """spread_diagnostic's pure parts against hand figures."""
+import contextlib
+import io
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
 import spread_diagnostic as D  # noqa: E402
 
 
@@ -98,6 +103,36 @@ class PointTest(unittest.TestCase):
         self.assertFalse(D.matches(row, "tensor_f32", 8, 64, "mm:5"))
         row["knobs"]["pin_memory"], row["family"] = True, "r12:num_workers"
         self.assertFalse(D.matches(row, "tensor_f32", 8, 64, "mm:5"))
+
+
+
+class ReadTableReportTest(unittest.TestCase):
+    """convert.read_table_report, which spread_diagnostic and cost_move_diagnostic read the table's report with."""
+
+    def read(self, text):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.json")
+            if text is not None:
+                with open(path, "w") as f:
+                    f.write(text)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                got = convert.read_table_report(path, "spread_diagnostic")
+            return got, err.getvalue(), path
+
+    def test_rows_read(self):
+        got, err, _ = self.read(json.dumps({"rows": [{"id": "r1:00"}]}))
+        self.assertEqual(got, {"rows": [{"id": "r1:00"}]})
+        self.assertEqual(err, "")
+
+    def test_one_line_naming_the_tool_file_and_what_was_expected(self):
+        for text, said in ((None, "FileNotFoundError"), ("{", "JSONDecodeError"), ('{"rows": 3}', "$.rows")):
+            got, err, path = self.read(text)
+            self.assertIsNone(got)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertTrue(err.startswith(f"spread_diagnostic: {path}: "), err)
+            self.assertIn(said, err)
+            self.assertIn("expected the table's report", err)
 
 
 if __name__ == "__main__":
