@@ -16,7 +16,9 @@ mean step and prints, per bin, the measured and simulated out-of-order shares an
 the correlations: the case's spread against the probes', the p90 step error against the share's miss. Binned by the
 probes' spread (what the model is given) a right mechanism shows simulated = measured and no lean; binned by the
 case's own, the measured share moves with it and the simulated one cannot. It also fits each share against its own
-driver (simulated against the probes' spread, measured against the case's): a right sensitivity gives the same line. Reads the generated table's report (run
+driver (simulated against the probes' spread, measured against the case's): a right sensitivity gives the same line.
+Last, over every such case with the in-situ batch busy (no timeline needed), the p90 step error binned by how far the
+case's batch-time sd moved from its probes', read the same way on both sides (`busy_sd_move`). Reads the generated table's report (run
 `bash calibrate/validation/table.sh` first). Not a prediction: the case's spread is its own. Usage:
 
     python3 calibrate/validation/spread_diagnostic.py [--report calibrate/validation/results/table-report/report.json.gz]
@@ -60,6 +62,45 @@ def probe_batch_sd_s(components: Dict[str, Any]) -> Optional[float]:
         if w.get("cv") is not None and w.get("batch_s") is not None:
             sds.append(float(w["cv"]) * float(w["batch_s"]))
     return statistics.fmean(sds) if sds else None
+
+
+def busy_sd_move(case: Dict[str, Any]) -> Optional[float]:
+    """Pure: how far the case's batch-time sd moved from its probes', read the same way on both sides (no timeline
+    needed): the in-situ batch busy sd (`measured.in_situ` batch_busy_s x batch_busy_cv, a batch's getitem calls plus
+    its collate, over the whole window) over the mean of the probes' own, less one; None without them. (The probes'
+    wander cv that the simulator takes is a different reading of the same spread, so it is not the base here.)"""
+    ins = (case.get("measured") or {}).get("in_situ") or {}
+    if not ins.get("batch_busy_cv") or not ins.get("batch_busy_s"):
+        return None
+    around = [float(c["batch_busy_cv"]) * float(c["batch_busy_s"])
+              for c in ((case.get("components") or {}).get(n) or {} for n in ("probe", "probe_after"))
+              if c.get("batch_busy_cv") and c.get("batch_busy_s")]
+    if not around or statistics.fmean(around) <= 0:
+        return None
+    return float(ins["batch_busy_cv"]) * float(ins["batch_busy_s"]) / statistics.fmean(around) - 1.0
+
+
+MOVE_EDGES = (-float("inf"), -0.2, -0.1, 0.0, 0.1, 0.2, float("inf"))
+
+
+def move_table(moves: Sequence[Tuple[float, float]], edges: Sequence[float] = MOVE_EDGES) -> List[Dict[str, Any]]:
+    """Pure: over (spread move, p90 step error) pairs, per bin of the move (empty bins left out): n and the error's
+    signed median."""
+    out = []
+    for lo, hi in zip(edges, edges[1:]):
+        inside = [e for m, e in moves if lo <= m < hi]
+        if inside:
+            out.append({"lo": lo, "hi": hi, "n": len(inside), "p90_err": statistics.median(inside)})
+    return out
+
+
+def move_label(lo: float, hi: float) -> str:
+    """Pure: a move bin's label in percent ("below -20%", "-10% to +0%", "+20% and more")."""
+    if lo == -float("inf"):
+        return f"below {hi * 100:+.0f}%"
+    if hi == float("inf"):
+        return f"{lo * 100:+.0f}% and more"
+    return f"{lo * 100:+.0f}% to {hi * 100:+.0f}%"
 
 
 def bin_of(value: float, edges: Sequence[float] = EDGES) -> Tuple[float, float]:
@@ -134,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if report is None:
         return 2
     rows = {r["id"]: r for r in report["rows"] if isinstance(r, dict) and "id" in r}
-    points = []
+    points, moves = [], []
     for name, tag in call_tags(a.calls).items():
         for case in (convert.read_call_json(os.path.join(a.results, name), "cases.json") or {}).get("cases") or []:
             row = rows.get(f"{tag}:{case.get('id', '')}")
@@ -142,6 +183,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 got = point(case, row)
                 if got:
                     points.append(got)
+                move, err = busy_sd_move(case), (row.get("pipeplan") or {}).get("step_p90_err")
+                if move is not None and err is not None:
+                    moves.append((move, float(err)))
     if len(points) < 3:
         print(f"spread_diagnostic: {len(points)} case(s) of that pipeline with a timeline; nothing to compare")
         return 0
@@ -162,6 +206,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for b in bin_table(points, key):
             print(f"  {b['lo']:.1f}-{b['hi']:.1f}: {b['n']:4d} cases; out-of-order share measured "
                   f"{b['measured_share']:.3f}, simulated {b['simulated_share']:.3f}; p90 step error "
+                  f"{b['p90_err'] * 100:+.1f}% signed median")
+    if len(moves) >= 3:
+        print(f"the case's batch-time sd over its probes', the same reading both sides (in-situ and probe batch busy), "
+              f"{len(moves)} cases: the p90 step error against it less one, correlation "
+              f"{pearson([m for m, _ in moves], [e for _, e in moves]):.2f}; binned:")
+        for b in move_table(moves):
+            print(f"  {move_label(b['lo'], b['hi']):>16}: {b['n']:4d} cases; p90 step error "
                   f"{b['p90_err'] * 100:+.1f}% signed median")
     return 0
 

@@ -135,5 +135,31 @@ class ReadTableReportTest(unittest.TestCase):
             self.assertIn("expected the table's report", err)
 
 
+
+class BusySdMoveTest(unittest.TestCase):
+    def case(self, in_situ=(0.080, 0.12), probes=((0.075, 0.10), (0.085, 0.10))):
+        comps = {n: {"batch_busy_s": b, "batch_busy_cv": cv} for n, (b, cv) in zip(("probe", "probe_after"), probes)}
+        return {"measured": {"in_situ": {"batch_busy_s": in_situ[0], "batch_busy_cv": in_situ[1]}}, "components": comps}
+
+    def test_in_situ_sd_over_the_probes_mean_sd(self):
+        # in situ 80 ms x 0.12 = 9.6 ms; probes 7.5 and 8.5 ms -> 8.0; 9.6 / 8.0 - 1 = +0.2
+        self.assertAlmostEqual(D.busy_sd_move(self.case()), 0.2)
+
+    def test_none_without_either_side(self):
+        c = self.case()
+        del c["measured"]["in_situ"]["batch_busy_cv"]
+        self.assertIsNone(D.busy_sd_move(c))
+        c = self.case()
+        c["components"] = {}
+        self.assertIsNone(D.busy_sd_move(c))
+
+    def test_move_table_and_labels(self):
+        got = D.move_table([(-0.3, 0.5), (0.05, -0.02), (0.07, -0.04), (0.25, -0.15)])
+        self.assertEqual([(b["n"], round(b["p90_err"], 3)) for b in got], [(1, 0.5), (2, -0.03), (1, -0.15)])
+        self.assertEqual(D.move_label(-float("inf"), -0.2), "below -20%")
+        self.assertEqual(D.move_label(0.0, 0.1), "+0% to +10%")
+        self.assertEqual(D.move_label(0.2, float("inf")), "+20% and more")
+
+
 if __name__ == "__main__":
     unittest.main()
