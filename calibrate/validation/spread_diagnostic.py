@@ -28,7 +28,7 @@ import argparse
 import os
 import statistics
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
@@ -86,12 +86,8 @@ MOVE_EDGES = (-float("inf"), -0.2, -0.1, 0.0, 0.1, 0.2, float("inf"))
 def move_table(moves: Sequence[Tuple[float, float]], edges: Sequence[float] = MOVE_EDGES) -> List[Dict[str, Any]]:
     """Pure: over (spread move, p90 step error) pairs, per bin of the move (empty bins left out): n and the error's
     signed median."""
-    out = []
-    for lo, hi in zip(edges, edges[1:]):
-        inside = [e for m, e in moves if lo <= m < hi]
-        if inside:
-            out.append({"lo": lo, "hi": hi, "n": len(inside), "p90_err": statistics.median(inside)})
-    return out
+    return [{"lo": lo, "hi": hi, "n": len(inside), "p90_err": statistics.median(e for _, e in inside)}
+            for (lo, hi), inside in binned(moves, lambda pair: pair[0], edges)]
 
 
 def move_label(lo: float, hi: float) -> str:
@@ -111,19 +107,24 @@ def bin_of(value: float, edges: Sequence[float] = EDGES) -> Tuple[float, float]:
     return edges[-2], edges[-1]
 
 
+def binned(items: Sequence[Any], value: Callable[[Any], float], edges: Sequence[float]
+           ) -> List[Tuple[Tuple[float, float], List[Any]]]:
+    """Pure: the items grouped by the bin_of edges their value falls in, low to high, empty bins left out."""
+    groups: Dict[Tuple[float, float], List[Any]] = {}
+    for item in items:
+        groups.setdefault(bin_of(value(item), edges), []).append(item)
+    return sorted(groups.items())
+
+
 def bin_table(points: Sequence[Dict[str, float]], key: str, edges: Sequence[float] = EDGES
               ) -> List[Dict[str, Any]]:
     """Pure: per bin of points[key] (low to high, empty bins left out): n, the median measured and simulated
     out-of-order shares and the p90 step's signed median error."""
-    out = []
-    for lo, hi in zip(edges, edges[1:]):
-        inside = [p for p in points if lo <= p[key] < hi]
-        if inside:
-            out.append({"lo": lo, "hi": hi, "n": len(inside),
-                        "measured_share": statistics.median(p["measured_share"] for p in inside),
-                        "simulated_share": statistics.median(p["simulated_share"] for p in inside),
-                        "p90_err": statistics.median(p["p90_err"] for p in inside)})
-    return out
+    return [{"lo": lo, "hi": hi, "n": len(inside),
+             "measured_share": statistics.median(p["measured_share"] for p in inside),
+             "simulated_share": statistics.median(p["simulated_share"] for p in inside),
+             "p90_err": statistics.median(p["p90_err"] for p in inside)}
+            for (lo, hi), inside in binned(points, lambda p: p[key], edges)]
 
 
 def point(case: Dict[str, Any], row: Dict[str, Any]) -> Optional[Dict[str, float]]:
