@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -509,6 +510,9 @@ def main() -> int:
                          "for the median of the call's other cases of the same load (call_common_share_less: out of "
                          "the case), or a number (default: the profile's)")
     ap.add_argument("--family", default=None, help="only the cases of this family (default: all)")
+    ap.add_argument("--write-inputs", default=None, metavar="DIR",
+                    help="also keep each case's scenario and profile as DIR/<case id>.scenario.json and "
+                         ".profile.json, to simulate one again by hand (with --trace, say)")
     a = ap.parse_args()
     convert.exit_without_pipeplan("insitu_diagnostic", a.pipeplan)
     if a.common_share not in (None, "case", "call"):
@@ -628,6 +632,10 @@ def main() -> int:
             sp, pp = os.path.join(tmp, "s.json"), os.path.join(tmp, "p.json")
             json.dump(scen, open(sp, "w"))
             json.dump(prof, open(pp, "w"))
+            if a.write_inputs:
+                os.makedirs(a.write_inputs, exist_ok=True)
+                for src, kind in ((sp, "scenario"), (pp, "profile")):
+                    shutil.copyfile(src, os.path.join(a.write_inputs, f"{c['id']}.{kind}.json"))
             if a.wander in SURROGATES:
                 common = (case_common_share(c) or 0.0) if a.wander == "replay-parts-common" else 0.0
                 out = simulate_surrogates(a.pipeplan, scen, pp, tmp, a.wander, c["id"], max(1, a.seeds), common)

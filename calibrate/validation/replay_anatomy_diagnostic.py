@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""What is left of a pinned in-order case's p90 step miss once each worker plays back its own measured batch times.
+
+`insitu_diagnostic.py R --base table --wander replay` takes the workers' spread out of the question: what it still
+misses is the rest of the pipeline (the pin thread, the loop, the index hand-out). This reads, per pinned case with a
+timeline (harness --timeline), measured against the simulator's trace of the same replayed inputs (seed 1):
+
+- the pin thread's cycle: from one pin_memory() call's end to the next one's (pin-bound, the step's pace), its cv;
+- the out-of-order share: consecutive batches whose worker finished the later one first (the simulated figure is
+  the report's loader.out_of_order_fraction, the mean over --seeds seeds);
+- the hand-outs sent together: consecutive batches whose workers started under 2 ms apart. An index-starved worker
+  starts when the loop returns the batch 16 before (prefetch 2 x 8 workers), so these are the loop's back-to-back
+  returns after an overtake, whose two indices go out together and overtake again (validation run 61, finding 3).
+
+The eighty-second session's reading over the 33 pinned 8-worker tensor cases of runs 59b1, 61b1, 62b1, 64b1 and 70pt
+(docs/validation-runs.md, "Replayed workers: what is left"): pin_memory_tensor's p90 step is unbiased (-0.5% signed),
+non_blocking_stream -4.2%, sync_every (s0, s8) -9.2%, and sync_every's simulated out-of-order share is below the
+measured in 12 of 12 cases (0.122 against 0.144 at mean) where the s1 families match (0.110 / 0.110, 0.115 / 0.111).
+
+Run from the repository root (about 10 s a call on 2 cores):
+    python3 calibrate/validation/replay_anatomy_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--seeds 4]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+import timeline_analysis  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# consecutive batches whose workers started closer than this went out together (the loop's turnaround after an
+# overtake is 1.5-2 ms measured, a pin period 15-20 ms)
+TOGETHER_S = 0.002
+
+
+def cv(values: Sequence[float]) -> Optional[float]:
+    """Pure: standard deviation over mean (population), None for fewer than 2 values or a mean of 0."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.pstdev(values) / mean if mean > 0 else None
+
+
+def pin_cycles(pin_spans: Sequence[Sequence[float]], lo: float, hi: float) -> List[float]:
+    """Pure: the pin thread's cycles, end of one pin_memory() call to the next one's end, over the calls that end
+    inside [lo, hi] (the loop's steady window)."""
+    ends = sorted(b for _, b in pin_spans if lo <= b <= hi)
+    return [b - a for a, b in zip(ends, ends[1:])]
+
+
+def starts_by_batch(per_worker: Dict[Any, Sequence[Sequence[float]]], num_workers: int
+                    ) -> Tuple[Dict[int, float], Dict[int, float]]:
+    """Pure: the harness's worker intervals ({worker: [[first __getitem__ start, collate end], ...]}) as {batch:
+    start} and {batch: end}. In order, with every worker alive, PyTorch hands index i to worker i mod num_workers
+    (_worker_queue_idx_cycle), so worker w's j-th batch is j x num_workers + w."""
+    start: Dict[int, float] = {}
+    done: Dict[int, float] = {}
+    for w, spans in per_worker.items():
+        for j, (a, b) in enumerate(spans):
+            start[j * num_workers + int(w)] = float(a)
+            done[j * num_workers + int(w)] = float(b)
+    return start, done
+
+
+def together_share(start: Dict[int, float], first: int, last: int, together_s: float = TOGETHER_S
+                   ) -> Optional[float]:
+    """Pure: of the consecutive batches (b, b+1) with first <= b < last and both starts known, the share whose
+    workers started less than together_s apart. None without a pair."""
+    gaps = [start[b + 1] - start[b] for b in range(first, last) if b in start and b + 1 in start]
+    if not gaps:
+        return None
+    return sum(1 for g in gaps if g < together_s) / len(gaps)
+
+
+def ooo_share(done: Dict[int, float], first: int, last: int) -> Optional[float]:
+    """Pure: timeline_analysis.out_of_order_share over batches first..last (inclusive) by batch number."""
+    return timeline_analysis.out_of_order_share([done.get(b) for b in range(first, last + 1)])
+
+
+def measured_anatomy(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Optional[float]]:
+    """Pure: the module's three figures from one case's timeline over its steady window (from timeline["skip"])."""
+    skip = int(timeline["skip"])
+    ns = timeline["main"]["next_start"]
+    last = len(ns) - 1
+    start, done = starts_by_batch(timeline["workers"], num_workers)
+    return {"pin_cycle_cv": cv(pin_cycles(timeline.get("pin") or [], ns[skip], ns[-1])),
+            "out_of_order": ooo_share(done, skip, last),
+            "together": together_share(start, skip, last)}
+
+
+def simulated_anatomy(events: Sequence[Dict[str, Any]], skip: int, n_batches: int) -> Dict[str, Optional[float]]:
+    """Pure: the same figures from the simulator's trace (pipeplan simulate --trace): workers' spans by batch
+    (timeline_analysis.trace_batches), the pin thread's "pin_memory" spans (its whole cycle: receive, copy,
+    release; their ends are what pin_cycles reads), the loop's steady window from batch `skip`'s return."""
+    spans, next_end = timeline_analysis.trace_batches(events)
+    start = {b: v[0] for (_, b), v in spans.items()}
+    done = {b: v[1] for (_, b), v in spans.items()}
+    pin = [(e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6) for e in events
+           if e.get("ph") == "X" and e.get("name") == "pin_memory"]
+    lo = next_end.get(skip, 0.0)
+    hi = max(next_end.values()) if next_end else 0.0
+    return {"pin_cycle_cv": cv(pin_cycles(pin, lo, hi)),
+            "out_of_order": ooo_share(done, skip, n_batches - 1),
+            "together": together_share(start, skip, n_batches - 1)}
+
+
+def _fmt(x: Optional[float], spec: str = ".3f") -> str:
+    return format(x, spec) if x is not None else "n/a"
+
+
+def _mean_or_value(x: Any) -> Optional[float]:
+    return x.get("mean") if isinstance(x, dict) else x
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", nargs="+", help="device calls' result folders (harness --timeline)")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
+    ap.add_argument("--seeds", type=int, default=4, help="seeds for the p90 step and out-of-order share "
+                                                         "(default %(default)s); the trace is seed 1's")
+    a = ap.parse_args(argv)
+    convert.exit_without_pipeplan("replay_anatomy_diagnostic", a.pipeplan)
+    by_family: Dict[str, List[Tuple[float, Optional[float], Optional[float]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for results in a.results_dir:
+            doc = convert.read_call_json(results, "cases.json")
+            inputs = os.path.join(tmp, os.path.basename(os.path.normpath(results)))
+            # the in-situ diagnostic's replayed inputs, kept per case (its --write-inputs)
+            r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), results, "--seeds", "1",
+                                "--base", "table", "--wander", "replay", "--pipeplan", a.pipeplan,
+                                "--write-inputs", inputs], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"{results}: insitu_diagnostic.py failed: {r.stderr.strip()[-300:]}", file=sys.stderr)
+                return 2
+            print(f"== {results}")
+            print(f"{'case':44s} {'p90 step':>8s}  {'pin cycle cv':>13s}  {'out of order':>13s}  {'sent together':>13s}")
+            print(f"{'':44s} {'err':>8s}  {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}")
+            for c in doc["cases"]:
+                k = c.get("knobs") or {}
+                if (c.get("status") != "ok" or not k.get("pin_memory") or not k.get("in_order", True)
+                        or int(k.get("num_workers") or 0) < 2 or not (c.get("measured") or {}).get("timeline")):
+                    continue
+                sp = os.path.join(inputs, f"{c['id']}.scenario.json")
+                pp = os.path.join(inputs, f"{c['id']}.profile.json")
+                if not os.path.exists(sp):
+                    continue
+                tl = c["measured"]["timeline"]
+                meas = measured_anatomy(tl, int(k["num_workers"]))
+                out = convert.simulate_replicated(a.pipeplan, sp, pp, 300, max(1, a.seeds))
+                trace = os.path.join(tmp, "trace.json")
+                t = subprocess.run([a.pipeplan, "simulate", sp, "--profile", pp, "--seed", "1", "--trace", trace,
+                                    "--format", "json", "-o", os.path.join(tmp, "r.json")],
+                                   capture_output=True, text=True)
+                if "error" in out or t.returncode != 0:
+                    print(f"{c['id']}: pipeplan failed")
+                    continue
+                events = json.load(open(trace))
+                events = events["traceEvents"] if isinstance(events, dict) else events
+                sim = simulated_anatomy(events, int(tl["skip"]), len(tl["main"]["next_start"]))
+                rep = out["result"]
+                sim["out_of_order"] = _mean_or_value((rep.get("loader") or {}).get("out_of_order_fraction"))
+                p90_meas = c["measured"]["step_time_s"]["p90"]
+                err = 100.0 * (_mean_or_value(rep["step_time_s"]["p90"]) - p90_meas) / p90_meas
+                by_family.setdefault(c["family"], []).append((err, meas["out_of_order"], sim["out_of_order"]))
+                print(f"{c['id'][:44]:44s} {err:+7.1f}%  {_fmt(meas['pin_cycle_cv']):>6s} {_fmt(sim['pin_cycle_cv']):>6s}"
+                      f"  {_fmt(meas['out_of_order']):>6s} {_fmt(sim['out_of_order']):>6s}"
+                      f"  {_fmt(meas['together']):>6s} {_fmt(sim['together']):>6s}")
+    if by_family:
+        print("by family: cases, p90 step signed mean, out-of-order share measured / simulated (mean), "
+              "cases simulated below measured")
+        for fam, rows in sorted(by_family.items()):
+            pairs = [(m, s) for _, m, s in rows if m is not None and s is not None]
+            print(f"  {fam:22s} {len(rows):3d}  {statistics.fmean(e for e, _, _ in rows):+6.1f}%  "
+                  + (f"{statistics.fmean(m for m, _ in pairs):.3f} / {statistics.fmean(s for _, s in pairs):.3f}  "
+                     f"{sum(1 for m, s in pairs if s < m)} of {len(pairs)}" if pairs else "n/a"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
