@@ -26,7 +26,7 @@ import math
 import random
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,15 @@ def ou_log_speed(x: float, dt_s: float, correlation_s: float, sigma: float, z: f
     return a * x + math.sqrt(max(0.0, 1.0 - a * a)) * sigma * z
 
 
-def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100) -> Dict[str, float]:
+def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts: Optional[Dict[int, float]] = None
+        ) -> Dict[str, float]:
     """Simulates `steps` steps; returns the median and p90 of the steps after `warmup` (seconds, from one batch in
-    hand to the next) and the batches a second over them."""
+    hand to the next) and the batches a second over them. starts, when given, receives each batch's start time.
+
+    The loop's take of a batch (and so its next index) can lie ahead of the worker event being handled: the pin
+    thread's FIFO sets it in the future. Each index therefore carries the time it is sent, and a worker that frees
+    before that time waits for it (until the eighty-second session a busy worker took an index at its own free time,
+    before the loop had sent it: pin-bound, the workers ran ahead of their indices)."""
     rng = random.Random(seed)
     sigma = math.sqrt(math.log(1.0 + d.cv * d.cv)) if d.cv > 0 else 0.0
     log_speed = [rng.gauss(0.0, sigma) if sigma > 0 else 0.0 for _ in range(d.workers)]
@@ -65,7 +71,7 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100) -> Dic
         last_draw_s[w] = now
         return d.batch_s * math.exp(log_speed[w] - sigma * sigma / 2.0)   # mean batch_s
 
-    queued: List[List[int]] = [[] for _ in range(d.workers)]
+    queued: List[List[Tuple[int, float]]] = [[] for _ in range(d.workers)]   # (batch, time its index is sent)
     busy = [False] * d.workers
     events: List = []          # (time, order, kind, worker, batch): one kind, a batch arriving at the pin thread
     order = 0
@@ -78,15 +84,18 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100) -> Dic
         order += 1
 
     def start(w: int, now: float) -> None:
-        j = queued[w].pop(0)
+        j, sent_s = queued[w].pop(0)
         busy[w] = True
-        push(now + batch_time_s(w, now) + d.send_s, "arrive", w, j)
+        t0 = max(now, sent_s)
+        if starts is not None:
+            starts[j] = t0
+        push(t0 + batch_time_s(w, t0) + d.send_s, "arrive", w, j)
 
     def send_index(now: float) -> None:
         nonlocal sent, cycle
         w = cycle % d.workers
         cycle += 1
-        queued[w].append(sent)
+        queued[w].append((sent, now))
         sent += 1
         if not busy[w]:
             start(w, now)

@@ -33,6 +33,19 @@ class DispatchModelTest(unittest.TestCase):
         self.assertAlmostEqual(r["step_p50_s"], 0.0115, places=9)
         self.assertAlmostEqual(r["step_p90_s"], 0.0385, places=9)
 
+    def test_a_worker_waits_for_an_index_the_loop_has_not_sent_yet(self):
+        # one worker, two slots, 10 ms batches behind a 25 ms pin thread, a loop that costs nothing: batches 0 and 1
+        # start at 0 and 10 ms; the pin thread hands them over at 35 and 60 ms, and each hand-over sends the next
+        # index, so batch 2 starts at 35 ms and batch 3 at 60, not as soon as the worker frees (20, 30 ms)
+        starts = {}
+        run(Dispatch(workers=1, prefetch_factor=2, batch_s=0.010, cv=0.0, pin_s=0.025, loop_s=0.0), steps=20,
+            warmup=2, starts=starts)
+        self.assertAlmostEqual(starts[0], 0.0)
+        self.assertAlmostEqual(starts[1], 0.010)
+        self.assertAlmostEqual(starts[2], 0.035)
+        self.assertAlmostEqual(starts[3], 0.060)
+        self.assertAlmostEqual(starts[4], 0.085)
+
     def test_ou_step_keeps_or_redraws(self):
         self.assertAlmostEqual(ou_log_speed(0.2, 0.0, 1.0, 0.1, 5.0), 0.2)      # no time: no move
         self.assertAlmostEqual(ou_log_speed(0.2, 1.0, 0.0, 0.1, 0.5), 0.05)     # no correlation: sigma * z
