@@ -115,6 +115,7 @@ Profile parse_profile(const json& document, const std::string& file, const Profi
         "core_speed_slow_correlation_batches", p.cpu.core_speed_slow_correlation_batches, Range::between(0, 1e6));
     p.cpu.core_speed_common_share =
         r.number("core_speed_common_share", p.cpu.core_speed_common_share, Range::between(0, 0.95));
+    p.cpu.pin_thread_speed_cv = r.optional_number("pin_thread_speed_cv", Range::between(0, 2));
     r.finish();
   }
   if (!missing("host")) {

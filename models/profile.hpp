@@ -60,6 +60,12 @@ struct CpuProfile {
   // finding 3: same-time pair correlation 0.0-0.4 on one call, and the out-of-order share follows it). 0 = each
   // worker wanders alone (default); the pin and main threads keep their own whole wander.
   double core_speed_common_share = 0.0;
+  // The pin_memory thread's own spread, where measured: the cv of its cycle (one pin_memory() call's end to the
+  // next) in a pin-bound window, in place of core_speed_cv for that thread's first part (lognormal; the cores'
+  // correlation, no per-thread spread or split-normal sides). The cases' pin cycle spreads 0.05-0.18 where the
+  // workers' wander from the same probes gave 0.07-0.14, correlation 0.08 between the two over 33 pinned cases
+  // (validation-runs.md, "The pin thread's own spread"). Absent = the cores' wander (default).
+  std::optional<double> pin_thread_speed_cv{};
 };
 
 struct HostProfile {

@@ -802,10 +802,22 @@ void on_worker_mapping(Rank& r, double core_s, std::int64_t batch, const char* w
   world.trace->span(r.id, kPinTrack, what, m0, m1, batch);
 }
 
+// The pin thread's wander: the cores' (the workers'), or its own measured spread (cpu.pin_thread_speed_cv) as the
+// first part's cv, without the per-thread spread or split-normal sides that describe the workers.
+CpuProfile pin_thread_cpu(const CpuProfile& cpu) {
+  if (!cpu.pin_thread_speed_cv) return cpu;
+  CpuProfile own = cpu;
+  own.core_speed_cv = *cpu.pin_thread_speed_cv;
+  own.core_speed_cv_spread = 0.0;
+  own.core_speed_fast_side = 0.0;
+  own.core_speed_slow_side = 0.0;
+  return own;
+}
+
 void pin_thread_actor(Rank& r) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
-  CoreWander wander(world.profile->cpu, r.rng);  // moved on at each batch
+  CoreWander wander(pin_thread_cpu(world.profile->cpu), r.rng);  // moved on at each batch
   for (;;) {
     Batch b = r.arrivals.pop();
     const double t0 = sg4::Engine::get_clock();

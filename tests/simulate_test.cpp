@@ -638,6 +638,33 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
   EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
 }
 
+// cpu.pin_thread_speed_cv gives the pin thread its own spread in place of the cores': with the cores steady and the
+// pin thread's cv 0.2 the pin-bound steps are the previous test's (mean 10 ms x exp(s^2), p90 10 ms x exp(1.2816 s +
+// s^2 / 2)); with the cores at cv 0.2 and the pin thread's 0, every step is the steady 10 ms (the workers wander but
+// are 100 times faster than the pin thread).
+TEST(Simulate, ThePinThreadTakesItsOwnSpreadWhereTheProfileHasIt) {
+  const json s = pin_bound_scenario();
+  const double cv = 0.2;
+  const double s2 = std::log1p(cv * cv);
+  json prof = pin_bound_profile();
+  prof["cpu"]["pin_thread_speed_cv"] = cv;
+  const json own = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_EQ(own["bottleneck"]["stage"], "pin_thread");
+  EXPECT_NEAR(step_mean(own), 0.010 * std::exp(s2), 0.010 * 0.02);
+  EXPECT_NEAR(own["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
+  prof["cpu"]["core_speed_cv"] = cv;
+  prof["cpu"]["pin_thread_speed_cv"] = 0.0;
+  const json steady_pin = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
+  EXPECT_NEAR(step_mean(steady_pin), 0.010, 0.010 * 0.005);
+  EXPECT_NEAR(steady_pin["step_time_s"]["p90"].get<double>(), 0.010, 0.010 * 0.005);
+  // out of range: one line naming the key, exit 2
+  prof["cpu"]["pin_thread_speed_cv"] = 2.5;
+  const auto bad = pipeplan::test::run_pipeplan({"simulate", pipeplan::test::write_temp(s.dump()), "--profile",
+                                                 pipeplan::test::write_temp(prof.dump())});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("cpu.pin_thread_speed_cv"), std::string::npos) << bad.err;
+}
+
 // Each worker's log batch times (its trace's load+collate spans, by thread id) from one simulation with a trace.
 std::map<int, std::vector<double>> worker_log_batch_times(const json& scenario, const json& profile) {
   const std::string trace_path = pipeplan::test::write_temp("");

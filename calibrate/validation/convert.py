@@ -68,7 +68,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
                                    pin_thread_wait="probes", transport_busy="probes", main_next="probes",
                                    copy_call="probe", receive_gil_s="0.00048", back_to_back="measured",
-                                   new_shape_cost="call")
+                                   new_shape_cost="call", pin_cycle="probes")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -919,6 +919,25 @@ def pin_thread_wait_s(comp: Dict[str, Any], pin_busier: bool = True) -> Optional
             continue
         waits.append(max(0.0, wall_per_batch_s - float(cpu)))
     return sum(waits) / len(waits) if waits else None
+
+
+def probe_pin_cycle_cv(comp: Dict[str, Any]) -> Optional[float]:
+    """The pin thread's own spread around a pinned case: the mean over its probes before and after that were bound
+    by the pin thread (workers under PIN_BOUND_PROBE_WORKERS_BUSY busy) of their pin cycle's cv (harness since the
+    eighty-second session, pin_cycle_figures: one pin_memory() call's end to the next). Profile
+    cpu.pin_thread_speed_cv. Over the 33 pinned tensor cases with timelines of runs 59-70 the case's own pin cycle
+    cv in place of the cores' took their p90 step in situ from 11.1% to 9.3% median abs (6.7% -> 3.7% with the
+    workers' batch times replayed; validation-runs.md "The pin thread's own spread"). None without such a probe
+    (every call before the eighty-second session)."""
+    got = []
+    for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
+        cv, workers, busy = p.get("pin_cycle_cv"), p.get("workers"), p.get("busy_workers")
+        if not (p.get("pin_memory") and cv and workers and busy is not None):
+            continue
+        if float(busy) / int(workers) >= PIN_BOUND_PROBE_WORKERS_BUSY:
+            continue
+        got.append(float(cv))
+    return sum(got) / len(got) if got else None
 
 
 def main_next_s(comp: Dict[str, Any]) -> Optional[float]:
@@ -2214,6 +2233,13 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             elif getattr(a, "wander_memory", "seconds") == "batches-two-part":
                 cpu.update(two_part_batch_wander(wander["cv"], math.exp(-1.0 / wander["correlation_batches"])))
         c.setdefault("convert", {})["wander"] = wander
+    pin_cv = (probe_pin_cycle_cv(c["components"]) if c["knobs"].get("pin_memory") and run_profile is not None
+              and getattr(a, "pin_cycle", "probes") == "probes" else None)
+    if pin_cv is not None:
+        # the pin thread's own spread as its probes found it, in place of the cores'
+        case_profile = json.loads(json.dumps(case_profile or run_profile))
+        case_profile.setdefault("cpu", {})["pin_thread_speed_cv"] = round(min(pin_cv, 2.0), 4)
+        c.setdefault("convert", {})["pin_thread_speed_cv"] = round(pin_cv, 4)
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
         if humps is not None:
@@ -3384,6 +3410,10 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--pin-cycle", choices=["probes", "off"], default="probes",
+                    help="the pin thread's own spread (profile cpu.pin_thread_speed_cv): its pin cycle's cv in the "
+                         "pin-bound probes around each pinned case where they measured it (harness since the "
+                         "eighty-second session), else the cores' wander; off: always the cores' (default %(default)s)")
     ap.add_argument("--wander-memory", choices=["seconds", "batches", "batches-two-part"], default="seconds",
                     help="a what-if: with batches a worker's wander keeps the probes' lag-one from one of its batches "
                          "to the next however long they take (cpu.core_speed_correlation_batches; validation run 59, "

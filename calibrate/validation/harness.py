@@ -567,6 +567,24 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
     return out
 
 
+def pin_cycle_figures(intervals, a: float, b: float) -> dict:
+    """Pure: the pin thread's cycle inside a probe's window [a, b] from its outermost pin_memory() calls' (start, end):
+    one call's end to the next one's, over the calls that end inside the window. In a pin-bound probe (the pin
+    thread always has a batch waiting) this is the pin thread's own batch time, receive and free included; its cv is
+    profile cpu.pin_thread_speed_cv (since the eighty-second session: the cases' pin cycle spread 0.05-0.18 did not
+    follow the workers' wander, correlation 0.08 over 33 cases). {} with fewer than 3 cycles."""
+    ends = sorted(z for _, z in intervals if a <= z <= b)
+    cycles = [y - x for x, y in zip(ends, ends[1:])]
+    if len(cycles) < 3:
+        return {}
+    mean = sum(cycles) / len(cycles)
+    var = sum((c - mean) ** 2 for c in cycles) / len(cycles)
+    lag = (sum((x - mean) * (y - mean) for x, y in zip(cycles, cycles[1:])) / (var * len(cycles))
+           if var > 0 else None)
+    return {"pin_cycle_s": [round(c, 6) for c in cycles], "pin_cycle_mean_s": mean,
+            "pin_cycle_cv": (var ** 0.5) / mean if mean > 0 else None, "pin_cycle_lag_one": lag}
+
+
 TL_PER_SLOT = 4096    # batches recorded per worker slot by --timeline
 PROBE_WINDOW_S = 1.5  # a probe's timed window around each case (full mode; quick 0.6 s; --probe-window-s)
 CASE_SETUP_PROBE_WINDOW_S = 1.5  # the probe window CASE_SETUP_S was sized with (run 24's allowance)
@@ -2754,6 +2772,8 @@ class Harness:
                 del batch
             s0 = insitu.snapshot()
             p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
+            if meter:
+                meter.intervals = []          # the window's pin_memory() calls: the pin thread's cycle (pin_cycle_figures)
             main0 = time.thread_time()
             a = time.perf_counter()
             n = 0
@@ -2771,6 +2791,8 @@ class Harness:
             s1 = insitu.snapshot()
             c1 = PinThreadMeter.thread_cpu_s(it) if meter else None
             pin_fig = pin_thread_figures(p0, meter.snapshot(), c0, c1, n) if meter else {}
+            if meter:
+                pin_fig.update(pin_cycle_figures(meter.intervals, a, b))
             if half is not None and None not in (c0, c1, half[1]) and 0 < half[0] < n:
                 # a start-up transient would make the first half dearer (since run 13)
                 pin_fig["pin_thread_cpu_s_per_batch_halves"] = [(half[1] - c0) / half[0],

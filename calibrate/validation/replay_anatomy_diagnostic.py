@@ -5,7 +5,10 @@
 misses is the rest of the pipeline (the pin thread, the loop, the index hand-out). This reads, per pinned case with a
 timeline (harness --timeline), measured against the simulator's trace of the same replayed inputs (seed 1):
 
-- the pin thread's cycle: from one pin_memory() call's end to the next one's (pin-bound, the step's pace), its cv;
+- the pin thread's cycle: from one pin_memory() call's end to the next one's (pin-bound, the step's pace), its cv,
+  and the pin-bound probes' around the case (convert.probe_pin_cycle_cv; harness since the eighty-second session,
+  n/a before): whether the probes foresee the case's own spread, which the simulator takes as
+  cpu.pin_thread_speed_cv;
 - the out-of-order share: consecutive batches whose worker finished the later one first (the simulated figure is
   the report's loader.out_of_order_fraction, the mean over --seeds seeds);
 - the hand-outs sent together: consecutive batches whose workers started under 2 ms apart. An index-starved worker
@@ -252,9 +255,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"{results}: insitu_diagnostic.py failed: {r.stderr.strip()[-300:]}", file=sys.stderr)
                 return 2
             print(f"== {results}")
-            print(f"{'case':44s} {'p90 step':>8s}  {'pin cycle cv':>13s}  {'out of order':>13s}  {'sent together':>13s}"
+            print(f"{'case':44s} {'p90 step':>8s}  {'pin cycle cv':>20s}  {'out of order':>13s}  {'sent together':>13s}"
                   f"  {'in hand: overtook / in order / behind GIL':>37s}  {'long .item()':>13s}")
-            print(f"{'':44s} {'err':>8s}  {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}"
+            print(f"{'':44s} {'err':>8s}  {'probes':>6s} {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}  {'meas':>6s} {'sim':>6s}"
                   f"  {'meas':>18s} {'sim':>18s}  {'meas':>6s} {'sim':>6s}")
             for c in doc["cases"]:
                 k = c.get("knobs") or {}
@@ -286,7 +289,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 p90_meas = c["measured"]["step_time_s"]["p90"]
                 err = 100.0 * (_mean_or_value(rep["step_time_s"]["p90"]) - p90_meas) / p90_meas
                 by_family.setdefault(c["family"], []).append((err, meas["out_of_order"], sim["out_of_order"]))
-                print(f"{c['id'][:44]:44s} {err:+7.1f}%  {_fmt(meas['pin_cycle_cv']):>6s} {_fmt(sim['pin_cycle_cv']):>6s}"
+                probes_cv = convert.probe_pin_cycle_cv(c["components"])
+                print(f"{c['id'][:44]:44s} {err:+7.1f}%  {_fmt(probes_cv):>6s} {_fmt(meas['pin_cycle_cv']):>6s} {_fmt(sim['pin_cycle_cv']):>6s}"
                       f"  {_fmt(meas['out_of_order']):>6s} {_fmt(sim['out_of_order']):>6s}"
                       f"  {_fmt(meas['together']):>6s} {_fmt(sim['together']):>6s}"
                       f"  {_pair(meas['in_hand']):>18s} {_pair(sim['in_hand']):>18s}"

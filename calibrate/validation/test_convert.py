@@ -657,6 +657,23 @@ class PinThreadWaitTest(unittest.TestCase):
                          convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes")["loader"])
 
 
+class PinCycleCvTest(unittest.TestCase):
+    def test_the_mean_of_the_pin_bound_probes_cv(self):
+        before, after = pin_probe(1.5, 75, 0.0192, 3.9), pin_probe(1.5, 75, 0.0192, 3.9)
+        before["pin_cycle_cv"], after["pin_cycle_cv"] = 0.10, 0.14
+        self.assertAlmostEqual(convert.probe_pin_cycle_cv({"probe": before, "probe_after": after}), 0.12)
+        # a worker-bound probe (7.2 of 8 busy) cycles at the workers' pace: left out
+        bound = pin_probe(1.5, 20, 0.01, 7.2)
+        bound["pin_cycle_cv"] = 0.4
+        self.assertAlmostEqual(convert.probe_pin_cycle_cv({"probe": bound, "probe_after": after}), 0.14)
+        # calls before the harness measured it, an unpinned probe, none: None
+        self.assertIsNone(convert.probe_pin_cycle_cv({"probe": pin_probe(1.5, 75, 0.0192, 3.9)}))
+        unpinned = pin_probe(1.5, 75, 0.0192, 3.9, pin=False)
+        unpinned["pin_cycle_cv"] = 0.1
+        self.assertIsNone(convert.probe_pin_cycle_cv({"probe": unpinned}))
+        self.assertIsNone(convert.probe_pin_cycle_cv({}))
+
+
 class ScenarioTest(unittest.TestCase):
     ALLOWED = {
         "": {"schema", "name", "description", "seed", "node", "dataset", "storage", "loader",
@@ -2982,6 +2999,24 @@ class WorkerReadsTest(unittest.TestCase):
         scen, _ = convert.case_inputs(json.loads(json.dumps(c)), self.doc["machine"], self.profile, a, self.curve,
                                       duty_shape, True, None, self.doc["components"])
         return scen["storage"]
+
+    def test_a_pinned_case_takes_its_probes_pin_cycle_cv_unless_off(self):
+        c = next(c for c in self.doc["cases"] if c["status"] == "ok" and c["knobs"].get("pin_memory")
+                 and int(c["knobs"].get("num_workers") or 0) > 0)
+        c = json.loads(json.dumps(c))
+        for name, cv in (("probe", 0.11), ("probe_after", 0.13)):
+            c["components"][name].update(pin_memory=True, pin_cycle_cv=cv, workers=8, busy_workers=3.0)
+        duty_shape = convert.case_duty_shape(self.doc["components"], self.profile, c)
+
+        def profile_with(pin_cycle):
+            a = argparse.Namespace(**{**vars(convert.TABLE_OPTIONS), "pin_cycle": pin_cycle})
+            _, prof = convert.case_inputs(json.loads(json.dumps(c)), self.doc["machine"], self.profile, a, self.curve,
+                                          duty_shape, True, None, self.doc["components"])
+            return ((prof or self.profile).get("cpu") or {})
+
+        self.assertAlmostEqual(profile_with("probes")["pin_thread_speed_cv"], 0.12)
+        self.assertNotIn("pin_thread_speed_cv", profile_with("off"))
+        self.assertNotIn("pin_thread_speed_cv", self.profile.get("cpu") or {})  # the call's profile untouched
 
     def test_only_a_cold_case_told_per_batch_carries_the_key(self):
         self.assertEqual(self.storage(True, "per-batch")["worker_reads"], "per_batch")

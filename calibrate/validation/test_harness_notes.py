@@ -27,6 +27,25 @@ host_probe_note, loop_parts_note, memory_map_verdict_note = harness_functions(
 (rest_for_duty_s,) = harness_functions("rest_for_duty_s")
 mean_in_flight, spans_in_window = harness_functions("mean_in_flight", "spans_in_window")
 (window_worker_cpus,) = harness_functions("window_worker_cpus")
+(pin_cycle_figures,) = harness_functions("pin_cycle_figures")
+
+
+class ProbePinCycleTest(unittest.TestCase):
+    """The probe's pin thread cycle (profile cpu.pin_thread_speed_cv), by hand."""
+
+    def test_cycles_between_call_ends_inside_the_window(self):
+        # pin_memory() calls ending at 0.5 (before the window), 1.02, 1.04, 1.07, 1.09 and 2.5 (after it)
+        calls = [(0.49, 0.5), (1.01, 1.02), (1.03, 1.04), (1.06, 1.07), (1.08, 1.09), (2.4, 2.5)]
+        got = pin_cycle_figures(calls, 1.0, 2.0)
+        # cycles 20, 30, 20 ms: mean 23.33 ms, sd 4.714 ms
+        self.assertEqual(got["pin_cycle_s"], [0.02, 0.03, 0.02])
+        self.assertAlmostEqual(got["pin_cycle_mean_s"], 0.07 / 3)
+        self.assertAlmostEqual(got["pin_cycle_cv"], (2 / 9 * 1e-4) ** 0.5 / (0.07 / 3))
+        # lag one: deviations -1/3, 2/3, -1/3 (x 10 ms): (-2/9 - 2/9) / (3 x 2/9) = -2/3
+        self.assertAlmostEqual(got["pin_cycle_lag_one"], -2 / 3)
+
+    def test_too_few_cycles_give_nothing(self):
+        self.assertEqual(pin_cycle_figures([(0.0, 0.1), (0.1, 0.2), (0.2, 0.3)], 0.0, 1.0), {})
 
 
 class ProbeWorkerCpusTest(unittest.TestCase):
