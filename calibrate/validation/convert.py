@@ -68,7 +68,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
                                    pin_thread_wait="probes", transport_busy="probes", main_next="probes",
                                    copy_call="probe", receive_gil_s="0.00048", back_to_back="measured",
-                                   new_shape_cost="call", pin_cycle="probes")
+                                   new_shape_cost="call", pin_cycle="off")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
 # machine-wide slow spell or against a shared resource (the disk of a cold case, memory bandwidth):
 # run 9: 0.76-0.83 in four cases, -0.24 to +0.33 in all others. A spell, no component measured before
@@ -2234,7 +2234,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                 cpu.update(two_part_batch_wander(wander["cv"], math.exp(-1.0 / wander["correlation_batches"])))
         c.setdefault("convert", {})["wander"] = wander
     pin_cv = (probe_pin_cycle_cv(c["components"]) if c["knobs"].get("pin_memory") and run_profile is not None
-              and getattr(a, "pin_cycle", "probes") == "probes" else None)
+              and getattr(a, "pin_cycle", "off") == "probes" else None)
     if pin_cv is not None:
         # the pin thread's own spread as its probes found it, in place of the cores'
         case_profile = json.loads(json.dumps(case_profile or run_profile))
@@ -3410,10 +3410,11 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
-    ap.add_argument("--pin-cycle", choices=["probes", "off"], default="probes",
-                    help="the pin thread's own spread (profile cpu.pin_thread_speed_cv): its pin cycle's cv in the "
-                         "pin-bound probes around each pinned case where they measured it (harness since the "
-                         "eighty-second session), else the cores' wander; off: always the cores' (default %(default)s)")
+    ap.add_argument("--pin-cycle", choices=["probes", "off"], default="off",
+                    help="a what-if: probes, the pin thread's own spread (profile cpu.pin_thread_speed_cv) as its pin "
+                         "cycle's cv in the pin-bound probes around each pinned case (harness since the eighty-second "
+                         "session); off, the cores' wander (default %(default)s: run 77's probes read 0.101 at mean "
+                         "where their cases ran 0.145, correlation 0.46, and moved the p90 step by a point)")
     ap.add_argument("--wander-memory", choices=["seconds", "batches", "batches-two-part"], default="seconds",
                     help="a what-if: with batches a worker's wander keeps the probes' lag-one from one of its batches "
                          "to the next however long they take (cpu.core_speed_correlation_batches; validation run 59, "

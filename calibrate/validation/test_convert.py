@@ -3000,7 +3000,7 @@ class WorkerReadsTest(unittest.TestCase):
                                       duty_shape, True, None, self.doc["components"])
         return scen["storage"]
 
-    def test_a_pinned_case_takes_its_probes_pin_cycle_cv_unless_off(self):
+    def test_a_pinned_case_takes_its_probes_pin_cycle_cv_when_asked(self):
         c = next(c for c in self.doc["cases"] if c["status"] == "ok" and c["knobs"].get("pin_memory")
                  and int(c["knobs"].get("num_workers") or 0) > 0)
         c = json.loads(json.dumps(c))
@@ -3015,7 +3015,8 @@ class WorkerReadsTest(unittest.TestCase):
             return ((prof or self.profile).get("cpu") or {})
 
         self.assertAlmostEqual(profile_with("probes")["pin_thread_speed_cv"], 0.12)
-        self.assertNotIn("pin_thread_speed_cv", profile_with("off"))
+        self.assertNotIn("pin_thread_speed_cv", profile_with("off"))   # the table's (TABLE_OPTIONS): the cores'
+        self.assertEqual(convert.TABLE_OPTIONS.pin_cycle, "off")
         self.assertNotIn("pin_thread_speed_cv", self.profile.get("cpu") or {})  # the call's profile untouched
 
     def test_only_a_cold_case_told_per_batch_carries_the_key(self):
