@@ -927,8 +927,9 @@ def probe_pin_cycle_cv(comp: Dict[str, Any]) -> Optional[float]:
     eighty-second session, pin_cycle_figures: one pin_memory() call's end to the next). Profile
     cpu.pin_thread_speed_cv. Over the 33 pinned tensor cases with timelines of runs 59-70 the case's own pin cycle
     cv in place of the cores' took their p90 step in situ from 11.1% to 9.3% median abs (6.7% -> 3.7% with the
-    workers' batch times replayed; validation-runs.md "The pin thread's own spread"). None without such a probe
-    (every call before the eighty-second session)."""
+    workers' batch times replayed; validation-runs.md "The pin thread's own spread"). Out of the case, run 77's
+    probes read it 0.101 at mean where their 13 cases ran 0.145 (correlation 0.46): used only with --pin-cycle probes,
+    a what-if. None without such a probe (every call before run 77)."""
     got = []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
         cv, workers, busy = p.get("pin_cycle_cv"), p.get("workers"), p.get("busy_workers")

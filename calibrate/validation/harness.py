@@ -571,8 +571,9 @@ def pin_cycle_figures(intervals, a: float, b: float) -> dict:
     """Pure: the pin thread's cycle inside a probe's window [a, b] from its outermost pin_memory() calls' (start, end):
     one call's end to the next one's, over the calls that end inside the window. In a pin-bound probe (the pin
     thread always has a batch waiting) this is the pin thread's own batch time, receive and free included; its cv is
-    profile cpu.pin_thread_speed_cv (since the eighty-second session: the cases' pin cycle spread 0.05-0.18 did not
-    follow the workers' wander, correlation 0.08 over 33 cases). {} with fewer than 3 cycles."""
+    convert's --pin-cycle probes for profile cpu.pin_thread_speed_cv (since the eighty-second session: the cases' pin
+    cycle spread 0.05-0.18 did not follow the workers' wander, correlation 0.08 over 33 cases; run 77's probes read it
+    0.101 where their cases ran 0.145, their loop only dropping batches). {} with fewer than 3 cycles."""
     ends = sorted(z for _, z in intervals if a <= z <= b)
     cycles = [y - x for x, y in zip(ends, ends[1:])]
     if len(cycles) < 3:
