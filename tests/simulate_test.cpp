@@ -622,6 +622,13 @@ json pin_bound_profile() {
       "ipc": {"receive_s_per_batch": 0.010, "receive_s_per_byte": 0.0}})");
 }
 
+// A pin-bound run (pin_bound_scenario) whose 10 ms steps carry one lognormal factor of log variance s2, redrawn each
+// batch: mean 10 ms x exp(s2), p90 10 ms x exp(1.2816 sqrt(s2) + s2 / 2).
+void expect_one_lognormal_factor(const json& r, double s2) {
+  EXPECT_NEAR(step_mean(r), 0.010 * std::exp(s2), 0.010 * 0.02);
+  EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
+}
+
 TEST(Simulate, ThePinThreadWandersWithTheCores) {
   const json s = pin_bound_scenario();
   const double cv = 0.2;
@@ -634,8 +641,7 @@ TEST(Simulate, ThePinThreadWandersWithTheCores) {
   prof["cpu"]["core_speed_cv"] = cv;
   const json r = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(r["bottleneck"]["stage"], "pin_thread");
-  EXPECT_NEAR(step_mean(r), 0.010 * std::exp(s2), 0.010 * 0.02);
-  EXPECT_NEAR(r["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
+  expect_one_lognormal_factor(r, s2);
 }
 
 // cpu.pin_thread_speed_cv gives the pin thread its own spread in place of the cores': with the cores steady and the
@@ -650,8 +656,7 @@ TEST(Simulate, ThePinThreadTakesItsOwnSpreadWhereTheProfileHasIt) {
   prof["cpu"]["pin_thread_speed_cv"] = cv;
   const json own = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_EQ(own["bottleneck"]["stage"], "pin_thread");
-  EXPECT_NEAR(step_mean(own), 0.010 * std::exp(s2), 0.010 * 0.02);
-  EXPECT_NEAR(own["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2), 0.010 * 0.03);
+  expect_one_lognormal_factor(own, s2);
   prof["cpu"]["core_speed_cv"] = cv;
   prof["cpu"]["pin_thread_speed_cv"] = 0.0;
   const json steady_pin = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
@@ -730,9 +735,7 @@ TEST(Simulate, TheSlowerWanderPartMultipliesTheFastOne) {
   json prof = pin_bound_profile();
   prof["cpu"]["core_speed_slow_cv"] = cv;
   const json slow_only = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
-  EXPECT_NEAR(step_mean(slow_only), 0.010 * std::exp(s2), 0.010 * 0.02);
-  EXPECT_NEAR(slow_only["step_time_s"]["p90"].get<double>(), 0.010 * std::exp(1.2816 * std::sqrt(s2) + s2 / 2),
-              0.010 * 0.03);
+  expect_one_lognormal_factor(slow_only, s2);
   prof["cpu"]["core_speed_cv"] = cv;
   const json both = simulate(s, {}, pipeplan::test::write_temp(prof.dump()));
   EXPECT_NEAR(step_mean(both), 0.010 * std::exp(2 * s2), 0.010 * 0.02);
