@@ -1781,6 +1781,9 @@ class Harness:
                                 "pin_copy_s_per_batch": q.get("pin_copy_s_per_batch"),
                                 "pin_thread_cpu_s_per_batch_halves": q.get("pin_thread_cpu_s_per_batch_halves"),
                                 "main_thread_cpu_s_per_batch": q.get("main_thread_cpu_s_per_batch"),
+                                # since run 77 (the probes read the pin cycle's spread a third below their cases'):
+                                # whether a loop that copies and syncs beside the pin thread widens it
+                                "pin_cycle_cv": q.get("pin_cycle_cv"),
                                 "collate_wall_s": q.get("collate_wall_s")})
         except Exception as e:                           # never costs the case
             return {"kind": kind, "batch_size": bs, "workers": k, "windows": windows,
@@ -1790,7 +1793,8 @@ class Harness:
             return "n/a" if x is None else f"{x * 1e3:.2f}"
         log(f"component probe_main_loop[{kind}/b{bs}/w{k}]: pin thread CPU per batch " + ", ".join(
             f"{w['main_loop']} {ms(w['pin_thread_cpu_s_per_batch'])} (halves "
-            + "/".join(ms(h) for h in (w["pin_thread_cpu_s_per_batch_halves"] or [None, None])) + ")"
+            + "/".join(ms(h) for h in (w["pin_thread_cpu_s_per_batch_halves"] or [None, None])) + "; pin cycle cv "
+            + ("n/a" if w.get("pin_cycle_cv") is None else f"{w['pin_cycle_cv']:.3f}") + ")"
             for w in windows) + "; the .to() call " + ", ".join(ms(w.get("copy_call_s")) for w in windows
                                                               if w["main_loop"] == "copy")
             + f" ms ({time.perf_counter() - t0:.1f}s)")
