@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 import heapq
 import math
+import os
 import random
 import statistics
+import sys
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,8 @@ def ou_log_speed(x: float, dt_s: float, correlation_s: float, sigma: float, z: f
     return a * x + math.sqrt(max(0.0, 1.0 - a * a)) * sigma * z
 
 
-def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts: Optional[Dict[int, float]] = None
+def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts: Optional[Dict[int, float]] = None,
+        batch_series: Optional[Sequence[Sequence[float]]] = None, pin_series: Optional[Sequence[float]] = None
         ) -> Dict[str, float]:
     """Simulates `steps` steps; returns the median and p90 of the steps after `warmup` (seconds, from one batch in
     hand to the next) and the batches a second over them. starts, when given, receives each batch's start time.
@@ -58,13 +61,23 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
     The loop's take of a batch (and so its next index) can lie ahead of the worker event being handled: the pin
     thread's FIFO sets it in the future. Each index therefore carries the time it is sent, and a worker that frees
     before that time waits for it (until the eighty-second session a busy worker took an index at its own free time,
-    before the loop had sent it: pin-bound, the workers ran ahead of their indices)."""
+    before the loop had sent it: pin-bound, the workers ran ahead of their indices).
+
+    batch_series (one list per worker) and pin_series replay measured times in place of the wander and of pin_s:
+    worker w's k-th batch takes batch_series[w][k] and the pin thread's k-th batch pin_series[k], each list played
+    again from its start when it runs out (replay_case)."""
     rng = random.Random(seed)
     sigma = math.sqrt(math.log(1.0 + d.cv * d.cv)) if d.cv > 0 else 0.0
     log_speed = [rng.gauss(0.0, sigma) if sigma > 0 else 0.0 for _ in range(d.workers)]
     last_draw_s = [0.0] * d.workers
 
+    played = [0] * d.workers
+
     def batch_time_s(w: int, now: float) -> float:
+        if batch_series is not None:
+            series = batch_series[w]
+            played[w] += 1
+            return float(series[(played[w] - 1) % len(series)])
         if sigma <= 0:
             return d.batch_s
         log_speed[w] = ou_log_speed(log_speed[w], now - last_draw_s[w], d.correlation_s, sigma, rng.gauss(0.0, 1.0))
@@ -103,6 +116,7 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
     for _ in range(d.prefetch_factor * d.workers):
         send_index(0.0)
     pin_free_s = 0.0
+    pinned = 0
     ready_s: Dict[int, float] = {}
     loop_free_s = 0.0
     in_hand_s: List[float] = []
@@ -112,7 +126,9 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
         busy[w] = False
         if queued[w]:
             start(w, t)
-        pin_free_s = max(t, pin_free_s) + d.pin_s      # FIFO: in the order batches arrive
+        pin_s = float(pin_series[pinned % len(pin_series)]) if pin_series else d.pin_s
+        pinned += 1
+        pin_free_s = max(t, pin_free_s) + pin_s        # FIFO: in the order batches arrive
         ready_s[j] = pin_free_s
         while len(in_hand_s) in ready_s:
             k = len(in_hand_s)
@@ -133,6 +149,94 @@ def over_seeds(d: Dispatch, seeds: Sequence[int], steps: int = 3000) -> Dict[str
     return {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
 
 
+PIN_MODES = ("measured", "shuffled", "lognormal", "constant")
+
+
+def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
+    """Pure: from a case's timeline (harness --timeline) what replay_case plays back: each worker's batch walls in
+    order (first __getitem__ start to collate end), the pin thread's cycles in order from the loop's steady window on
+    (one pin_memory() call's end to the next), and the loop's own time a step (a return to its next call, median over
+    the steady window)."""
+    skip = int(timeline["skip"])
+    main = timeline["main"]
+    walls = [[b - a for a, b in timeline["workers"][str(w)]] for w in range(num_workers)]
+    ends = sorted(b for _, b in timeline.get("pin") or [] if b >= main["next_start"][skip])
+    cycles = [y - x for x, y in zip(ends, ends[1:])]
+    turns = sorted(main["next_start"][i + 1] - main["next_end"][i]
+                   for i in range(skip, min(len(main["next_start"]) - 1, len(main["next_end"]))))
+    return {"walls": walls, "pin_cycles": cycles, "loop_s": turns[len(turns) // 2] if turns else 0.0}
+
+
+def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random) -> List[float]:
+    """Pure given rng: the pin thread's times a batch for replay_case: the measured cycles in order, shuffled (their
+    spread, no memory), log-normal draws of their mean and cv (no memory, no shape), or their mean throughout."""
+    mean = statistics.fmean(cycles)
+    if mode == "measured":
+        return list(cycles)
+    if mode == "shuffled":
+        return rng.sample(list(cycles), len(cycles))
+    if mode == "lognormal":
+        cv = statistics.pstdev(cycles) / mean
+        s2 = math.log1p(cv * cv)
+        return [mean * math.exp(rng.gauss(0.0, math.sqrt(s2)) - s2 / 2.0) for _ in cycles]
+    if mode == "constant":
+        return [mean]
+    raise ValueError(f"pin mode {mode!r}: expected one of {', '.join(PIN_MODES)}")
+
+
+def replay_case(case: Dict[str, Any], mode: str, seed: int = 1) -> Optional[Dict[str, float]]:
+    """The dispatch of one pinned in-order case with its workers' and pin thread's measured times played back and the
+    loop's measured own time a step: its p90 step against the case's. None without a timeline with pin spans.
+    The eighty-second session (validation-runs.md "Replayed workers: what is left", finding 6): over the 12
+    sync_every cases of runs 59b1-64b1 the measured pin cycles give the p90 step within -1.7% signed (3.3% mean abs),
+    a constant pin thread -8.0%, where the simulator with the workers replayed gives -9.2%."""
+    k = case.get("knobs") or {}
+    tl = (case.get("measured") or {}).get("timeline") or {}
+    nw = int(k.get("num_workers") or 0)
+    if not k.get("pin_memory") or not k.get("in_order", True) or nw < 1 or not tl.get("pin"):
+        return None
+    series = case_series(tl, nw)
+    if len(series["pin_cycles"]) < 10 or any(not w for w in series["walls"]):
+        return None
+    n = min(len(w) for w in series["walls"]) * nw
+    d = Dispatch(workers=nw, prefetch_factor=int(k.get("prefetch_factor") or 2), cv=0.0, pin_s=0.0,
+                 loop_s=series["loop_s"])
+    r = run(d, steps=max(n - nw * d.prefetch_factor, 200), warmup=int(tl["skip"]),
+            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed)))
+    measured = float(case["measured"]["step_time_s"]["p90"])
+    return {"measured_p90_s": measured, "p90_s": r["step_p90_s"], "error": (r["step_p90_s"] - measured) / measured,
+            "loop_s": series["loop_s"]}
+
+
+def replay_main(paths: Sequence[str], modes: Sequence[str]) -> int:
+    """--replay: each pinned in-order case with a timeline in the calls' results, its p90 step by pin mode, and the
+    signed and abs mean error by family."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
+    errors: Dict[Tuple[str, str], List[float]] = {}
+    print(f"{'case':52s} {'loop ms':>7s} {'measured':>8s}  " + "  ".join(f"{m:>16s}" for m in modes))
+    for path in paths:
+        doc = convert.read_call_json(path, "cases.json")
+        for c in doc["cases"]:
+            if c.get("status") != "ok":
+                continue
+            rows = {m: replay_case(c, m) for m in modes}
+            if any(r is None for r in rows.values()):
+                continue
+            first = next(iter(rows.values()))
+            print(f"{os.path.basename(os.path.normpath(path))[-5:]}:{c['id'][:46]:46s} {first['loop_s'] * 1e3:7.2f} "
+                  f"{first['measured_p90_s'] * 1e3:6.1f}ms  "
+                  + "  ".join(f"{r['p90_s'] * 1e3:7.1f} ({100 * r['error']:+6.1f}%)" for r in rows.values()))
+            for m, r in rows.items():
+                errors.setdefault((c["family"], m), []).append(r["error"])
+    for fam in sorted({f for f, _ in errors}):
+        print(f"{fam:22s} " + "  ".join(
+            f"{m}: {100 * statistics.fmean(errors[(fam, m)]):+.1f}% signed, "
+            f"{100 * statistics.fmean(abs(e) for e in errors[(fam, m)]):.1f}% abs" for m in modes)
+            + f" ({len(errors[(fam, modes[0])])} cases)")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=4)
@@ -145,7 +249,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--loop-ms", type=float, default=11.5)
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--replay", nargs="+", default=None, metavar="RESULTS_DIR",
+                    help="instead: each pinned in-order case with a timeline in these calls, its workers' and pin "
+                         "thread's measured times played back with the loop's measured own time (replay_case)")
+    ap.add_argument("--pin", default=",".join(PIN_MODES),
+                    help=f"with --replay, the pin thread's times: any of {', '.join(PIN_MODES)}, comma-separated")
     a = ap.parse_args(argv)
+    if a.replay:
+        modes = [m for m in a.pin.split(",") if m]
+        bad = [m for m in modes if m not in PIN_MODES]
+        if bad or not modes:
+            ap.error(f"--pin {a.pin!r}: expected one or more of {', '.join(PIN_MODES)}")
+        return replay_main(a.replay, modes)
     if a.workers < 1 or a.prefetch_factor < 1 or a.batch_ms <= 0 or a.loop_ms < 0 or a.pin_ms < 0 or a.steps < 200:
         ap.error("workers and prefetch factor >= 1, batch-ms > 0, loop-ms and pin-ms >= 0, steps >= 200")
     d = Dispatch(a.workers, a.prefetch_factor, a.batch_ms / 1e3, a.cv, a.correlation_s, a.send_ms / 1e3,

@@ -4,7 +4,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dispatch_model import Dispatch, ou_log_speed, run  # noqa: E402
+import random  # noqa: E402
+
+from dispatch_model import Dispatch, case_series, ou_log_speed, pin_series_for, replay_case, run  # noqa: E402
 
 
 class DispatchModelTest(unittest.TestCase):
@@ -45,6 +47,48 @@ class DispatchModelTest(unittest.TestCase):
         self.assertAlmostEqual(starts[2], 0.035)
         self.assertAlmostEqual(starts[3], 0.060)
         self.assertAlmostEqual(starts[4], 0.085)
+
+    def test_replayed_times_are_played_in_order_and_again(self):
+        # one worker, one slot, no loop cost: each batch is pinned after its worker's time, and the next index goes out
+        # when it is handed over, so a step is the worker's batch plus the pin thread's: worker 10, 30 ms alternating,
+        # pin thread 5 ms then 15 ms alternating -> steps 15, 45 ms alternating (batch 0: 10 + 5; 1: 30 + 15; ...)
+        starts = {}
+        r = run(Dispatch(workers=1, prefetch_factor=1, cv=0.0, pin_s=0.0, loop_s=0.0), steps=202, warmup=1,
+                starts=starts, batch_series=[[0.010, 0.030]], pin_series=[0.005, 0.015])
+        self.assertAlmostEqual(starts[1], 0.015)
+        self.assertAlmostEqual(starts[2], 0.060)
+        self.assertAlmostEqual(starts[3], 0.075)
+        self.assertAlmostEqual(r["step_p90_s"], 0.045, places=9)
+        self.assertAlmostEqual(r["batches_per_s"], 2 / 0.060, delta=0.01)   # 200 steps, 100 of each
+
+    def test_a_cases_series_from_its_timeline(self):
+        # 2 workers; the loop's steady window from step 1 (skip 1): pin calls ending at 0.04 (before), 0.06, 0.08,
+        # 0.11 -> cycles 20, 30 ms; the loop's own time from each return to its next call: 1, 3 ms -> median 3
+        tl = {"skip": 1,
+              "workers": {"0": [[0.0, 0.02], [0.05, 0.07]], "1": [[0.0, 0.03]]},
+              "pin": [[0.03, 0.04], [0.05, 0.06], [0.07, 0.08], [0.10, 0.11]],
+              "main": {"next_start": [0.0, 0.05, 0.081, 0.111], "next_end": [0.045, 0.08, 0.108, 0.112]}}
+        got = case_series(tl, 2)
+        self.assertEqual(len(got["walls"][0]), 2)
+        self.assertAlmostEqual(got["walls"][1][0], 0.03)
+        self.assertEqual(len(got["pin_cycles"]), 2)
+        self.assertAlmostEqual(got["pin_cycles"][0], 0.02)
+        self.assertAlmostEqual(got["pin_cycles"][1], 0.03)
+        self.assertAlmostEqual(got["loop_s"], 0.003)
+
+    def test_pin_series_modes(self):
+        cycles = [0.010, 0.020, 0.030]
+        rng = random.Random(1)
+        self.assertEqual(pin_series_for(cycles, "measured", rng), cycles)
+        self.assertEqual(sorted(pin_series_for(cycles, "shuffled", rng)), cycles)
+        self.assertEqual(pin_series_for(cycles, "constant", rng), [0.020])
+        drawn = pin_series_for(cycles * 2000, "lognormal", rng)
+        self.assertAlmostEqual(sum(drawn) / len(drawn), 0.020, delta=0.0005)   # mean kept
+        with self.assertRaises(ValueError):
+            pin_series_for(cycles, "none", rng)
+
+    def test_replay_case_needs_a_pinned_timeline(self):
+        self.assertIsNone(replay_case({"knobs": {"pin_memory": False, "num_workers": 2}, "measured": {}}, "measured"))
 
     def test_ou_step_keeps_or_redraws(self):
         self.assertAlmostEqual(ou_log_speed(0.2, 0.0, 1.0, 0.1, 5.0), 0.2)      # no time: no move
