@@ -616,6 +616,11 @@ PROBE_SETTLE_S = 1.0
 # Python spin, 1.1-2.2 GIL-free, against 0.6-0.8), which the simulator adds again from loader.slow_worker. A
 # diagnostic only: ingest_call refuses such a call for the table.
 PROBE_WITH_STRAGGLER = False
+# --host-probes-all (device plan item 24): the loop's host probes around every case, light (mm:N) loops too, not
+# only host-heavy ones. The call's one step component times a light loop's launches at 0.53-1.38 ms by call where the
+# cases' loops run 1.1-1.9 ms after a wait (validation-runs.md "Replayed workers: what is left", finding 6), and the
+# loop's turnaround after an overtake moves sync_every's p90 step.
+HOST_PROBES_ALL = False
 
 
 def window_batch_durations(per_worker, t0: float, t1: float, slow_worker_factor: float = 1.0):
@@ -2991,7 +2996,7 @@ class Harness:
                                                  straggler=probe_straggler(k, PROBE_WITH_STRAGGLER))
             except Exception as e:          # the probe must never cost the case
                 comps["probe"] = {"error": f"{e.__class__.__name__}: {e}"}
-            if heavy:                       # the loop's own host time alone, right before the case
+            if heavy or HOST_PROBES_ALL:    # the loop's own host time alone, right before the case
                 try:
                     comps["host_probe"] = self.comp_host_probe(k["step"], kind, bs)
                 except Exception as e:      # never costs the case
@@ -3584,14 +3589,18 @@ def main(argv=None):
                          "(default 1 s, quick mode 0; 0 until run 24, whose finding 1 found a fresh pinning loader's "
                          "pin thread dearer for about its first second: image probes read 1.15x the case unsettled, "
                          "1.016x settled)")
+    ap.add_argument("--host-probes-all", action="store_true",
+                    help="the loop's host probes right before and after every case, light (mm:N) loops too, not only "
+                         "host-heavy ones (device plan item 24; convert's --host-from probe-bracket takes them)")
     ap.add_argument("--probe-with-straggler", action="store_true",
                     help="a straggler case's probes (before and after it) run its straggler too: worker 0 "
                          "slow_worker_factor times slower with the case's spin (validation-runs.md run 71, finding 3: "
                          "is the pin thread dearer with a straggler beside it?). A diagnostic: the probes' pin thread "
                          "and wander then are not what a user's calibrate measures")
     a = ap.parse_args(argv)
-    global PROBE_WITH_STRAGGLER
+    global PROBE_WITH_STRAGGLER, HOST_PROBES_ALL
     PROBE_WITH_STRAGGLER = bool(a.probe_with_straggler)
+    HOST_PROBES_ALL = bool(a.host_probes_all)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
     if a.probe_settle_s is None:
