@@ -30,6 +30,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import timeline_analysis  # noqa: E402  (the timelines' shared readers; no sim/ code)
+
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -160,8 +163,7 @@ def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
     skip = int(timeline["skip"])
     main = timeline["main"]
     walls = [[b - a for a, b in timeline["workers"][str(w)]] for w in range(num_workers)]
-    ends = sorted(b for _, b in timeline.get("pin") or [] if b >= main["next_start"][skip])
-    cycles = [y - x for x, y in zip(ends, ends[1:])]
+    cycles = timeline_analysis.pin_cycles(timeline.get("pin") or [], main["next_start"][skip], math.inf)
     turns = sorted(main["next_start"][i + 1] - main["next_end"][i]
                    for i in range(skip, min(len(main["next_start"]) - 1, len(main["next_end"]))))
     return {"walls": walls, "pin_cycles": cycles, "loop_s": turns[len(turns) // 2] if turns else 0.0}
@@ -211,7 +213,6 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1) -> Optional[Dict
 def replay_main(paths: Sequence[str], modes: Sequence[str]) -> int:
     """--replay: each pinned in-order case with a timeline in the calls' results, its p90 step by pin mode, and the
     signed and abs mean error by family."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
     errors: Dict[Tuple[str, str], List[float]] = {}
     print(f"{'case':52s} {'loop ms':>7s} {'measured':>8s}  " + "  ".join(f"{m:>16s}" for m in modes))

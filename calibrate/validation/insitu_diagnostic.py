@@ -513,7 +513,7 @@ def main() -> int:
     ap.add_argument("--pin-cv", choices=["profile", "case"], default="profile",
                     help="the pin thread's own spread (profile cpu.pin_thread_speed_cv): the profile's (default; absent, "
                          "the cores' wander), or the case's own, the cv of its pin cycle in its timeline "
-                         "(replay_anatomy_diagnostic.pin_cycles; harness --timeline)")
+                         "(timeline_analysis.case_pin_cycle_cv; harness --timeline)")
     ap.add_argument("--write-inputs", default=None, metavar="DIR",
                     help="also keep each case's scenario and profile as DIR/<case id>.scenario.json and "
                          ".profile.json, to simulate one again by hand (with --trace, say)")
@@ -600,14 +600,10 @@ def main() -> int:
                     set_wander_parts(prof["cpu"], fit_wander_parts(per_worker), per_worker, scen,
                                      ((convert._timeline(c) or {}).get("own_wander") or {}) if
                                      a.wander == "case-parts-shape" else {}, a.wander.endswith("-batches"))
-            if a.pin_cv == "case" and c["knobs"].get("pin_memory") and (c["measured"].get("timeline") or {}).get("pin"):
-                import replay_anatomy_diagnostic   # noqa: E402 (beside this file)
-                tl = c["measured"]["timeline"]
-                ns = tl["main"]["next_start"]
-                own_cv = replay_anatomy_diagnostic.cv(
-                    replay_anatomy_diagnostic.pin_cycles(tl["pin"], ns[int(tl["skip"])], ns[-1]))
-                if own_cv is not None:
-                    prof["cpu"]["pin_thread_speed_cv"] = round(min(own_cv, 2.0), 4)
+            own_cv = (timeline_analysis.case_pin_cycle_cv(c["measured"].get("timeline") or {})
+                      if a.pin_cv == "case" and c["knobs"].get("pin_memory") else None)
+            if own_cv is not None:
+                prof["cpu"]["pin_thread_speed_cv"] = round(min(own_cv, 2.0), 4)
             if a.common_share is not None:
                 share = (case_common_share(c) if a.common_share == "case" else
                          call_common_share_less(c, doc["cases"]) if a.common_share == "call" else float(a.common_share))

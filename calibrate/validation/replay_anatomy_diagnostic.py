@@ -43,26 +43,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 import timeline_analysis  # noqa: E402
+from timeline_analysis import cv, pin_cycles  # noqa: E402  (the pin cycle's readers, shared with the in-situ diagnostic)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # consecutive batches whose workers started closer than this went out together (the loop's turnaround after an
 # overtake is 1.5-2 ms measured, a pin period 15-20 ms)
 TOGETHER_S = 0.002
-
-
-def cv(values: Sequence[float]) -> Optional[float]:
-    """Pure: standard deviation over mean (population), None for fewer than 2 values or a mean of 0."""
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    return statistics.pstdev(values) / mean if mean > 0 else None
-
-
-def pin_cycles(pin_spans: Sequence[Sequence[float]], lo: float, hi: float) -> List[float]:
-    """Pure: the pin thread's cycles, end of one pin_memory() call to the next one's end, over the calls that end
-    inside [lo, hi] (the loop's steady window)."""
-    ends = sorted(b for _, b in pin_spans if lo <= b <= hi)
-    return [b - a for a, b in zip(ends, ends[1:])]
 
 
 def starts_by_batch(per_worker: Dict[Any, Sequence[Sequence[float]]], num_workers: int
@@ -196,7 +182,7 @@ def measured_anatomy(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Op
     last = len(ns) - 1
     start, done = starts_by_batch(timeline["workers"], num_workers)
     ne = timeline["main"]["next_end"]
-    return {"pin_cycle_cv": cv(pin_cycles(timeline.get("pin") or [], ns[skip], ns[-1])),
+    return {"pin_cycle_cv": timeline_analysis.case_pin_cycle_cv(timeline),
             "out_of_order": ooo_share(done, skip, last),
             "together": together_share(start, skip, last),
             "in_hand": in_hand_returns(dict(enumerate(ns)), dict(enumerate(ne)), done, skip, min(last, len(ne) - 1)),

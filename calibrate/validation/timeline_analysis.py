@@ -258,6 +258,32 @@ def out_of_order_share(batch_done_s: Sequence[Optional[float]]) -> Optional[floa
     return sum(1 for a, b in pairs if a > b) / len(pairs)
 
 
+def cv(values: Sequence[float]) -> Optional[float]:
+    """Pure: standard deviation over mean (population), None for fewer than 2 values or a mean of 0."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.pstdev(values) / mean if mean > 0 else None
+
+
+def pin_cycles(pin_spans: Sequence[Sequence[float]], lo: float, hi: float) -> List[float]:
+    """Pure: the pin thread's cycles, end of one pin_memory() call to the next one's end, over the calls that end
+    inside [lo, hi] (the loop's steady window)."""
+    ends = sorted(b for _, b in pin_spans if lo <= b <= hi)
+    return [b - a for a, b in zip(ends, ends[1:])]
+
+
+def case_pin_cycle_cv(timeline: Dict[str, Any]) -> Optional[float]:
+    """Pure: the cv of a case's pin cycle over its loop's steady window (timeline["skip"] to its last next() call);
+    None without pin spans (an unpinned case) or with under two cycles. The case's own pin thread spread, which
+    insitu_diagnostic --pin-cv case gives the simulator as cpu.pin_thread_speed_cv."""
+    starts = (timeline.get("main") or {}).get("next_start") or []
+    skip = int(timeline.get("skip") or 0)
+    if not timeline.get("pin") or len(starts) <= skip:
+        return None
+    return cv(pin_cycles(timeline["pin"], starts[skip], starts[-1]))
+
+
 def index_round_trip_s(timeline: Dict[str, Any], prefetch_factor: int) -> List[float]:
     """Pure: an in-order case's timeline -> for each batch the loop took while the worker that gets the next index
     (PyTorch's _try_put_index: batch j + prefetch_factor x workers, to the same worker as j) sat idle, the seconds from
