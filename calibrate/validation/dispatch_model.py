@@ -215,9 +215,9 @@ def replay_main(paths: Sequence[str], modes: Sequence[str]) -> int:
     signed and abs mean error by family."""
     import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
     errors: Dict[Tuple[str, str], List[float]] = {}
+    docs = [(path, convert.read_call_json(path, "cases.json")) for path in paths]   # a bad folder: one line, exit 2
     print(f"{'case':52s} {'loop ms':>7s} {'measured':>8s}  " + "  ".join(f"{m:>16s}" for m in modes))
-    for path in paths:
-        doc = convert.read_call_json(path, "cases.json")
+    for path, doc in docs:
         for c in doc["cases"]:
             if c.get("status") != "ok":
                 continue
