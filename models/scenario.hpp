@@ -147,10 +147,18 @@ struct LoaderConfig {
   // the batch before it until that stretch ends (validation run 55)
   bool slow_worker_holds_gil = false;
   // A diagnostic: per worker, measured batch times (wall seconds from its first __getitem__ to its collate's return)
-  // played back in turn, from its first batch and round again, in place of its loads, collate, loop time and wander
-  // (loader.replay_worker_batches: [{"worker": i, "batch_s": [...]}]). With a case's own times this asks whether
-  // the rest of the pipeline (round robin, slots, pin thread, loop) turns them into the measured steps.
+  // played back in turn, from its first batch and round again, in place of its loads, collate and wander
+  // (loader.replay_worker_batches: [{"worker": i, "batch_s": [...]}]); worker_s_per_batch follows each at the batch's
+  // pace (replay_mean_batch_s). With a case's own times this asks whether the rest of the pipeline (round robin,
+  // slots, pin thread, loop) turns them into the measured steps.
   std::vector<std::vector<double>> replay_batch_s;
+  // The mean of worker w's played-back times (1 where it has none): a batch's time over it is the batch's pace.
+  double replay_mean_batch_s(int w) const {
+    if (w < 0 || w >= static_cast<int>(replay_batch_s.size()) || replay_batch_s[w].empty()) return 1.0;
+    double sum = 0.0;
+    for (double x : replay_batch_s[w]) sum += x;
+    return sum / static_cast<double>(replay_batch_s[w].size());
+  }
 };
 
 enum class CopyStream { kDefault, kSide };

@@ -645,6 +645,7 @@ void worker_actor(Rank& r, int w) {
   double busy_cores_last_load = -1.0;  // average busy cores over this worker's previous load
   CoreWander wander(world.profile->cpu, r.rng, /*per_batch=*/true, &r);  // moved on at each batch start
   std::size_t replayed = 0;                       // batches played back (loader.replay_worker_batches)
+  const double replay_mean_s = s.loader.replay_mean_batch_s(w);
   const bool reads_per_sample = s.storage.worker_reads == WorkerReads::kPerSample &&
                                 (s.storage.page_cache_hit_ratio < 1.0 || s.storage.opens_cost());
   for (;;) {
@@ -666,11 +667,23 @@ void worker_actor(Rank& r, int w) {
       // past the list the worker plays it again: counted, since a few seconds' batches looped over a longer run
       // stand for a speed the worker held only that long (validation run 60, finding 1)
       if (replayed >= times.size()) ++r.replay_wrapped_batches;
-      run_cpu(r, times[replayed % times.size()]);
+      const double batch_s = times[replayed % times.size()];
+      run_cpu(r, batch_s);
       ++replayed;
+      const double collate_end_s = sg4::Engine::get_clock();
+      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate (replayed)", t0, collate_end_s, t.batch);
+      // The measured time ends at collate; the worker loop's own Python (the put's pickling and send) follows, at
+      // this batch's pace (its time over the worker's mean), as the time factor scales both elsewhere. Without it the
+      // batches reached the pin thread in collate order, where the cases' timelines show a batch that collated up to
+      // about 1 ms before the next reaching it after that one, the slower worker's put later (validation-runs.md,
+      // "The put's pace").
+      if (worker_loop_cpu_s > 0.0) {
+        run_cpu(r, worker_loop_cpu_s * batch_s / replay_mean_s);
+        world.trace->span(r.id, kWorkerTrack0 + w, "worker loop (the put)", collate_end_s, sg4::Engine::get_clock(),
+                          t.batch);
+      }
       t1 = sg4::Engine::get_clock();
       r.worker_busy_s += world.window.overlap(t0, t1);
-      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate (replayed)", t0, t1, t.batch);
     } else if (reads_per_sample) {
       // reads alternating with their CPU, as PyTorch's fetch calls __getitem__ one index at a time (in
       // read_pieces_per_batch runs of samples): the worker is a reader only while it reads, so the device's share

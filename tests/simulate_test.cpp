@@ -378,6 +378,26 @@ TEST(Simulate, ReplayedBatchTimesSetTheWorkersPace) {
   EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.3, 16.0 / 0.3 * 0.02);
 }
 
+// The replayed times end at the collate's return, as the harness's timeline does; the worker loop's own Python (the
+// put: worker_s_per_batch) follows each at that batch's pace, its time over the worker's mean (validation-runs.md,
+// "The put's pace"). One worker playing back 0.1 and 0.3 s (mean 0.2) with 20 ms of loop: 0.1 + 0.01 and 0.3 + 0.03,
+// 0.44 s for two batches of 8, 36.4 samples/s (without the loop, 40).
+TEST(Simulate, AReplayedBatchsPutFollowsItAtItsPace) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"worker_s_per_batch", 0.02}, {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.1, 0.3}}}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
+  // At its pace, a batch collated first can reach the loop second: worker 0's first batch (0.300 s, its mean 0.2) puts
+  // for 30 ms, to 0.330; worker 1's (0.305 s, its mean 0.405) for 15.1 ms, to 0.320. A put at one pace would keep
+  // the collate order.
+  s["loader"]["num_workers"] = 2;
+  s["loader"]["replay_worker_batches"] = {{{"worker", 0}, {"batch_s", {0.3, 0.1}}}, {{"worker", 1}, {"batch_s", {0.305, 0.505}}}};
+  s["training"]["steps"] = 2;
+  s["training"]["warmup_steps"] = 0;
+  EXPECT_GT(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+}
+
 // A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from
 // one worker holding 2 measured times need at least 298 more (and at most its 2 prefetch slots beyond the last step);
 // a list longer than the run wraps none, and a scenario without a replay has no such key.

@@ -22,11 +22,11 @@ timeline (harness --timeline), measured against the simulator's trace of the sam
 
 The eighty-second session's reading over the 33 pinned 8-worker tensor cases of runs 59b1, 61b1, 62b1, 64b1 and 70pt
 (docs/validation-runs.md, "Replayed workers: what is left"): pin_memory_tensor's p90 step is unbiased (-0.5% signed),
-non_blocking_stream -4.2%, sync_every (s0, s8) -9.2%. In the s1 families the simulator's in-hand returns match the
-measured once those behind the GIL are set apart (overtook 1,519 / 1,575 and in order 322 / 312 over 13
-pin_memory_tensor cases; 891 / 958 and 260 / 253 over 8 non_blocking_stream), and so does the out-of-order share
-(0.110 / 0.108, 0.111 / 0.110). In sync_every the simulated share is below the measured in 12 of 12 cases (0.121
-against 0.144 at mean): 1,450 overtaking in-hand returns against 1,701, and 194 in order against 447.
+non_blocking_stream -4.2%, sync_every (s0, s8) -9.2%, sync_every's simulated out-of-order share below the measured
+in 12 of 12 cases (0.121 against 0.144 at mean). The eighty-third session found why (validation-runs.md "The put's
+pace"): the replayed batches reached the pin thread in collate order, where the measured ones reach it after their
+put, the slower worker's later. With the put at each batch's pace: +4.2%, +2.0% and -0.6% signed, sync_every's share
+0.145 against 0.144.
 
 Run from the repository root (about 10 s a call on 2 cores):
     python3 calibrate/validation/replay_anatomy_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--seeds 4]

@@ -35,17 +35,23 @@ def thread_names(events: Sequence[Dict[str, Any]]) -> Dict[Any, str]:
     return {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
 
 
+# the simulator's span for a replayed batch's worker loop after its collate (sim/simulation.cpp worker_actor)
+PUT_SPAN = "worker loop (the put)"
+
+
 def trace_batches(events: Sequence[Dict[str, Any]]
                   ) -> Tuple[Dict[Tuple[int, int], Tuple[float, float]], Dict[int, float]]:
     """Pure: the simulator's Perfetto events (pipeplan simulate --trace) read as batches, in seconds: {(worker, batch):
     (first start, last end)} over the events on thread "worker W" carrying args.batch (a batch's per-sample loads and
-    its collate are one span), and {batch: end of the loop's next() that returned it} (main thread, args.batch)."""
+    its collate are one span; a replayed batch's "worker loop (the put)" after its collate is left out, as the
+    harness's timeline ends a batch at its collate's return), and {batch: end of the loop's next() that returned it}
+    (main thread, args.batch)."""
     names = thread_names(events)
     spans: Dict[Tuple[int, int], Tuple[float, float]] = {}
     for e in events:
         batch = (e.get("args") or {}).get("batch")
         name = names.get(e.get("tid"), "")
-        if e.get("ph") != "X" or batch is None or not name.startswith("worker "):
+        if e.get("ph") != "X" or batch is None or not name.startswith("worker ") or e.get("name") == PUT_SPAN:
             continue
         a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
         key = (int(name.split()[1]), int(batch))

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Does a batch reach the pin thread in the order its worker's collate returned? Read from the loop's in-hand returns.
+
+In an in-order loader whose pin thread is the bottleneck, batch b is in hand when the loop asks for it (next() returns
+at once) exactly when the pin thread took it before batch b-1: every later batch waits in the pin thread's queue
+behind the one before it. So over pairs (b-1, b), the share of b found in hand, by how much later b's collate returned
+than b-1's (d), is the chance that b reached the pin thread first: a step at d = 0 if batches arrive in collate order.
+Pairs behind an older batch still out (a cascade) are left out, since b is then in hand for another reason.
+
+The eighty-third session's reading (docs/validation-runs.md, "The put's pace"), 33 pinned 8-worker in-order cases of
+runs 59b1-70pt: in hand 87% at d in [-0.5, 0) ms, 65% at [0, 0.5), 37% at [0.5, 1), 14% at [1, 1.5), 5% at [1.5, 2),
+1.6% beyond 3 ms: the put after the collate (the feeder thread's pickling and send) decides, and the slower worker's
+puts later. With --simulate, the same from the simulator's trace with each worker's measured batch times replayed
+(insitu_diagnostic.py --wander replay --write-inputs), whose replayed batches put at their own pace.
+
+Run from the repository root:
+    python3 calibrate/validation/put_order_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--simulate] [--split]
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convert  # noqa: E402
+import timeline_analysis  # noqa: E402
+from replay_anatomy_diagnostic import loop_returns_from_trace, starts_by_batch  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# bin edges of d (seconds): the later batch's collate return less the earlier one's
+EDGES_S = (-0.003, -0.002, -0.0015, -0.001, -0.0005, 0.0, 0.0005, 0.001, 0.0015, 0.002, 0.003)
+IN_HAND_S = 0.0005        # a next() shorter than this found its batch in hand
+TOGETHER_S = 0.003        # two batches whose workers started closer than this went out together
+LOOK_BACK = 8             # batches before b-1 checked for one still out (one round of 8 workers)
+
+
+def bin_of(d_s: float, edges: Sequence[float] = EDGES_S) -> int:
+    """Pure: the bin index of d_s: 0 below edges[0], len(edges) at or above the last edge."""
+    i = 0
+    while i < len(edges) and d_s >= edges[i]:
+        i += 1
+    return i
+
+
+def in_hand_pairs(start: Dict[int, float], done: Dict[int, float], called: Dict[int, float],
+                  returned: Dict[int, float], first: int, last: int
+                  ) -> List[Tuple[float, bool, bool]]:
+    """Pure: for each batch b in first..last whose pair (b-1, b) is not behind an older batch still out (none of the
+    LOOK_BACK batches before b-1 collated after b-1 or b), (d, in hand, started together): d = done[b] - done[b-1],
+    in hand whether the loop's next() for b returned within IN_HAND_S, together whether b's worker started within
+    TOGETHER_S of b-1's."""
+    out = []
+    for b in range(max(first, LOOK_BACK + 1), last + 1):
+        older = range(b - 1 - LOOK_BACK, b - 1)
+        if any(x not in done for x in older) or b - 1 not in done or b not in done:
+            continue
+        if b not in called or b not in returned:
+            continue
+        if any(done[x] > min(done[b], done[b - 1]) for x in older):
+            continue
+        together = b in start and b - 1 in start and start[b] - start[b - 1] < TOGETHER_S
+        out.append((done[b] - done[b - 1], returned[b] - called[b] < IN_HAND_S, together))
+    return out
+
+
+def curve(pairs: Sequence[Tuple[float, bool, bool]], together: Optional[bool] = None,
+          edges: Sequence[float] = EDGES_S) -> List[Tuple[int, int]]:
+    """Pure: per bin of d, (in hand, pairs); together None takes every pair, True / False only those."""
+    counts = [[0, 0] for _ in range(len(edges) + 1)]
+    for d, hand, tog in pairs:
+        if together is not None and tog != together:
+            continue
+        c = counts[bin_of(d, edges)]
+        c[0] += int(hand)
+        c[1] += 1
+    return [(a, n) for a, n in counts]
+
+
+def eligible(knobs: Dict[str, Any], timeline: Optional[Dict[str, Any]]) -> bool:
+    """Pure: a pinned, in-order, multi-worker case with a timeline that has the pin thread's calls."""
+    return bool(timeline and timeline.get("pin") and knobs.get("pin_memory") and knobs.get("in_order", True)
+                and int(knobs.get("num_workers") or 0) > 1)
+
+
+def measured_pairs(case: Dict[str, Any]) -> List[Tuple[float, bool, bool]]:
+    """Pure: in_hand_pairs from a case's timeline (harness --timeline), over its steady window."""
+    tl = case["measured"]["timeline"]
+    start, done = starts_by_batch(tl["workers"], int(case["knobs"]["num_workers"]))
+    ns, ne = tl["main"]["next_start"], tl["main"]["next_end"]
+    n = min(len(ns), len(ne))
+    return in_hand_pairs(start, done, dict(enumerate(ns[:n])), dict(enumerate(ne[:n])), int(tl["skip"]), n - 1)
+
+
+def simulated_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
+    """Pure: the same from the simulator's trace (a batch ends at its collate: timeline_analysis.trace_batches)."""
+    spans, _ = timeline_analysis.trace_batches(events)
+    start = {b: v[0] for (_, b), v in spans.items()}
+    done = {b: v[1] for (_, b), v in spans.items()}
+    called, returned = loop_returns_from_trace(events)
+    return in_hand_pairs(start, done, called, returned, skip, max(done) if done else -1)
+
+
+def _label(i: int, edges: Sequence[float]) -> str:
+    lo = f"{edges[i - 1] * 1e3:.1f}" if i > 0 else "-inf"
+    hi = f"{edges[i] * 1e3:.1f}" if i < len(edges) else "inf"
+    return f"[{lo}, {hi}) ms"
+
+
+def print_curves(rows: Sequence[Tuple[str, List[Tuple[int, int]]]], edges: Sequence[float] = EDGES_S) -> None:
+    print(f"{'d (later collate less earlier)':32s}" + "".join(f"{name:>24s}" for name, _ in rows))
+    for i in range(len(edges) + 1):
+        cells = []
+        for _, c in rows:
+            a, n = c[i]
+            cells.append(f"{a:5d} / {n:5d} = {a / n:.3f}" if n else f"{'n/a':>21s}")
+        print(f"{_label(i, edges):32s}" + "".join(f"{x:>24s}" for x in cells))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", nargs="+", help="device calls' result folders (harness --timeline)")
+    ap.add_argument("--simulate", action="store_true",
+                    help="also the simulator's curve with each worker's measured batch times replayed (one seed)")
+    ap.add_argument("--split", action="store_true", help="also by whether the two batches' workers started together")
+    ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
+    a = ap.parse_args(argv)
+    if a.simulate:
+        convert.exit_without_pipeplan("put_order_diagnostic", a.pipeplan)
+    measured: List[Tuple[float, bool, bool]] = []
+    simulated: List[Tuple[float, bool, bool]] = []
+    docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, doc in docs:
+            cases = [c for c in doc["cases"] if c.get("status") == "ok"
+                     and eligible(c.get("knobs") or {}, (c.get("measured") or {}).get("timeline"))]
+            for c in cases:
+                measured += measured_pairs(c)
+            if not a.simulate or not cases:
+                continue
+            inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
+            r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), path, "--seeds", "1",
+                                "--base", "table", "--wander", "replay", "--pipeplan", a.pipeplan,
+                                "--write-inputs", inputs], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"put_order_diagnostic: {path}: insitu_diagnostic.py failed: {r.stderr.strip()[-300:]}",
+                      file=sys.stderr)
+                return 1
+            for c in cases:
+                found = glob.glob(os.path.join(inputs, c["id"] + ".scenario.json"))
+                if not found:
+                    continue
+                scen = found[0]
+                trace = os.path.join(tmp, "trace.json")
+                subprocess.run([a.pipeplan, "simulate", scen, "--profile", scen.replace(".scenario.json", ".profile.json"),
+                                "--trace", trace, "-o", os.path.join(tmp, "report.json"), "--format", "json"],
+                               check=True, capture_output=True)
+                with open(trace) as f:
+                    ev = json.load(f)
+                ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+                simulated += simulated_pairs(ev, int(c["measured"]["timeline"]["skip"]))
+    rows = [("measured", curve(measured))]
+    if a.simulate:
+        rows.append(("simulated (replayed)", curve(simulated)))
+    if a.split:
+        rows += [("measured, together", curve(measured, True)), ("measured, apart", curve(measured, False))]
+    print(f"{len(measured)} measured pairs" + (f", {len(simulated)} simulated" if a.simulate else ""))
+    print_curves(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

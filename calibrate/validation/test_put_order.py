@@ -1,0 +1,80 @@
+"""put_order_diagnostic's pure functions, by hand."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import put_order_diagnostic as P  # noqa: E402
+
+
+def steady_pairs(n, late=None, gap_s=0.020):
+    """n batches collated gap_s apart, a loop that waits for each (next() 5 ms) except the batches in `late`'s values:
+    {b: (d_s, in_hand)} sets batch b's collate d_s after b-1's and whether the loop found it in hand."""
+    done, start, called, returned = {}, {}, {}, {}
+    t = 0.0
+    for b in range(n):
+        d, hand = (late or {}).get(b, (gap_s, False))
+        t += d
+        done[b] = t
+        start[b] = t - 0.070
+        called[b] = 1.0 + b * gap_s
+        returned[b] = called[b] + (0.0001 if hand else 0.005)
+    return start, done, called, returned
+
+
+class Bins(unittest.TestCase):
+    def test_edges(self):
+        self.assertEqual(P.bin_of(-1.0), 0)
+        self.assertEqual(P.bin_of(-0.0001), P.EDGES_S.index(0.0))
+        self.assertEqual(P.bin_of(0.0), P.EDGES_S.index(0.0) + 1)
+        self.assertEqual(P.bin_of(1.0), len(P.EDGES_S))
+
+
+class InHandPairs(unittest.TestCase):
+    def test_a_near_tie_in_hand_and_one_not(self):
+        # batch 12 collated 0.3 ms after 11 and was in hand (it reached the pin thread first); batch 15 0.7 ms after
+        # 14 and was not; every other pair 20 ms apart, waited for
+        start, done, called, returned = steady_pairs(20, {12: (0.0003, True), 15: (0.0007, False)})
+        pairs = P.in_hand_pairs(start, done, called, returned, 0, 19)
+        self.assertEqual(len(pairs), 20 - (P.LOOK_BACK + 1))
+        c = P.curve(pairs)
+        self.assertEqual(c[P.bin_of(0.0003)], (1, 1))
+        self.assertEqual(c[P.bin_of(0.0007)], (0, 1))
+        self.assertEqual(c[P.bin_of(0.020)], (0, len(pairs) - 2))
+
+    def test_a_pair_behind_an_older_batch_is_left_out(self):
+        # batches collated 20 ms apart but batch 10, 50 ms late (at 250 ms, after 11 at 220 and 12 at 240): the pairs
+        # (11, 12) and (12, 13) have it still out among their older batches (one of theirs collated before it), so
+        # they are left out; (10, 11) keeps it as its b-1, and (13, 14) on have both collated after it
+        start, done, called, returned = steady_pairs(20)
+        done = {b: 0.020 * b for b in range(20)}
+        done[10] += 0.050
+        pairs = P.in_hand_pairs(start, done, called, returned, 0, 19)
+        ds = sorted(round(d, 4) for d, _, _ in pairs)
+        self.assertEqual(len(pairs), 11 - 2)              # b = 9..19 less b = 12 and 13
+        self.assertEqual(ds[0], -0.03)                    # (10, 11): 220 - 250 ms
+        self.assertEqual(ds.count(0.07), 1)               # (9, 10): 250 - 180 ms
+        self.assertEqual(ds.count(0.02), 7)               # (8, 9) and (13, 14) .. (18, 19)
+
+    def test_together_split(self):
+        start, done, called, returned = steady_pairs(12, {11: (0.0002, True)})
+        start[11] = start[10] + 0.001       # its worker started 1 ms after batch 10's
+        pairs = P.in_hand_pairs(start, done, called, returned, 0, 11)
+        self.assertEqual(P.curve(pairs, together=True)[P.bin_of(0.0002)], (1, 1))
+        self.assertEqual(sum(n for _, n in P.curve(pairs, together=True)), 1)
+        self.assertEqual(sum(n for _, n in P.curve(pairs, together=False)), len(pairs) - 1)
+
+
+class Eligible(unittest.TestCase):
+    def test_only_pinned_in_order_multi_worker_cases_with_pin_spans(self):
+        tl = {"pin": [[0.0, 0.01]]}
+        self.assertTrue(P.eligible({"pin_memory": True, "num_workers": 8}, tl))
+        self.assertFalse(P.eligible({"pin_memory": False, "num_workers": 8}, tl))
+        self.assertFalse(P.eligible({"pin_memory": True, "num_workers": 8, "in_order": False}, tl))
+        self.assertFalse(P.eligible({"pin_memory": True, "num_workers": 1}, tl))
+        self.assertFalse(P.eligible({"pin_memory": True, "num_workers": 8}, {"pin": []}))
+        self.assertFalse(P.eligible({"pin_memory": True, "num_workers": 8}, None))
+
+
+if __name__ == "__main__":
+    unittest.main()
