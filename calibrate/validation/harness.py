@@ -374,12 +374,46 @@ class PinThreadMeter:
         # --timeline (since run 24's plan): each outermost pin_memory() call's (start, end), perf_counter; the
         # copy touches the worker's shared pages first, so this is when the pin thread works on the map
         self.intervals: Optional[List[Tuple[float, float]]] = None
+        # --timeline (eighty-third session): each batch the pin thread takes off the workers' result queue, (its
+        # index, perf_counter when the get returned: unpickled, its storage's fd received), in the order taken: the
+        # order the batches reached it, against their collates' (validation-runs.md, "The put's pace")
+        self.received: Optional[List[Tuple[int, float]]] = None
+        self._orig_loop = None
         self._depth = 0
+
+    def _wrap_pin_loop(self, pm):
+        """Puts a wrapper on the module's _pin_memory_loop (the DataLoader iterator's pin thread resolves it when it
+        starts the thread) that times each get from its in_queue. Any surprise in the torch version leaves the loop
+        as it was: the figures are then absent, never the case broken."""
+        orig_loop = getattr(pm, "_pin_memory_loop", None)
+        if orig_loop is None:
+            return
+        meter = self
+
+        def loop(in_queue, *a, **kw):
+            try:
+                orig_get = in_queue.get
+
+                def get(*ga, **gkw):
+                    r = orig_get(*ga, **gkw)
+                    t = time.perf_counter()
+                    rec = meter.received
+                    if rec is not None and len(rec) < TL_PER_SLOT and isinstance(r, tuple) and r \
+                            and isinstance(r[0], int):
+                        rec.append((r[0], t))
+                    return r
+                in_queue.get = get
+            except Exception:      # noqa: BLE001 (a queue that takes no attribute: leave it)
+                pass
+            return orig_loop(in_queue, *a, **kw)
+        self._orig_loop = orig_loop
+        pm._pin_memory_loop = loop
 
     def __enter__(self):
         import torch.utils.data._utils.pin_memory as pm
         self._mod, self._orig = pm, pm.pin_memory
         orig = pm.pin_memory
+        self._wrap_pin_loop(pm)
 
         def timed(data, *a, **kw):
             t0 = time.perf_counter()
@@ -398,6 +432,8 @@ class PinThreadMeter:
 
     def __exit__(self, *exc):
         self._mod.pin_memory = self._orig
+        if self._orig_loop is not None:
+            self._mod._pin_memory_loop = self._orig_loop
         return False
 
     def snapshot(self):
@@ -3081,6 +3117,7 @@ class Harness:
         pin_meter = PinThreadMeter().__enter__() if k["pin_memory"] and nw > 0 else None
         if pin_meter is not None and insitu.timeline is not None:
             pin_meter.intervals = []
+            pin_meter.received = []
         pin0 = pin1 = pcpu0 = pcpu1 = None
         # the pin thread over the measured window's first PROBE_WINDOW_S, as a probe sees it, against the rest
         # (since run 14: run 13 found the probes' receive 17-39% dearer than the image cases' own, not from
@@ -3263,7 +3300,9 @@ class Harness:
                          "per worker id, each batch's first "
                          "__getitem__ start and collate end; workers_cpu: per worker id, in the same order, each "
                          "batch's thread CPU seconds over that span, the CPU it ran on at its start and its end "
-                         "(sched_getcpu; -1 unknown) and the thread's CPU clock (time.thread_time) at its start",
+                         "(sched_getcpu; -1 unknown) and the thread's CPU clock (time.thread_time) at its start; "
+                         "pin (pinned loaders): each pin_memory() call's start and end; pin_received: each batch's "
+                         "index and when the pin thread took it off the workers' result queue, in that order",
                 "skip": skip, "main": {"next_start": r6(T0), "next_end": r6(T1), "copied": r6(TC), "launched": r6(T2),
                                        "synced": r6(T3), "released": r6(T4),
                                        **({"padded_length": PADDED} if PADDED else {})},
@@ -3273,6 +3312,9 @@ class Harness:
                 # the pin thread's pin_memory() calls (touch and copy of each batch), for when it works on the
                 # workers' mappings against the loop's host work (validation run 23, finding 5)
                 res["timeline"]["pin"] = [[round(a - wall0, 6), round(b - wall0, 6)] for a, b in pin_meter.intervals]
+            if pin_meter is not None and pin_meter.received:
+                # each batch's index and when the pin thread took it off the result queue, in that order
+                res["timeline"]["pin_received"] = [[i, round(t - wall0, 6)] for i, t in pin_meter.received]
         if epochs > 1:
             res["epochs"] = epochs
             res["steps_per_epoch"] = steps_per_epoch

@@ -10,7 +10,9 @@ Pairs behind an older batch still out (a cascade) are left out, since b is then 
 The eighty-third session's reading (docs/validation-runs.md, "The put's pace"), 33 pinned 8-worker in-order cases of
 runs 59b1-70pt: in hand 87% at d in [-0.5, 0) ms, 65% at [0, 0.5), 37% at [0.5, 1), 14% at [1, 1.5), 5% at [1.5, 2),
 1.6% beyond 3 ms: the put after the collate (the feeder thread's pickling and send) decides, and the slower worker's
-puts later. With --simulate, the same from the simulator's trace with each worker's measured batch times replayed
+puts later. Where the harness recorded the pin thread's own order (timeline pin_received, since the eighty-third
+session) the share of b taken before b-1 is printed beside it, with no pair left out, and each batch's delay from its
+collate's return to the pin thread's get. With --simulate, the same from the simulator's trace with each worker's measured batch times replayed
 (insitu_diagnostic.py --wander replay --write-inputs), whose replayed batches put at their own pace.
 
 Run from the repository root:
@@ -95,6 +97,29 @@ def measured_pairs(case: Dict[str, Any]) -> List[Tuple[float, bool, bool]]:
     return in_hand_pairs(start, done, dict(enumerate(ns[:n])), dict(enumerate(ne[:n])), int(tl["skip"]), n - 1)
 
 
+def received_pairs(case: Dict[str, Any]) -> Tuple[List[Tuple[float, bool, bool]], List[float]]:
+    """Pure: from a case whose timeline has pin_received (harness since the eighty-third session: each batch's index as
+    the pin thread took it off the result queue, and when), over its steady window: (d, b taken before b-1, started
+    together) for every consecutive pair, no cascade filter needed, and each batch's delay from its collate's
+    return to the pin thread's get. Empty without pin_received."""
+    tl = case["measured"]["timeline"]
+    rec = tl.get("pin_received") or []
+    if not rec:
+        return [], []
+    start, done = starts_by_batch(tl["workers"], int(case["knobs"]["num_workers"]))
+    pos = {int(i): k for k, (i, _) in enumerate(rec)}
+    got = {int(i): float(t) for i, t in rec}
+    skip = int(tl["skip"])
+    pairs = []
+    for b in sorted(pos):
+        if b - 1 < skip or b - 1 not in pos or b not in done or b - 1 not in done:
+            continue
+        together = b in start and b - 1 in start and start[b] - start[b - 1] < TOGETHER_S
+        pairs.append((done[b] - done[b - 1], pos[b] < pos[b - 1], together))
+    delays = [got[b] - done[b] for b in sorted(got) if b >= skip and b in done]
+    return pairs, delays
+
+
 def simulated_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
     """Pure: the same from the simulator's trace (a batch ends at its collate: timeline_analysis.trace_batches)."""
     spans, _ = timeline_analysis.trace_batches(events)
@@ -132,6 +157,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         convert.exit_without_pipeplan("put_order_diagnostic", a.pipeplan)
     measured: List[Tuple[float, bool, bool]] = []
     simulated: List[Tuple[float, bool, bool]] = []
+    received: List[Tuple[float, bool, bool]] = []
+    delays: List[float] = []
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -139,6 +166,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      and eligible(c.get("knobs") or {}, (c.get("measured") or {}).get("timeline"))]
             for c in cases:
                 measured += measured_pairs(c)
+                got, late = received_pairs(c)
+                received += got
+                delays += late
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
@@ -165,10 +195,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = [("measured", curve(measured))]
     if a.simulate:
         rows.append(("simulated (replayed)", curve(simulated)))
+    if received:
+        rows.append(("taken first (received)", curve(received)))
     if a.split:
         rows += [("measured, together", curve(measured, True)), ("measured, apart", curve(measured, False))]
-    print(f"{len(measured)} measured pairs" + (f", {len(simulated)} simulated" if a.simulate else ""))
+    print(f"{len(measured)} measured pairs" + (f", {len(simulated)} simulated" if a.simulate else "")
+          + (f", {len(received)} with the pin thread's own order (pin_received)" if received else ""))
     print_curves(rows)
+    if delays:
+        q = sorted(delays)
+        print(f"collate's return to the pin thread's get: median {1e3 * q[len(q) // 2]:.2f} ms, p10 "
+              f"{1e3 * q[len(q) // 10]:.2f}, p90 {1e3 * q[9 * len(q) // 10]:.2f} ({len(q)} batches)")
     return 0
 
 

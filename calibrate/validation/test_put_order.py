@@ -76,5 +76,31 @@ class Eligible(unittest.TestCase):
         self.assertFalse(P.eligible({"pin_memory": True, "num_workers": 8}, None))
 
 
+class ReceivedPairs(unittest.TestCase):
+    def test_the_pin_threads_own_order_and_delays(self):
+        # two workers; batches 0..5 collated at 10, 20, 30, 30.4, 50, 60 ms (worker b % 2); the pin thread took batch 3
+        # before 2 (3 collated 0.4 ms after 2), each 2 ms after its collate but batch 2, 3 ms
+        workers = {"0": [[0.0, 0.010], [0.015, 0.030], [0.035, 0.050]],
+                   "1": [[0.005, 0.020], [0.016, 0.0304], [0.045, 0.060]]}
+        order = [0, 1, 3, 2, 4, 5]
+        when = {0: 0.012, 1: 0.022, 2: 0.033, 3: 0.0324, 4: 0.052, 5: 0.062}
+        case = {"knobs": {"num_workers": 2},
+                "measured": {"timeline": {"skip": 1, "workers": workers,
+                                          "pin_received": [[b, when[b]] for b in order]}}}
+        pairs, delays = P.received_pairs(case)
+        self.assertEqual(len(pairs), 4)                    # (1,2), (2,3), (3,4), (4,5): from the skip on
+        swapped = [(round(d, 4), first) for d, first, _ in pairs if first]
+        self.assertEqual(swapped, [(0.0004, True)])
+        self.assertEqual(len(delays), 5)
+        self.assertAlmostEqual(sorted(delays)[-1], 0.003)
+        self.assertAlmostEqual(sorted(delays)[0], 0.002)
+        # together: batch 3's worker started 1 ms after batch 2's
+        self.assertEqual([t for d, _, t in pairs], [False, True, False, False])
+
+    def test_none_without_the_record(self):
+        case = {"knobs": {"num_workers": 2}, "measured": {"timeline": {"skip": 0, "workers": {}}}}
+        self.assertEqual(P.received_pairs(case), ([], []))
+
+
 if __name__ == "__main__":
     unittest.main()
