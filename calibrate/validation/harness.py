@@ -406,6 +406,8 @@ class PinThreadMeter:
             except Exception:      # noqa: BLE001 (a queue that takes no attribute: leave it)
                 pass
             return orig_loop(in_queue, *a, **kw)
+        # the thread takes its name from its target's ("Thread-N (_pin_memory_loop)"), which finds it by name
+        loop.__name__ = loop.__qualname__ = getattr(orig_loop, "__name__", "_pin_memory_loop")
         self._orig_loop = orig_loop
         pm._pin_memory_loop = loop
 

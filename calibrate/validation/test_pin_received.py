@@ -43,14 +43,14 @@ class SlottedQueue:
 def fake_module():
     pm = types.SimpleNamespace()
 
-    def loop(in_queue, out_queue, device_id, done_event, device=None):
+    def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device=None):
         while True:
             try:
                 r = in_queue.get(timeout=0.1)
             except IndexError:
                 return "done"
             out_queue.append(r)
-    pm._pin_memory_loop = loop
+    pm._pin_memory_loop = _pin_memory_loop
     return pm
 
 
@@ -69,6 +69,7 @@ class PinReceived(unittest.TestCase):
         self.assertEqual(ts, sorted(ts))
         self.assertEqual(out, [(1, "b1"), (0, "b0"), (2, "b2"), (None, "not a batch"), "odd"])  # passed on as is
         self.assertIs(meter._orig_loop, orig)
+        self.assertEqual(pm._pin_memory_loop.__name__, "_pin_memory_loop")   # the thread's name follows its target's
 
     def test_without_a_timeline_nothing_is_recorded(self):
         meter = pin_thread_meter()()
