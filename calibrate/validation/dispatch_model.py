@@ -37,8 +37,9 @@ import timeline_analysis  # noqa: E402  (the timelines' shared readers; no sim/ 
 @dataclass(frozen=True)
 class Dispatch:
     """Inputs, in seconds. batch_s: a worker's mean time for one batch; send_s: the worker's hand-off after it (the
-    worker is busy, the batch not yet at the pin thread); pin_s: the pin thread's time per batch (0: no pin thread);
-    loop_s: the loop's time per step once it holds the batch."""
+    worker is busy, the batch not yet at the pin thread), with send_at_pace at each replayed batch's pace (its time
+    over its worker's mean: the put, validation-runs.md "The put's pace"); pin_s: the pin thread's time per batch (0:
+    no pin thread); loop_s: the loop's time per step once it holds the batch."""
     workers: int = 4
     prefetch_factor: int = 2
     batch_s: float = 0.073
@@ -47,6 +48,12 @@ class Dispatch:
     send_s: float = 0.0
     pin_s: float = 0.016
     loop_s: float = 0.0115
+    send_at_pace: bool = False
+
+
+def paced_send_s(send_s: float, batch_s: float, mean_batch_s: float) -> float:
+    """Pure: a worker's hand-off after a batch at that batch's pace: send_s times its time over the worker's mean."""
+    return send_s * batch_s / mean_batch_s if mean_batch_s > 0 else send_s
 
 
 def ou_log_speed(x: float, dt_s: float, correlation_s: float, sigma: float, z: float) -> float:
@@ -87,6 +94,8 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
         last_draw_s[w] = now
         return d.batch_s * math.exp(log_speed[w] - sigma * sigma / 2.0)   # mean batch_s
 
+    mean_batch_s = [statistics.fmean(batch_series[w]) if batch_series is not None else d.batch_s
+                    for w in range(d.workers)]
     queued: List[List[Tuple[int, float]]] = [[] for _ in range(d.workers)]   # (batch, time its index is sent)
     busy = [False] * d.workers
     events: List = []          # (time, order, kind, worker, batch): one kind, a batch arriving at the pin thread
@@ -105,7 +114,9 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
         t0 = max(now, sent_s)
         if starts is not None:
             starts[j] = t0
-        push(t0 + batch_time_s(w, t0) + d.send_s, "arrive", w, j)
+        bt = batch_time_s(w, t0)
+        push(t0 + bt + paced_send_s(d.send_s, bt, mean_batch_s[w]) if d.send_at_pace else t0 + bt + d.send_s,
+             "arrive", w, j)
 
     def send_index(now: float) -> None:
         nonlocal sent, cycle
@@ -186,7 +197,7 @@ def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random) -> Li
     raise ValueError(f"pin mode {mode!r}: expected one of {', '.join(PIN_MODES)}")
 
 
-def replay_case(case: Dict[str, Any], mode: str, seed: int = 1) -> Optional[Dict[str, float]]:
+def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0.0) -> Optional[Dict[str, float]]:
     """The dispatch of one pinned in-order case with its workers' and pin thread's measured times played back and the
     loop's measured own time a step: its p90 step against the case's. None without a timeline with pin spans.
     The eighty-second session (validation-runs.md "Replayed workers: what is left", finding 6): over the 12
@@ -202,7 +213,7 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1) -> Optional[Dict
         return None
     n = min(len(w) for w in series["walls"]) * nw
     d = Dispatch(workers=nw, prefetch_factor=int(k.get("prefetch_factor") or 2), cv=0.0, pin_s=0.0,
-                 loop_s=series["loop_s"])
+                 loop_s=series["loop_s"], send_s=put_s, send_at_pace=True)
     r = run(d, steps=max(n - nw * d.prefetch_factor, 200), warmup=int(tl["skip"]),
             batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed)))
     measured = float(case["measured"]["step_time_s"]["p90"])
@@ -210,7 +221,7 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1) -> Optional[Dict
             "loop_s": series["loop_s"]}
 
 
-def replay_main(paths: Sequence[str], modes: Sequence[str]) -> int:
+def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) -> int:
     """--replay: each pinned in-order case with a timeline in the calls' results, its p90 step by pin mode, and the
     signed and abs mean error by family."""
     import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
@@ -221,7 +232,7 @@ def replay_main(paths: Sequence[str], modes: Sequence[str]) -> int:
         for c in doc["cases"]:
             if c.get("status") != "ok":
                 continue
-            rows = {m: replay_case(c, m) for m in modes}
+            rows = {m: replay_case(c, m, put_s=put_s) for m in modes}
             if any(r is None for r in rows.values()):
                 continue
             first = next(iter(rows.values()))
@@ -253,6 +264,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--replay", nargs="+", default=None, metavar="RESULTS_DIR",
                     help="instead: each pinned in-order case with a timeline in these calls, its workers' and pin "
                          "thread's measured times played back with the loop's measured own time (replay_case)")
+    ap.add_argument("--put-ms", type=float, default=0.0,
+                    help="with --replay, each worker's put after its batch at that batch's pace (its time over the "
+                         "worker's mean), in ms at the mean: validation-runs.md \"The put's pace\" (default 0)")
     ap.add_argument("--pin", default=",".join(PIN_MODES),
                     help=f"with --replay, the pin thread's times: any of {', '.join(PIN_MODES)}, comma-separated")
     a = ap.parse_args(argv)
@@ -261,7 +275,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         bad = [m for m in modes if m not in PIN_MODES]
         if bad or not modes:
             ap.error(f"--pin {a.pin!r}: expected one or more of {', '.join(PIN_MODES)}")
-        return replay_main(a.replay, modes)
+        if a.put_ms < 0:
+            ap.error(f"--put-ms {a.put_ms}: expected >= 0")
+        return replay_main(a.replay, modes, a.put_ms / 1e3)
     if a.workers < 1 or a.prefetch_factor < 1 or a.batch_ms <= 0 or a.loop_ms < 0 or a.pin_ms < 0 or a.steps < 200:
         ap.error("workers and prefetch factor >= 1, batch-ms > 0, loop-ms and pin-ms >= 0, steps >= 200")
     d = Dispatch(a.workers, a.prefetch_factor, a.batch_ms / 1e3, a.cv, a.correlation_s, a.send_ms / 1e3,

@@ -6,7 +6,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import random  # noqa: E402
 
-from dispatch_model import Dispatch, case_series, ou_log_speed, pin_series_for, replay_case, run  # noqa: E402
+from dispatch_model import (Dispatch, case_series, ou_log_speed, paced_send_s, pin_series_for,  # noqa: E402
+                            replay_case, run)
 
 
 class DispatchModelTest(unittest.TestCase):
@@ -60,6 +61,17 @@ class DispatchModelTest(unittest.TestCase):
         self.assertAlmostEqual(starts[3], 0.075)
         self.assertAlmostEqual(r["step_p90_s"], 0.045, places=9)
         self.assertAlmostEqual(r["batches_per_s"], 2 / 0.060, delta=0.01)   # 200 steps, 100 of each
+
+    def test_the_put_at_the_batchs_pace(self):
+        # the same worker (10, 30 ms; mean 20) with a 4 ms put at each batch's pace: 2 ms after the 10 ms batch, 6 ms
+        # after the 30 ms one, so batch 1 starts at 10 + 2 + 5 = 17 ms, batch 2 at 17 + 30 + 6 + 15 = 68 ms
+        self.assertAlmostEqual(paced_send_s(0.004, 0.010, 0.020), 0.002)
+        self.assertAlmostEqual(paced_send_s(0.004, 0.030, 0.020), 0.006)
+        starts = {}
+        run(Dispatch(workers=1, prefetch_factor=1, cv=0.0, pin_s=0.0, loop_s=0.0, send_s=0.004, send_at_pace=True),
+            steps=20, warmup=1, starts=starts, batch_series=[[0.010, 0.030]], pin_series=[0.005, 0.015])
+        self.assertAlmostEqual(starts[1], 0.017)
+        self.assertAlmostEqual(starts[2], 0.068)
 
     def test_a_cases_series_from_its_timeline(self):
         # 2 workers; the loop's steady window from step 1 (skip 1): pin calls ending at 0.04 (before), 0.06, 0.08,
