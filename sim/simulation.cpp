@@ -75,6 +75,9 @@ struct Window {
 
 // Track ids inside one rank's trace process.
 enum Track : int { kMainTrack = 1, kPinTrack = 2, kCopyTrack = 3, kComputeTrack = 4, kCommTrack = 5, kWorkerTrack0 = 10 };
+// A worker's own loop after its collate (worker_s_per_batch: the put), traced apart so a batch's collate end reads
+// as the harness's timeline records it (timeline_analysis.PUT_SPAN)
+constexpr const char* kPutSpan = "worker loop (the put)";
 
 struct Task {
   std::int64_t batch = 0;  // global batch number (across epochs)
@@ -679,8 +682,7 @@ void worker_actor(Rank& r, int w) {
       // "The put's pace").
       if (worker_loop_cpu_s > 0.0) {
         run_cpu(r, worker_loop_cpu_s * batch_s / replay_mean_s);
-        world.trace->span(r.id, kWorkerTrack0 + w, "worker loop (the put)", collate_end_s, sg4::Engine::get_clock(),
-                          t.batch);
+        world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, sg4::Engine::get_clock(), t.batch);
       }
       t1 = sg4::Engine::get_clock();
       r.worker_busy_s += world.window.overlap(t0, t1);
@@ -726,8 +728,10 @@ void worker_actor(Rank& r, int w) {
       const double collate_end_s = sg4::Engine::get_clock();
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
+      const double put_start_s = sg4::Engine::get_clock();
       cpu_piece(worker_loop_cpu_s / data_factor);  // the loop's own Python is not the factor's
       t1 = sg4::Engine::get_clock();
+      if (t1 > put_start_s) world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, put_start_s, t1, t.batch);
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
     } else {
       const double read_start_s = sg4::Engine::get_clock();
@@ -742,11 +746,21 @@ void worker_actor(Rank& r, int w) {
           read_cpu_s + collate_cpu_s;
       const double time_factor = wander.time_factor(r.rng);
       const double integral0 = world.cpu_running.integral_at(t0);
-      run_cpu(r, (data_core_s * data_factor + worker_loop_cpu_s) * time_factor);
+      run_cpu(r, data_core_s * data_factor * time_factor);
+      const double collate_end_s = sg4::Engine::get_clock();
+      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, collate_end_s, t.batch);
+      // the worker loop's own Python after the collate (the put: the batch reaches the pin thread or the loop when it
+      // ends), at the same pace: a slower worker's batch puts later (validation-runs.md, "The put's pace").
+      // A straggler's extra follows it here, where the per-sample path above and the harness's spin (inside its
+      // collate) put it before: moved before the put, the straggler families' throughput scores 1-1.5 points worse
+      // and recommend's run 54 straggler names num_workers=16 over in_order=False (eighty-third session), so the
+      // order stays as calibrated until a straggler call with the pin thread's own order (pin_received) says which.
+      run_cpu(r, worker_loop_cpu_s * time_factor);
       const double data_end_s = sg4::Engine::get_clock();
+      if (data_end_s > collate_end_s)
+        world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, data_end_s, t.batch);
       if (data_end_s > t0) busy_cores_last_load = (world.cpu_running.integral_at(data_end_s) - integral0) / (data_end_s - t0);
       r.worker_busy_s += world.window.overlap(t0, data_end_s);
-      world.trace->span(r.id, kWorkerTrack0 + w, "load+collate", t0, data_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * time_factor, t.batch);
       t1 = sg4::Engine::get_clock();
     }
