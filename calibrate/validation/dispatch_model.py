@@ -115,8 +115,8 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
         if starts is not None:
             starts[j] = t0
         bt = batch_time_s(w, t0)
-        push(t0 + bt + paced_send_s(d.send_s, bt, mean_batch_s[w]) if d.send_at_pace else t0 + bt + d.send_s,
-             "arrive", w, j)
+        send_s = paced_send_s(d.send_s, bt, mean_batch_s[w]) if d.send_at_pace else d.send_s
+        push(t0 + bt + send_s, "arrive", w, j)
 
     def send_index(now: float) -> None:
         nonlocal sent, cycle

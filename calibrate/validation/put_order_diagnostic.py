@@ -19,10 +19,7 @@ Run from the repository root:
     python3 calibrate/validation/put_order_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--simulate] [--split]
 """
 import argparse
-import glob
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -30,9 +27,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import convert  # noqa: E402
 import timeline_analysis  # noqa: E402
-from replay_anatomy_diagnostic import loop_returns_from_trace, starts_by_batch  # noqa: E402
+from replay_anatomy_diagnostic import (loop_returns_from_trace, simulated_trace, starts_by_batch,  # noqa: E402
+                                       write_replay_inputs)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 # bin edges of d (seconds): the later batch's collate return less the earlier one's
 EDGES_S = (-0.003, -0.002, -0.0015, -0.001, -0.0005, 0.0, 0.0005, 0.001, 0.0015, 0.002, 0.003)
 IN_HAND_S = 0.0005        # a next() shorter than this found its batch in hand
@@ -172,25 +169,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
-            r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), path, "--seeds", "1",
-                                "--base", "table", "--wander", "replay", "--pipeplan", a.pipeplan,
-                                "--write-inputs", inputs], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"put_order_diagnostic: {path}: insitu_diagnostic.py failed: {r.stderr.strip()[-300:]}",
-                      file=sys.stderr)
+            failed = write_replay_inputs(path, inputs, a.pipeplan)
+            if failed is not None:
+                print(f"put_order_diagnostic: {path}: insitu_diagnostic.py failed: {failed}", file=sys.stderr)
                 return 1
             for c in cases:
-                found = glob.glob(os.path.join(inputs, c["id"] + ".scenario.json"))
-                if not found:
+                scen = os.path.join(inputs, c["id"] + ".scenario.json")
+                if not os.path.isfile(scen):
                     continue
-                scen = found[0]
-                trace = os.path.join(tmp, "trace.json")
-                subprocess.run([a.pipeplan, "simulate", scen, "--profile", scen.replace(".scenario.json", ".profile.json"),
-                                "--trace", trace, "-o", os.path.join(tmp, "report.json"), "--format", "json"],
-                               check=True, capture_output=True)
-                with open(trace) as f:
-                    ev = json.load(f)
-                ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+                ev = simulated_trace(a.pipeplan, scen, scen.replace(".scenario.json", ".profile.json"), tmp)
+                if ev is None:
+                    print(f"put_order_diagnostic: {c['id']}: pipeplan failed", file=sys.stderr)
+                    return 1
                 simulated += simulated_pairs(ev, int(c["measured"]["timeline"]["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:

@@ -208,6 +208,28 @@ def simulated_anatomy(events: Sequence[Dict[str, Any]], skip: int, n_batches: in
             "long_sync": long_sync_share(*simulated_syncs(events, skip))}
 
 
+def write_replay_inputs(results: str, inputs: str, pipeplan: str) -> Optional[str]:
+    """Each pinned case's scenario and profile with its workers' measured batch times replayed, as the in-situ
+    diagnostic builds them (insitu_diagnostic.py --base table --wander replay --write-inputs), under inputs as
+    <case id>.scenario.json and .profile.json. None, or the tail of its error where it failed."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), results, "--seeds", "1",
+                        "--base", "table", "--wander", "replay", "--pipeplan", pipeplan, "--write-inputs", inputs],
+                       capture_output=True, text=True)
+    return r.stderr.strip()[-300:] if r.returncode != 0 else None
+
+
+def simulated_trace(pipeplan: str, scenario: str, profile: str, tmp: str) -> Optional[List[Dict[str, Any]]]:
+    """The simulator's trace events (seed 1) of one scenario and profile; None where pipeplan failed."""
+    trace = os.path.join(tmp, "trace.json")
+    t = subprocess.run([pipeplan, "simulate", scenario, "--profile", profile, "--seed", "1", "--trace", trace,
+                        "--format", "json", "-o", os.path.join(tmp, "r.json")], capture_output=True, text=True)
+    if t.returncode != 0:
+        return None
+    with open(trace) as f:
+        events = json.load(f)
+    return events["traceEvents"] if isinstance(events, dict) else events
+
+
 def _fmt(x: Optional[float], spec: str = ".3f") -> str:
     return format(x, spec) if x is not None else "n/a"
 
@@ -233,12 +255,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for results in a.results_dir:
             doc = convert.read_call_json(results, "cases.json")
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(results)))
-            # the in-situ diagnostic's replayed inputs, kept per case (its --write-inputs)
-            r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), results, "--seeds", "1",
-                                "--base", "table", "--wander", "replay", "--pipeplan", a.pipeplan,
-                                "--write-inputs", inputs], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(f"{results}: insitu_diagnostic.py failed: {r.stderr.strip()[-300:]}", file=sys.stderr)
+            failed = write_replay_inputs(results, inputs, a.pipeplan)
+            if failed is not None:
+                print(f"{results}: insitu_diagnostic.py failed: {failed}", file=sys.stderr)
                 return 2
             print(f"== {results}")
             print(f"{'case':44s} {'p90 step':>8s}  {'pin cycle cv':>20s}  {'out of order':>13s}  {'sent together':>13s}"
@@ -257,15 +276,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 tl = c["measured"]["timeline"]
                 meas = measured_anatomy(tl, int(k["num_workers"]))
                 out = convert.simulate_replicated(a.pipeplan, sp, pp, 300, max(1, a.seeds))
-                trace = os.path.join(tmp, "trace.json")
-                t = subprocess.run([a.pipeplan, "simulate", sp, "--profile", pp, "--seed", "1", "--trace", trace,
-                                    "--format", "json", "-o", os.path.join(tmp, "r.json")],
-                                   capture_output=True, text=True)
-                if "error" in out or t.returncode != 0:
+                events = simulated_trace(a.pipeplan, sp, pp, tmp)
+                if "error" in out or events is None:
                     print(f"{c['id']}: pipeplan failed")
                     continue
-                events = json.load(open(trace))
-                events = events["traceEvents"] if isinstance(events, dict) else events
                 sim = simulated_anatomy(events, int(tl["skip"]), len(tl["main"]["next_start"]))
                 if int(k.get("sync_every", 1)) != 1:
                     # only a loop that syncs every step has a sync a step to compare
