@@ -35,6 +35,7 @@ EDGES_S = (-0.003, -0.002, -0.0015, -0.001, -0.0005, 0.0, 0.0005, 0.001, 0.0015,
 IN_HAND_S = 0.0005        # a next() shorter than this found its batch in hand
 TOGETHER_S = 0.003        # two batches whose workers started closer than this went out together
 LOOK_BACK = 8             # batches before b-1 checked for one still out (one round of 8 workers)
+WAITED_MARGIN_S = 0.005   # after a pin_memory() end, the release of the worker's batch (about 4 ms at 38.5 MB)
 
 
 def bin_of(d_s: float, edges: Sequence[float] = EDGES_S) -> int:
@@ -117,6 +118,55 @@ def received_pairs(case: Dict[str, Any]) -> Tuple[List[Tuple[float, bool, bool]]
     return pairs, delays
 
 
+def waited_delays(done: Dict[int, float], taken: Sequence[Tuple[int, float]],
+                  pin_ends: Sequence[float], skip: int, margin_s: float = WAITED_MARGIN_S) -> List[float]:
+    """Pure: the put's latency where nothing queued ahead of it. taken: (batch, when the pin thread had it: its get
+    returned, unpickled) in the pin thread's order; pin_ends: when its pin_memory() of each batch ended, in the same
+    order. For each batch from the skip on whose collate returned margin_s or more after the pin thread ended the
+    previous batch's pin_memory() (the release of the worker's batch follows that call on the pin thread: margin_s
+    covers it, so the thread was back in its get, waiting), the delay from that collate's return to the get's: the put
+    (the feeder's pickling and send) and the receive (the pipe read, the storage's fd from the worker), no queue."""
+    out = []
+    for k in range(1, min(len(taken), len(pin_ends))):
+        b, got = taken[k]
+        if b < skip or b not in done or done[b] < pin_ends[k - 1] + margin_s:
+            continue
+        out.append(got - done[b])
+    return out
+
+
+def measured_waited(case: Dict[str, Any]) -> List[float]:
+    """Pure: waited_delays from a case's timeline with pin_received (harness since the eighty-third session)."""
+    tl = case["measured"]["timeline"]
+    rec = tl.get("pin_received") or []
+    if not rec:
+        return []
+    _, done = starts_by_batch(tl["workers"], int(case["knobs"]["num_workers"]))
+    return waited_delays(done, [(int(i), float(t)) for i, t in rec], [float(e) for _, e in tl.get("pin") or []],
+                         int(tl["skip"]))
+
+
+def simulated_waited(events: Sequence[Dict[str, Any]], skip: int) -> List[float]:
+    """Pure: the same from the simulator's trace: a batch is the pin thread's when its receive ends (its map and touch
+    begins, as the harness's pin_memory() call begins with the touch), and the thread is done with it at its
+    pin_memory span's end (the release included, so the margin is only conservative here)."""
+    spans, _ = timeline_analysis.trace_batches(events)
+    done = {b: v[1] for (_, b), v in spans.items()}
+    names = timeline_analysis.thread_names(events)
+    got: Dict[int, float] = {}
+    end: Dict[int, float] = {}
+    for e in events:
+        b = (e.get("args") or {}).get("batch")
+        if e.get("ph") != "X" or b is None or not names.get(e.get("tid"), "").startswith("pin_memory"):
+            continue
+        if e["name"].startswith("map, touch"):
+            got[b] = e["ts"] / 1e6
+        elif e["name"] == "pin_memory":
+            end[b] = (e["ts"] + e["dur"]) / 1e6
+    order = sorted((b for b in got if b in end), key=lambda b: got[b])
+    return waited_delays(done, [(b, got[b]) for b in order], [end[b] for b in order], skip)
+
+
 def simulated_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
     """Pure: the same from the simulator's trace (a batch ends at its collate: timeline_analysis.trace_batches)."""
     spans, _ = timeline_analysis.trace_batches(events)
@@ -156,6 +206,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     simulated: List[Tuple[float, bool, bool]] = []
     received: List[Tuple[float, bool, bool]] = []
     delays: List[float] = []
+    waited: List[float] = []            # the put and receive where the pin thread waited (pin_received)
+    sim_waited: List[float] = []
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -166,6 +218,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 got, late = received_pairs(c)
                 received += got
                 delays += late
+                waited += measured_waited(c)
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
@@ -182,6 +235,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     print(f"put_order_diagnostic: {c['id']}: pipeplan failed", file=sys.stderr)
                     return 1
                 simulated += simulated_pairs(ev, int(c["measured"]["timeline"]["skip"]))
+                if (c["measured"]["timeline"].get("pin_received")):     # beside the measured figure only
+                    sim_waited += simulated_waited(ev, int(c["measured"]["timeline"]["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
         rows.append(("simulated (replayed)", curve(simulated)))
@@ -198,6 +253,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"collate's return to the pin thread's get: min {1e3 * q[0]:.2f} ms, p10 {1e3 * q[len(q) // 10]:.2f}, "
               f"median {1e3 * q[len(q) // 2]:.2f}, p90 {1e3 * q[9 * len(q) // 10]:.2f} ({len(q)} batches; where the "
               f"pin thread is the bottleneck, mostly the wait in its queue)")
+    for name, xs in (("measured", waited), ("simulated (replayed)", sim_waited)):
+        if xs:
+            q = sorted(xs)
+            print(f"batches the pin thread waited for ({name}): collate's return to the get (put and receive, no queue):"
+                  f" p10 {1e3 * q[len(q) // 10]:.2f} ms, median {1e3 * q[len(q) // 2]:.2f}, "
+                  f"p90 {1e3 * q[9 * len(q) // 10]:.2f} ({len(q)} batches)")
     return 0
 
 

@@ -102,5 +102,36 @@ class ReceivedPairs(unittest.TestCase):
         self.assertEqual(P.received_pairs(case), ([], []))
 
 
+class WaitedDelays(unittest.TestCase):
+    def test_only_batches_the_pin_thread_waited_for(self):
+        # the pin thread's order 0, 1, 2, 3; its pin_memory() of each ended at 20, 40, 48, 70 ms. Batch 1 collated at
+        # 30 ms (10 after 0's end: waited) and was got at 33.5; batch 2 at 42 (2 after 1's end, inside the release:
+        # queued) got at 44; batch 3 at 60 (12 after 2's end) got at 62.5; batch 0 has no batch before it
+        done = {0: 0.005, 1: 0.030, 2: 0.042, 3: 0.060}
+        taken = [(0, 0.010), (1, 0.0335), (2, 0.044), (3, 0.0625)]
+        ends = [0.020, 0.040, 0.048, 0.070]
+        d = P.waited_delays(done, taken, ends, skip=0)
+        self.assertEqual([round(x, 4) for x in d], [0.0035, 0.0025])
+        # from the skip on only
+        self.assertEqual([round(x, 4) for x in P.waited_delays(done, taken, ends, skip=2)], [0.0025])
+        # a margin of 1 ms keeps batch 2 too (2 ms after 1's end)
+        self.assertEqual(len(P.waited_delays(done, taken, ends, skip=0, margin_s=0.001)), 3)
+
+    def test_the_simulated_trace(self):
+        # a pin thread (tid 9) and a worker (tid 1): batch 0 collates at 0-10 ms, batch 1 at 10-30; the pin thread
+        # maps batch 0 from 14 ms (done at 20), batch 1 from 36 ms (its collate ended 10 ms after 0's pin_memory end)
+        ev = [{"ph": "M", "name": "thread_name", "tid": 9, "args": {"name": "pin_memory thread"}},
+              {"ph": "M", "name": "thread_name", "tid": 1, "args": {"name": "worker 0"}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 0, "dur": 10000, "args": {"batch": 0}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 10000, "dur": 20000, "args": {"batch": 1}},
+              {"ph": "X", "tid": 9, "name": "map, touch (holds the memory map)", "ts": 14000, "dur": 1000,
+               "args": {"batch": 0}},
+              {"ph": "X", "tid": 9, "name": "pin_memory", "ts": 12000, "dur": 8000, "args": {"batch": 0}},
+              {"ph": "X", "tid": 9, "name": "map, touch (holds the memory map)", "ts": 36000, "dur": 1000,
+               "args": {"batch": 1}},
+              {"ph": "X", "tid": 9, "name": "pin_memory", "ts": 33000, "dur": 8000, "args": {"batch": 1}}]
+        self.assertEqual([round(x, 4) for x in P.simulated_waited(ev, skip=0)], [0.006])
+
+
 if __name__ == "__main__":
     unittest.main()
