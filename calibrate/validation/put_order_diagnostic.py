@@ -182,6 +182,12 @@ def _label(i: int, edges: Sequence[float]) -> str:
     return f"[{lo}, {hi}) ms"
 
 
+def _deciles_ms(xs: Sequence[float], unit: str = "") -> str:
+    """"p10 X{unit}, median Y, p90 Z" of xs in milliseconds (the unit written once, after the first figure)."""
+    q = sorted(xs)
+    return f"p10 {1e3 * q[len(q) // 10]:.2f}{unit}, median {1e3 * q[len(q) // 2]:.2f}, p90 {1e3 * q[9 * len(q) // 10]:.2f}"
+
+
 def print_curves(rows: Sequence[Tuple[str, List[Tuple[int, int]]]], edges: Sequence[float] = EDGES_S) -> None:
     print(f"{'d (later collate less earlier)':32s}" + "".join(f"{name:>24s}" for name, _ in rows))
     for i in range(len(edges) + 1):
@@ -234,9 +240,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if ev is None:
                     print(f"put_order_diagnostic: {c['id']}: pipeplan failed", file=sys.stderr)
                     return 1
-                simulated += simulated_pairs(ev, int(c["measured"]["timeline"]["skip"]))
-                if (c["measured"]["timeline"].get("pin_received")):     # beside the measured figure only
-                    sim_waited += simulated_waited(ev, int(c["measured"]["timeline"]["skip"]))
+                tl = c["measured"]["timeline"]
+                simulated += simulated_pairs(ev, int(tl["skip"]))
+                if tl.get("pin_received"):     # beside the measured figure only
+                    sim_waited += simulated_waited(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
         rows.append(("simulated (replayed)", curve(simulated)))
@@ -248,17 +255,13 @@ def main(argv: Optional[List[str]] = None) -> int:
           + (f", {len(received)} with the pin thread's own order (pin_received)" if received else ""))
     print_curves(rows)
     if delays:
-        q = sorted(delays)
         # pin-bound, mostly the batch's wait in the pin thread's queue; the low end is the put and the pipe
-        print(f"collate's return to the pin thread's get: min {1e3 * q[0]:.2f} ms, p10 {1e3 * q[len(q) // 10]:.2f}, "
-              f"median {1e3 * q[len(q) // 2]:.2f}, p90 {1e3 * q[9 * len(q) // 10]:.2f} ({len(q)} batches; where the "
-              f"pin thread is the bottleneck, mostly the wait in its queue)")
+        print(f"collate's return to the pin thread's get: min {1e3 * min(delays):.2f} ms, {_deciles_ms(delays)} "
+              f"({len(delays)} batches; where the pin thread is the bottleneck, mostly the wait in its queue)")
     for name, xs in (("measured", waited), ("simulated (replayed)", sim_waited)):
         if xs:
-            q = sorted(xs)
             print(f"batches the pin thread waited for ({name}): collate's return to the get (put and receive, no queue):"
-                  f" p10 {1e3 * q[len(q) // 10]:.2f} ms, median {1e3 * q[len(q) // 2]:.2f}, "
-                  f"p90 {1e3 * q[9 * len(q) // 10]:.2f} ({len(q)} batches)")
+                  f" {_deciles_ms(xs, ' ms')} ({len(xs)} batches)")
     return 0
 
 

@@ -35,7 +35,7 @@ def thread_names(events: Sequence[Dict[str, Any]]) -> Dict[Any, str]:
     return {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
 
 
-# the simulator's span for a replayed batch's worker loop after its collate (sim/simulation.cpp worker_actor)
+# the simulator's span for a worker's own loop after each collate, the put (sim/simulation.cpp kPutSpan)
 PUT_SPAN = "worker loop (the put)"
 
 
@@ -43,7 +43,7 @@ def trace_batches(events: Sequence[Dict[str, Any]]
                   ) -> Tuple[Dict[Tuple[int, int], Tuple[float, float]], Dict[int, float]]:
     """Pure: the simulator's Perfetto events (pipeplan simulate --trace) read as batches, in seconds: {(worker, batch):
     (first start, last end)} over the events on thread "worker W" carrying args.batch (a batch's per-sample loads and
-    its collate are one span; a replayed batch's "worker loop (the put)" after its collate is left out, as the
+    its collate are one span; the worker loop's "worker loop (the put)" after each collate is left out, as the
     harness's timeline ends a batch at its collate's return), and {batch: end of the loop's next() that returned it}
     (main thread, args.batch)."""
     names = thread_names(events)
