@@ -3,7 +3,7 @@
 wander apart and back within seconds, as the model's per-worker wander does?
 
 A persistent offset (a worker on a slower core for the whole case) would hold an in-order loader back on every
-round and make `in_order=False` worth more than the model says (validation.md "Next", item 3; status.md items 3
+round and make `in_order=False` worth more than the model says (validation.md "Next", item 3; sessions.md's last list, items 3
 and 8). Its signature: a worker slower than the others in one part of a window is slower in every other part.
 For each case with a timeline this cuts the measured window into quarters, takes each worker's mean batch time in
 each, and correlates the workers' means between quarters (across workers, within the case): near 1 for persistent
