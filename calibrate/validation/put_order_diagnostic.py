@@ -105,17 +105,24 @@ def received_pairs(case: Dict[str, Any]) -> Tuple[List[Tuple[float, bool, bool]]
     if not rec:
         return [], []
     start, done = starts_by_batch(tl["workers"], int(case["knobs"]["num_workers"]))
-    pos = {int(i): k for k, (i, _) in enumerate(rec)}
     got = {int(i): float(t) for i, t in rec}
     skip = int(tl["skip"])
+    delays = [got[b] - done[b] for b in sorted(got) if b >= skip and b in done]
+    return order_pairs(start, done, [int(i) for i, _ in rec], skip), delays
+
+
+def order_pairs(start: Dict[int, float], done: Dict[int, float], taken: Sequence[int],
+                skip: int) -> List[Tuple[float, bool, bool]]:
+    """Pure: for every consecutive pair (b-1, b) from the skip on, both collated, (d = done[b] - done[b-1], b taken
+    before b-1 in `taken` (the pin thread's order), whether their workers started within TOGETHER_S)."""
+    pos = {b: k for k, b in enumerate(taken)}
     pairs = []
     for b in sorted(pos):
         if b - 1 < skip or b - 1 not in pos or b not in done or b - 1 not in done:
             continue
         together = b in start and b - 1 in start and start[b] - start[b - 1] < TOGETHER_S
         pairs.append((done[b] - done[b - 1], pos[b] < pos[b - 1], together))
-    delays = [got[b] - done[b] for b in sorted(got) if b >= skip and b in done]
-    return pairs, delays
+    return pairs
 
 
 def waited_delays(done: Dict[int, float], taken: Sequence[Tuple[int, float]],
@@ -146,11 +153,13 @@ def measured_waited(case: Dict[str, Any]) -> List[float]:
                          int(tl["skip"]))
 
 
-def simulated_waited(events: Sequence[Dict[str, Any]], skip: int) -> List[float]:
-    """Pure: the same from the simulator's trace: a batch is the pin thread's when its receive ends (its map and touch
-    begins, as the harness's pin_memory() call begins with the touch), and the thread is done with it at its
-    pin_memory span's end (the release included, so the margin is only conservative here)."""
+def _simulated_pin_takes(events: Sequence[Dict[str, Any]]
+                         ) -> Tuple[Dict[int, float], Dict[int, float], Dict[int, float], Dict[int, float]]:
+    """Pure: from the simulator's trace, each batch's worker start and collate end, when the pin thread had it (its
+    receive ended: its map and touch begins, as the harness's pin_memory() call begins with the touch) and when it
+    was done with it (its pin_memory span's end, the release included)."""
     spans, _ = timeline_analysis.trace_batches(events)
+    start = {b: v[0] for (_, b), v in spans.items()}
     done = {b: v[1] for (_, b), v in spans.items()}
     names = timeline_analysis.thread_names(events)
     got: Dict[int, float] = {}
@@ -163,8 +172,21 @@ def simulated_waited(events: Sequence[Dict[str, Any]], skip: int) -> List[float]
             got[b] = e["ts"] / 1e6
         elif e["name"] == "pin_memory":
             end[b] = (e["ts"] + e["dur"]) / 1e6
+    return start, done, got, end
+
+
+def simulated_waited(events: Sequence[Dict[str, Any]], skip: int) -> List[float]:
+    """Pure: waited_delays from the simulator's trace (the margin is only conservative here: the span's end includes
+    the release)."""
+    _, done, got, end = _simulated_pin_takes(events)
     order = sorted((b for b in got if b in end), key=lambda b: got[b])
     return waited_delays(done, [(b, got[b]) for b in order], [end[b] for b in order], skip)
+
+
+def simulated_received_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
+    """Pure: order_pairs in the order the simulated pin thread took the batches, as received_pairs measures it."""
+    start, done, got, _ = _simulated_pin_takes(events)
+    return order_pairs(start, done, sorted(got, key=lambda b: got[b]), skip)
 
 
 def simulated_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
@@ -214,6 +236,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     delays: List[float] = []
     waited: List[float] = []            # the put and receive where the pin thread waited (pin_received)
     sim_waited: List[float] = []
+    sim_received: List[Tuple[float, bool, bool]] = []
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -244,11 +267,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                 simulated += simulated_pairs(ev, int(tl["skip"]))
                 if tl.get("pin_received"):     # beside the measured figure only
                     sim_waited += simulated_waited(ev, int(tl["skip"]))
+                    sim_received += simulated_received_pairs(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
         rows.append(("simulated (replayed)", curve(simulated)))
     if received:
         rows.append(("taken first (received)", curve(received)))
+    if sim_received:
+        rows.append(("taken first (simulated)", curve(sim_received)))
     if a.split:
         rows += [("measured, together", curve(measured, True)), ("measured, apart", curve(measured, False))]
     print(f"{len(measured)} measured pairs" + (f", {len(simulated)} simulated" if a.simulate else "")

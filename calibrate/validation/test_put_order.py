@@ -133,5 +133,26 @@ class WaitedDelays(unittest.TestCase):
         self.assertEqual([round(x, 4) for x in P.simulated_waited(ev, skip=0)], [0.006])
 
 
+class SimulatedReceivedPairs(unittest.TestCase):
+    def test_the_simulated_pin_threads_order(self):
+        # two workers (tids 1, 2): batch 0 on worker 0 collates 0-10 ms, batch 1 on worker 1 0-9.8 ms (0.2 ms before
+        # batch 0), batch 2 on worker 0 10-30 ms. The pin thread (tid 9) maps batch 1 first (12 ms), then 0 (20 ms),
+        # then 2 (35 ms): pair (0, 1): d = -0.2 ms, 1 taken first; pair (1, 2): d = 20.2 ms, 2 taken after
+        ev = [{"ph": "M", "name": "thread_name", "tid": 9, "args": {"name": "pin_memory thread"}},
+              {"ph": "M", "name": "thread_name", "tid": 1, "args": {"name": "worker 0"}},
+              {"ph": "M", "name": "thread_name", "tid": 2, "args": {"name": "worker 1"}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 0, "dur": 10000, "args": {"batch": 0}},
+              {"ph": "X", "tid": 2, "name": "load+collate", "ts": 0, "dur": 9800, "args": {"batch": 1}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 10000, "dur": 20000, "args": {"batch": 2}}]
+        for b, t in ((1, 12000), (0, 20000), (2, 35000)):
+            ev.append({"ph": "X", "tid": 9, "name": "map, touch (holds the memory map)", "ts": t, "dur": 1000,
+                       "args": {"batch": b}})
+            ev.append({"ph": "X", "tid": 9, "name": "pin_memory", "ts": t, "dur": 5000, "args": {"batch": b}})
+        pairs = [(round(d, 4), first, together) for d, first, together in P.simulated_received_pairs(ev, skip=0)]
+        self.assertEqual(pairs, [(-0.0002, True, True), (0.0202, False, False)])
+        # from the skip on: batch 1 is before the skip, so the pair (1, 2) is left out too
+        self.assertEqual(P.simulated_received_pairs(ev, skip=2), [])
+
+
 if __name__ == "__main__":
     unittest.main()
