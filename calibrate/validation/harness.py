@@ -3476,6 +3476,11 @@ def build_cases(quick: bool, families=None, rounds: int = 1):
                                 {"non_blocking": True, "copy_stream": "default"},
                                 {"non_blocking": True, "copy_stream": "side"}], tbase)
     add("sync_every", [{"sync_every": s} for s in ([1, 0] if quick else [1, 8, 0])], tbase)
+    # The pinned tensor loader with too few workers to keep its pin thread busy: the pin thread waits for most batches,
+    # so with --timeline its pin_received gives each batch's put latency with no queue ahead of it
+    # (put_order_diagnostic.py's waited line: is the hand-off all of loader.worker_s_per_batch or a part?), and the
+    # model is tested where the workers, not the pin thread, set the pace
+    add("pin_memory_few_workers", [{"num_workers": 2}, {"num_workers": 4}], tbase)
     # DataLoader(in_order=False) (torch >= 2.6): the diagnosis names it for a pin-bound loader whose
     # batches overtake each other (long step, then short ones); these families test that advice
     add("in_order", [{}, {"in_order": False}], tbase)
