@@ -226,8 +226,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--simulate", action="store_true",
                     help="also the simulator's curve with each worker's measured batch times replayed (one seed)")
     ap.add_argument("--split", action="store_true", help="also by whether the two batches' workers started together")
+    ap.add_argument("--put-share", type=float, default=1.0,
+                    help="with --simulate: the share of loader.worker_s_per_batch the replayed batches put after "
+                         "their collate (insitu_diagnostic.py --put-share; a what-if, default the whole key)")
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args(argv)
+    if not 0.0 <= a.put_share <= 1.0:
+        ap.error(f"--put-share {a.put_share}: expected a share in [0, 1]")
     if a.simulate:
         convert.exit_without_pipeplan("put_order_diagnostic", a.pipeplan)
     measured: List[Tuple[float, bool, bool]] = []
@@ -251,7 +256,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
-            failed = write_replay_inputs(path, inputs, a.pipeplan)
+            failed = write_replay_inputs(path, inputs, a.pipeplan, a.put_share)
             if failed is not None:
                 print(f"put_order_diagnostic: {path}: insitu_diagnostic.py failed: {failed}", file=sys.stderr)
                 return 1
@@ -270,7 +275,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     sim_received += simulated_received_pairs(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
-        rows.append(("simulated (replayed)", curve(simulated)))
+        rows.append(("simulated (replayed)" if a.put_share == 1.0 else f"replayed, put {a.put_share:g}",
+                     curve(simulated)))
     if received:
         rows.append(("taken first (received)", curve(received)))
     if sim_received:

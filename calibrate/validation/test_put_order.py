@@ -154,5 +154,16 @@ class SimulatedReceivedPairs(unittest.TestCase):
         self.assertEqual(P.simulated_received_pairs(ev, skip=2), [])
 
 
+class Options(unittest.TestCase):
+    def test_a_put_share_outside_zero_to_one_is_refused_with_exit_2(self):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+            P.main(["unused_dir", "--simulate", "--put-share", "1.5"])
+        self.assertEqual(cm.exception.code, 2)
+        self.assertIn("--put-share 1.5: expected a share in [0, 1]", err.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()
