@@ -78,6 +78,7 @@ enum Track : int { kMainTrack = 1, kPinTrack = 2, kCopyTrack = 3, kComputeTrack 
 // A worker's own loop after its collate (worker_s_per_batch: the put), traced apart so a batch's collate end reads
 // as the harness's timeline records it (timeline_analysis.PUT_SPAN)
 constexpr const char* kPutSpan = "worker loop (the put)";
+constexpr const char* kAfterHandoffSpan = "worker loop (after the hand-off)";
 
 struct Task {
   std::int64_t batch = 0;  // global batch number (across epochs)
@@ -662,6 +663,10 @@ void worker_actor(Rank& r, int w) {
     const double collate_cpu_s = worker_collate_s(s, *world.profile, t.shape.bytes);
     const int samples = t.shape.samples;
     const double worker_loop_cpu_s = s.loader.worker_s_per_batch;
+    // the put (before the hand-off) and the rest of the worker loop's own CPU (after it: loader.worker_put_share)
+    const double put_cpu_s = worker_loop_cpu_s * s.loader.worker_put_share;
+    const double after_cpu_s = worker_loop_cpu_s - put_cpu_s;
+    double after_handoff_s = 0.0;  // the worker's core seconds to run once its batch is handed off
     double t1 = 0.0;
     if (w < static_cast<int>(s.loader.replay_batch_s.size()) && !s.loader.replay_batch_s[w].empty()) {
       // a measured batch time played back (loader.replay_worker_batches): its wall as is, on the worker's core
@@ -681,8 +686,9 @@ void worker_actor(Rank& r, int w) {
       // about 1 ms before the next reaching it after that one, the slower worker's put later (validation-runs.md,
       // "The put's pace").
       if (worker_loop_cpu_s > 0.0) {
-        run_cpu(r, worker_loop_cpu_s * batch_s / replay_mean_s);
+        run_cpu(r, put_cpu_s * batch_s / replay_mean_s);
         world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, sg4::Engine::get_clock(), t.batch);
+        after_handoff_s = after_cpu_s * batch_s / replay_mean_s;
       }
       t1 = sg4::Engine::get_clock();
       r.worker_busy_s += world.window.overlap(t0, t1);
@@ -729,7 +735,8 @@ void worker_actor(Rank& r, int w) {
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
       const double put_start_s = sg4::Engine::get_clock();
-      cpu_piece(worker_loop_cpu_s / data_factor);  // the loop's own Python is not the factor's
+      cpu_piece(put_cpu_s / data_factor);  // the loop's own Python is not the factor's
+      after_handoff_s = after_cpu_s * speed_factor / data_factor;
       t1 = sg4::Engine::get_clock();
       if (t1 > put_start_s) world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, put_start_s, t1, t.batch);
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
@@ -755,7 +762,8 @@ void worker_actor(Rank& r, int w) {
       // collate) put it before: moved before the put, the straggler families' throughput scores 1-1.5 points worse
       // and recommend's run 54 straggler names num_workers=16 over in_order=False (eighty-third session), so the
       // order stays as calibrated until a straggler call with the pin thread's own order (pin_received) says which.
-      run_cpu(r, worker_loop_cpu_s * time_factor);
+      run_cpu(r, put_cpu_s * time_factor);
+      after_handoff_s = after_cpu_s * time_factor;
       const double data_end_s = sg4::Engine::get_clock();
       if (data_end_s > collate_end_s)
         world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, data_end_s, t.batch);
@@ -770,6 +778,15 @@ void worker_actor(Rank& r, int w) {
       r.batch_done_s[index] = t1;
     }
     r.arrivals.push(Batch{t.batch, t.shape, t.sent_s, w});
+    if (after_handoff_s > 0.0) {
+      // the worker loop's CPU after the hand-off (loader.worker_put_share below 1): on the worker's core before
+      // its next batch, so the worker's pace is the same and only the hand-off comes earlier
+      const double a0 = sg4::Engine::get_clock();
+      run_cpu(r, after_handoff_s);
+      const double a1 = sg4::Engine::get_clock();
+      world.trace->span(r.id, kWorkerTrack0 + w, kAfterHandoffSpan, a0, a1, t.batch);
+      r.worker_busy_s += world.window.overlap(a0, a1);
+    }
   }
 }
 

@@ -398,6 +398,38 @@ TEST(Simulate, AReplayedBatchsPutFollowsItAtItsPace) {
   EXPECT_GT(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
 }
 
+// loader.worker_put_share: the share of worker_s_per_batch before the hand-off; the rest runs on the worker after it.
+// One worker's pace is the same: replayed 0.1 and 0.3 s with a 20 ms key still take 0.44 s a pair (16 samples) at
+// share 0.25. The hand-off comes earlier: in the two-worker race above, worker 0's batch 0 (0.300 s, pace 1.5) puts
+// for 0.25 x 30 = 7.5 ms, to 0.3075, and worker 1's batch 1 (0.305 s, pace 0.305 / 0.405) for 0.25 x 15.06 = 3.77 ms,
+// to 0.3088: collate order again, none out of order (at share 1: 0.330 against 0.320, one of two).
+TEST(Simulate, APutShareBelowOneHandsOffEarlierAtTheSamePace) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"worker_s_per_batch", 0.02}, {"worker_put_share", 0.25},
+                 {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.1, 0.3}}}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
+  s["loader"]["num_workers"] = 2;
+  s["loader"]["replay_worker_batches"] = {{{"worker", 0}, {"batch_s", {0.3, 0.1}}}, {{"worker", 1}, {"batch_s", {0.305, 0.505}}}};
+  s["training"]["steps"] = 2;
+  s["training"]["warmup_steps"] = 0;
+  EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+  s["loader"]["worker_put_share"] = 1.0;
+  EXPECT_GT(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+  // simulated workers, not replayed: one worker of 8 samples at 5 ms each and a 20 ms key takes 60 ms a batch
+  // whatever the share
+  s = base_scenario();
+  s["dataset"]["load_s_per_sample"] = 0.005;
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"worker_s_per_batch", 0.02}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  const double whole = samples_per_s(simulate(s));
+  s["loader"]["worker_put_share"] = 0.5;
+  EXPECT_NEAR(samples_per_s(simulate(s)), whole, whole * 0.01);
+  EXPECT_NEAR(whole, 8.0 / 0.060, 8.0 / 0.060 * 0.03);
+}
+
 // A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from
 // one worker holding 2 measured times need at least 298 more (and at most its 2 prefetch slots beyond the last step);
 // a list longer than the run wraps none, and a scenario without a replay has no such key.

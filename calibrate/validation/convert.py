@@ -2241,6 +2241,10 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         case_profile = json.loads(json.dumps(case_profile or run_profile))
         case_profile.setdefault("cpu", {})["pin_thread_speed_cv"] = round(min(pin_cv, 2.0), 4)
         c.setdefault("convert", {})["pin_thread_speed_cv"] = round(pin_cv, 4)
+    put_share = getattr(a, "worker_put_share", None)
+    if put_share is not None and scen["loader"].get("num_workers", 0) > 0:
+        # a what-if: the share of worker_s_per_batch before the hand-off (validation-runs.md run 78, finding 5)
+        scen["loader"]["worker_put_share"] = put_share
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
         if humps is not None:
@@ -3411,6 +3415,10 @@ def main(argv=None) -> int:
                     help="the workers' speed wander (cv and correlation time): from the probes around each case "
                          "where they measured it (harness since run 12), else the profile's; probe-cv: the probes' "
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
+    ap.add_argument("--worker-put-share", type=float, default=None, metavar="SHARE",
+                    help="a what-if: loader.worker_put_share in every scenario with workers (the share of "
+                         "worker_s_per_batch before the hand-off; default the simulator's, 1; validation-runs.md run "
+                         "78, finding 5)")
     ap.add_argument("--pin-cycle", choices=["probes", "off"], default="off",
                     help="a what-if: probes, the pin thread's own spread (profile cpu.pin_thread_speed_cv) as its pin "
                          "cycle's cv in the pin-bound probes around each pinned case (harness since the eighty-second "
@@ -3517,6 +3525,8 @@ def main(argv=None) -> int:
             pass
         ap.error(f"{flag}: {value!r}: expected {expected}")
 
+    if a.worker_put_share is not None and not 0.0 <= a.worker_put_share <= 1.0:
+        ap.error(f"--worker-put-share {a.worker_put_share}: expected a share in [0, 1]")
     word_or_number("--wander-common-share", a.wander_common_share, ("off", "calibrate"), 0.0, 0.95,
                    "off, calibrate or a number in [0, 0.95]")
     word_or_number("--receive-gil-share", a.receive_gil_share, (None, "measured"), 0.0, 1.0,

@@ -501,13 +501,16 @@ class LeastSquaresLine(unittest.TestCase):
 
 class TraceBatches(unittest.TestCase):
     def test_a_replayed_batch_ends_at_its_collate_not_its_put(self):
-        # worker 0's batch 0: loads and collate 0-20 ms, then its put 20-23 ms (a replayed batch's worker loop);
-        # the harness's timeline ends a batch at its collate's return, so the put is left out
+        # worker 0's batch 0: loads and collate 0-20 ms, then its put 20-23 ms (a replayed batch's worker loop) and
+        # the loop's part after the hand-off 23-24 ms (loader.worker_put_share below 1); the harness's timeline ends a
+        # batch at its collate's return, so both are left out
         meta = [{"ph": "M", "name": "thread_name", "pid": 0, "tid": t, "args": {"name": n}}
                 for t, n in ((1, "main thread (training loop)"), (3, "worker 0"))]
         ev = meta + [{"ph": "X", "pid": 0, "tid": 3, "name": "load+collate (replayed)", "ts": 0.0, "dur": 20e3,
                       "args": {"batch": 0}},
                      {"ph": "X", "pid": 0, "tid": 3, "name": T.PUT_SPAN, "ts": 20e3, "dur": 3e3,
+                      "args": {"batch": 0}},
+                     {"ph": "X", "pid": 0, "tid": 3, "name": T.AFTER_HANDOFF_SPAN, "ts": 23e3, "dur": 1e3,
                       "args": {"batch": 0}}]
         spans, _ = T.trace_batches(ev)
         self.assertEqual(list(spans), [(0, 0)])

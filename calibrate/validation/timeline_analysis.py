@@ -37,21 +37,25 @@ def thread_names(events: Sequence[Dict[str, Any]]) -> Dict[Any, str]:
 
 # the simulator's span for a worker's own loop after each collate, the put (sim/simulation.cpp kPutSpan)
 PUT_SPAN = "worker loop (the put)"
+# and the part of that loop after the hand-off, where loader.worker_put_share is below 1 (kAfterHandoffSpan)
+AFTER_HANDOFF_SPAN = "worker loop (after the hand-off)"
+WORKER_LOOP_SPANS = (PUT_SPAN, AFTER_HANDOFF_SPAN)
 
 
 def trace_batches(events: Sequence[Dict[str, Any]]
                   ) -> Tuple[Dict[Tuple[int, int], Tuple[float, float]], Dict[int, float]]:
     """Pure: the simulator's Perfetto events (pipeplan simulate --trace) read as batches, in seconds: {(worker, batch):
     (first start, last end)} over the events on thread "worker W" carrying args.batch (a batch's per-sample loads and
-    its collate are one span; the worker loop's "worker loop (the put)" after each collate is left out, as the
-    harness's timeline ends a batch at its collate's return), and {batch: end of the loop's next() that returned it}
+    its collate are one span; the worker loop's spans after each collate, the put and any part after the hand-off, are
+    left out, as the harness's timeline ends a batch at its collate's return), and {batch: end of the loop's next() that returned it}
     (main thread, args.batch)."""
     names = thread_names(events)
     spans: Dict[Tuple[int, int], Tuple[float, float]] = {}
     for e in events:
         batch = (e.get("args") or {}).get("batch")
         name = names.get(e.get("tid"), "")
-        if e.get("ph") != "X" or batch is None or not name.startswith("worker ") or e.get("name") == PUT_SPAN:
+        if (e.get("ph") != "X" or batch is None or not name.startswith("worker ")
+                or e.get("name") in WORKER_LOOP_SPANS):
             continue
         a, z = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
         key = (int(name.split()[1]), int(batch))
