@@ -378,24 +378,40 @@ TEST(Simulate, ReplayedBatchTimesSetTheWorkersPace) {
   EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.3, 16.0 / 0.3 * 0.02);
 }
 
+namespace {
+
+// One worker replaying 0.1 and 0.3 s with a 20 ms worker loop, 8-sample batches, a 1 ms step (share: the put's).
+json one_replayed_worker(double put_share) {
+  json s = base_scenario();
+  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
+                 {"worker_s_per_batch", 0.02}, {"worker_put_share", put_share},
+                 {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.1, 0.3}}}}}};
+  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  return s;
+}
+
+// Two replaying workers whose first batches collate 5 ms apart (0.300 and 0.305 s), two steps: the put race.
+json two_worker_put_race(double put_share) {
+  json s = one_replayed_worker(put_share);
+  s["loader"]["num_workers"] = 2;
+  s["loader"]["replay_worker_batches"] = {{{"worker", 0}, {"batch_s", {0.3, 0.1}}}, {{"worker", 1}, {"batch_s", {0.305, 0.505}}}};
+  s["training"]["steps"] = 2;
+  s["training"]["warmup_steps"] = 0;
+  return s;
+}
+
+}  // namespace
+
 // The replayed times end at the collate's return, as the harness's timeline does; the worker loop's own Python (the
 // put: worker_s_per_batch) follows each at that batch's pace, its time over the worker's mean (validation-runs.md,
 // "The put's pace"). One worker playing back 0.1 and 0.3 s (mean 0.2) with 20 ms of loop: 0.1 + 0.01 and 0.3 + 0.03,
 // 0.44 s for two batches of 8, 36.4 samples/s (without the loop, 40).
 TEST(Simulate, AReplayedBatchsPutFollowsItAtItsPace) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"worker_s_per_batch", 0.02}, {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.1, 0.3}}}}}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
-  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
+  EXPECT_NEAR(samples_per_s(simulate(one_replayed_worker(1.0))), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
   // At its pace, a batch collated first can reach the loop second: worker 0's first batch (0.300 s, its mean 0.2) puts
   // for 30 ms, to 0.330; worker 1's (0.305 s, its mean 0.405) for 15.1 ms, to 0.320. A put at one pace would keep
   // the collate order.
-  s["loader"]["num_workers"] = 2;
-  s["loader"]["replay_worker_batches"] = {{{"worker", 0}, {"batch_s", {0.3, 0.1}}}, {{"worker", 1}, {"batch_s", {0.305, 0.505}}}};
-  s["training"]["steps"] = 2;
-  s["training"]["warmup_steps"] = 0;
-  EXPECT_GT(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+  EXPECT_GT(simulate(two_worker_put_race(1.0))["loader"]["out_of_order_fraction"].get<double>(), 0.0);
 }
 
 // loader.worker_put_share: the share of worker_s_per_batch before the hand-off; the rest runs on the worker after it.
@@ -404,22 +420,11 @@ TEST(Simulate, AReplayedBatchsPutFollowsItAtItsPace) {
 // for 0.25 x 30 = 7.5 ms, to 0.3075, and worker 1's batch 1 (0.305 s, pace 0.305 / 0.405) for 0.25 x 15.06 = 3.77 ms,
 // to 0.3088: collate order again, none out of order (at share 1: 0.330 against 0.320, one of two).
 TEST(Simulate, APutShareBelowOneHandsOffEarlierAtTheSamePace) {
-  json s = base_scenario();
-  s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
-                 {"worker_s_per_batch", 0.02}, {"worker_put_share", 0.25},
-                 {"replay_worker_batches", {{{"worker", 0}, {"batch_s", {0.1, 0.3}}}}}};
-  s["training"] = {{"step_s", 0.001}, {"steps", 300}};
-  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
-  s["loader"]["num_workers"] = 2;
-  s["loader"]["replay_worker_batches"] = {{{"worker", 0}, {"batch_s", {0.3, 0.1}}}, {{"worker", 1}, {"batch_s", {0.305, 0.505}}}};
-  s["training"]["steps"] = 2;
-  s["training"]["warmup_steps"] = 0;
-  EXPECT_EQ(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
-  s["loader"]["worker_put_share"] = 1.0;
-  EXPECT_GT(simulate(s)["loader"]["out_of_order_fraction"].get<double>(), 0.0);
+  EXPECT_NEAR(samples_per_s(simulate(one_replayed_worker(0.25))), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
+  EXPECT_EQ(simulate(two_worker_put_race(0.25))["loader"]["out_of_order_fraction"].get<double>(), 0.0);
   // simulated workers, not replayed: one worker of 8 samples at 5 ms each and a 20 ms key takes 60 ms a batch
   // whatever the share
-  s = base_scenario();
+  json s = base_scenario();
   s["dataset"]["load_s_per_sample"] = 0.005;
   s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
                  {"worker_s_per_batch", 0.02}};
