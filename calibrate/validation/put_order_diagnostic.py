@@ -12,11 +12,16 @@ runs 59b1-70pt: in hand 87% at d in [-0.5, 0) ms, 65% at [0, 0.5), 37% at [0.5, 
 1.6% beyond 3 ms: the put after the collate (the feeder thread's pickling and send) decides, and the slower worker's
 puts later. Where the harness recorded the pin thread's own order (timeline pin_received, since the eighty-third
 session) the share of b taken before b-1 is printed beside it, with no pair left out, and each batch's delay from its
-collate's return to the pin thread's get. With --simulate, the same from the simulator's trace with each worker's measured batch times replayed
-(insitu_diagnostic.py --wander replay --write-inputs), whose replayed batches put at their own pace.
+collate's return to the pin thread's get. With --simulate, the same from the simulator's trace with each worker's
+measured batch times replayed (insitu_diagnostic.py --wander replay --write-inputs), whose replayed batches put at
+their own pace, and beside pin_received the simulated pin thread's own order; --put-share S puts only S of
+loader.worker_s_per_batch after each replayed collate (a what-if). Run 78 (validation-runs.md, findings 1, 2 and 5):
+the pin thread takes the batches in collate order, the in-hand reading agrees with its order pair for pair, and the
+older calls' curve crosses the replay's near S = 0.6.
 
 Run from the repository root:
     python3 calibrate/validation/put_order_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--simulate] [--split]
+        [--put-share S]
 """
 import argparse
 import os
