@@ -636,7 +636,8 @@ def main() -> int:
                     continue
                 scen["loader"]["replay_worker_batches"] = replay
                 if a.put_share != 1.0 and scen["loader"].get("worker_s_per_batch"):
-                    # replayed, the key is only the put after each batch
+                    # replayed, the key is only the put after each batch; the rest is dropped, not moved after the
+                    # hand-off (loader.worker_put_share), since the measured walls played back already hold it
                     scen["loader"]["worker_s_per_batch"] = round(scen["loader"]["worker_s_per_batch"] * a.put_share, 7)
                 if int(c["knobs"].get("epochs", 1) or 1) == 1:
                     # the measured window and no more: padded to convert's 200 steps, a short case's few batches a

@@ -166,13 +166,9 @@ def _simulated_pin_takes(events: Sequence[Dict[str, Any]]
     spans, _ = timeline_analysis.trace_batches(events)
     start = {b: v[0] for (_, b), v in spans.items()}
     done = {b: v[1] for (_, b), v in spans.items()}
-    names = timeline_analysis.thread_names(events)
     got: Dict[int, float] = {}
     end: Dict[int, float] = {}
-    for e in events:
-        b = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or b is None or not names.get(e.get("tid"), "").startswith("pin_memory"):
-            continue
+    for b, e in timeline_analysis.pin_thread_batch_spans(events):
         if e["name"].startswith("map, touch"):
             got[b] = e["ts"] / 1e6
         elif e["name"] == "pin_memory":

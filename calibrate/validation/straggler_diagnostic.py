@@ -246,14 +246,10 @@ def trace_slot_inputs(events: Sequence[Dict], batches: Sequence[int], steps: Seq
     """Pure: slot_cycle's inputs from the simulator's trace for the given batch ids (worker 0's, in order): each
     batch's (first span on the pin_memory thread, end of its "pin_memory" span) and the end of the next() that
     returned it: `steps[j]` is step j's; in order step j returns batch j, out of order the j-th batch pinned."""
-    names = timeline_analysis.thread_names(events)
     first: Dict[int, float] = {}
     pinned: Dict[int, float] = {}
-    for e in events:
-        b = (e.get("args") or {}).get("batch")
-        if e.get("ph") != "X" or b is None or not names.get(e.get("tid"), "").startswith("pin_memory"):
-            continue
-        b, a = int(b), e["ts"] / 1e6
+    for b, e in timeline_analysis.pin_thread_batch_spans(events):
+        a = e["ts"] / 1e6
         first[b] = min(first.get(b, a), a)
         if e.get("name") == "pin_memory":
             pinned[b] = a + e["dur"] / 1e6

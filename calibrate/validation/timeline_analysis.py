@@ -21,7 +21,7 @@ import json
 import math
 import statistics
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from pipeplan_probe import summarize, worker_spread
 
@@ -33,6 +33,15 @@ def overlap(a: float, b: float, lo: float, hi: float) -> float:
 def thread_names(events: Sequence[Dict[str, Any]]) -> Dict[Any, str]:
     """Pure: the simulator's Perfetto events' thread names by tid (their "thread_name" metadata events)."""
     return {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+
+
+def pin_thread_batch_spans(events: Sequence[Dict[str, Any]]) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """Pure: (batch, event) for each complete span on the simulator's pin_memory thread that carries args.batch."""
+    names = thread_names(events)
+    for e in events:
+        b = (e.get("args") or {}).get("batch")
+        if e.get("ph") == "X" and b is not None and names.get(e.get("tid"), "").startswith("pin_memory"):
+            yield int(b), e
 
 
 # the simulator's span for a worker's own loop after each collate, the put (sim/simulation.cpp kPutSpan)
