@@ -184,6 +184,28 @@ def simulated_waited(events: Sequence[Dict[str, Any]], skip: int) -> List[float]
     return waited_delays(done, [(b, got[b]) for b in order], [end[b] for b in order], skip)
 
 
+def worker_gaps(per_worker: Dict[Any, Sequence[Sequence[float]]]) -> List[float]:
+    """Pure: for each worker's consecutive batches ([[first __getitem__ start, collate end], ...], in order), the next
+    batch's start less this batch's collate end: the worker's own loop after a collate (the put() call, the index's
+    receive) and any wait for its next index. Where the worker never waits for an index (worker-bound, prefetch
+    ahead), its low deciles are the loop's serial part, which the simulator models as the whole
+    loader.worker_s_per_batch (run 79, finding 2)."""
+    out = []
+    for spans in per_worker.values():
+        ordered = sorted((float(a), float(z)) for a, z in spans)
+        out += [nxt[0] - cur[1] for cur, nxt in zip(ordered, ordered[1:])]
+    return out
+
+
+def simulated_worker_spans(events: Sequence[Dict[str, Any]]) -> Dict[int, List[Tuple[float, float]]]:
+    """Pure: the simulator's trace as the harness's per-worker intervals {worker: [(start, collate end), ...]}."""
+    spans, _ = timeline_analysis.trace_batches(events)
+    out: Dict[int, List[Tuple[float, float]]] = {}
+    for (w, _b), v in spans.items():
+        out.setdefault(w, []).append(v)
+    return out
+
+
 def simulated_received_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
     """Pure: order_pairs in the order the simulated pin thread took the batches, as received_pairs measures it."""
     start, done, got, _ = _simulated_pin_takes(events)
@@ -230,6 +252,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--put-share", type=float, default=1.0,
                     help="with --simulate: the share of loader.worker_s_per_batch the replayed batches put after "
                          "their collate (insitu_diagnostic.py --put-share; a what-if, default the whole key)")
+    ap.add_argument("--by-case", action="store_true",
+                    help="also, per case: the waited batches' delay from collate to the pin thread's get and each "
+                         "worker's gap from a collate's return to its next batch's start, measured (and with "
+                         "--simulate, replayed)")
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args(argv)
     if not 0.0 <= a.put_share <= 1.0:
@@ -243,6 +269,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     waited: List[float] = []            # the put and receive where the pin thread waited (pin_received)
     sim_waited: List[float] = []
     sim_received: List[Tuple[float, bool, bool]] = []
+    by_case: Dict[str, Dict[str, List[float]]] = {}   # --by-case: case id -> name -> seconds
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -254,6 +281,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 received += got
                 delays += late
                 waited += measured_waited(c)
+                by_case[c["id"]] = {"waited": measured_waited(c),
+                                    "gap": worker_gaps(c["measured"]["timeline"]["workers"])}
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
@@ -271,8 +300,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     return 1
                 tl = c["measured"]["timeline"]
                 simulated += simulated_pairs(ev, int(tl["skip"]))
+                by_case[c["id"]]["sim_gap"] = worker_gaps(simulated_worker_spans(ev))
                 if tl.get("pin_received"):     # beside the measured figure only
                     sim_waited += simulated_waited(ev, int(tl["skip"]))
+                    by_case[c["id"]]["sim_waited"] = simulated_waited(ev, int(tl["skip"]))
                     sim_received += simulated_received_pairs(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
@@ -295,7 +326,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         if xs:
             print(f"batches the pin thread waited for ({name}): collate's return to the get (put and receive, no queue):"
                   f" {_deciles_ms(xs, ' ms')} ({len(xs)} batches)")
+    if a.by_case:
+        print_by_case(by_case)
     return 0
+
+
+def print_by_case(by_case: Dict[str, Dict[str, List[float]]]) -> None:
+    labels = (("waited", "waited, measured"), ("sim_waited", "replayed"), ("gap", "worker gap, measured"),
+              ("sim_gap", "replayed"))
+    for cid, got in by_case.items():
+        parts = [f"{label} {_deciles_ms(got[k])} ms (n={len(got[k])})" for k, label in labels if got.get(k)]
+        print(f"{cid[:60]}: " + "; ".join(parts or ["no batches"]))
 
 
 if __name__ == "__main__":

@@ -154,6 +154,22 @@ class SimulatedReceivedPairs(unittest.TestCase):
         self.assertEqual(P.simulated_received_pairs(ev, skip=2), [])
 
 
+class WorkerGaps(unittest.TestCase):
+    def test_each_workers_next_start_less_its_collate_end(self):
+        # worker 0: collate ends at 0.010, next starts 0.0127 (2.7 ms); worker 1's spans out of order in the record
+        per_worker = {"0": [[0.0, 0.010], [0.0127, 0.030]], "1": [[0.020, 0.041], [0.005, 0.018]]}
+        self.assertEqual(sorted(round(g, 6) for g in P.worker_gaps(per_worker)), [0.002, 0.0027])
+
+    def test_the_simulated_trace_by_worker(self):
+        ev = [{"ph": "M", "name": "thread_name", "tid": 1, "args": {"name": "worker 0"}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 0, "dur": 10000, "args": {"batch": 0}},
+              {"ph": "X", "tid": 1, "name": "worker loop (the put)", "ts": 10000, "dur": 5000, "args": {"batch": 0}},
+              {"ph": "X", "tid": 1, "name": "load+collate", "ts": 15000, "dur": 10000, "args": {"batch": 2}}]
+        spans = P.simulated_worker_spans(ev)
+        self.assertEqual(spans, {0: [(0.0, 0.01), (0.015, 0.025)]})       # the put is not the batch's span
+        self.assertEqual([round(g, 6) for g in P.worker_gaps(spans)], [0.005])
+
+
 class Options(unittest.TestCase):
     def test_a_put_share_outside_zero_to_one_is_refused_with_exit_2(self):
         import contextlib
