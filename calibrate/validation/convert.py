@@ -406,6 +406,17 @@ def read_json(path: str) -> Any:
         return json.load(f)
 
 
+def plain_json_path(path: Optional[str], doc: Any, copy_path: str) -> Optional[str]:
+    """`path` where it is a plain JSON file; where only its .gz / .xz copy is stored (results' profile.json is kept as
+    xz since the eighty-sixth session), `doc` (its content) written to copy_path, which is returned: pipeplan itself
+    reads plain JSON only. None for None."""
+    if path is None or os.path.isfile(path) and not path.endswith((".gz", ".xz")):
+        return path
+    with open(copy_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return copy_path
+
+
 def read_stored_text(path: str) -> Optional[str]:
     """A text file (a call's calibrate.log or harness.log), or where `path` is absent its xz copy (ingest_call keeps
     the logs so since the seventy-sixth session); None where neither is there."""
@@ -3303,7 +3314,7 @@ def _profile_note(path: Optional[str]) -> str:
     if not path:
         return "none given: pipeplan used its bundled default profile"
     try:
-        prov = json.load(open(path)).get("provenance")
+        prov = read_json(path).get("provenance")
     except Exception:
         prov = None
     return f"`{os.path.relpath(path)}`" + (f" (measured {prov.get('date')} on {prov.get('hostname')})" if prov else "")
@@ -3555,7 +3566,7 @@ def main(argv=None) -> int:
             print(f"convert: cannot read {cp}: {e}", file=sys.stderr)
             return 2
         pp = profiles[i] if profiles else None
-        if pp and not os.path.exists(pp):
+        if pp and stored_json_path(pp) is None:
             print(f"convert: profile {pp} not found", file=sys.stderr)
             return 2
         runs.append({"cases_path": cp, "profile": pp, "doc": doc, "tag": f"r{i + 1}" if len(a.cases) > 1 else None})
@@ -3569,8 +3580,10 @@ def main(argv=None) -> int:
 
     # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored on
     # that kind of GPU
-    for r in runs:
+    for i, r in enumerate(runs):
         r["profile_doc"] = read_json(r["profile"]) if r["profile"] else None
+        r["profile_plain"] = plain_json_path(r["profile"], r["profile_doc"],
+                                             os.path.join(scen_dir, f"_call{i + 1}.profile.json"))
     duty_taus = (duty_time_constants_by_gpu([(call_gpu(r["doc"]), r["doc"].get("components") or {}, r["profile_doc"])
                                              for r in runs])
                  if a.gpu_duty == "measured" and a.gpu_duty_time_constant == "rest-curve" else {})
@@ -3668,7 +3681,7 @@ def main(argv=None) -> int:
             with open(sp, "w") as f:
                 json.dump(scen, f, indent=2)
                 f.write("\n")
-            profile = run["profile"]
+            profile = run["profile_plain"]       # the simulator reads plain JSON only
             if case_profile is not None:
                 profile = os.path.join(scen_dir, stem + ".profile.json")
                 with open(profile, "w") as f:

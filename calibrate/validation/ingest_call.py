@@ -32,7 +32,7 @@ TABLE_CALLS = os.path.join(HERE, "table_calls.txt")
 REQUIRED = ("cases.json", "profile.json")
 # kept as xz (preset 9): the working tree that travels to the GPU machine is limited to 64 MiB, and these are its
 # largest files (calibrate.log about 30 KB a call, 5x smaller as xz); convert.read_json / read_stored_text read them
-XZ_STORED = ("cases.json", "calibrate.log", "harness.log")
+XZ_STORED = ("cases.json", "profile.json", "calibrate.log", "harness.log")
 # the results folders' names: date, GPU kind, run and call (2026-12-05-h100-run66seq)
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
 # the device tool's reply keys that run_meta.json keeps (as runs 11-66 kept them by hand)

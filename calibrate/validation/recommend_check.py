@@ -178,7 +178,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         """recommend on the case's scenario as the table wrote it, with the profile --profile-from names."""
         stem = os.path.join(scen_dir, row_id.replace(":", "_"))
         if a.profile_from == "call":
-            prof = os.path.join(call_dirs[row_id.split(":")[0]], "profile.json")
+            tag = row_id.split(":")[0]
+            given = os.path.join(call_dirs[tag], "profile.json")      # kept as xz since the eighty-sixth session
+            prof = convert.plain_json_path(given, convert.read_json(given),
+                                           os.path.join(scen_dir, f"_{tag}.call.profile.json"))
         else:
             prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
         return recommend(a.pipeplan, stem + ".json", prof, knobs)

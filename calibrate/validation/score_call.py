@@ -108,8 +108,8 @@ def main(argv=None) -> int:
     R = a.results_dir.rstrip("/")
     cases = stored_json_path(os.path.join(R, "cases.json"))
     profile = os.path.join(R, "profile.json")
-    if cases is None or not os.path.isfile(profile):
-        print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json in it", file=sys.stderr)
+    if cases is None or stored_json_path(profile) is None:
+        print(f"score_call: {R}: expected cases.json (or cases.json.gz / .xz) and profile.json (or .xz) in it", file=sys.stderr)
         return 2
     exit_without_pipeplan("score_call", a.pipeplan)
     out = a.out_dir or os.path.join("/tmp", "pipeplan-score-" + os.path.basename(R))

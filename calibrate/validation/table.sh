@@ -22,8 +22,8 @@ while read -r call; do
   case "$call" in ''|'#'*) continue ;; esac
   # an older call's cases.json may be kept as cases.json.gz or .xz (convert reads any)
   { [ -f "$R/$call/cases.json" ] || [ -f "$R/$call/cases.json.gz" ] || [ -f "$R/$call/cases.json.xz" ]; } \
-    && [ -f "$R/$call/profile.json" ] || {
-    echo "table.sh: $R/$call lacks cases.json (or cases.json.gz / .xz) or profile.json" >&2; exit 2; }
+    && { [ -f "$R/$call/profile.json" ] || [ -f "$R/$call/profile.json.xz" ]; } || {
+    echo "table.sh: $R/$call lacks cases.json (or cases.json.gz / .xz) or profile.json (or .xz)" >&2; exit 2; }
   args+=(--cases "$R/$call/cases.json" --profile "$R/$call/profile.json")
   n=$((n + 1))
 done < "$calls_file"

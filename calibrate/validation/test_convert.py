@@ -2709,6 +2709,25 @@ class ReadJson(unittest.TestCase):
             with self.assertRaises(OSError):
                 convert.read_json(os.path.join(d, "missing.json"))
 
+    def test_a_plain_copy_for_the_simulator_only_where_the_file_is_stored_compressed(self):
+        import lzma
+        with tempfile.TemporaryDirectory() as d:
+            plain, packed = os.path.join(d, "profile.json"), os.path.join(d, "other", "profile.json")
+            with open(plain, "w") as f:
+                json.dump({"schema": 1}, f)
+            copy = os.path.join(d, "copy.json")
+            self.assertEqual(convert.plain_json_path(plain, {"schema": 1}, copy), plain)
+            self.assertFalse(os.path.exists(copy))                        # nothing written for a plain file
+            os.makedirs(os.path.dirname(packed))
+            with lzma.open(packed + ".xz", "wt") as f:
+                json.dump({"schema": 2}, f)
+            got = convert.plain_json_path(packed, convert.read_json(packed), copy)
+            self.assertEqual(got, copy)
+            with open(copy) as f:
+                self.assertEqual(json.load(f), {"schema": 2})
+            self.assertEqual(convert.plain_json_path(packed + ".xz", {"schema": 2}, copy), copy)   # named as such
+            self.assertIsNone(convert.plain_json_path(None, None, copy))
+
     def test_a_log_is_read_plain_or_from_its_xz_copy(self):
         import lzma
         with tempfile.TemporaryDirectory() as d:

@@ -54,7 +54,7 @@ class IngestCallTest(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         dest = os.path.join(self.results, "2026-12-05-h100-run66seq")
         self.assertEqual(sorted(os.listdir(dest)),
-                         ["cases.json.xz", "env.txt", "harness.log.xz", "profile.json", "run_meta.json"])
+                         ["cases.json.xz", "env.txt", "harness.log.xz", "profile.json.xz", "run_meta.json"])
         self.assertEqual(read_json(os.path.join(dest, "cases.json")), self.cases)      # what convert reads
         with lzma.open(os.path.join(dest, "cases.json.xz")) as f:
             self.assertEqual(json.load(f), self.cases)

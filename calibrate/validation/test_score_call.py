@@ -62,7 +62,7 @@ class ScoreCallTest(unittest.TestCase):
             p = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                              "score_call.py"), d], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("expected cases.json (or cases.json.gz / .xz) and profile.json in it", p.stderr)
+        self.assertIn("expected cases.json (or cases.json.gz / .xz) and profile.json (or .xz) in it", p.stderr)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
     def test_convert_options_after_a_double_dash_follow_an_option(self):
@@ -75,7 +75,7 @@ class ScoreCallTest(unittest.TestCase):
                                                              "score_call.py"), d, "--out-dir", d, "--",
                                 "--stall-phase", "pin-split"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("expected cases.json (or cases.json.gz / .xz) and profile.json in it", p.stderr)
+        self.assertIn("expected cases.json (or cases.json.gz / .xz) and profile.json (or .xz) in it", p.stderr)
 
 
 if __name__ == "__main__":
