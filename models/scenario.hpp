@@ -132,10 +132,12 @@ struct LoaderConfig {
   bool collate_in_shared_memory = false;
   double worker_s_per_batch = 0.0;   // a worker's other CPU per batch (index fetch, pickling, loop)
   // The share of worker_s_per_batch that runs after the collate and before the batch reaches the pin thread or the
-  // loop (the put); the rest runs on the worker's core right after the hand-off, before its next batch. 1 (the
-  // default) keeps the whole key before the hand-off; run 78's readings point to 0.6-0.7 (validation-runs.md run 78,
-  // findings 2 and 5), not yet measured directly (docs/validation.md device plan item 25).
-  double worker_put_share = 1.0;
+  // loop (the put); the rest runs on the worker's core right after the hand-off, before its next batch. Measured in
+  // run 79 (validation-runs.md, finding 1): over 605 batches the pin thread waited for, collate's return to its get
+  // took 6.16 ms at the median where the whole key before the hand-off gives 8.00 and 0.67 of it gives the
+  // measurement (run 78's readings 0.6-0.78). 1 keeps the whole key before the hand-off, as before the 86th session.
+  static constexpr double kDefaultWorkerPutShare = 0.67;
+  double worker_put_share = kDefaultWorkerPutShare;
   // The pin thread's time off its core per batch while a batch is always ready for it: the fd hand-off from the
   // worker's resource sharer and the kernel's waits inside the receive (validation run 36: its wall per batch is
   // its CPU / 0.956 in pin-bound probes). Holds no core, no GIL, no memory map.

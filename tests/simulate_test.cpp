@@ -429,10 +429,42 @@ TEST(Simulate, APutShareBelowOneHandsOffEarlierAtTheSamePace) {
   s["loader"] = {{"batch_size", 8}, {"num_workers", 1}, {"prefetch_factor", 2}, {"collate_s_per_batch", 0.0},
                  {"worker_s_per_batch", 0.02}};
   s["training"] = {{"step_s", 0.001}, {"steps", 300}};
+  s["loader"]["worker_put_share"] = 1.0;
   const double whole = samples_per_s(simulate(s));
   s["loader"]["worker_put_share"] = 0.5;
   EXPECT_NEAR(samples_per_s(simulate(s)), whole, whole * 0.01);
   EXPECT_NEAR(whole, 8.0 / 0.060, 8.0 / 0.060 * 0.03);
+}
+
+// Without the key the put is run 79's measured share of the key (0.67: validation-runs.md run 79, finding 1), the
+// rest after the hand-off. One worker playing back 0.1 and 0.3 s (mean 0.2) with 20 ms of loop: the first batch's put
+// 0.67 x 20 x 0.1 / 0.2 = 6.7 ms and its rest 3.3 ms; the second's 20.1 and 9.9 ms.
+TEST(Simulate, ThePutIsTwoThirdsOfTheWorkerLoopByDefault) {
+  json s = one_replayed_worker(1.0);
+  s["loader"].erase("worker_put_share");
+  s["training"]["steps"] = 4;   // the replay wraps after two batches; the first two are read
+  s["training"]["warmup_steps"] = 0;
+  const std::string trace_path = pipeplan::test::write_temp("");
+  simulate(s, {"--trace", trace_path});
+  std::ifstream in(trace_path);
+  const json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  std::map<double, double> put_by_ts, after_by_ts;   // start (us) -> duration (ms), in time order
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const double ts = e["ts"].get<double>(), ms = e["dur"].get<double>() / 1e3;
+    if (e.value("name", "") == "worker loop (the put)") put_by_ts[ts] = ms;
+    if (e.value("name", "") == "worker loop (after the hand-off)") after_by_ts[ts] = ms;
+  }
+  std::vector<double> put_ms, after_ms;
+  for (const auto& [ts, ms] : put_by_ts) put_ms.push_back(ms);
+  for (const auto& [ts, ms] : after_by_ts) after_ms.push_back(ms);
+  ASSERT_GE(put_ms.size(), 2u);
+  ASSERT_GE(after_ms.size(), 2u);
+  EXPECT_NEAR(put_ms[0], 6.7, 0.01);
+  EXPECT_NEAR(after_ms[0], 3.3, 0.01);
+  EXPECT_NEAR(put_ms[1], 20.1, 0.01);
+  EXPECT_NEAR(after_ms[1], 9.9, 0.01);
 }
 
 // A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from

@@ -2254,7 +2254,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         c.setdefault("convert", {})["pin_thread_speed_cv"] = round(pin_cv, 4)
     put_share = getattr(a, "worker_put_share", None)
     if put_share is not None and scen["loader"].get("num_workers", 0) > 0:
-        # a what-if: the share of worker_s_per_batch before the hand-off (validation-runs.md run 78, finding 5)
+        # a what-if: the share of worker_s_per_batch before the hand-off (the simulator's default 0.67: run 79)
         scen["loader"]["worker_put_share"] = put_share
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
@@ -3428,8 +3428,8 @@ def main(argv=None) -> int:
                          "cv with the profile's correlation time; or always the profile's (default %(default)s)")
     ap.add_argument("--worker-put-share", type=float, default=None, metavar="SHARE",
                     help="a what-if: loader.worker_put_share in every scenario with workers (the share of "
-                         "worker_s_per_batch before the hand-off; default the simulator's, 1; validation-runs.md run "
-                         "78, finding 5)")
+                         "worker_s_per_batch before the hand-off; default the simulator's, 0.67 since the eighty-sixth "
+                         "session, measured in validation-runs.md run 79, finding 1; 1 as before)")
     ap.add_argument("--pin-cycle", choices=["probes", "off"], default="off",
                     help="a what-if: probes, the pin thread's own spread (profile cpu.pin_thread_speed_cv) as its pin "
                          "cycle's cv in the pin-bound probes around each pinned case (harness since the eighty-second "

@@ -514,16 +514,18 @@ def main() -> int:
                     help="the pin thread's own spread (profile cpu.pin_thread_speed_cv): the profile's (default; absent, "
                          "the cores' wander), or the case's own, the cv of its pin cycle in its timeline "
                          "(timeline_analysis.case_pin_cycle_cv; harness --timeline)")
-    ap.add_argument("--put-share", type=float, default=1.0,
-                    help="with a replay: the share of loader.worker_s_per_batch run after each replayed batch as its "
-                         "put (the simulator runs the whole key; validation-runs.md \"The put's pace\"): a what-if "
-                         "until the harness's pin_received measures the put (default 1)")
+    ap.add_argument("--put-share", type=float, default=None,
+                    help="with a replay: the key (loader.worker_s_per_batch) cut to this share, all of it run after "
+                         "each replayed batch as its put, the rest dropped (the replayed walls hold it); default: the "
+                         "whole key at the simulator's loader.worker_put_share (0.67 before the hand-off, the rest "
+                         "after it; validation-runs.md run 79, finding 1); 1: the whole key before the hand-off, as "
+                         "before the eighty-sixth session")
     ap.add_argument("--write-inputs", default=None, metavar="DIR",
                     help="also keep each case's scenario and profile as DIR/<case id>.scenario.json and "
                          ".profile.json, to simulate one again by hand (with --trace, say)")
     a = ap.parse_args()
     convert.exit_without_pipeplan("insitu_diagnostic", a.pipeplan)
-    if not 0.0 <= a.put_share <= 1.0:
+    if a.put_share is not None and not 0.0 <= a.put_share <= 1.0:
         ap.error(f"--put-share {a.put_share}: expected a share in [0, 1]")
     if a.common_share not in (None, "case", "call"):
         try:
@@ -635,10 +637,12 @@ def main() -> int:
                     print(f"{c['id']}: no worker timeline to replay")
                     continue
                 scen["loader"]["replay_worker_batches"] = replay
-                if a.put_share != 1.0 and scen["loader"].get("worker_s_per_batch"):
+                if a.put_share is not None and scen["loader"].get("worker_s_per_batch"):
                     # replayed, the key is only the put after each batch; the rest is dropped, not moved after the
-                    # hand-off (loader.worker_put_share), since the measured walls played back already hold it
+                    # hand-off (loader.worker_put_share, set to 1 here), since the measured walls played back
+                    # already hold it
                     scen["loader"]["worker_s_per_batch"] = round(scen["loader"]["worker_s_per_batch"] * a.put_share, 7)
+                    scen["loader"]["worker_put_share"] = 1.0
                 if int(c["knobs"].get("epochs", 1) or 1) == 1:
                     # the measured window and no more: padded to convert's 200 steps, a short case's few batches a
                     # worker would loop and a few seconds' speed would set the pace of the whole run (run 60, finding 1)

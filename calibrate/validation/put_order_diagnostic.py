@@ -14,10 +14,14 @@ puts later. Where the harness recorded the pin thread's own order (timeline pin_
 session) the share of b taken before b-1 is printed beside it, with no pair left out, and each batch's delay from its
 collate's return to the pin thread's get. With --simulate, the same from the simulator's trace with each worker's
 measured batch times replayed (insitu_diagnostic.py --wander replay --write-inputs), whose replayed batches put at
-their own pace, and beside pin_received the simulated pin thread's own order; --put-share S puts only S of
-loader.worker_s_per_batch after each replayed collate (a what-if). Run 78 (validation-runs.md, findings 1, 2 and 5):
-the pin thread takes the batches in collate order, the in-hand reading agrees with its order pair for pair, and the
-older calls' curve crosses the replay's near S = 0.6.
+their own pace, and beside pin_received the simulated pin thread's own order; by default the simulator's own split of
+loader.worker_s_per_batch (loader.worker_put_share, 0.67 before the hand-off since the eighty-sixth session), and with
+--put-share S the key cut to S, all of it before the hand-off (1: the whole key, the simulator before). Run 78
+(validation-runs.md, findings 1, 2 and 5): the pin thread takes the batches in collate order, the in-hand reading
+agrees with its order pair for pair, and the older calls' curve crosses the replay's near S = 0.6. Run 79, finding 1:
+over 605 batches the pin thread waited for (the w2 case), collate to get 6.16 ms at the median, the replay's 8.00 with
+the whole key and 6.10 at S = 0.66. --by-case prints the waited delays and each worker's gap from a collate's return
+to its next batch's start, per case (run 79, finding 2).
 
 Run from the repository root:
     python3 calibrate/validation/put_order_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--simulate] [--split]
@@ -249,16 +253,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--simulate", action="store_true",
                     help="also the simulator's curve with each worker's measured batch times replayed (one seed)")
     ap.add_argument("--split", action="store_true", help="also by whether the two batches' workers started together")
-    ap.add_argument("--put-share", type=float, default=1.0,
-                    help="with --simulate: the share of loader.worker_s_per_batch the replayed batches put after "
-                         "their collate (insitu_diagnostic.py --put-share; a what-if, default the whole key)")
+    ap.add_argument("--put-share", type=float, default=None,
+                    help="with --simulate: the key (loader.worker_s_per_batch) cut to this share, all of it put "
+                         "after each replayed collate (insitu_diagnostic.py --put-share; 1: the whole key before the "
+                         "hand-off); default the simulator's own split (loader.worker_put_share, 0.67)")
     ap.add_argument("--by-case", action="store_true",
                     help="also, per case: the waited batches' delay from collate to the pin thread's get and each "
                          "worker's gap from a collate's return to its next batch's start, measured (and with "
                          "--simulate, replayed)")
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args(argv)
-    if not 0.0 <= a.put_share <= 1.0:
+    if a.put_share is not None and not 0.0 <= a.put_share <= 1.0:
         ap.error(f"--put-share {a.put_share}: expected a share in [0, 1]")
     if a.simulate:
         convert.exit_without_pipeplan("put_order_diagnostic", a.pipeplan)
@@ -307,7 +312,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     sim_received += simulated_received_pairs(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
-        rows.append(("simulated (replayed)" if a.put_share == 1.0 else f"replayed, put {a.put_share:g}",
+        rows.append(("simulated (replayed)" if a.put_share is None else f"replayed, put {a.put_share:g}",
                      curve(simulated)))
     if received:
         rows.append(("taken first (received)", curve(received)))
