@@ -21,11 +21,12 @@ loader.worker_s_per_batch (loader.worker_put_share, 0.67 before the hand-off sin
 agrees with its order pair for pair, and the older calls' curve crosses the replay's near S = 0.6. Run 79, finding 1:
 over 605 batches the pin thread waited for (the w2 case), collate to get 6.16 ms at the median, the replay's 8.00 with
 the whole key and 6.10 at S = 0.66. --by-case prints the waited delays and each worker's gap from a collate's return
-to its next batch's start, per case (run 79, finding 2).
+to its next batch's start, per case (run 79, finding 2); --implied-share, per case with 50 or more waited batches, the
+share at which the replay's median delay meets the measured one (run 79a 0.67, 79b 0.68).
 
 Run from the repository root:
     python3 calibrate/validation/put_order_diagnostic.py RESULTS_DIR [RESULTS_DIR ...] [--simulate] [--split]
-        [--put-share S]
+        [--put-share S] [--by-case] [--implied-share]
 """
 import argparse
 import os
@@ -210,6 +211,51 @@ def simulated_worker_spans(events: Sequence[Dict[str, Any]]) -> Dict[int, List[T
     return out
 
 
+def implied_share(measured_s: float, low: Tuple[float, float], high: Tuple[float, float]) -> Optional[float]:
+    """Pure: the put share whose replayed delay equals the measured one, the delay being linear in the share (the put
+    is share x key x the batch's pace, the receive after it the same at any share): low and high are (share, replayed
+    median delay) at two shares. None where the two delays are equal (the share does not move the delay)."""
+    (s0, d0), (s1, d1) = low, high
+    if d1 == d0:
+        return None
+    return s0 + (s1 - s0) * (measured_s - d0) / (d1 - d0)
+
+
+MIN_WAITED_FOR_SHARE = 50     # waited batches a case needs before --implied-share reads it
+IMPLIED_SHARES = (0.5, 1.0)   # the two replays --implied-share interpolates between
+
+
+def implied_shares(path: str, cases: Sequence[Dict[str, Any]], pipeplan: str, tmp: str
+                   ) -> List[Tuple[str, float, float, float, Optional[float]]]:
+    """(case id, measured median delay, replayed median at IMPLIED_SHARES[0], at [1], the implied share) for each
+    case with pin_received and MIN_WAITED_FOR_SHARE waited batches or more, from two replays of the call with the
+    key cut to each share (insitu_diagnostic.py --put-share)."""
+    want = {c["id"]: sorted(measured_waited(c)) for c in cases}
+    want = {k: v for k, v in want.items() if len(v) >= MIN_WAITED_FOR_SHARE}
+    if not want:
+        return []
+    medians: Dict[str, List[float]] = {k: [] for k in want}
+    for share in IMPLIED_SHARES:
+        inputs = os.path.join(tmp, f"share-{share:g}-" + os.path.basename(os.path.normpath(path)))
+        if write_replay_inputs(path, inputs, pipeplan, share) is not None:
+            return []
+        for c in cases:
+            if c["id"] not in want:
+                continue
+            scen = os.path.join(inputs, c["id"] + ".scenario.json")
+            ev = (simulated_trace(pipeplan, scen, scen.replace(".scenario.json", ".profile.json"), tmp)
+                  if os.path.isfile(scen) else None)
+            got = sorted(simulated_waited(ev, int(c["measured"]["timeline"]["skip"]))) if ev else []
+            medians[c["id"]].append(got[len(got) // 2] if got else float("nan"))
+    out = []
+    for cid, xs in want.items():
+        m = xs[len(xs) // 2]
+        d0, d1 = medians[cid]
+        ok = d0 == d0 and d1 == d1            # both replays read some waited batch (nan otherwise)
+        out.append((cid, m, d0, d1, implied_share(m, (IMPLIED_SHARES[0], d0), (IMPLIED_SHARES[1], d1)) if ok else None))
+    return out
+
+
 def simulated_received_pairs(events: Sequence[Dict[str, Any]], skip: int) -> List[Tuple[float, bool, bool]]:
     """Pure: order_pairs in the order the simulated pin thread took the batches, as received_pairs measures it."""
     start, done, got, _ = _simulated_pin_takes(events)
@@ -261,11 +307,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="also, per case: the waited batches' delay from collate to the pin thread's get and each "
                          "worker's gap from a collate's return to its next batch's start, measured (and with "
                          "--simulate, replayed)")
+    ap.add_argument("--implied-share", action="store_true",
+                    help="also, per case with 50 or more waited batches: the put share at which the replay's median "
+                         "collate-to-get delay equals the measured one (two replays, the key cut to 0.5 and to 1, "
+                         "interpolated; device plan item 25)")
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     a = ap.parse_args(argv)
     if a.put_share is not None and not 0.0 <= a.put_share <= 1.0:
         ap.error(f"--put-share {a.put_share}: expected a share in [0, 1]")
-    if a.simulate:
+    if a.simulate or a.implied_share:
         convert.exit_without_pipeplan("put_order_diagnostic", a.pipeplan)
     measured: List[Tuple[float, bool, bool]] = []
     simulated: List[Tuple[float, bool, bool]] = []
@@ -275,6 +325,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sim_waited: List[float] = []
     sim_received: List[Tuple[float, bool, bool]] = []
     by_case: Dict[str, Dict[str, List[float]]] = {}   # --by-case: case id -> name -> seconds
+    shares: List[Tuple[str, float, float, float, Optional[float]]] = []   # --implied-share
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -288,6 +339,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 waited += measured_waited(c)
                 by_case[c["id"]] = {"waited": measured_waited(c),
                                     "gap": worker_gaps(c["measured"]["timeline"]["workers"])}
+            if a.implied_share and cases:
+                shares += implied_shares(path, cases, a.pipeplan, tmp)
             if not a.simulate or not cases:
                 continue
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(path)))
@@ -333,6 +386,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f" {_deciles_ms(xs, ' ms')} ({len(xs)} batches)")
     if a.by_case:
         print_by_case(by_case)
+    for cid, m, d0, d1, s in shares:
+        print(f"{cid[:60]}: implied put share {'n/a' if s is None else f'{s:.2f}'} (measured median {1e3 * m:.2f} ms; "
+              f"replayed with the key cut to {IMPLIED_SHARES[0]:g}: {1e3 * d0:.2f}, to {IMPLIED_SHARES[1]:g}: "
+              f"{1e3 * d1:.2f})")
     return 0
 
 

@@ -170,6 +170,16 @@ class WorkerGaps(unittest.TestCase):
         self.assertEqual([round(g, 6) for g in P.worker_gaps(spans)], [0.005])
 
 
+class ImpliedShare(unittest.TestCase):
+    def test_the_share_whose_replayed_delay_is_the_measured_one(self):
+        # run 79a's w2 case: 5.24 ms with the key cut to 0.5, 8.00 with the whole key, 6.16 measured:
+        # 0.5 + 0.5 x (6.16 - 5.24) / (8.00 - 5.24) = 0.5 + 0.5 x 0.3333 = 0.667
+        self.assertAlmostEqual(P.implied_share(6.16e-3, (0.5, 5.24e-3), (1.0, 8.00e-3)), 0.6667, places=3)
+        # a measurement beyond either replay extrapolates on the same line (the delay is linear in the share)
+        self.assertAlmostEqual(P.implied_share(4.0e-3, (0.5, 5.0e-3), (1.0, 7.0e-3)), 0.25)
+        self.assertIsNone(P.implied_share(6.0e-3, (0.5, 5.0e-3), (1.0, 5.0e-3)))   # the share does not move it
+
+
 class Options(unittest.TestCase):
     def test_a_put_share_outside_zero_to_one_is_refused_with_exit_2(self):
         import contextlib
