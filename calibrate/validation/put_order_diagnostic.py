@@ -226,7 +226,7 @@ IMPLIED_SHARES = (0.5, 1.0)   # the two replays --implied-share interpolates bet
 
 
 def implied_shares(path: str, cases: Sequence[Dict[str, Any]], pipeplan: str, tmp: str
-                   ) -> List[Tuple[str, float, float, float, Optional[float]]]:
+                   ) -> List[Tuple[str, float, Optional[float], Optional[float], Optional[float]]]:
     """(case id, measured median delay, replayed median at IMPLIED_SHARES[0], at [1], the implied share) for each
     case with pin_received and MIN_WAITED_FOR_SHARE waited batches or more, from two replays of the call with the
     key cut to each share (insitu_diagnostic.py --put-share)."""
@@ -234,7 +234,7 @@ def implied_shares(path: str, cases: Sequence[Dict[str, Any]], pipeplan: str, tm
     want = {k: v for k, v in want.items() if len(v) >= MIN_WAITED_FOR_SHARE}
     if not want:
         return []
-    medians: Dict[str, List[float]] = {k: [] for k in want}
+    medians: Dict[str, List[Optional[float]]] = {k: [] for k in want}
     for share in IMPLIED_SHARES:
         inputs = os.path.join(tmp, f"share-{share:g}-" + os.path.basename(os.path.normpath(path)))
         if write_replay_inputs(path, inputs, pipeplan, share) is not None:
@@ -246,13 +246,13 @@ def implied_shares(path: str, cases: Sequence[Dict[str, Any]], pipeplan: str, tm
             ev = (simulated_trace(pipeplan, scen, scen.replace(".scenario.json", ".profile.json"), tmp)
                   if os.path.isfile(scen) else None)
             got = sorted(simulated_waited(ev, int(c["measured"]["timeline"]["skip"]))) if ev else []
-            medians[c["id"]].append(got[len(got) // 2] if got else float("nan"))
+            medians[c["id"]].append(got[len(got) // 2] if got else None)
     out = []
     for cid, xs in want.items():
         m = xs[len(xs) // 2]
         d0, d1 = medians[cid]
-        ok = d0 == d0 and d1 == d1            # both replays read some waited batch (nan otherwise)
-        out.append((cid, m, d0, d1, implied_share(m, (IMPLIED_SHARES[0], d0), (IMPLIED_SHARES[1], d1)) if ok else None))
+        both = d0 is not None and d1 is not None      # each replay read some waited batch
+        out.append((cid, m, d0, d1, implied_share(m, (IMPLIED_SHARES[0], d0), (IMPLIED_SHARES[1], d1)) if both else None))
     return out
 
 
@@ -325,7 +325,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sim_waited: List[float] = []
     sim_received: List[Tuple[float, bool, bool]] = []
     by_case: Dict[str, Dict[str, List[float]]] = {}   # --by-case: case id -> name -> seconds
-    shares: List[Tuple[str, float, float, float, Optional[float]]] = []   # --implied-share
+    shares: List[Tuple[str, float, Optional[float], Optional[float], Optional[float]]] = []   # --implied-share
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in a.results_dir]  # a bad folder: one line
     with tempfile.TemporaryDirectory() as tmp:
         for path, doc in docs:
@@ -336,9 +336,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 got, late = received_pairs(c)
                 received += got
                 delays += late
-                waited += measured_waited(c)
-                by_case[c["id"]] = {"waited": measured_waited(c),
-                                    "gap": worker_gaps(c["measured"]["timeline"]["workers"])}
+                case_waited = measured_waited(c)
+                waited += case_waited
+                by_case[c["id"]] = {"waited": case_waited, "gap": worker_gaps(c["measured"]["timeline"]["workers"])}
             if a.implied_share and cases:
                 shares += implied_shares(path, cases, a.pipeplan, tmp)
             if not a.simulate or not cases:
@@ -360,8 +360,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 simulated += simulated_pairs(ev, int(tl["skip"]))
                 by_case[c["id"]]["sim_gap"] = worker_gaps(simulated_worker_spans(ev))
                 if tl.get("pin_received"):     # beside the measured figure only
-                    sim_waited += simulated_waited(ev, int(tl["skip"]))
                     by_case[c["id"]]["sim_waited"] = simulated_waited(ev, int(tl["skip"]))
+                    sim_waited += by_case[c["id"]]["sim_waited"]
                     sim_received += simulated_received_pairs(ev, int(tl["skip"]))
     rows = [("measured", curve(measured))]
     if a.simulate:
@@ -386,10 +386,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f" {_deciles_ms(xs, ' ms')} ({len(xs)} batches)")
     if a.by_case:
         print_by_case(by_case)
+    ms = lambda x: "n/a" if x is None else f"{1e3 * x:.2f}"      # noqa: E731
     for cid, m, d0, d1, s in shares:
-        print(f"{cid[:60]}: implied put share {'n/a' if s is None else f'{s:.2f}'} (measured median {1e3 * m:.2f} ms; "
-              f"replayed with the key cut to {IMPLIED_SHARES[0]:g}: {1e3 * d0:.2f}, to {IMPLIED_SHARES[1]:g}: "
-              f"{1e3 * d1:.2f})")
+        print(f"{cid[:60]}: implied put share {'n/a' if s is None else f'{s:.2f}'} (measured median {ms(m)} ms; "
+              f"replayed with the key cut to {IMPLIED_SHARES[0]:g}: {ms(d0)}, to {IMPLIED_SHARES[1]:g}: {ms(d1)})")
     return 0
 
 

@@ -173,15 +173,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rows = {r["id"]: r for r in report["rows"] if r.get("pipeplan")}
     scen_dir = os.path.join(a.report, "scenarios")
     call_dirs = {c["tag"]: c["results"] for c in (report.get("meta") or {}).get("calls") or []}
+    call_profiles: Dict[str, str] = {}   # --profile-from call: each call's profile as pipeplan reads it
 
     def recommend_from(row_id: str, knobs: Sequence[str] = ()) -> Dict:
         """recommend on the case's scenario as the table wrote it, with the profile --profile-from names."""
         stem = os.path.join(scen_dir, row_id.replace(":", "_"))
         if a.profile_from == "call":
             tag = row_id.split(":")[0]
-            given = os.path.join(call_dirs[tag], "profile.json")      # kept as xz since the eighty-sixth session
-            prof = convert.plain_json_path(given, convert.read_json(given),
-                                           os.path.join(scen_dir, f"_{tag}.call.profile.json"))
+            if tag not in call_profiles:      # one plain copy a call (profile.json kept as xz since the 86th session)
+                given = os.path.join(call_dirs[tag], "profile.json")
+                call_profiles[tag] = convert.plain_json_path(given, convert.read_json(given),
+                                                             os.path.join(scen_dir, f"_{tag}.call.profile.json"))
+            prof = call_profiles[tag]
         else:
             prof = stem + ".profile.json" if os.path.isfile(stem + ".profile.json") else None
         return recommend(a.pipeplan, stem + ".json", prof, knobs)

@@ -211,8 +211,8 @@ def simulated_anatomy(events: Sequence[Dict[str, Any]], skip: int, n_batches: in
 def write_replay_inputs(results: str, inputs: str, pipeplan: str, put_share: Optional[float] = None) -> Optional[str]:
     """Each pinned case's scenario and profile with its workers' measured batch times replayed, as the in-situ
     diagnostic builds them (insitu_diagnostic.py --base table --wander replay --write-inputs; put_share its
-    --put-share, None for the simulator's own split), under inputs as <case id>.scenario.json and .profile.json. None, or the tail of its error where it
-    failed."""
+    --put-share, None for the simulator's own split), under inputs as <case id>.scenario.json and .profile.json.
+    None, or the tail of its error where it failed."""
     r = subprocess.run([sys.executable, os.path.join(HERE, "insitu_diagnostic.py"), results, "--seeds", "1",
                         "--base", "table", "--wander", "replay", "--pipeplan", pipeplan, "--write-inputs", inputs]
                        + ([] if put_share is None else ["--put-share", repr(put_share)]),
