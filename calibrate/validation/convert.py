@@ -3569,7 +3569,13 @@ def main(argv=None) -> int:
         if pp and stored_json_path(pp) is None:
             print(f"convert: profile {pp} not found", file=sys.stderr)
             return 2
-        runs.append({"cases_path": cp, "profile": pp, "doc": doc, "tag": f"r{i + 1}" if len(a.cases) > 1 else None})
+        try:
+            profile_doc = read_json(pp) if pp else None
+        except (OSError, ValueError) as e:     # a truncated or corrupt profile (plain or xz): one line, exit 2
+            print(f"convert: cannot read profile {pp}: {e.__class__.__name__}: {e} (expected JSON)", file=sys.stderr)
+            return 2
+        runs.append({"cases_path": cp, "profile": pp, "profile_doc": profile_doc, "doc": doc,
+                     "tag": f"r{i + 1}" if len(a.cases) > 1 else None})
     out_dir = a.out_dir or os.path.join(os.path.dirname(os.path.abspath(a.cases[0])),
                                         os.path.splitext(os.path.basename(a.cases[0]))[0] + "-report")
     simulate = not a.no_simulate
@@ -3581,7 +3587,6 @@ def main(argv=None) -> int:
     # the GPU's duty time constant, a property of the machine kind: from the rest curves of every call scored on
     # that kind of GPU
     for i, r in enumerate(runs):
-        r["profile_doc"] = read_json(r["profile"]) if r["profile"] else None
         r["profile_plain"] = plain_json_path(r["profile"], r["profile_doc"],
                                              os.path.join(scen_dir, f"_call{i + 1}.profile.json"))
     duty_taus = (duty_time_constants_by_gpu([(call_gpu(r["doc"]), r["doc"].get("components") or {}, r["profile_doc"])

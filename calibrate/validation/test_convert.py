@@ -169,6 +169,29 @@ class ReadCallJsonTest(unittest.TestCase):
                 self.assertEqual(err.getvalue().count("\n"), 1)
 
 
+class MainProfileTest(unittest.TestCase):
+    def test_a_broken_profile_plain_or_xz_is_one_line_exit_2_and_no_output(self):
+        import lzma
+        with tempfile.TemporaryDirectory() as d:
+            cases = os.path.join(d, "cases.json")
+            with open(cases, "w") as f:
+                json.dump({"cases": []}, f)
+            plain, packed = os.path.join(d, "profile.json"), os.path.join(d, "packed", "profile.json")
+            with open(plain, "w") as f:
+                f.write('{"cpu":')
+            os.makedirs(os.path.dirname(packed))
+            with lzma.open(packed + ".xz", "wt") as f:
+                f.write('{"cpu":')
+            for given in (plain, packed):
+                out = os.path.join(d, "out-" + os.path.basename(os.path.dirname(given)))
+                p = subprocess.run([sys.executable, os.path.join(HERE, "convert.py"), "--cases", cases, "--profile",
+                                    given, "--no-simulate", "--out-dir", out], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 2)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+                self.assertIn(f"cannot read profile {given}: JSONDecodeError", p.stderr)
+                self.assertFalse(os.path.exists(out))                   # nothing written
+
+
 class ReceiveGilShareTest(unittest.TestCase):
     def test_the_share_from_the_gil_probe_by_hand(self):
         # a GIL-wanting thread waited 0.9 ms a batch, 0.2 of it on the run queue; the loop's own next() 0.1 ms:
