@@ -74,8 +74,10 @@ if [ "$NGPU" -lt 2 ] || [ "$NPROC" -lt 2 ]; then
 fi
 
 # ---- 1. calibrate NCCL and compute on this machine, in this call
-CAL=.carry/pipeplan-calibrate
-if [ -x "$CAL" ]; then
+# shellcheck source=../carried_binary.sh
+. "$(dirname "$0")/../carried_binary.sh"
+CAL=$(carried_calibrate_binary .carry)
+if [ -n "$CAL" ] && [ -x "$CAL" ]; then
   [ -d .carry/lib ] && export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "calibrating: $CAL --only nccl,compute --out $OUT/profile-nccl.json $QFLAG (cap ${CAL_CAP}s)"
   # shellcheck disable=SC2086
@@ -85,9 +87,9 @@ if [ -x "$CAL" ]; then
   [ -s "$OUT/profile-nccl.json" ] || say "WARNING: no profile written; see calibrate.log"
   grep -E "fit:|Avg bus" "$OUT/calibrate.log" | head -8
 else
-  say "NOTE: no calibrate binary at $CAL: calibration skipped (run calibrate/device_build.sh here and pass"
+  say "NOTE: no calibrate binary in .carry/: calibration skipped (run calibrate/device_build.sh here and pass"
   say "      carry=[\".carry\"]); ddp_convert.py will then fit the harness's own all_reduce timings"
-  echo "calibration skipped: $CAL not found or not executable" > "$OUT/calibrate.log"
+  echo "calibration skipped: no .carry/pipeplan-calibrate(.xz)" > "$OUT/calibrate.log"
 fi
 
 # ---- 2. the DDP harness, with what is left (start-up, NCCL init and data generation need ~60 s)

@@ -72,8 +72,10 @@ if ! python3 calibrate/validation/harness.py --out /dev/null --list $QFLAG ${PIP
 fi
 
 # ---- 1. calibrate (same machine, same run as the ground truth)
-CAL=.carry/pipeplan-calibrate
-if [ -x "$CAL" ]; then
+# shellcheck source=../carried_binary.sh
+. "$(dirname "$0")/../carried_binary.sh"
+CAL=$(carried_calibrate_binary .carry)
+if [ -n "$CAL" ] && [ -x "$CAL" ]; then
   [ -d .carry/lib ] && export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "calibrating: $CAL --out $OUT/profile.json $QFLAG --storage-path $DATA ${PIPEPLAN_CALIBRATE_ARGS:-} (cap ${CAL_CAP}s)"
   # shellcheck disable=SC2086
@@ -83,9 +85,9 @@ if [ -x "$CAL" ]; then
   say "calibrate exit $rc$( [ $rc = 124 ] && echo ' (timed out)')"
   [ -s "$OUT/profile.json" ] || say "WARNING: no profile written; see calibrate.log"
 else
-  say "NOTE: no calibrate binary at $CAL: calibration skipped (build it and pass carry=[\".carry\"]);"
+  say "NOTE: no calibrate binary in .carry/: calibration skipped (build it and pass carry=[\".carry\"]);"
   say "      convert.py will then simulate with pipeplan's bundled default profile"
-  echo "calibration skipped: $CAL not found or not executable" > "$OUT/calibrate.log"
+  echo "calibration skipped: no .carry/pipeplan-calibrate(.xz)" > "$OUT/calibrate.log"
 fi
 
 # ---- 1b. with PIPEPLAN_STEP_PROBE=1 (since run 26's plan): the user helper's --step on the harness's ResNet-50 step,
