@@ -8,7 +8,8 @@
 Copies the call's $OUT files (device_run.sh's: cases.json, profile.json, calibrate.log, harness.log, env.txt, the
 probe's files) into calibrate/validation/results/NAME/, stores cases.json, calibrate.log and harness.log as .xz
 (XZ_STORED: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and,
-from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), leaves every file
+from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), keeps the small side
+files (NOTES_PACKED: env.txt, probe.log, run_meta.json, probe_fragment.json...) in one notes.tar.xz, leaves every file
 writable, and with --table adds NAME to table_calls.txt. With --score it then runs score_call.py on the new folder.
 What each session did by hand after a call (docs/validation.md, the device plan); a bad argument or an incomplete
 call is one line and exit 2, with nothing written.
@@ -16,16 +17,21 @@ call is one line and exit 2, with nothing written.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import lzma
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402
+
 RESULTS = os.path.join(HERE, "results")
 TABLE_CALLS = os.path.join(HERE, "table_calls.txt")
 # convert needs both; a call without them was cut short (the harness or calibrate never wrote)
@@ -33,6 +39,9 @@ REQUIRED = ("cases.json", "profile.json")
 # kept as xz (preset 9): the working tree that travels to the GPU machine is limited to 64 MiB, and these are its
 # largest files (calibrate.log about 30 KB a call, 5x smaller as xz); convert.read_json / read_stored_text read them
 XZ_STORED = ("cases.json", "profile.json", "calibrate.log", "harness.log")
+# the small side files kept in one archive a call (convert.NOTES_ARCHIVE; convert.read_json, read_stored_text and
+# read_notes_member read them there): each took a 4 KiB block of the 64 MiB that travels to the device
+NOTES_PACKED = ("env.txt", "probe.log", "run_meta.json", "output_tail.txt", "reply.json", "probe_fragment.json")
 # the results folders' names: date, GPU kind, run and call (2026-12-05-h100-run66seq)
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
 # the device tool's reply keys that run_meta.json keeps (as runs 11-66 kept them by hand)
@@ -90,6 +99,39 @@ def with_call_listed(lines: List[str], name: str) -> List[str]:
     return out + [name + "\n"]
 
 
+def pack_notes(folder: str) -> List[str]:
+    """Moves `folder`'s NOTES_PACKED files into its notes.tar.xz, keeping the members already there (a file beside
+    the archive replaces its member). The archive is written whole to a temporary name and renamed, and only then
+    are the plain files removed, so an interrupted pack loses nothing. Members are stored with fixed owner and
+    time, sorted, so packing the same files twice gives the same bytes. The names moved, sorted."""
+    archive = os.path.join(folder, convert.NOTES_ARCHIVE)
+    moved = sorted(n for n in NOTES_PACKED if os.path.isfile(os.path.join(folder, n)))
+    if not moved:
+        return []
+    members: Dict[str, bytes] = {}
+    if os.path.isfile(archive):
+        with tarfile.open(archive, "r:xz") as t:
+            for m in t.getmembers():
+                f = t.extractfile(m)
+                if f is not None:
+                    members[m.name] = f.read()
+    for n in moved:
+        with open(os.path.join(folder, n), "rb") as f:
+            members[n] = f.read()
+    tmp = archive + ".partial"
+    with tarfile.open(tmp, "w:xz", preset=9) as t:
+        for n in sorted(members):
+            info = tarfile.TarInfo(n)
+            info.size = len(members[n])
+            info.mode = 0o644
+            t.addfile(info, io.BytesIO(members[n]))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, archive)
+    for n in moved:
+        os.remove(os.path.join(folder, n))
+    return moved
+
+
 def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
     """Copies src's plain files into dest (a new folder), cases.json and the two logs as .xz (XZ_STORED); writes
     run_meta.json. Writes into a temporary sibling first and renames it, so an interrupted ingest leaves no half
@@ -112,6 +154,7 @@ def ingest(src: str, dest: str, meta: Dict[str, Any]) -> List[str]:
             f.write("\n")
         for name in os.listdir(tmp):          # the device's files come back read-only
             os.chmod(os.path.join(tmp, name), 0o644)
+        pack_notes(tmp)
         os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

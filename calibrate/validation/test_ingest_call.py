@@ -13,6 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ingest_call  # noqa: E402
+import convert  # noqa: E402
 from convert import read_json, read_stored_text  # noqa: E402
 
 
@@ -54,13 +55,13 @@ class IngestCallTest(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         dest = os.path.join(self.results, "2026-12-05-h100-run66seq")
         self.assertEqual(sorted(os.listdir(dest)),
-                         ["cases.json.xz", "env.txt", "harness.log.xz", "profile.json.xz", "run_meta.json"])
+                         ["cases.json.xz", "harness.log.xz", "notes.tar.xz", "profile.json.xz"])
+        self.assertEqual(read_stored_text(os.path.join(dest, "env.txt")), "env\n")     # in the notes archive
         self.assertEqual(read_json(os.path.join(dest, "cases.json")), self.cases)      # what convert reads
         with lzma.open(os.path.join(dest, "cases.json.xz")) as f:
             self.assertEqual(json.load(f), self.cases)
         self.assertEqual(read_stored_text(os.path.join(dest, "harness.log")), "log\n")     # kept as xz, read as is
-        with open(os.path.join(dest, "run_meta.json")) as f:
-            meta = json.load(f)
+        meta = read_json(os.path.join(dest, "run_meta.json"))
         self.assertEqual(meta, {"command": "bash device_run.sh", "timeout_s": 600, "rc": 0, "wall_s": 512.8,
                                 "warm": True, "lease": {"held_s": 1029.4}})      # not the reply's output_tail
         for name in os.listdir(dest):
@@ -117,6 +118,55 @@ class IngestCallTest(unittest.TestCase):
 
     def test_meta_without_a_reply(self):
         self.assertEqual(ingest_call.run_meta("c", 520, None), {"command": "c", "timeout_s": 520})
+
+
+class PackNotesTest(unittest.TestCase):
+    """ingest_call.pack_notes: the small side files into one notes.tar.xz, read back by convert as they were."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def test_the_side_files_move_into_the_archive_and_read_back_unchanged(self):
+        self.write("env.txt", "nvidia-smi\n")
+        self.write("probe_fragment.json", '{"loader": {"num_workers": 8}}')
+        self.write("profile.json", "{}")                       # not a side file: stays
+        self.assertEqual(ingest_call.pack_notes(self.dir), ["env.txt", "probe_fragment.json"])
+        self.assertEqual(sorted(os.listdir(self.dir)), ["notes.tar.xz", "profile.json"])
+        self.assertEqual(read_stored_text(os.path.join(self.dir, "env.txt")), "nvidia-smi\n")
+        self.assertEqual(read_json(os.path.join(self.dir, "probe_fragment.json")), {"loader": {"num_workers": 8}})
+        self.assertTrue(convert.stored_file_exists(os.path.join(self.dir, "probe_fragment.json")))
+        self.assertFalse(convert.stored_file_exists(os.path.join(self.dir, "probe.log")))
+        self.assertIsNone(read_stored_text(os.path.join(self.dir, "probe.log")))
+        with self.assertRaises(FileNotFoundError):
+            read_json(os.path.join(self.dir, "run_meta.json"))
+
+    def test_a_second_pack_keeps_the_members_and_a_new_file_replaces_its_own(self):
+        self.write("env.txt", "old\n")
+        self.write("probe.log", "probe\n")
+        ingest_call.pack_notes(self.dir)
+        with open(os.path.join(self.dir, "notes.tar.xz"), "rb") as f:
+            first = f.read()
+        self.write("env.txt", "new\n")
+        self.assertEqual(ingest_call.pack_notes(self.dir), ["env.txt"])
+        self.assertEqual(read_stored_text(os.path.join(self.dir, "env.txt")), "new\n")
+        self.assertEqual(read_stored_text(os.path.join(self.dir, "probe.log")), "probe\n")
+        self.write("env.txt", "old\n")                         # the same files again: the same bytes
+        ingest_call.pack_notes(self.dir)
+        with open(os.path.join(self.dir, "notes.tar.xz"), "rb") as f:
+            self.assertEqual(f.read(), first)
+
+    def test_nothing_to_pack_writes_nothing(self):
+        self.write("cases.json", "{}")
+        self.assertEqual(ingest_call.pack_notes(self.dir), [])
+        self.assertEqual(os.listdir(self.dir), ["cases.json"])
 
 
 if __name__ == "__main__":

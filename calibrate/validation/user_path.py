@@ -205,7 +205,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # every table call, read once: the duty constants pool them all, as the table does
     loaded = {os.path.normpath(c[0]): c for c in convert.load_calls(table_dirs)}
     wanted = [os.path.normpath(d) for d in a.results_dirs] or [
-        d for d in table_dirs if os.path.exists(os.path.join(d, "probe_fragment.json"))]
+        d for d in table_dirs if convert.stored_file_exists(os.path.join(d, "probe_fragment.json"))]
     calls = [loaded.get(d) or convert.load_calls([d])[0] for d in wanted]
     duty_taus = convert.loaded_duty_time_constants(list(loaded.values()))
     hold_s = float(convert.TABLE_OPTIONS.receive_gil_s)
