@@ -250,14 +250,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--pipeplan", default=convert.REPO_PIPEPLAN)
     ap.add_argument("--seeds", type=int, default=4, help="seeds for the p90 step and out-of-order share "
                                                          "(default %(default)s); the trace is seed 1's")
+    ap.add_argument("--put-share", type=float, default=None,
+                    help="as insitu_diagnostic.py's: the key cut to this share, all of it before the hand-off, the "
+                         "rest off the worker's path (default: the simulator's loader.worker_put_share split)")
     a = ap.parse_args(argv)
+    if a.put_share is not None and not 0.0 <= a.put_share <= 1.0:
+        ap.error(f"--put-share {a.put_share}: expected a share in [0, 1]")
     convert.exit_without_pipeplan("replay_anatomy_diagnostic", a.pipeplan)
     by_family: Dict[str, List[Tuple[float, Optional[float], Optional[float]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for results in a.results_dir:
             doc = convert.read_call_json(results, "cases.json")
             inputs = os.path.join(tmp, os.path.basename(os.path.normpath(results)))
-            failed = write_replay_inputs(results, inputs, a.pipeplan)
+            failed = write_replay_inputs(results, inputs, a.pipeplan, a.put_share)
             if failed is not None:
                 print(f"{results}: insitu_diagnostic.py failed: {failed}", file=sys.stderr)
                 return 2

@@ -105,5 +105,16 @@ class SimulatedTrace(unittest.TestCase):
         self.assertIsNone(got["pin_cycle_cv"])
 
 
+class MainArguments(unittest.TestCase):
+    def test_a_put_share_outside_zero_to_one_is_refused_before_anything_runs(self):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as ctx:
+            diag.main(["some/results", "--put-share", "1.5", "--pipeplan", "/nonexistent/pipeplan"])
+        self.assertEqual(ctx.exception.code, 2)
+        self.assertIn("--put-share 1.5: expected a share in [0, 1]", err.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()
