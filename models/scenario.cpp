@@ -484,6 +484,7 @@ Scenario parse_scenario(const json& document, const std::string& file, const Pro
     s.loader.collate_in_shared_memory = r.boolean("collate_in_shared_memory", false);
     s.loader.worker_s_per_batch = r.number("worker_s_per_batch", 0.0, Range::between(0, 3600));
     s.loader.worker_put_share = r.number("worker_put_share", LoaderConfig::kDefaultWorkerPutShare, Range::between(0, 1));
+    s.loader.worker_turnaround_share = r.number("worker_turnaround_share", 1.0, Range::between(0, 1));
     s.loader.pin_thread_wait_s_per_batch = r.number("pin_thread_wait_s_per_batch", 0.0, Range::between(0, 3600));
     s.loader.main_next_s_per_batch = r.number("main_next_s_per_batch", 0.0, Range::between(0, 60));
     if (r.has("slow_worker")) {

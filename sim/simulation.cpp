@@ -79,6 +79,10 @@ enum Track : int { kMainTrack = 1, kPinTrack = 2, kCopyTrack = 3, kComputeTrack 
 // as the harness's timeline records it (timeline_analysis.PUT_SPAN)
 constexpr const char* kPutSpan = "worker loop (the put)";
 constexpr const char* kAfterHandoffSpan = "worker loop (after the hand-off)";
+// With loader.worker_turnaround_share below 1: the worker's own part before its next index, and the put on the
+// worker's feeder track (kFeederTrack0 + w), beside the worker
+constexpr const char* kTurnaroundSpan = "worker loop (turnaround)";
+constexpr int kFeederTrack0 = 1000;
 
 struct Task {
   std::int64_t batch = 0;  // global batch number (across epochs)
@@ -91,6 +95,13 @@ struct Batch {
   BatchShape shape;
   double sent_s = 0.0;
   int worker = -1;
+};
+
+// A batch on its worker's feeder (loader.worker_turnaround_share below 1): handed off at ready_s
+struct Feed {
+  Batch batch;
+  double put_start_s = 0.0;
+  double ready_s = 0.0;
 };
 
 // The GPU runs a step's kernels in at most this many pieces, each once the loop has launched the ones before it
@@ -187,6 +198,7 @@ struct Rank {
 
   // DataLoader
   std::vector<std::unique_ptr<Fifo<Task>>> worker_tasks;
+  std::vector<std::unique_ptr<Fifo<Feed>>> worker_feeds;  // worker -> its feeder (worker_turnaround_share < 1)
   Fifo<Batch> arrivals;  // worker -> pin thread or main thread, in arrival order
   Fifo<Batch> pinned;    // pin thread -> main thread
   std::int64_t outstanding = 0;   // PyTorch's _tasks_outstanding
@@ -642,6 +654,30 @@ void straggler_extra(Rank& r, int w, double core_s, std::int64_t batch) {
                     t1, batch);
 }
 
+// When a batch reached the pin thread or the loop (the out-of-order share reads it)
+void note_batch_done(Rank& r, std::int64_t batch, double done_s) {
+  if (batch < 0) return;
+  const auto index = static_cast<std::size_t>(batch);
+  if (index >= r.batch_done_s.size()) r.batch_done_s.resize(index + 1, -1.0);
+  r.batch_done_s[index] = done_s;
+}
+
+// A worker's queue feeder thread (loader.worker_turnaround_share below 1): hands each batch off, in its worker's
+// order, when its put has passed; it holds no core (its CPU is the worker's key, charged on the worker's core)
+void feeder_actor(Rank& r, int w) {
+  Fifo<Feed>& feeds = *r.worker_feeds[w];
+  for (;;) {
+    Feed f = feeds.pop();
+    const double now = sg4::Engine::get_clock();
+    if (f.ready_s > now) sg4::this_actor::sleep_for(f.ready_s - now);
+    const double handed_s = sg4::Engine::get_clock();
+    if (handed_s > f.put_start_s)
+      r.world->trace->span(r.id, kFeederTrack0 + w, kPutSpan, f.put_start_s, handed_s, f.batch.batch);
+    note_batch_done(r, f.batch.batch, handed_s);
+    r.arrivals.push(f.batch);
+  }
+}
+
 void worker_actor(Rank& r, int w) {
   World& world = *r.world;
   const Scenario& s = *world.scenario;
@@ -652,6 +688,9 @@ void worker_actor(Rank& r, int w) {
   const double replay_mean_s = s.loader.replay_mean_batch_s(w);
   const bool reads_per_sample = s.storage.worker_reads == WorkerReads::kPerSample &&
                                 (s.storage.page_cache_hit_ratio < 1.0 || s.storage.opens_cost());
+  const double turnaround_share = s.loader.worker_turnaround_share;
+  // the put beside the worker, on its feeder (loader.worker_turnaround_share below 1)
+  const bool put_beside = turnaround_share < 1.0 && s.loader.worker_s_per_batch > 0.0;
   for (;;) {
     Task t = tasks.pop();
     // loader.slow_worker stretches the batch's data work (its reads' CPU, loads and collate), not the worker loop's
@@ -667,6 +706,7 @@ void worker_actor(Rank& r, int w) {
     const double put_cpu_s = worker_loop_cpu_s * s.loader.worker_put_share;
     const double after_cpu_s = worker_loop_cpu_s - put_cpu_s;
     double after_handoff_s = 0.0;  // the worker's core seconds to run once its batch is handed off
+    double key_s = 0.0;            // the whole worker loop's own CPU at this batch's pace (put_beside)
     double t1 = 0.0;
     if (w < static_cast<int>(s.loader.replay_batch_s.size()) && !s.loader.replay_batch_s[w].empty()) {
       // a measured batch time played back (loader.replay_worker_batches): its wall as is, on the worker's core
@@ -685,7 +725,8 @@ void worker_actor(Rank& r, int w) {
       // batches reached the pin thread in collate order, where the cases' timelines show a batch that collated up to
       // about 1 ms before the next reaching it after that one, the slower worker's put later (validation-runs.md,
       // "The put's pace").
-      if (worker_loop_cpu_s > 0.0) {
+      key_s = worker_loop_cpu_s * batch_s / replay_mean_s;
+      if (worker_loop_cpu_s > 0.0 && !put_beside) {
         run_cpu(r, put_cpu_s * batch_s / replay_mean_s);
         world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, sg4::Engine::get_clock(), t.batch);
         after_handoff_s = after_cpu_s * batch_s / replay_mean_s;
@@ -735,8 +776,11 @@ void worker_actor(Rank& r, int w) {
       world.trace->span(r.id, kWorkerTrack0 + w, "collate", collate_start_s, collate_end_s, t.batch);
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * speed_factor, t.batch);
       const double put_start_s = sg4::Engine::get_clock();
-      cpu_piece(put_cpu_s / data_factor);  // the loop's own Python is not the factor's
-      after_handoff_s = after_cpu_s * speed_factor / data_factor;
+      key_s = worker_loop_cpu_s * speed_factor / data_factor;  // the loop's own Python is not the factor's
+      if (!put_beside) {
+        cpu_piece(put_cpu_s / data_factor);
+        after_handoff_s = after_cpu_s * speed_factor / data_factor;
+      }
       t1 = sg4::Engine::get_clock();
       if (t1 > put_start_s) world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, put_start_s, t1, t.batch);
       if (cpu_wall_s > 0.0) busy_cores_last_load = busy_integral / cpu_wall_s;
@@ -762,8 +806,11 @@ void worker_actor(Rank& r, int w) {
       // collate) put it before: moved before the put, the straggler families' throughput scores 1-1.5 points worse
       // and recommend's run 54 straggler names num_workers=16 over in_order=False (eighty-third session), so the
       // order stays as calibrated until a straggler call with the pin thread's own order (pin_received) says which.
-      run_cpu(r, put_cpu_s * time_factor);
-      after_handoff_s = after_cpu_s * time_factor;
+      key_s = worker_loop_cpu_s * time_factor;
+      if (!put_beside) {
+        run_cpu(r, put_cpu_s * time_factor);
+        after_handoff_s = after_cpu_s * time_factor;
+      }
       const double data_end_s = sg4::Engine::get_clock();
       if (data_end_s > collate_end_s)
         world.trace->span(r.id, kWorkerTrack0 + w, kPutSpan, collate_end_s, data_end_s, t.batch);
@@ -772,11 +819,20 @@ void worker_actor(Rank& r, int w) {
       if (slow_factor > 1.0) straggler_extra(r, w, (slow_factor - 1.0) * data_core_s * time_factor, t.batch);
       t1 = sg4::Engine::get_clock();
     }
-    if (t.batch >= 0) {
-      const auto index = static_cast<std::size_t>(t.batch);
-      if (index >= r.batch_done_s.size()) r.batch_done_s.resize(index + 1, -1.0);
-      r.batch_done_s[index] = t1;
+    if (put_beside) {
+      // the feeder hands the batch off the put after its collate; the worker turns round and takes its next index
+      r.worker_feeds[w]->push(Feed{Batch{t.batch, t.shape, t.sent_s, w}, t1, t1 + key_s * s.loader.worker_put_share});
+      const double turnaround_s = key_s * turnaround_share;
+      if (turnaround_s > 0.0) {
+        const double a0 = sg4::Engine::get_clock();
+        run_cpu(r, turnaround_s);
+        const double a1 = sg4::Engine::get_clock();
+        world.trace->span(r.id, kWorkerTrack0 + w, kTurnaroundSpan, a0, a1, t.batch);
+        r.worker_busy_s += world.window.overlap(a0, a1);
+      }
+      continue;  // the rest of the key is the feeder's, on another core (its core time is not counted)
     }
+    note_batch_done(r, t.batch, t1);
     r.arrivals.push(Batch{t.batch, t.shape, t.sent_s, w});
     if (after_handoff_s > 0.0) {
       // the worker loop's CPU after the hand-off (loader.worker_put_share below 1): on the worker's core before
@@ -1789,6 +1845,13 @@ void start_node(World& world, const NodeHosts& hosts, TraceRecorder& trace) {
           r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
           trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);
           sg4::Actor::create(prefix + "-worker" + std::to_string(w), hosts.cpu, [&r, w]() { worker_actor(r, w); })->daemonize();
+          if (scenario.loader.worker_turnaround_share < 1.0 && scenario.loader.worker_s_per_batch > 0.0) {
+            r.worker_feeds.push_back(std::make_unique<Fifo<Feed>>());
+            trace.name_thread(g, kFeederTrack0 + w, "worker " + std::to_string(w) + "'s feeder (the put)",
+                              10 + scenario.loader.num_workers + w);
+            sg4::Actor::create(prefix + "-feeder" + std::to_string(w), hosts.cpu, [&r, w]() { feeder_actor(r, w); })
+                ->daemonize();
+          }
         }
         if (scenario.loader.pin_memory && scenario.loader.num_workers > 0) {
           trace.name_thread(g, kPinTrack, "pin_memory thread", 1);

@@ -467,6 +467,55 @@ TEST(Simulate, ThePutIsTwoThirdsOfTheWorkerLoopByDefault) {
   EXPECT_NEAR(after_ms[1], 9.9, 0.01);
 }
 
+// loader.worker_turnaround_share below 1: the put runs beside the worker (PyTorch's queue feeder thread), the batch
+// handed off worker_put_share of the key after its collate, and the worker takes its next index after its turnaround,
+// this share of the key; the rest of the key is the feeder's. One worker playing back 0.1 and 0.3 s (mean 0.2) with
+// 20 ms of loop, turnaround 0.25: the worker's pair takes 0.1 + 0.25 x 10 ms + 0.3 + 0.25 x 30 ms = 0.41 s (16
+// samples, 39.0 samples/s; 0.44 s with the whole key on its path), its turnarounds 2.5 and 7.5 ms, and the feeder's
+// puts 0.67 x 10 = 6.7 ms and 0.67 x 30 = 20.1 ms after each collate, longer than the turnaround: the worker has
+// started its next batch before the feeder hands the last one off.
+TEST(Simulate, AWorkersTurnaroundBelowOneRunsThePutBesideIt) {
+  json s = one_replayed_worker(0.67);
+  s["loader"]["worker_turnaround_share"] = 0.25;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.41, 16.0 / 0.41 * 0.02);
+  s["loader"]["worker_turnaround_share"] = 1.0;  // the whole key on the worker's path, as without the key
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.44, 16.0 / 0.44 * 0.02);
+  s["loader"]["worker_turnaround_share"] = 0.25;
+  s["training"]["steps"] = 4;
+  s["training"]["warmup_steps"] = 0;
+  const std::string trace_path = pipeplan::test::write_temp("");
+  simulate(s, {"--trace", trace_path});
+  std::ifstream in(trace_path);
+  const json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  std::map<double, double> turnaround_by_ts, put_by_ts;  // start (us) -> duration (ms)
+  std::map<double, double> collate_end_by_ts;            // the replayed spans' ends, by start
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const double ts = e["ts"].get<double>(), ms = e["dur"].get<double>() / 1e3;
+    const std::string name = e.value("name", "");
+    if (name == "worker loop (turnaround)") turnaround_by_ts[ts] = ms;
+    if (name == "worker loop (the put)") {
+      put_by_ts[ts] = ms;
+      EXPECT_EQ(e["tid"].get<int>(), 1000);  // the feeder's own track, beside the worker's
+    }
+    if (name == "load+collate (replayed)") collate_end_by_ts[ts] = ts + e["dur"].get<double>();
+  }
+  std::vector<double> turnaround_ms, put_ms, put_start_us, collate_end_us;
+  for (const auto& [ts, ms] : turnaround_by_ts) turnaround_ms.push_back(ms);
+  for (const auto& [ts, ms] : put_by_ts) { put_ms.push_back(ms); put_start_us.push_back(ts); }
+  for (const auto& [ts, end] : collate_end_by_ts) collate_end_us.push_back(end);
+  ASSERT_GE(turnaround_ms.size(), 2u);
+  ASSERT_GE(put_ms.size(), 2u);
+  EXPECT_NEAR(turnaround_ms[0], 2.5, 0.01);
+  EXPECT_NEAR(turnaround_ms[1], 7.5, 0.01);
+  EXPECT_NEAR(put_ms[0], 6.7, 0.01);
+  EXPECT_NEAR(put_ms[1], 20.1, 0.01);
+  EXPECT_NEAR(put_start_us[0], collate_end_us[0], 1.0);  // the put starts at the collate's end
+  // the next batch starts at the turnaround's end, before the first batch's put has passed
+  EXPECT_NEAR(collate_end_by_ts.begin()->second + 2.5e3, std::next(collate_end_by_ts.begin())->first, 1.0);
+}
+
 // A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from
 // one worker holding 2 measured times need at least 298 more (and at most its 2 prefetch slots beyond the last step);
 // a list longer than the run wraps none, and a scenario without a replay has no such key.

@@ -2292,6 +2292,10 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
     if put_share is not None and scen["loader"].get("num_workers", 0) > 0:
         # a what-if: the share of worker_s_per_batch before the hand-off (the simulator's default 0.67: run 79)
         scen["loader"]["worker_put_share"] = put_share
+    turnaround = getattr(a, "worker_turnaround_share", None)
+    if turnaround is not None and scen["loader"].get("num_workers", 0) > 0:
+        # a what-if: the worker's turnaround after a collate as a share of worker_s_per_batch, the put beside it
+        scen["loader"]["worker_turnaround_share"] = turnaround
     if getattr(a, "gpu_humps", "off") == "duty-curve" and scen["training"].get("step_s_vs_gpu_duty"):
         humps = gpu_clock_humps(call_components or {}, step_key(c))
         if humps is not None:
@@ -3466,6 +3470,11 @@ def main(argv=None) -> int:
                     help="a what-if: loader.worker_put_share in every scenario with workers (the share of "
                          "worker_s_per_batch before the hand-off; default the simulator's, 0.67 since the eighty-sixth "
                          "session, measured in validation-runs.md run 79, finding 1; 1 as before)")
+    ap.add_argument("--worker-turnaround-share", type=float, default=None, metavar="SHARE",
+                    help="a what-if: loader.worker_turnaround_share in every scenario with workers (the share of "
+                         "worker_s_per_batch a worker spends after a collate before its next index, the put beside it "
+                         "on its feeder; default the simulator's, 1: the whole key on the worker's path; "
+                         "validation-runs.md run 80, finding 3)")
     ap.add_argument("--pin-cycle", choices=["probes", "off"], default="off",
                     help="a what-if: probes, the pin thread's own spread (profile cpu.pin_thread_speed_cv) as its pin "
                          "cycle's cv in the pin-bound probes around each pinned case (harness since the eighty-second "
@@ -3574,6 +3583,8 @@ def main(argv=None) -> int:
 
     if a.worker_put_share is not None and not 0.0 <= a.worker_put_share <= 1.0:
         ap.error(f"--worker-put-share {a.worker_put_share}: expected a share in [0, 1]")
+    if a.worker_turnaround_share is not None and not 0.0 <= a.worker_turnaround_share <= 1.0:
+        ap.error(f"--worker-turnaround-share {a.worker_turnaround_share}: expected a share in [0, 1]")
     word_or_number("--wander-common-share", a.wander_common_share, ("off", "calibrate"), 0.0, 0.95,
                    "off, calibrate or a number in [0, 0.95]")
     word_or_number("--receive-gil-share", a.receive_gil_share, (None, "measured"), 0.0, 1.0,
