@@ -662,6 +662,16 @@ void note_batch_done(Rank& r, std::int64_t batch, double done_s) {
   r.batch_done_s[index] = done_s;
 }
 
+// Part of a worker loop's own CPU after a batch's hand-off, on the worker's core, traced and counted busy
+void run_worker_loop_cpu(Rank& r, int w, double core_s, const char* span, std::int64_t batch) {
+  if (core_s <= 0.0) return;
+  const double a0 = sg4::Engine::get_clock();
+  run_cpu(r, core_s);
+  const double a1 = sg4::Engine::get_clock();
+  r.world->trace->span(r.id, kWorkerTrack0 + w, span, a0, a1, batch);
+  r.worker_busy_s += r.world->window.overlap(a0, a1);
+}
+
 // A worker's queue feeder thread (loader.worker_turnaround_share below 1): hands each batch off, in its worker's
 // order, when its put has passed; it holds no core (its CPU is the worker's key, charged on the worker's core)
 void feeder_actor(Rank& r, int w) {
@@ -822,27 +832,14 @@ void worker_actor(Rank& r, int w) {
     if (put_beside) {
       // the feeder hands the batch off the put after its collate; the worker turns round and takes its next index
       r.worker_feeds[w]->push(Feed{Batch{t.batch, t.shape, t.sent_s, w}, t1, t1 + key_s * s.loader.worker_put_share});
-      const double turnaround_s = key_s * turnaround_share;
-      if (turnaround_s > 0.0) {
-        const double a0 = sg4::Engine::get_clock();
-        run_cpu(r, turnaround_s);
-        const double a1 = sg4::Engine::get_clock();
-        world.trace->span(r.id, kWorkerTrack0 + w, kTurnaroundSpan, a0, a1, t.batch);
-        r.worker_busy_s += world.window.overlap(a0, a1);
-      }
+      run_worker_loop_cpu(r, w, key_s * turnaround_share, kTurnaroundSpan, t.batch);
       continue;  // the rest of the key is the feeder's, on another core (its core time is not counted)
     }
     note_batch_done(r, t.batch, t1);
     r.arrivals.push(Batch{t.batch, t.shape, t.sent_s, w});
-    if (after_handoff_s > 0.0) {
-      // the worker loop's CPU after the hand-off (loader.worker_put_share below 1): on the worker's core before
-      // its next batch, so the worker's pace is the same and only the hand-off comes earlier
-      const double a0 = sg4::Engine::get_clock();
-      run_cpu(r, after_handoff_s);
-      const double a1 = sg4::Engine::get_clock();
-      world.trace->span(r.id, kWorkerTrack0 + w, kAfterHandoffSpan, a0, a1, t.batch);
-      r.worker_busy_s += world.window.overlap(a0, a1);
-    }
+    // the worker loop's CPU after the hand-off (loader.worker_put_share below 1): on the worker's core before its
+    // next batch, so the worker's pace is the same and only the hand-off comes earlier
+    run_worker_loop_cpu(r, w, after_handoff_s, kAfterHandoffSpan, t.batch);
   }
 }
 

@@ -390,6 +390,26 @@ json one_replayed_worker(double put_share) {
   return s;
 }
 
+// The Perfetto trace of one simulation of s (--trace), read back.
+json simulated_trace(const json& s) {
+  const std::string trace_path = pipeplan::test::write_temp("");
+  simulate(s, {"--trace", trace_path});
+  std::ifstream in(trace_path);
+  json trace = json::parse(in);
+  std::remove(trace_path.c_str());
+  return trace;
+}
+
+// The durations (ms) of a trace's complete spans of one name, in order of their start.
+std::vector<double> span_ms_in_time_order(const json& trace, const std::string& name) {
+  std::map<double, double> by_start;
+  for (const auto& e : trace["traceEvents"])
+    if (e.value("ph", "") == "X" && e.value("name", "") == name) by_start[e["ts"].get<double>()] = e["dur"].get<double>() / 1e3;
+  std::vector<double> ms;
+  for (const auto& [ts, d] : by_start) ms.push_back(d);
+  return ms;
+}
+
 // Two replaying workers whose first batches collate 5 ms apart (0.300 and 0.305 s), two steps: the put race.
 json two_worker_put_race(double put_share) {
   json s = one_replayed_worker(put_share);
@@ -444,21 +464,9 @@ TEST(Simulate, ThePutIsTwoThirdsOfTheWorkerLoopByDefault) {
   s["loader"].erase("worker_put_share");
   s["training"]["steps"] = 4;   // the replay wraps after two batches; the first two are read
   s["training"]["warmup_steps"] = 0;
-  const std::string trace_path = pipeplan::test::write_temp("");
-  simulate(s, {"--trace", trace_path});
-  std::ifstream in(trace_path);
-  const json trace = json::parse(in);
-  std::remove(trace_path.c_str());
-  std::map<double, double> put_by_ts, after_by_ts;   // start (us) -> duration (ms), in time order
-  for (const auto& e : trace["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
-    const double ts = e["ts"].get<double>(), ms = e["dur"].get<double>() / 1e3;
-    if (e.value("name", "") == "worker loop (the put)") put_by_ts[ts] = ms;
-    if (e.value("name", "") == "worker loop (after the hand-off)") after_by_ts[ts] = ms;
-  }
-  std::vector<double> put_ms, after_ms;
-  for (const auto& [ts, ms] : put_by_ts) put_ms.push_back(ms);
-  for (const auto& [ts, ms] : after_by_ts) after_ms.push_back(ms);
+  const json trace = simulated_trace(s);
+  const std::vector<double> put_ms = span_ms_in_time_order(trace, "worker loop (the put)");
+  const std::vector<double> after_ms = span_ms_in_time_order(trace, "worker loop (after the hand-off)");
   ASSERT_GE(put_ms.size(), 2u);
   ASSERT_GE(after_ms.size(), 2u);
   EXPECT_NEAR(put_ms[0], 6.7, 0.01);
@@ -483,28 +491,23 @@ TEST(Simulate, AWorkersTurnaroundBelowOneRunsThePutBesideIt) {
   s["loader"]["worker_turnaround_share"] = 0.25;
   s["training"]["steps"] = 4;
   s["training"]["warmup_steps"] = 0;
-  const std::string trace_path = pipeplan::test::write_temp("");
-  simulate(s, {"--trace", trace_path});
-  std::ifstream in(trace_path);
-  const json trace = json::parse(in);
-  std::remove(trace_path.c_str());
-  std::map<double, double> turnaround_by_ts, put_by_ts;  // start (us) -> duration (ms)
-  std::map<double, double> collate_end_by_ts;            // the replayed spans' ends, by start
+  const json trace = simulated_trace(s);
+  std::vector<double> put_start_us;
+  std::map<double, double> collate_end_by_ts;  // the replayed spans' ends (us), by start
   for (const auto& e : trace["traceEvents"]) {
     if (e.value("ph", "") != "X") continue;
-    const double ts = e["ts"].get<double>(), ms = e["dur"].get<double>() / 1e3;
     const std::string name = e.value("name", "");
-    if (name == "worker loop (turnaround)") turnaround_by_ts[ts] = ms;
     if (name == "worker loop (the put)") {
-      put_by_ts[ts] = ms;
+      put_start_us.push_back(e["ts"].get<double>());
       EXPECT_EQ(e["tid"].get<int>(), 1000);  // the feeder's own track, beside the worker's
     }
-    if (name == "load+collate (replayed)") collate_end_by_ts[ts] = ts + e["dur"].get<double>();
+    if (name == "load+collate (replayed)") collate_end_by_ts[e["ts"].get<double>()] = e["ts"].get<double>() + e["dur"].get<double>();
   }
-  std::vector<double> turnaround_ms, put_ms, put_start_us, collate_end_us;
-  for (const auto& [ts, ms] : turnaround_by_ts) turnaround_ms.push_back(ms);
-  for (const auto& [ts, ms] : put_by_ts) { put_ms.push_back(ms); put_start_us.push_back(ts); }
+  std::sort(put_start_us.begin(), put_start_us.end());
+  std::vector<double> collate_end_us;
   for (const auto& [ts, end] : collate_end_by_ts) collate_end_us.push_back(end);
+  const std::vector<double> turnaround_ms = span_ms_in_time_order(trace, "worker loop (turnaround)");
+  const std::vector<double> put_ms = span_ms_in_time_order(trace, "worker loop (the put)");
   ASSERT_GE(turnaround_ms.size(), 2u);
   ASSERT_GE(put_ms.size(), 2u);
   EXPECT_NEAR(turnaround_ms[0], 2.5, 0.01);
