@@ -149,6 +149,8 @@ struct LoaderConfig {
   // key on their path keeps the simulated workers bunched. A what-if until the table says (convert
   // --worker-turnaround-share).
   double worker_turnaround_share = 1.0;
+  // Whether the put runs beside the worker, on its feeder (worker_turnaround_share below 1, with a key to run)
+  bool put_beside_worker() const { return worker_turnaround_share < 1.0 && worker_s_per_batch > 0.0; }
   // The pin thread's time off its core per batch while a batch is always ready for it: the fd hand-off from the
   // worker's resource sharer and the kernel's waits inside the receive (validation run 36: its wall per batch is
   // its CPU / 0.956 in pin-bound probes). Holds no core, no GIL, no memory map.

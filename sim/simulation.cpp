@@ -673,7 +673,7 @@ void run_worker_loop_cpu(Rank& r, int w, double core_s, const char* span, std::i
 }
 
 // A worker's queue feeder thread (loader.worker_turnaround_share below 1): hands each batch off, in its worker's
-// order, when its put has passed; it holds no core (its CPU is the worker's key, charged on the worker's core)
+// order, when its put has passed; it holds no core (the key beyond the worker's turnaround is not counted)
 void feeder_actor(Rank& r, int w) {
   Fifo<Feed>& feeds = *r.worker_feeds[w];
   for (;;) {
@@ -699,8 +699,7 @@ void worker_actor(Rank& r, int w) {
   const bool reads_per_sample = s.storage.worker_reads == WorkerReads::kPerSample &&
                                 (s.storage.page_cache_hit_ratio < 1.0 || s.storage.opens_cost());
   const double turnaround_share = s.loader.worker_turnaround_share;
-  // the put beside the worker, on its feeder (loader.worker_turnaround_share below 1)
-  const bool put_beside = turnaround_share < 1.0 && s.loader.worker_s_per_batch > 0.0;
+  const bool put_beside = s.loader.put_beside_worker();
   for (;;) {
     Task t = tasks.pop();
     // loader.slow_worker stretches the batch's data work (its reads' CPU, loads and collate), not the worker loop's
@@ -1842,7 +1841,7 @@ void start_node(World& world, const NodeHosts& hosts, TraceRecorder& trace) {
           r.worker_tasks.push_back(std::make_unique<Fifo<Task>>());
           trace.name_thread(g, kWorkerTrack0 + w, "worker " + std::to_string(w), 10 + w);
           sg4::Actor::create(prefix + "-worker" + std::to_string(w), hosts.cpu, [&r, w]() { worker_actor(r, w); })->daemonize();
-          if (scenario.loader.worker_turnaround_share < 1.0 && scenario.loader.worker_s_per_batch > 0.0) {
+          if (scenario.loader.put_beside_worker()) {
             r.worker_feeds.push_back(std::make_unique<Fifo<Feed>>());
             trace.name_thread(g, kFeederTrack0 + w, "worker " + std::to_string(w) + "'s feeder (the put)",
                               10 + scenario.loader.num_workers + w);

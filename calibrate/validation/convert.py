@@ -419,13 +419,13 @@ def read_notes_member(path: str) -> Optional[bytes]:
 
 def stored_file_exists(path: str) -> bool:
     """Whether `path` is there as a plain file, a .gz / .xz copy or a member of its folder's notes.tar.xz."""
-    return os.path.isfile(path) or stored_json_path(path) is not None or read_notes_member(path) is not None
+    return stored_json_path(path) is not None or read_notes_member(path) is not None
 
 
 def read_json(path: str) -> Any:
     """A JSON file, or where `path` is absent its .gz or .xz copy (stored_json_path) or its folder's notes.tar.xz
     member."""
-    if not os.path.exists(path) and stored_json_path(path) is None:
+    if stored_json_path(path) is None:       # neither it nor a compressed copy: its folder's notes archive
         data = read_notes_member(path)
         if data is not None:
             return json.loads(data.decode())
