@@ -542,6 +542,9 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
         if not quick:  # two probes a case, each longer than the 1.5 s CASE_SETUP_S counts below four workers
             # (probe_window_s) or under --probe-window-s
             total += 2 * (probe_window_s(k["num_workers"], PROBE_WINDOW_S) - CASE_SETUP_PROBE_WINDOW_S)
+        if PROBE_NO_PUT and k["num_workers"] > 0:  # the third probe: its loader's start and warm-up, settle, window
+            total += NO_PUT_PROBE_START_S + probe_settle_s + (
+                CASE_SETUP_PROBE_WINDOW_S if quick else probe_window_s(k["num_workers"], PROBE_WINDOW_S))
         tr_key, st_key = transport_key(k), step_key(k)
         heavy = step_is_heavy(k["step"], steps.get(st_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
@@ -659,6 +662,10 @@ PROBE_WITH_STRAGGLER = False
 # cases' loops run 1.1-1.9 ms after a wait (validation-runs.md "Replayed workers: what is left", finding 6), and the
 # loop's turnaround after an overtake moves sync_every's p90 step.
 HOST_PROBES_ALL = False
+# --probe-no-put (docs/status.md Next 3): a third probe right after each case with workers, its batches dropped inside
+# the workers, so the per-sample cost reads apart from the queue feeder's hold on the worker's GIL
+PROBE_NO_PUT = False
+NO_PUT_PROBE_START_S = 1.0   # its DataLoader's fork and 2K warm-up batches, about as a probe's (CASE_SETUP_S's part)
 
 
 def window_batch_durations(per_worker, t0: float, t1: float, slow_worker_factor: float = 1.0):
@@ -942,9 +949,13 @@ def _worker_id() -> Optional[int]:
 
 
 class InstrumentedCollate:
-    def __init__(self, fn, insitu, slow_worker_factor: float = 1.0, slow_worker_gil: bool = True):
+    def __init__(self, fn, insitu, slow_worker_factor: float = 1.0, slow_worker_gil: bool = True,
+                 drop_batch: bool = False):
         self.fn, self.insitu, self.slow_worker_factor = fn, insitu, float(slow_worker_factor)
         self.slow_worker_gil = bool(slow_worker_gil)
+        # drop_batch (the no-put probe, --probe-no-put): collate as usual, then hand the loader a bare int, so the
+        # worker's queue feeder pickles nothing into shared memory beside the worker's next __getitem__ calls
+        self.drop_batch = bool(drop_batch)
 
     def __call__(self, batch):
         fn = self.fn
@@ -970,6 +981,9 @@ class InstrumentedCollate:
                 w1 = spin_s(extra_s, self.slow_worker_gil)
         if self.insitu.timeline is not None:
             self.insitu.timeline.end(w1)
+        if self.drop_batch:
+            del out
+            return 0
         return out
 
 
@@ -2748,6 +2762,25 @@ class Harness:
         except Exception as e:
             case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
 
+    def _probe_no_put(self, case):
+        """The case's loader once more right after it, its batches collated and then dropped inside the workers
+        (components.probe_no_put; --probe-no-put, docs/status.md Next 3): the workers' __getitem__ and collate with
+        no batch put into shared memory beside them, against the probes' with it. Its difference is the queue
+        feeder's hold on the worker's GIL, which the probes' per-sample cost carries and the turnaround what-if
+        (loader.worker_turnaround_share) would count twice. A failure is recorded and never costs the case."""
+        k = case["knobs"]
+        try:
+            window_s = 0.6 if self.quick else probe_window_s(k["num_workers"], PROBE_WINDOW_S)
+            res = self._time_k_workers(k["kind"], k["batch_size"], k["num_workers"], window_s=window_s, seed=43,
+                                       pin=False, settle_s=PROBE_SETTLE_S, drop_batch=True)
+            res["method"] = ("right after the case (and its probe_after): the probe's loader (DataLoader(dataset, "
+                             "batch_size, num_workers as the case, prefetch_factor=2, the case's collate_fn) with "
+                             "each batch collated, timed and then dropped inside its worker (the loader carries a "
+                             f"bare int), pin_memory off; about {window_s:g} s after 2K warm-up batches")
+            case["components"]["probe_no_put"] = res
+        except Exception as e:
+            case["components"]["probe_no_put"] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def comp_probe(self, kind, bs, num_workers, pin=False, straggler=(1.0, True)):
         """The case's own loader, timed right before the case (about 1 s after warm-up, never cached):
         num_workers workers with the case's batch size and collate_fn, each batch dropped by the main
@@ -2785,7 +2818,7 @@ class Harness:
         return res
 
     def _time_k_workers(self, kind, bs, k, window_s, seed, pin=False, consume=None, settle_s=0.0,
-                        straggler=(1.0, True)):
+                        straggler=(1.0, True), drop_batch=False):
         """getitem and collate per call inside k workers loading at once, the main loop dropping each
         batch: after 2k warm-up batches (every worker past its start-up: fork, copy-on-write
         faults), for window_s seconds and at least 3 batches. With pin, the DataLoader pins, and the
@@ -2803,7 +2836,8 @@ class Harness:
         # refuses a prefetch_factor without workers
         dl = DataLoader(InstrumentedDataset(ds, insitu), batch_size=bs, sampler=sampler, num_workers=k,
                         prefetch_factor=2 if k > 0 else None, pin_memory=pin and k > 0,
-                        collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu, straggler[0], straggler[1]))
+                        collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu, straggler[0], straggler[1],
+                                                       drop_batch=drop_batch))
         with (PinThreadMeter() if pin and k > 0 else contextlib.nullcontext()) as meter:
             t0 = time.perf_counter()
             it = iter(dl)
@@ -3371,6 +3405,8 @@ class Harness:
                     # the same probe right after the case: the machine drifts by up to 24% between a probe and
                     # its case (run 9); the converter takes the mean of the two, which brackets the case in time
                     self._probe_after(case)
+                    if PROBE_NO_PUT and case["knobs"]["num_workers"] > 0:
+                        self._probe_no_put(case)
                 if "host_s" in (case["components"].get("host_probe") or {}):
                     self._host_probe_after(case)
                 if "unpinned_case_like_copy_s" in (case["components"].get("unpinned_window") or {}):
@@ -3398,6 +3434,8 @@ class Harness:
                        .get("getitem_wall_s") else "")
                     + (f", after {pa['getitem_wall_s']*1e3:.2f}" if (pa := case["components"].get("probe_after") or {})
                        .get("getitem_wall_s") else "")
+                    + (f", no put {pn['getitem_wall_s']*1e3:.2f}" if (pn := case["components"].get("probe_no_put")
+                                                                        or {}).get("getitem_wall_s") else "")
                     + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
                     + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
                     + (f"getitem calls in flight {m['in_situ']['getitem_in_flight_mean']:.2f} "
@@ -3641,15 +3679,20 @@ def main(argv=None):
     ap.add_argument("--host-probes-all", action="store_true",
                     help="the loop's host probes right before and after every case, light (mm:N) loops too, not only "
                          "host-heavy ones (device plan item 24; convert's --host-from probe-bracket takes them)")
+    ap.add_argument("--probe-no-put", action="store_true",
+                    help="a third probe right after each case with workers: the same loader with each batch dropped "
+                         "inside its worker after collate (components.probe_no_put), the per-sample cost without the "
+                         "queue feeder's put beside it (docs/status.md Next 3)")
     ap.add_argument("--probe-with-straggler", action="store_true",
                     help="a straggler case's probes (before and after it) run its straggler too: worker 0 "
                          "slow_worker_factor times slower with the case's spin (validation-runs.md run 71, finding 3: "
                          "is the pin thread dearer with a straggler beside it?). A diagnostic: the probes' pin thread "
                          "and wander then are not what a user's calibrate measures")
     a = ap.parse_args(argv)
-    global PROBE_WITH_STRAGGLER, HOST_PROBES_ALL
+    global PROBE_WITH_STRAGGLER, HOST_PROBES_ALL, PROBE_NO_PUT
     PROBE_WITH_STRAGGLER = bool(a.probe_with_straggler)
     HOST_PROBES_ALL = bool(a.host_probes_all)
+    PROBE_NO_PUT = bool(a.probe_no_put)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
     if a.probe_settle_s is None:

@@ -2089,6 +2089,36 @@ class HarnessCasesTest(unittest.TestCase):
         finally:
             h.set_probe_timing(1.5)
 
+    def test_setup_overhead_counts_the_no_put_probe_for_cases_with_workers(self):
+        h = load_harness()
+        cases = h.build_cases(False, ["num_workers"])
+        done = {"transport": {}, "step": {}, "probe_main_loop": {}}
+        base = h.setup_overhead_s(cases, done, 1.0)
+        try:
+            h.PROBE_NO_PUT = True
+            # by hand: each case with workers one more probe: its 1 s start, the 1 s settle and its window
+            # (probe_window_s: 6 s for one worker, 3 s for two, 1.5 s from four); the main-process case none
+            extra = sum(h.NO_PUT_PROBE_START_S + 1.0 + h.probe_window_s(c["knobs"]["num_workers"], h.PROBE_WINDOW_S)
+                        for c in cases if c["knobs"]["num_workers"] > 0)
+            self.assertTrue(any(c["knobs"]["num_workers"] == 0 for c in cases))
+            self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), base + extra)
+        finally:
+            h.PROBE_NO_PUT = False
+
+    def test_collate_that_drops_its_batch_still_counts_it(self):
+        h = load_harness()
+        insitu = h.InSitu()
+        slot = h.InSitu.slot
+        h.InSitu.slot = staticmethod(lambda: 0)    # the main process's slot, without torch's worker info
+        try:
+            kept = h.InstrumentedCollate(lambda xs: list(xs), insitu)([1, 2, 3])
+            dropped = h.InstrumentedCollate(lambda xs: list(xs), insitu, drop_batch=True)([1, 2, 3])
+        finally:
+            h.InSitu.slot = slot
+        self.assertEqual(kept, [1, 2, 3])
+        self.assertEqual(dropped, 0)            # the loader carries a bare int: nothing for the feeder to put
+        self.assertEqual(insitu.snapshot()[5], 2.0)    # both collates counted
+
     def test_probe_window_longer_below_four_workers(self):
         h = load_harness()
         # by hand: 1.5 s x 4 / max(k, 1): the main process (k = 0) and one worker 6 s, two 3 s, three 2 s, four on 1.5
