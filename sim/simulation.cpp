@@ -97,11 +97,12 @@ struct Batch {
   int worker = -1;
 };
 
-// A batch on its worker's feeder (loader.worker_turnaround_share below 1): handed off at ready_s
+// A batch on its worker's feeder (loader.worker_turnaround_share below 1): handed off once its put's core seconds
+// (worker_put_share of the key at the batch's pace) have run
 struct Feed {
   Batch batch;
   double put_start_s = 0.0;
-  double ready_s = 0.0;
+  double put_core_s = 0.0;
 };
 
 // The GPU runs a step's kernels in at most this many pieces, each once the loop has launched the ones before it
@@ -672,14 +673,15 @@ void run_worker_loop_cpu(Rank& r, int w, double core_s, const char* span, std::i
   r.worker_busy_s += r.world->window.overlap(a0, a1);
 }
 
-// A worker's queue feeder thread (loader.worker_turnaround_share below 1): hands each batch off, in its worker's
-// order, when its put has passed; it holds no core (the key beyond the worker's turnaround is not counted)
+// A worker's queue feeder thread (loader.worker_turnaround_share below 1): runs each batch's put (pickling it into
+// shared memory and sending it) on a core beside its worker and hands it off, in its worker's order, when that ends.
+// Its core time counts among the busy cores as the workers' does: where the workers fill the machine the put takes
+// a core from them, as the real feeder thread does (validation-runs.md run 81, finding 2).
 void feeder_actor(Rank& r, int w) {
   Fifo<Feed>& feeds = *r.worker_feeds[w];
   for (;;) {
     Feed f = feeds.pop();
-    const double now = sg4::Engine::get_clock();
-    if (f.ready_s > now) sg4::this_actor::sleep_for(f.ready_s - now);
+    run_cpu(r, f.put_core_s);
     const double handed_s = sg4::Engine::get_clock();
     if (handed_s > f.put_start_s)
       r.world->trace->span(r.id, kFeederTrack0 + w, kPutSpan, f.put_start_s, handed_s, f.batch.batch);
@@ -830,9 +832,9 @@ void worker_actor(Rank& r, int w) {
     }
     if (put_beside) {
       // the feeder hands the batch off the put after its collate; the worker turns round and takes its next index
-      r.worker_feeds[w]->push(Feed{Batch{t.batch, t.shape, t.sent_s, w}, t1, t1 + key_s * s.loader.worker_put_share});
+      r.worker_feeds[w]->push(Feed{Batch{t.batch, t.shape, t.sent_s, w}, t1, key_s * s.loader.worker_put_share});
       run_worker_loop_cpu(r, w, key_s * turnaround_share, kTurnaroundSpan, t.batch);
-      continue;  // the rest of the key is the feeder's, on another core (its core time is not counted)
+      continue;  // the put is the feeder's, on a core beside the worker
     }
     note_batch_done(r, t.batch, t1);
     r.arrivals.push(Batch{t.batch, t.shape, t.sent_s, w});

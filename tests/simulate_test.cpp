@@ -519,6 +519,19 @@ TEST(Simulate, AWorkersTurnaroundBelowOneRunsThePutBesideIt) {
   EXPECT_NEAR(collate_end_by_ts.begin()->second + 2.5e3, std::next(collate_end_by_ts.begin())->first, 1.0);
 }
 
+// The feeder's put runs on a core: where the worker fills the machine's one core, the put takes its time from the
+// worker. By hand (the test above's worker, turnaround 0.25, put share 0.67): a pair of batches holds 0.1 + 0.3 s of
+// replayed loads, 2.5 + 7.5 ms of turnaround and 6.7 + 20.1 ms of puts, 0.4368 s of core time on one core always
+// busy (the worker never waits for an index), against 0.41 s of the worker's own path with cores to spare.
+TEST(Simulate, TheFeedersPutTakesACoreFromTheWorkersOnAFullMachine) {
+  json s = one_replayed_worker(0.67);
+  s["loader"]["worker_turnaround_share"] = 0.25;
+  s["node"]["cpu_cores"] = 1;
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.4368, 16.0 / 0.4368 * 0.02);
+  s["node"]["cpu_cores"] = 2;  // a core for the feeder: the worker's own path again
+  EXPECT_NEAR(samples_per_s(simulate(s)), 16.0 / 0.41, 16.0 / 0.41 * 0.02);
+}
+
 // A replay shorter than the run is played again from its start, and the report counts those batches: 300 steps from
 // one worker holding 2 measured times need at least 298 more (and at most its 2 prefetch slots beyond the last step);
 // a list longer than the run wraps none, and a scenario without a replay has no such key.
