@@ -662,8 +662,8 @@ PROBE_WITH_STRAGGLER = False
 # cases' loops run 1.1-1.9 ms after a wait (validation-runs.md "Replayed workers: what is left", finding 6), and the
 # loop's turnaround after an overtake moves sync_every's p90 step.
 HOST_PROBES_ALL = False
-# --probe-no-put (docs/status.md Next 3): a third probe right after each case with workers, its batches dropped inside
-# the workers, so the per-sample cost reads apart from the queue feeder's hold on the worker's GIL
+# --probe-no-put (validation-runs.md run 81, finding 2): a third probe right after each case with workers, its
+# batches dropped inside the workers, so the per-sample cost reads apart from the queue feeder's hold on the GIL
 PROBE_NO_PUT = False
 NO_PUT_PROBE_START_S = 1.0   # its DataLoader's fork and 2K warm-up batches, about as a probe's (CASE_SETUP_S's part)
 
@@ -2764,10 +2764,11 @@ class Harness:
 
     def _probe_no_put(self, case):
         """The case's loader once more right after it, its batches collated and then dropped inside the workers
-        (components.probe_no_put; --probe-no-put, docs/status.md Next 3): the workers' __getitem__ and collate with
-        no batch put into shared memory beside them, against the probes' with it. Its difference is the queue
-        feeder's hold on the worker's GIL, which the probes' per-sample cost carries and the turnaround what-if
-        (loader.worker_turnaround_share) would count twice. A failure is recorded and never costs the case."""
+        (components.probe_no_put; --probe-no-put, validation-runs.md run 81, finding 2): the workers' __getitem__
+        and collate with no batch put into shared memory beside them, against the probes' with it. Its difference is
+        what the queue feeder's put costs the worker (its GIL, its core), which the probes' per-sample cost carries
+        and the turnaround what-if (loader.worker_turnaround_share) would count twice. A failure is recorded and
+        never costs the case."""
         k = case["knobs"]
         try:
             window_s = 0.6 if self.quick else probe_window_s(k["num_workers"], PROBE_WINDOW_S)
@@ -3682,7 +3683,7 @@ def main(argv=None):
     ap.add_argument("--probe-no-put", action="store_true",
                     help="a third probe right after each case with workers: the same loader with each batch dropped "
                          "inside its worker after collate (components.probe_no_put), the per-sample cost without the "
-                         "queue feeder's put beside it (docs/status.md Next 3)")
+                         "queue feeder's put beside it (validation-runs.md run 81, finding 2)")
     ap.add_argument("--probe-with-straggler", action="store_true",
                     help="a straggler case's probes (before and after it) run its straggler too: worker 0 "
                          "slow_worker_factor times slower with the case's spin (validation-runs.md run 71, finding 3: "
