@@ -141,10 +141,10 @@ struct LoaderConfig {
   // The share of worker_s_per_batch the worker spends after a collate before it takes its next index (its
   // turnaround). 1 (the default) keeps the whole key on the worker's path, the put before the hand-off and the rest
   // after it, as above. Below 1 the put runs beside the worker, as PyTorch's queue feeder thread pickles and sends
-  // the batch: the batch reaches the pin thread or the loop worker_put_share of the key after its collate whatever
-  // the worker does meanwhile, the worker spends this share of the key on its core and takes its next index, and the
-  // rest of the key is the feeder's, on another core (not counted in the busy cores; its hold on the worker's GIL is
-  // in the per-sample costs measured inside a loader). Validation run 79, finding 2 and run 80, finding 3: the real
+  // the batch: the feeder runs the put (worker_put_share of the key) on a core beside the worker, counted busy, and
+  // hands the batch to the pin thread or the loop when it ends, while the worker spends this share of the key on its
+  // core and takes its next index (the put's hold on the worker's GIL is in the per-sample costs measured inside a
+  // loader: about 1 ms a batch, validation run 81, finding 2). Validation run 79, finding 2 and run 80, finding 3: the real
   // workers start their next batch 1.7-2.9 ms after a collate where their key is 4-6 ms, and at 4 workers the whole
   // key on their path keeps the simulated workers bunched. A what-if until the table says (convert
   // --worker-turnaround-share).

@@ -477,8 +477,8 @@ TEST(Simulate, ThePutIsTwoThirdsOfTheWorkerLoopByDefault) {
 
 // loader.worker_turnaround_share below 1: the put runs beside the worker (PyTorch's queue feeder thread), the batch
 // handed off worker_put_share of the key after its collate, and the worker takes its next index after its turnaround,
-// this share of the key; the rest of the key is the feeder's. One worker playing back 0.1 and 0.3 s (mean 0.2) with
-// 20 ms of loop, turnaround 0.25: the worker's pair takes 0.1 + 0.25 x 10 ms + 0.3 + 0.25 x 30 ms = 0.41 s (16
+// this share of the key; the feeder runs the put on a core of its own. One worker playing back 0.1 and 0.3 s (mean
+// 0.2) with 20 ms of loop, turnaround 0.25: the worker's pair takes 0.1 + 0.25 x 10 ms + 0.3 + 0.25 x 30 ms = 0.41 s (16
 // samples, 39.0 samples/s; 0.44 s with the whole key on its path), its turnarounds 2.5 and 7.5 ms, and the feeder's
 // puts 0.67 x 10 = 6.7 ms and 0.67 x 30 = 20.1 ms after each collate, longer than the turnaround: the worker has
 // started its next batch before the feeder hands the last one off.

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows: List[Dict[str, Any]] = []
     for path in a.results:
-        doc = convert.read_json(os.path.join(path, "cases.json"))
+        doc = convert.read_call_json(path, "cases.json") or {}
         for case in doc.get("cases") or []:
             if case.get("status") != "ok":
                 continue
