@@ -2293,6 +2293,11 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         # a what-if: the share of worker_s_per_batch before the hand-off (the simulator's default 0.67: run 79)
         scen["loader"]["worker_put_share"] = put_share
     turnaround = getattr(a, "worker_turnaround_share", None)
+    if getattr(a, "worker_turnaround_from_probes", False) and scen["loader"].get("num_workers", 0) > 0:
+        measured = probe_turnaround_share(c.get("components") or {}, scen["loader"].get("worker_s_per_batch") or 0.0)
+        if measured is not None:
+            turnaround = measured
+            c.setdefault("convert", {})["worker_turnaround_share"] = measured
     if turnaround is not None and scen["loader"].get("num_workers", 0) > 0:
         # a what-if: the worker's turnaround after a collate as a share of worker_s_per_batch, the put beside it
         scen["loader"]["worker_turnaround_share"] = turnaround
@@ -2522,6 +2527,24 @@ def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu
 def machine_wide_share(case: Dict[str, Any], timeline: Optional[Dict[str, Any]] = None) -> Optional[float]:
     """timeline_analysis.common_share of the case's worker timeline (analysed here unless given), or None."""
     return (((timeline or _timeline(case)) or {}).get("common_share") or {}).get("share")
+
+
+def probe_turnaround_share(comp: Dict[str, Any], key_s: float) -> Optional[float]:
+    """Pure: the worker's measured path between two batches as a share of the key (loader.worker_s_per_batch), from
+    the probes around the case (harness since the eighty-ninth session: components.probe[_after].turnaround, read by
+    turnaround_diagnostic.probe_reading): the mean of the probes' median turnaround plus their fetcher's gap a batch,
+    over the key, within [0.05, 1]. None without a key or a probe's reading. A what-if until the workers' wander keeps
+    their in-order loss (validation-runs.md run 82, finding 3)."""
+    if not key_s or key_s <= 0:
+        return None
+    paths = []
+    for name in ("probe", "probe_after"):
+        t = (comp.get(name) or {}).get("turnaround") or {}
+        if isinstance(t.get("turnaround_s"), (int, float)):
+            paths.append(float(t["turnaround_s"]) + max(0.0, float(t.get("fetch_gap_s") or 0.0)))
+    if not paths:
+        return None
+    return round(min(1.0, max(0.05, (sum(paths) / len(paths)) / key_s)), 4)
 
 
 def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:
@@ -3479,6 +3502,11 @@ def main(argv=None) -> int:
                          "worker_s_per_batch a worker spends after a collate before its next index, the put beside it "
                          "on its feeder; default the simulator's, 1: the whole key on the worker's path; "
                          "validation-runs.md run 80, finding 3)")
+    ap.add_argument("--worker-turnaround-from-probes", action="store_true",
+                    help="a what-if: each case's loader.worker_turnaround_share from its probes' measured path between "
+                         "two batches (turnaround plus the fetcher's gaps, over the key; harness since the "
+                         "eighty-ninth session), where they read one; the others keep --worker-turnaround-share or the "
+                         "simulator's default (validation-runs.md run 82, findings 2 and 3)")
     ap.add_argument("--pin-cycle", choices=["probes", "off"], default="off",
                     help="a what-if: probes, the pin thread's own spread (profile cpu.pin_thread_speed_cv) as its pin "
                          "cycle's cv in the pin-bound probes around each pinned case (harness since the eighty-second "

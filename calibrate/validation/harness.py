@@ -2839,20 +2839,26 @@ class Harness:
                         prefetch_factor=2 if k > 0 else None, pin_memory=pin and k > 0,
                         collate_fn=InstrumentedCollate(self.collate_fn(kind), insitu, straggler[0], straggler[1],
                                                        drop_batch=drop_batch))
+        # the loop's take of every batch from the first (perf_counter after next()): which of a worker's next indices
+        # were out when its collate ended, for its turnaround (turnaround_diagnostic.probe_reading; eighty-ninth session)
+        takes = []
         with (PinThreadMeter() if pin and k > 0 else contextlib.nullcontext()) as meter:
             t0 = time.perf_counter()
             it = iter(dl)
             for _ in range(max(1, 2 * k)):
                 next(it)
+                takes.append(time.perf_counter())
             # --probe-settle-s (run 24's plan): keep dropping batches this long before the window opens, to test
             # whether the image probes' dearer pin thread (run 13 finding 1; run 23 finding 6: 1.21x the cases')
             # is a transient of a loader just started
             settle_until = time.perf_counter() + settle_s
             while time.perf_counter() < settle_until:
                 batch = next(it)
+                takes.append(time.perf_counter())
                 if consume is not None:
                     consume(batch)
                 del batch
+            window_from_batch = len(takes)
             s0 = insitu.snapshot()
             p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
             if meter:
@@ -2863,6 +2869,7 @@ class Harness:
             half = None                       # (batches, pin thread CPU) at the window's middle
             while n < 3 or time.perf_counter() - a < window_s:
                 batch = next(it)
+                takes.append(time.perf_counter())
                 if consume is not None:
                     consume(batch)
                 del batch
@@ -2883,10 +2890,18 @@ class Harness:
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
-        wander = worker_cpus = durations = None
+        wander = worker_cpus = durations = turnaround = None
         if insitu.timeline is not None:
             per_worker = insitu.timeline.per_worker(0.0)
             worker_cpus = window_worker_cpus(per_worker, insitu.timeline.per_worker_cpu(), a, b)
+            if straggler[0] <= 1.0 and not drop_batch and len(per_worker) == k:
+                # the worker's path between two batches (validation-runs.md run 82, finding 2): its turnaround where
+                # the next index was out, and the fetcher's gaps between __getitem__ calls; a dropped batch has no put
+                from turnaround_diagnostic import probe_reading
+                try:
+                    turnaround = probe_reading(per_worker, takes, 2, window_from_batch, d)
+                except (ValueError, ZeroDivisionError, KeyError, TypeError):
+                    turnaround = None
             if k > 1:
                 # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
                 from timeline_analysis import core_wander
@@ -2912,6 +2927,8 @@ class Harness:
                      # each worker's batch walls inside the window, in order (since run 58's session): the raw series
                      # behind `wander`, so a wander model fitted later can read the probes without a device run
                      "worker_batch_s": ([[round(x, 6) for x in w] for w in durations] if durations else None),
+                     # the worker's path between two batches (turnaround_diagnostic.probe_reading), None without one
+                     "turnaround": turnaround,
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 
@@ -3438,7 +3455,10 @@ class Harness:
                     + (f", no put {pn['getitem_wall_s']*1e3:.2f}" if (pn := case["components"].get("probe_no_put")
                                                                         or {}).get("getitem_wall_s") else "")
                     + (f"; probes' busy cores {pr['busy_cores']:.1f}" if pr.get("busy_cores") else "")
-                    + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "") + "), "
+                    + (f", {pa['busy_cores']:.1f}" if pa.get("busy_cores") else "")
+                    + (f"; probe turnaround {pt['turnaround_s']*1e3:.2f} ms + fetcher "
+                       f"{(pt.get('fetch_gap_s') or 0)*1e3:.2f}" if (pt := pr.get("turnaround") or {})
+                       .get("turnaround_s") is not None else "") + "), "
                     + (f"getitem calls in flight {m['in_situ']['getitem_in_flight_mean']:.2f} "
                        f"(n={m['in_situ']['getitem_spans']}), " if m["in_situ"].get("getitem_spans") else "")
                     + pin_note + host_probe_note(case["components"]) + loop_parts_note(m)

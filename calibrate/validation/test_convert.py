@@ -1563,6 +1563,22 @@ class ScenarioTest(unittest.TestCase):
         c["knobs"]["num_workers"] = 0
         self.assertIsNone(convert.measured_workers_busy(c))
 
+    def test_probe_turnaround_share_by_hand(self):
+        # probes' turnarounds 2.0 and 2.4 ms with fetcher gaps 0.6 and 0.8 ms: a path of 2.9 ms a batch at mean,
+        # over a 5.8 ms key: 0.5
+        comp = {"probe": {"turnaround": {"turnaround_s": 0.0020, "fetch_gap_s": 0.0006}},
+                "probe_after": {"turnaround": {"turnaround_s": 0.0024, "fetch_gap_s": 0.0008}}}
+        self.assertAlmostEqual(convert.probe_turnaround_share(comp, 0.0058), 0.5)
+        # one probe's reading is enough; a negative gap (the counters' rounding) counts as none
+        comp["probe_after"] = {"turnaround": None}
+        comp["probe"]["turnaround"]["fetch_gap_s"] = -0.0001
+        self.assertAlmostEqual(convert.probe_turnaround_share(comp, 0.004), 0.5)
+        # within [0.05, 1]; no key or no reading: None
+        self.assertEqual(convert.probe_turnaround_share(comp, 0.001), 1.0)
+        self.assertEqual(convert.probe_turnaround_share(comp, 1.0), 0.05)
+        self.assertIsNone(convert.probe_turnaround_share(comp, 0.0))
+        self.assertIsNone(convert.probe_turnaround_share({"probe": {}}, 0.004))
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)

@@ -55,6 +55,22 @@ class TurnaroundTest(unittest.TestCase):
         self.assertAlmostEqual(td.fetch_gap_s(w, ins, skip=2), 0.004)
         self.assertIsNone(td.fetch_gap_s(w, {}, skip=2))
 
+    def test_probe_reading_by_hand(self):
+        # a probe's one worker (prefetch 2), 40 batches of 10 ms each 2 ms apart; the loop takes each batch 0.5 ms
+        # after its collate: every next index is out. Window from batch 10: the turnarounds of batches 11..39 whose
+        # index went out at takes 9..37 -> those with source >= 10: batches 12..39, 28 of them, all 2 ms. In-situ
+        # counters: 8 samples of 1 ms + 1.5 ms collate = 9.5 ms inside each 10 ms span: 0.5 ms of fetcher a batch
+        spans = [[12.0e-3 * j, 12.0e-3 * j + 10.0e-3] for j in range(40)]
+        takes = [12.0e-3 * j + 10.5e-3 for j in range(40)]
+        ins = {"getitem_wall_s": 1.0e-3, "samples": 8 * 30, "batches": 30, "collate_wall_s": 1.5e-3}
+        r = td.probe_reading({"0": spans}, takes, 2, 10, ins)
+        self.assertEqual(r["turnarounds"], 28)
+        self.assertAlmostEqual(r["turnaround_s"], 2.0e-3)
+        self.assertEqual(r["index_bound_share"], 0.0)
+        self.assertAlmostEqual(r["fetch_gap_s"], 0.5e-3)
+        # too few turnarounds: no reading
+        self.assertIsNone(td.probe_reading({"0": spans[:15]}, takes[:15], 2, 10, ins))
+
     def test_no_folder_is_exit_2(self):
         with self.assertRaises(SystemExit) as e:
             td.main(["/nonexistent/results"])

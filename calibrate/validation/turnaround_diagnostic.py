@@ -31,7 +31,6 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import convert  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # fewer turnarounds than this in a case read nothing (a pin-bound 8-worker loader is index-bound almost throughout)
@@ -110,6 +109,26 @@ def _ms(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x * 1e3:.2f}"
 
 
+def probe_reading(per_worker: Dict[Any, Sequence[Sequence[float]]], takes: Sequence[float], prefetch_factor: int,
+                  window_from_batch: int, in_situ: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Pure: the same reading from a probe (harness._time_k_workers with a Timeline): its workers' batch spans
+    ({worker: [[start, end], ...]} from its first batch), the main loop's takes of every batch from the first
+    (perf_counter after each next()), and the first batch of its window (the takes before it are warm-up). Returns
+    the median turnaround, how many, the index-bound share and the fetcher's gap a batch (fetch_gap_s over the
+    window's batches), or None under MIN_TURNAROUNDS turnarounds. The probe's loop drops each batch, so where its
+    workers outrun the pin thread they wait for their index: those batches are counted apart, as in a case."""
+    r = turnarounds(per_worker, takes, prefetch_factor, window_from_batch)
+    t = sorted(r["turnaround_s"])
+    if len(t) < MIN_TURNAROUNDS:
+        return None
+    n = len(per_worker)
+    first_round = window_from_batch // n if n else 0
+    in_window = {w: sp[first_round:] for w, sp in per_worker.items()}
+    return {"turnaround_s": statistics.median(t), "turnaround_p10_s": t[len(t) // 10],
+            "turnaround_p90_s": t[(9 * len(t)) // 10], "turnarounds": len(t),
+            "index_bound_share": r["index_bound"] / r["n"], "fetch_gap_s": fetch_gap_s(in_window, in_situ)}
+
+
 def table_results() -> List[str]:
     """The result folders table_calls.txt lists, in order."""
     with open(os.path.join(HERE, "table_calls.txt")) as f:
@@ -123,6 +142,7 @@ def main(argv=None) -> int:
     ap.add_argument("--table", action="store_true", help="every call table_calls.txt lists")
     ap.add_argument("--quiet", action="store_true", help="only the summary by kind")
     a = ap.parse_args(argv)
+    import convert  # here, not at the top: the harness imports probe_reading on the GPU machine
     paths = list(a.results) + (table_results() if a.table else [])
     if not paths:
         print("turnaround_diagnostic: name results folders or --table", file=sys.stderr)
