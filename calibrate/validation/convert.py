@@ -2281,6 +2281,14 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
             elif getattr(a, "wander_memory", "seconds") == "batches-two-part":
                 cpu.update(two_part_batch_wander(wander["cv"], math.exp(-1.0 / wander["correlation_batches"])))
         c.setdefault("convert", {})["wander"] = wander
+    long_parts = (wander_long_parts(c["knobs"], call_components or {}, scen,
+                                    with_level=getattr(a, "wander_long", "off") == "parts")
+                  if getattr(a, "wander_long", "off") != "off" and run_profile is not None else None)
+    if long_parts is not None:
+        # a what-if: the workers' wander in two parts (and a level) fitted to the call's long reading of this loader
+        case_profile = json.loads(json.dumps(case_profile or run_profile))
+        case_profile.setdefault("cpu", {}).update(long_parts)
+        c.setdefault("convert", {})["wander_long"] = long_parts
     pin_cv = (probe_pin_cycle_cv(c["components"]) if c["knobs"].get("pin_memory") and run_profile is not None
               and getattr(a, "pin_cycle", "off") == "probes" else None)
     if pin_cv is not None:
@@ -2527,6 +2535,25 @@ def step_alone_over_loop(rows: Sequence[Dict[str, Any]], gpu_busy_lo: float, gpu
 def machine_wide_share(case: Dict[str, Any], timeline: Optional[Dict[str, Any]] = None) -> Optional[float]:
     """timeline_analysis.common_share of the case's worker timeline (analysed here unless given), or None."""
     return (((timeline or _timeline(case)) or {}).get("common_share") or {}).get("share")
+
+
+def wander_long_parts(knobs: Dict[str, Any], call_components: Dict[str, Any], scen: Dict[str, Any],
+                      with_level: bool = True) -> Optional[Dict[str, float]]:
+    """The profile's cpu wander keys (core_speed_cv, core_speed_correlation_s and _batches, the slow part's) fitted
+    to the call's long reading of this case's loader (components.wander_long, harness --wander-long-s since the
+    eighty-ninth session; insitu_diagnostic.fit_wander_parts and set_wander_parts, counted in batches), or None
+    without one (at least two workers of 8 batches or more). with_level=False fits no level part. A what-if
+    (validation-runs.md run 82, finding 3; device plan item 28)."""
+    from timeline_analysis import wander_long_key
+    from insitu_diagnostic import fit_wander_parts, set_wander_parts  # here: insitu_diagnostic imports convert
+    key = wander_long_key(knobs)
+    reading = ((call_components.get("wander_long") or {}).get(key) or {}) if key else {}
+    series = [[float(v) for v in w] for w in (reading.get("worker_batch_s") or []) if len(w) >= 8]
+    if len(series) < 2 or any(v <= 0 for w in series for v in w):
+        return None
+    cpu: Dict[str, Any] = {}
+    set_wander_parts(cpu, fit_wander_parts(series, with_level=with_level), series, scen, {}, True)
+    return {k: round(float(v), 6) for k, v in cpu.items()}
 
 
 def probe_turnaround_share(comp: Dict[str, Any], key_s: float) -> Optional[float]:
@@ -3502,6 +3529,11 @@ def main(argv=None) -> int:
                          "worker_s_per_batch a worker spends after a collate before its next index, the put beside it "
                          "on its feeder; default the simulator's, 1: the whole key on the worker's path; "
                          "validation-runs.md run 80, finding 3)")
+    ap.add_argument("--wander-long", choices=["off", "parts", "parts-no-level"], default="off",
+                    help="a what-if: the workers' wander fitted in parts to the call's long reading of each case's "
+                         "loader (components.wander_long, harness --wander-long-s; device plan item 28): parts, a "
+                         "level each worker keeps and a fast and a slow part; parts-no-level, the two parts only; off "
+                         "(default): the probes' one part")
     ap.add_argument("--worker-turnaround-from-probes", action="store_true",
                     help="a what-if: each case's loader.worker_turnaround_share from its probes' measured path between "
                          "two batches (turnaround plus the fetcher's gaps, over the key; harness since the "

@@ -535,6 +535,7 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
     seen_probes = set((components or {}).get("host_beside_workers") or {})
     seen_shapes = set((components or {}).get("sequence_step_shapes") or {})
     seen_new_shape = set((components or {}).get("sequence_new_shape") or {})
+    seen_long = set((components or {}).get("wander_long") or {})
     total = FIRST_PIN_PROBES_S if first_pin_probes_due else 0.0
     for case in cases_left:
         k = case["knobs"]
@@ -545,6 +546,10 @@ def setup_overhead_s(cases_left, components, probe_settle_s: float = 0.0, quick:
         if PROBE_NO_PUT and k["num_workers"] > 0:  # the third probe: its loader's start and warm-up, settle, window
             total += NO_PUT_PROBE_START_S + probe_settle_s + (
                 CASE_SETUP_PROBE_WINDOW_S if quick else probe_window_s(k["num_workers"], PROBE_WINDOW_S))
+        long_key = wander_long_key(k) if WANDER_LONG_S > 0 and not quick else None
+        if long_key is not None and long_key not in seen_long:  # once a call per loader setting
+            total += WANDER_LONG_START_S + WANDER_LONG_S
+            seen_long.add(long_key)
         tr_key, st_key = transport_key(k), step_key(k)
         heavy = step_is_heavy(k["step"], steps.get(st_key))
         if k["num_workers"] > 0 and tr_key not in seen_tr:
@@ -666,6 +671,17 @@ HOST_PROBES_ALL = False
 # batches dropped inside the workers, so the per-sample cost reads apart from the queue feeder's hold on the GIL
 PROBE_NO_PUT = False
 NO_PUT_PROBE_START_S = 1.0   # its DataLoader's fork and 2K warm-up batches, about as a probe's (CASE_SETUP_S's part)
+# --wander-long-s S (device plan item 28; validation-runs.md run 82, finding 3): once a call per warm loader setting
+# with two workers or more, the probe's loader (the loop dropping each batch) for S seconds, its workers' batch series
+# kept (components.wander_long): the wander's memory past the 4 batches a probe's short series can read. 0: off.
+WANDER_LONG_S = 0.0
+WANDER_LONG_START_S = 1.5    # its DataLoader's fork and 2K warm-up batches
+
+
+def wander_long_key(knobs) -> Optional[str]:
+    """timeline_analysis.wander_long_key (convert reads the reading by the same key)."""
+    from timeline_analysis import wander_long_key as key
+    return key(knobs)
 
 
 def window_batch_durations(per_worker, t0: float, t1: float, slow_worker_factor: float = 1.0):
@@ -2762,6 +2778,36 @@ class Harness:
         except Exception as e:
             case["components"]["probe_after"] = {"error": f"{e.__class__.__name__}: {e}"}
 
+    def _wander_long(self, case):
+        """Once a call per warm loader setting with two workers or more (wander_long_key; --wander-long-s, device plan
+        item 28): the probe's loader, the loop dropping each batch, for WANDER_LONG_S seconds, its workers' batch
+        walls kept in order (components.wander_long[key].worker_batch_s) with their autocorrelation to lag 16: the
+        wander's memory, which a probe's 17-49 batches a worker cannot read past lag 4 (validation-runs.md run 82,
+        finding 3). A failure is recorded and never costs the case."""
+        k = case["knobs"]
+        key = wander_long_key(k)
+        store = self.doc["components"].setdefault("wander_long", {})
+        if key is None or key in store:
+            return
+        try:
+            res = self._time_k_workers(k["kind"], k["batch_size"], k["num_workers"], window_s=WANDER_LONG_S, seed=59,
+                                       pin=bool(k["pin_memory"]))
+            series = res.get("worker_batch_s") or []
+            if series:
+                from timeline_analysis import wander_shape
+                res["autocorrelation_by_lag"] = wander_shape(series, (1, 2, 4, 8, 16))["autocorrelation_by_lag"]
+            res["method"] = (f"once a call for {key}, after its first case: the probe's loader (DataLoader(dataset, "
+                             "batch_size, num_workers, prefetch_factor=2, pin_memory as the case, the case's "
+                             f"collate_fn), the loop dropping each batch, for about {WANDER_LONG_S:g} s after 2K "
+                             "warm-up batches; worker_batch_s: each worker's batch walls in order")
+            store[key] = res
+            acf = res.get("autocorrelation_by_lag") or {}
+            log(f"component wander_long[{key}]: {res.get('batches')} batches in {res.get('window_s', 0):.1f} s, "
+                "autocorrelation at lags 1/2/4/8/16 "
+                + " / ".join("n/a" if acf.get(str(g)) is None else f"{acf[str(g)]:.2f}" for g in (1, 2, 4, 8, 16)))
+        except Exception as e:
+            store[key] = {"error": f"{e.__class__.__name__}: {e}"}
+
     def _probe_no_put(self, case):
         """The case's loader once more right after it, its batches collated and then dropped inside the workers
         (components.probe_no_put; --probe-no-put, validation-runs.md run 81, finding 2): the workers' __getitem__
@@ -3425,6 +3471,8 @@ class Harness:
                     self._probe_after(case)
                     if PROBE_NO_PUT and case["knobs"]["num_workers"] > 0:
                         self._probe_no_put(case)
+                    if WANDER_LONG_S > 0 and not self.quick:
+                        self._wander_long(case)
                 if "host_s" in (case["components"].get("host_probe") or {}):
                     self._host_probe_after(case)
                 if "unpinned_case_like_copy_s" in (case["components"].get("unpinned_window") or {}):
@@ -3704,16 +3752,23 @@ def main(argv=None):
                     help="a third probe right after each case with workers: the same loader with each batch dropped "
                          "inside its worker after collate (components.probe_no_put), the per-sample cost without the "
                          "queue feeder's put beside it (validation-runs.md run 81, finding 2)")
+    ap.add_argument("--wander-long-s", type=float, default=0.0, metavar="S",
+                    help="once a call per warm loader setting with two workers or more, the probe's loader for S "
+                         "seconds, its workers' batch series kept (components.wander_long): the wander's memory past a "
+                         "probe's reach (device plan item 28; 15-20 s; default 0, off)")
     ap.add_argument("--probe-with-straggler", action="store_true",
                     help="a straggler case's probes (before and after it) run its straggler too: worker 0 "
                          "slow_worker_factor times slower with the case's spin (validation-runs.md run 71, finding 3: "
                          "is the pin thread dearer with a straggler beside it?). A diagnostic: the probes' pin thread "
                          "and wander then are not what a user's calibrate measures")
     a = ap.parse_args(argv)
-    global PROBE_WITH_STRAGGLER, HOST_PROBES_ALL, PROBE_NO_PUT
+    global PROBE_WITH_STRAGGLER, HOST_PROBES_ALL, PROBE_NO_PUT, WANDER_LONG_S
     PROBE_WITH_STRAGGLER = bool(a.probe_with_straggler)
     HOST_PROBES_ALL = bool(a.host_probes_all)
     PROBE_NO_PUT = bool(a.probe_no_put)
+    if a.wander_long_s != 0.0 and not 5.0 <= a.wander_long_s <= 60.0:
+        ap.error(f"--wander-long-s {a.wander_long_s}: expected 0 (off) or 5 to 60 seconds")
+    WANDER_LONG_S = float(a.wander_long_s)
     if not 0.2 <= a.probe_window_s <= 30.0:
         ap.error(f"--probe-window-s {a.probe_window_s}: expected 0.2 to 30 seconds")
     if a.probe_settle_s is None:

@@ -1579,6 +1579,32 @@ class ScenarioTest(unittest.TestCase):
         self.assertIsNone(convert.probe_turnaround_share(comp, 0.0))
         self.assertIsNone(convert.probe_turnaround_share({"probe": {}}, 0.004))
 
+    def test_wander_long_parts_reads_a_slow_memory(self):
+        # four workers' log batch times from one AR(1) with lag-one 0.95 (a memory of about 20 batches) and a cv of
+        # about 0.1, 400 batches each: the fit puts most of the variance in the slow part and gives it that memory
+        import random
+        rng = random.Random(7)
+        series = []
+        for _ in range(4):
+            x, w = 0.0, []
+            for _ in range(400):
+                x = 0.95 * x + 0.1 * math.sqrt(1 - 0.95 ** 2) * rng.gauss(0.0, 1.0)
+                w.append(0.065 * math.exp(x))
+            series.append(w)
+        knobs = {"kind": "tensor_f32", "batch_size": 64, "num_workers": 4, "pin_memory": True}
+        comps = {"wander_long": {"tensor_f32/b64/w4/pin": {"worker_batch_s": series}}}
+        scen = {"dataset": {"load_s_per_sample": {"mean": 0.0005, "cv": 0.0}}, "loader": {"batch_size": 64}}
+        cpu = convert.wander_long_parts(knobs, comps, scen, with_level=False)
+        self.assertGreater(cpu["core_speed_slow_cv"], 2 * cpu["core_speed_cv"])
+        # lag-one 0.95 -> -1 / ln 0.95 = 19.5 batches; the fit's grid holds 0.93 (13.8) and 0.97 (32.8) beside it
+        self.assertGreater(cpu["core_speed_slow_correlation_batches"], 10.0)
+        self.assertLess(cpu["core_speed_slow_correlation_batches"], 40.0)
+        # no reading for the key, too few workers or batches: None
+        self.assertIsNone(convert.wander_long_parts(dict(knobs, num_workers=8), comps, scen))
+        self.assertIsNone(convert.wander_long_parts(knobs, {"wander_long": {"tensor_f32/b64/w4/pin": {
+            "worker_batch_s": [series[0][:7], series[1][:7]]}}}, scen))
+        self.assertIsNone(convert.wander_long_parts(dict(knobs, storage="cold"), comps, scen))
+
     def test_relative_core_speed_matches_the_simulator(self):
         curve = [{"busy_cores": 4, "relative_speed": 0.9}, {"busy_cores": 1, "relative_speed": 1.0}]
         self.assertEqual(convert.relative_core_speed(curve, 0.5), 1.0)
@@ -2124,6 +2150,33 @@ class HarnessCasesTest(unittest.TestCase):
             self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), base + extra)
         finally:
             h.PROBE_NO_PUT = False
+
+    def test_setup_overhead_counts_the_long_wander_reading_once_a_setting(self):
+        h = load_harness()
+        cases = h.build_cases(False, ["num_workers"])
+        done = {"transport": {}, "step": {}, "probe_main_loop": {}}
+        base = h.setup_overhead_s(cases, done, 1.0)
+        base_quick = h.setup_overhead_s(cases, done, 1.0, quick=True)
+        keys = {h.wander_long_key(c["knobs"]) for c in cases} - {None}
+        # the num_workers sweep: one warm pinned image setting per worker count; 0 and 1 worker read none
+        self.assertEqual(keys, {f"image/b64/w{c['knobs']['num_workers']}/pin" for c in cases
+                                if c["knobs"]["num_workers"] >= 2})
+        try:
+            h.WANDER_LONG_S = 15.0
+            # by hand: each setting once, its 1.5 s start and its 15 s window; none once read
+            self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), base + len(keys) * 16.5)
+            # quick mode takes no long reading
+            self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0, quick=True), base_quick)
+            done["wander_long"] = {k: {} for k in keys}
+            self.assertAlmostEqual(h.setup_overhead_s(cases, done, 1.0), base)
+        finally:
+            h.WANDER_LONG_S = 0.0
+        self.assertIsNone(h.wander_long_key({"kind": "image", "batch_size": 64, "num_workers": 8,
+                                             "storage": "cold", "pin_memory": True}))
+        self.assertIsNone(h.wander_long_key({"kind": "tensor_f32", "batch_size": 64, "num_workers": 8,
+                                             "slow_worker_factor": 1.5, "pin_memory": True}))
+        self.assertEqual(h.wander_long_key({"kind": "tensor_f32", "batch_size": 64, "num_workers": 4,
+                                            "pin_memory": False}), "tensor_f32/b64/w4/nopin")
 
     def test_collate_that_drops_its_batch_still_counts_it(self):
         h = load_harness()

@@ -116,6 +116,16 @@ def core_wander(per_worker_durations: Sequence[Sequence[float]]) -> Optional[Dic
                  "correlation_s": tau}, **wander_shape(per_worker_durations))
 
 
+def wander_long_key(knobs: Dict[str, Any]) -> Optional[str]:
+    """Pure: the components.wander_long key of a case's loader (kind, batch size, workers, pinned; harness
+    --wander-long-s, device plan item 28), or None where the reading does not apply: fewer than two workers (one series
+    says nothing of the in-order loss), cold storage (its reads wait on the disk), a straggler (its own spin)."""
+    nw = int(knobs.get("num_workers") or 0)
+    if nw < 2 or knobs.get("storage") == "cold" or float(knobs.get("slow_worker_factor") or 1.0) > 1.0:
+        return None
+    return f"{knobs['kind']}/b{knobs['batch_size']}/w{nw}/{'pin' if knobs.get('pin_memory') else 'nopin'}"
+
+
 def wander_shape(per_worker_durations: Sequence[Sequence[float]], lags: Sequence[int] = (1, 2, 4)
                  ) -> Dict[str, Any]:
     """What one cv and one correlation time leave out (run 58's reading of the table's cases): y = ln(1 / duration)
