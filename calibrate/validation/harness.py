@@ -2943,11 +2943,11 @@ class Harness:
             if straggler[0] <= 1.0 and not drop_batch and len(per_worker) == k:
                 # the worker's path between two batches (validation-runs.md run 82, finding 2): its turnaround where
                 # the next index was out, and the fetcher's gaps between __getitem__ calls; a dropped batch has no put
-                from turnaround_diagnostic import probe_reading
-                try:
+                try:  # a reading beside the probe: its failure never costs the probe
+                    from turnaround_diagnostic import probe_reading
                     turnaround = probe_reading(per_worker, takes, 2, window_from_batch, d)
-                except (ValueError, ZeroDivisionError, KeyError, TypeError):
-                    turnaround = None
+                except Exception as e:
+                    turnaround = {"error": f"{e.__class__.__name__}: {e}"}
             if k > 1:
                 # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
                 from timeline_analysis import core_wander
