@@ -83,7 +83,11 @@ double sample(const Distribution& d, Rng& rng) {
   }
   // lognormal with E = mean, CV = cv: sigma^2 = ln(1 + cv^2), mu = ln(mean) - sigma^2/2
   const double sigma2 = std::log1p(d.cv * d.cv);
-  return d.mean * std::exp(std::sqrt(sigma2) * rng.standard_normal() - 0.5 * sigma2);
+  return lognormal_draw(d.mean, std::sqrt(sigma2), sigma2, rng);
+}
+
+double lognormal_draw(double mean, double sigma, double sigma2, Rng& rng) {
+  return mean * std::exp(sigma * rng.standard_normal() - 0.5 * sigma2);
 }
 
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {

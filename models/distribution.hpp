@@ -34,6 +34,10 @@ class Rng {
 // One draw. Lognormal and gamma have the given mean and cv exactly.
 double sample(const Distribution& d, Rng& rng);
 
+// One lognormal draw of the given mean whose log has variance sigma2 = ln(1 + cv^2), sigma its square root: sample()'s
+// draw, for callers that draw many from one distribution and work sigma out once (sim's sum_of_draws).
+double lognormal_draw(double mean, double sigma, double sigma2, Rng& rng);
+
 // Stream seed for an independent component (rank, worker, ...), derived from the scenario seed.
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0);
 

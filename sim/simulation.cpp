@@ -399,11 +399,11 @@ double sum_of_draws(const Distribution& d, int n, Rng& rng) {
   if (n <= 64) {
     double total = 0.0;
     if (d.kind == Distribution::Kind::kLognormal) {
-      // sample()'s lognormal draw with its sigma worked out once a batch, not once a sample: the same arithmetic,
-      // so the same draws, without a log1p and a sqrt per sample (the cold benchmark's draws, sessions.md)
+      // sample()'s lognormal draw with its sigma worked out once a batch, not once a sample: the same draws, without
+      // a log1p and a sqrt per sample (the cold benchmark's draws, sessions.md)
       const double sigma2 = std::log1p(d.cv * d.cv);
       const double sigma = std::sqrt(sigma2);
-      for (int i = 0; i < n; ++i) total += d.mean * std::exp(sigma * rng.standard_normal() - 0.5 * sigma2);
+      for (int i = 0; i < n; ++i) total += lognormal_draw(d.mean, sigma, sigma2, rng);
       return total;
     }
     for (int i = 0; i < n; ++i) total += sample(d, rng);
