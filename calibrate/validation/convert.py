@@ -2302,7 +2302,8 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
         scen["loader"]["worker_put_share"] = put_share
     turnaround = getattr(a, "worker_turnaround_share", None)
     if getattr(a, "worker_turnaround_from_probes", False) and scen["loader"].get("num_workers", 0) > 0:
-        measured = probe_turnaround_share(c.get("components") or {}, scen["loader"].get("worker_s_per_batch") or 0.0)
+        measured = probe_turnaround_share(c.get("components") or {}, scen["loader"].get("worker_s_per_batch") or 0.0,
+                                          c["knobs"].get("batch_size"))
         if measured is not None:
             turnaround = measured
             c.setdefault("convert", {})["worker_turnaround_share"] = measured
@@ -2556,22 +2557,39 @@ def wander_long_parts(knobs: Dict[str, Any], call_components: Dict[str, Any], sc
     return {k: round(float(v), 6) for k, v in cpu.items()}
 
 
-def probe_turnaround_share(comp: Dict[str, Any], key_s: float) -> Optional[float]:
+def probe_turnaround_share(comp: Dict[str, Any], key_s: float, batch_size: Optional[int] = None) -> Optional[float]:
     """Pure: the worker's measured path between two batches as a share of the key (loader.worker_s_per_batch), from
     the probes around the case (harness since the eighty-ninth session: components.probe[_after].turnaround, read by
     turnaround_diagnostic.probe_reading): the mean of the probes' median turnaround plus their fetcher's gap a batch,
-    over the key, within [0.05, 1]. None without a key or a probe's reading. A what-if until the workers' wander keeps
-    their in-order loss (validation-runs.md run 82, finding 3)."""
+    over the key, within [0.05, 1]. The gap is read again from the probe's own whole batches (probe_fetch_gap_s) where
+    it kept them: the harness's reading before the ninetieth session divided by the counters' samples / batches, which
+    the window's edges bend (run 83: 8-worker image probes read -16 to +19 ms). None without a key or a probe's
+    reading. A what-if until the workers' wander keeps their in-order loss (validation-runs.md run 82, finding 3)."""
     if not key_s or key_s <= 0:
         return None
     paths = []
     for name in ("probe", "probe_after"):
-        t = (comp.get(name) or {}).get("turnaround") or {}
+        probe = comp.get(name) or {}
+        t = probe.get("turnaround") or {}
         if isinstance(t.get("turnaround_s"), (int, float)):
-            paths.append(float(t["turnaround_s"]) + max(0.0, float(t.get("fetch_gap_s") or 0.0)))
+            gap = probe_fetch_gap_s(probe, batch_size)
+            if gap is None:
+                gap = t.get("fetch_gap_s")
+            paths.append(float(t["turnaround_s"]) + max(0.0, float(gap or 0.0)))
     if not paths:
         return None
     return round(min(1.0, max(0.05, (sum(paths) / len(paths)) / key_s)), 4)
+
+
+def probe_fetch_gap_s(probe: Dict[str, Any], batch_size: Optional[int]) -> Optional[float]:
+    """Pure: a probe's fetcher gap a batch (turnaround_diagnostic.span_less_timed_s) from its own record: the whole
+    batches' walls inside its window (worker_batch_s, two workers or more) less batch_size x its mean __getitem__ wall
+    and its mean collate wall. None without those."""
+    from turnaround_diagnostic import span_less_timed_s
+    spans = [float(x) for w in (probe.get("worker_batch_s") or []) for x in w]
+    if not batch_size or not spans:
+        return None
+    return span_less_timed_s(spans, probe, int(batch_size))
 
 
 def measured_workers_busy(case: Dict[str, Any]) -> Optional[float]:

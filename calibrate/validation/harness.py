@@ -2945,7 +2945,7 @@ class Harness:
                 # the next index was out, and the fetcher's gaps between __getitem__ calls; a dropped batch has no put
                 try:  # a reading beside the probe: its failure never costs the probe
                     from turnaround_diagnostic import probe_reading
-                    turnaround = probe_reading(per_worker, takes, 2, window_from_batch, d)
+                    turnaround = probe_reading(per_worker, takes, 2, window_from_batch, d, samples_per_batch=bs)
                 except Exception as e:
                     turnaround = {"error": f"{e.__class__.__name__}: {e}"}
             if k > 1:

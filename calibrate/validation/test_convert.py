@@ -1579,6 +1579,18 @@ class ScenarioTest(unittest.TestCase):
         self.assertIsNone(convert.probe_turnaround_share(comp, 0.0))
         self.assertIsNone(convert.probe_turnaround_share({"probe": {}}, 0.004))
 
+    def test_probe_turnaround_share_reads_the_gap_again_from_whole_batches(self):
+        # a probe whose stored gap (the counters' samples / batches, bent by the window's edges) reads 17 ms, but
+        # whose whole batches inside the window (worker_batch_s) are 300 and 304 ms against 64 x 4.0 ms + 44 ms timed
+        # inside: 2 ms of fetcher. With the batch size its path is 1.0 + 2.0 ms over a 6 ms key: 0.5; without the
+        # batch size the stored gap counts and the share is held at 1
+        probe = {"turnaround": {"turnaround_s": 0.0010, "fetch_gap_s": 0.017}, "worker_batch_s": [[0.300], [0.304]],
+                 "getitem_wall_s": 0.004, "collate_wall_s": 0.044, "samples": 610, "batches": 9}
+        self.assertAlmostEqual(convert.probe_fetch_gap_s(probe, 64), 0.002)
+        self.assertAlmostEqual(convert.probe_turnaround_share({"probe": probe}, 0.006, 64), 0.5)
+        self.assertEqual(convert.probe_turnaround_share({"probe": probe}, 0.006), 1.0)
+        self.assertIsNone(convert.probe_fetch_gap_s({"turnaround": {}}, 64))
+
     def test_wander_long_parts_reads_a_slow_memory(self):
         # four workers' log batch times from one AR(1) with lag-one 0.95 (a memory of about 20 batches) and a cv of
         # about 0.1, 400 batches each: the fit puts most of the variance in the slow part and gives it that memory

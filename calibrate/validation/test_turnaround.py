@@ -46,6 +46,12 @@ class TurnaroundTest(unittest.TestCase):
         case["components"] = {"in_worker": {"overhead_s_per_batch": 4.0}}
         case["knobs"]["storage"] = "cold"
         self.assertIsNone(td.case_reading(case))
+        # a straggler case (the harness's knob slow_worker_factor) reads nothing: its worker 0's spin is in its spans
+        case["knobs"]["storage"] = "warm"
+        case["knobs"]["slow_worker_factor"] = 2.0
+        self.assertIsNone(td.case_reading(case))
+        case["knobs"]["slow_worker_factor"] = 1.0
+        self.assertIsNotNone(td.case_reading(case))
 
     def test_fetch_gap_by_hand(self):
         # two workers' batch spans of 70 and 72 ms; in situ 64 samples of 0.5 ms over 1 batch (32 ms) plus 35 ms of
@@ -54,6 +60,18 @@ class TurnaroundTest(unittest.TestCase):
         ins = {"getitem_wall_s": 0.0005, "samples": 64, "batches": 1, "collate_wall_s": 0.035}
         self.assertAlmostEqual(td.fetch_gap_s(w, ins, skip=2), 0.004)
         self.assertIsNone(td.fetch_gap_s(w, {}, skip=2))
+
+    def test_fetch_gap_takes_the_batch_size_over_the_counters_ratio(self):
+        # the same 71 ms spans, but the window's edges cut batches: the counters saw 600 samples and 10 collates
+        # (60 a batch, not 64). With the ratio: 71 - (60 x 0.5 + 35) = 6 ms, 2 ms too much; with the batch size
+        # 64: 71 - (32 + 35) = 4 ms, the hand figure
+        w = {"0": [[0.0, 0.5], [1.0, 1.070]], "1": [[0.0, 0.5], [1.0, 1.072]]}
+        ins = {"getitem_wall_s": 0.0005, "samples": 600, "batches": 10, "collate_wall_s": 0.035}
+        self.assertAlmostEqual(td.fetch_gap_s(w, ins, skip=2), 0.006)
+        self.assertAlmostEqual(td.fetch_gap_s(w, ins, skip=2, samples_per_batch=64), 0.004)
+        # a probe's whole batches read anywhere (worker_batch_s): the same arithmetic
+        self.assertAlmostEqual(td.span_less_timed_s([0.070, 0.072], ins, 64), 0.004)
+        self.assertIsNone(td.span_less_timed_s([], ins, 64))
 
     def test_probe_reading_by_hand(self):
         # a probe's one worker (prefetch 2), 40 batches of 10 ms each 2 ms apart; the loop takes each batch 0.5 ms
