@@ -16,7 +16,11 @@ thread.
 
     python3 calibrate/validation/dispatch_model.py --workers 4 --batch-ms 73 --cv 0.11 --pin-ms 16.5 --loop-ms 11.5
 
-prints the median and p90 step and the throughput in batches a second, over seeds.
+prints the median and p90 step and the throughput in batches a second, over seeds. With --replay RESULTS_DIR... each
+pinned in-order case's workers are played back from its timeline, with the pin thread's measured cycles (--pin
+measured, for pin-bound cases) or its CPU a batch as a constant service time (--pin cpu, for worker-bound cases, whose
+cycles hold the pin thread's waits), and each case's out-of-order share is printed measured and replayed
+(validation-runs.md run 83, finding 5).
 """
 from __future__ import annotations
 
@@ -97,6 +101,7 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
     mean_batch_s = [statistics.fmean(batch_series[w]) if batch_series is not None else d.batch_s
                     for w in range(d.workers)]
     queued: List[List[Tuple[int, float]]] = [[] for _ in range(d.workers)]   # (batch, time its index is sent)
+    collate_end_s: Dict[int, float] = {}   # each batch's collate end, for the out-of-order share
     busy = [False] * d.workers
     events: List = []          # (time, order, kind, worker, batch): one kind, a batch arriving at the pin thread
     order = 0
@@ -115,6 +120,7 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
         if starts is not None:
             starts[j] = t0
         bt = batch_time_s(w, t0)
+        collate_end_s[j] = t0 + bt
         send_s = paced_send_s(d.send_s, bt, mean_batch_s[w]) if d.send_at_pace else d.send_s
         push(t0 + bt + send_s, "arrive", w, j)
 
@@ -153,8 +159,12 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
     gaps = sorted(b - a for a, b in zip(in_hand_s[warmup:], in_hand_s[warmup + 1:]))
     n = len(gaps)
     whole = n // d.workers * d.workers    # whole rounds: a window cut inside a wave would bias the rate
+    # the share of consecutive batches whose collate ended in the other order, over the batches after warmup
+    # (timeline_analysis.out_of_order_share: the cases' definition and the simulator's)
+    done = [collate_end_s.get(j) for j in range(warmup, len(in_hand_s))]
     return {"step_p50_s": gaps[n // 2], "step_p90_s": gaps[int(0.9 * (n - 1))],
-            "batches_per_s": whole / (in_hand_s[warmup + whole] - in_hand_s[warmup])}
+            "batches_per_s": whole / (in_hand_s[warmup + whole] - in_hand_s[warmup]),
+            "out_of_order": timeline_analysis.out_of_order_share(done)}
 
 
 def over_seeds(d: Dispatch, seeds: Sequence[int], steps: int = 3000) -> Dict[str, float]:
@@ -163,7 +173,7 @@ def over_seeds(d: Dispatch, seeds: Sequence[int], steps: int = 3000) -> Dict[str
     return {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
 
 
-PIN_MODES = ("measured", "shuffled", "lognormal", "constant")
+PIN_MODES = ("measured", "shuffled", "lognormal", "constant", "cpu")
 
 
 def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
@@ -180,7 +190,8 @@ def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
     return {"walls": walls, "pin_cycles": cycles, "loop_s": turns[len(turns) // 2] if turns else 0.0}
 
 
-def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random) -> List[float]:
+def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, cpu_s: Optional[float] = None
+                   ) -> List[float]:
     """Pure given rng: the pin thread's times a batch for replay_case: the measured cycles in order, shuffled (their
     spread, no memory), log-normal draws of their mean and cv (no memory, no shape), or their mean throughout."""
     mean = statistics.fmean(cycles)
@@ -194,6 +205,12 @@ def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random) -> Li
         return [mean * math.exp(rng.gauss(0.0, math.sqrt(s2)) - s2 / 2.0) for _ in cycles]
     if mode == "constant":
         return [mean]
+    if mode == "cpu":
+        # the pin thread's CPU a batch (in situ): its service time, where a cycle also holds its waits for the next
+        # batch, so that in a worker-bound case the cycles are the arrivals', not the pin thread's (ninetieth session)
+        if not cpu_s or cpu_s <= 0:
+            raise ValueError("pin mode 'cpu' needs the pin thread's CPU a batch")
+        return [float(cpu_s)]
     raise ValueError(f"pin mode {mode!r}: expected one of {', '.join(PIN_MODES)}")
 
 
@@ -212,13 +229,18 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0
     if len(series["pin_cycles"]) < 10 or any(not w for w in series["walls"]):
         return None
     n = min(len(w) for w in series["walls"]) * nw
+    cpu_s = ((case.get("measured") or {}).get("in_situ") or {}).get("pin_thread_cpu_s_per_batch")
+    if mode == "cpu" and not cpu_s:
+        return None
     d = Dispatch(workers=nw, prefetch_factor=int(k.get("prefetch_factor") or 2), cv=0.0, pin_s=0.0,
                  loop_s=series["loop_s"], send_s=put_s, send_at_pace=True)
     r = run(d, steps=max(n - nw * d.prefetch_factor, 200), warmup=int(tl["skip"]),
-            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed)))
+            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed), cpu_s))
     measured = float(case["measured"]["step_time_s"]["p90"])
+    from replay_anatomy_diagnostic import measured_anatomy   # here: it imports convert, which needs no torch
     return {"measured_p90_s": measured, "p90_s": r["step_p90_s"], "error": (r["step_p90_s"] - measured) / measured,
-            "loop_s": series["loop_s"]}
+            "loop_s": series["loop_s"], "out_of_order": r["out_of_order"],
+            "measured_out_of_order": measured_anatomy(tl, nw)["out_of_order"]}
 
 
 def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) -> int:
@@ -227,7 +249,8 @@ def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) 
     import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
     errors: Dict[Tuple[str, str], List[float]] = {}
     docs = [(path, convert.read_call_json(path, "cases.json")) for path in paths]   # a bad folder: one line, exit 2
-    print(f"{'case':52s} {'loop ms':>7s} {'measured':>8s}  " + "  ".join(f"{m:>16s}" for m in modes))
+    print(f"{'case':52s} {'loop ms':>7s} {'measured':>8s}  " + "  ".join(f"{m:>16s}" for m in modes)
+          + "  out of order: measured, then by mode")
     for path, doc in docs:
         for c in doc["cases"]:
             if c.get("status") != "ok":
@@ -236,9 +259,12 @@ def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) 
             if any(r is None for r in rows.values()):
                 continue
             first = next(iter(rows.values()))
+            mo = first["measured_out_of_order"]
             print(f"{os.path.basename(os.path.normpath(path))[-5:]}:{c['id'][:46]:46s} {first['loop_s'] * 1e3:7.2f} "
                   f"{first['measured_p90_s'] * 1e3:6.1f}ms  "
-                  + "  ".join(f"{r['p90_s'] * 1e3:7.1f} ({100 * r['error']:+6.1f}%)" for r in rows.values()))
+                  + "  ".join(f"{r['p90_s'] * 1e3:7.1f} ({100 * r['error']:+6.1f}%)" for r in rows.values())
+                  + "  out of order " + ("n/a" if mo is None else f"{mo:.2f}") + " measured, "
+                  + ", ".join("n/a" if r["out_of_order"] is None else f"{r['out_of_order']:.2f}" for r in rows.values()))
             for m, r in rows.items():
                 errors.setdefault((c["family"], m), []).append(r["error"])
     for fam in sorted({f for f, _ in errors}):

@@ -62,6 +62,19 @@ class DispatchModelTest(unittest.TestCase):
         self.assertAlmostEqual(r["step_p90_s"], 0.045, places=9)
         self.assertAlmostEqual(r["batches_per_s"], 2 / 0.060, delta=0.01)   # 200 steps, 100 of each
 
+    def test_out_of_order_share_by_hand(self):
+        # two workers, one slot each, no pin thread or loop cost: worker 0 takes 10 ms a batch, worker 1 5 ms. Both
+        # start at 0; batch 1 (worker 1) ends at 5, batch 0 at 10; the loop takes both at 10 and sends indices 2 and
+        # 3, which end at 20 and 15; and so on. Every pair (2k, 2k+1) ends in the other order, every (2k+1, 2k+2) in
+        # order: a share of 1/2
+        r = run(Dispatch(workers=2, prefetch_factor=1, cv=0.0, pin_s=0.0, loop_s=0.0), steps=101, warmup=0,
+                batch_series=[[0.010], [0.005]])
+        self.assertAlmostEqual(r["out_of_order"], 0.5, places=2)
+        # equal workers that start together end their pairs together: none counts as out of order (ties are in order)
+        r = run(Dispatch(workers=2, prefetch_factor=1, cv=0.0, pin_s=0.0, loop_s=0.0), steps=101, warmup=0,
+                batch_series=[[0.010], [0.010]])
+        self.assertEqual(r["out_of_order"], 0.0)
+
     def test_the_put_at_the_batchs_pace(self):
         # the same worker (10, 30 ms; mean 20) with a 4 ms put at each batch's pace: 2 ms after the 10 ms batch, 6 ms
         # after the 30 ms one, so batch 1 starts at 10 + 2 + 5 = 17 ms, batch 2 at 17 + 30 + 6 + 15 = 68 ms
@@ -98,6 +111,10 @@ class DispatchModelTest(unittest.TestCase):
         self.assertAlmostEqual(sum(drawn) / len(drawn), 0.020, delta=0.0005)   # mean kept
         with self.assertRaises(ValueError):
             pin_series_for(cycles, "none", rng)
+        # the pin thread's CPU a batch as its service time, whatever the cycles (which hold its waits too)
+        self.assertEqual(pin_series_for(cycles, "cpu", rng, 0.018), [0.018])
+        with self.assertRaises(ValueError):
+            pin_series_for(cycles, "cpu", rng)
 
     def test_replay_case_needs_a_pinned_timeline(self):
         self.assertIsNone(replay_case({"knobs": {"pin_memory": False, "num_workers": 2}, "measured": {}}, "measured"))
