@@ -67,8 +67,8 @@ def ou_log_speed(x: float, dt_s: float, correlation_s: float, sigma: float, z: f
 
 
 def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts: Optional[Dict[int, float]] = None,
-        batch_series: Optional[Sequence[Sequence[float]]] = None, pin_series: Optional[Sequence[float]] = None
-        ) -> Dict[str, float]:
+        batch_series: Optional[Sequence[Sequence[float]]] = None, pin_series: Optional[Sequence[float]] = None,
+        loop_series: Optional[Sequence[float]] = None) -> Dict[str, float]:
     """Simulates `steps` steps; returns the median and p90 of the steps after `warmup` (seconds, from one batch in
     hand to the next) and the batches a second over them. starts, when given, receives each batch's start time.
 
@@ -79,7 +79,8 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
 
     batch_series (one list per worker) and pin_series replay measured times in place of the wander and of pin_s:
     worker w's k-th batch takes batch_series[w][k] and the pin thread's k-th batch pin_series[k], each list played
-    again from its start when it runs out (replay_case)."""
+    again from its start when it runs out (replay_case). loop_series likewise replays the loop's own time a step in
+    place of loop_s."""
     rng = random.Random(seed)
     sigma = math.sqrt(math.log(1.0 + d.cv * d.cv)) if d.cv > 0 else 0.0
     log_speed = [rng.gauss(0.0, sigma) if sigma > 0 else 0.0 for _ in range(d.workers)]
@@ -154,7 +155,9 @@ def run(d: Dispatch, steps: int = 3000, seed: int = 1, warmup: int = 100, starts
             k = len(in_hand_s)
             got = max(ready_s.pop(k), loop_free_s)
             in_hand_s.append(got)
-            loop_free_s = got + d.loop_s
+            # the loop's own time this step: d.loop_s, or loop_series's next value played in order (and again)
+            loop_free_s = got + (float(loop_series[(len(in_hand_s) - 1) % len(loop_series)]) if loop_series
+                                 else d.loop_s)
             send_index(got)     # _try_put_index after the batch is handed out
     gaps = sorted(b - a for a, b in zip(in_hand_s[warmup:], in_hand_s[warmup + 1:]))
     n = len(gaps)
@@ -173,7 +176,7 @@ def over_seeds(d: Dispatch, seeds: Sequence[int], steps: int = 3000) -> Dict[str
     return {k: statistics.mean(r[k] for r in rs) for k in rs[0]}
 
 
-PIN_MODES = ("measured", "shuffled", "lognormal", "constant", "cpu")
+PIN_MODES = ("measured", "shuffled", "lognormal", "constant", "cpu", "wall")
 
 
 def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
@@ -187,7 +190,29 @@ def case_series(timeline: Dict[str, Any], num_workers: int) -> Dict[str, Any]:
     cycles = timeline_analysis.pin_cycles(timeline.get("pin") or [], main["next_start"][skip], math.inf)
     turns = sorted(main["next_start"][i + 1] - main["next_end"][i]
                    for i in range(skip, min(len(main["next_start"]) - 1, len(main["next_end"]))))
-    return {"walls": walls, "pin_cycles": cycles, "loop_s": turns[len(turns) // 2] if turns else 0.0}
+    own = [main["next_start"][i + 1] - main["next_end"][i]
+           for i in range(skip, min(len(main["next_start"]) - 1, len(main["next_end"])))]
+    return {"walls": walls, "pin_cycles": cycles, "loop_s": turns[len(turns) // 2] if turns else 0.0,
+            "loop_own_s": own}
+
+
+def backlog_service_s(timeline: Dict[str, Any], num_workers: int, put_margin_s: float = 0.008,
+                      min_batches: int = 20) -> Optional[float]:
+    """Pure: the pin thread's mean service wall a batch from a case's timeline: its cycles (one pin_memory() end to the
+    next) over the steady window where the batch it served next had collated more than put_margin_s (its put's trip,
+    about 3 ms, and a margin) before the cycle began, so that it was waiting: the pin thread's own time, its CPU plus
+    its waits for the GIL. None under min_batches such cycles. Run 83's tensor cases read 1.07-1.09x the pin thread's
+    CPU a batch at 4 workers (validation-runs.md run 83, finding 5)."""
+    pins, rec = timeline.get("pin") or [], timeline.get("pin_received") or []
+    n = min(len(pins), len(rec))     # the i-th pin_memory() call served the i-th batch received
+    if n < 2:
+        return None
+    done = {k * num_workers + int(w): b for w, sp in (timeline.get("workers") or {}).items()
+            for k, (a, b) in enumerate(sp)}
+    lo = timeline["main"]["next_start"][int(timeline["skip"])]
+    serv = [pins[i][1] - pins[i - 1][1] for i in range(1, n)
+            if pins[i][1] >= lo and rec[i][0] in done and done[rec[i][0]] + put_margin_s < pins[i - 1][1]]
+    return statistics.fmean(serv) if len(serv) >= min_batches else None
 
 
 def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, cpu_s: Optional[float] = None
@@ -211,10 +236,17 @@ def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, cpu_s
         if not cpu_s or cpu_s <= 0:
             raise ValueError("pin mode 'cpu' needs the pin thread's CPU a batch")
         return [float(cpu_s)]
+    if mode == "wall":
+        # the pin thread's service wall a batch where it had the next batch waiting (backlog_service_s): its CPU
+        # plus what it waited for the GIL inside the cycle
+        if not cpu_s or cpu_s <= 0:
+            raise ValueError("pin mode 'wall' needs the pin thread's service wall a batch")
+        return [float(cpu_s)]
     raise ValueError(f"pin mode {mode!r}: expected one of {', '.join(PIN_MODES)}")
 
 
-def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0.0) -> Optional[Dict[str, float]]:
+def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0.0, loop_replay: bool = False
+                ) -> Optional[Dict[str, float]]:
     """The dispatch of one pinned in-order case with its workers' and pin thread's measured times played back and the
     loop's measured own time a step: its p90 step against the case's. None without a timeline with pin spans.
     The eighty-second session (validation-runs.md "Replayed workers: what is left", finding 6): over the 12
@@ -230,12 +262,15 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0
         return None
     n = min(len(w) for w in series["walls"]) * nw
     cpu_s = ((case.get("measured") or {}).get("in_situ") or {}).get("pin_thread_cpu_s_per_batch")
-    if mode == "cpu" and not cpu_s:
+    if mode == "wall":
+        cpu_s = backlog_service_s(tl, nw)
+    if mode in ("cpu", "wall") and not cpu_s:
         return None
     d = Dispatch(workers=nw, prefetch_factor=int(k.get("prefetch_factor") or 2), cv=0.0, pin_s=0.0,
                  loop_s=series["loop_s"], send_s=put_s, send_at_pace=True)
     r = run(d, steps=max(n - nw * d.prefetch_factor, 200), warmup=int(tl["skip"]),
-            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed), cpu_s))
+            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed), cpu_s),
+            loop_series=series["loop_own_s"] if loop_replay else None)
     measured = float(case["measured"]["step_time_s"]["p90"])
     from replay_anatomy_diagnostic import measured_anatomy   # here: it imports convert, which needs no torch
     return {"measured_p90_s": measured, "p90_s": r["step_p90_s"], "error": (r["step_p90_s"] - measured) / measured,
@@ -243,7 +278,7 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0
             "measured_out_of_order": measured_anatomy(tl, nw)["out_of_order"]}
 
 
-def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) -> int:
+def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0, loop_replay: bool = False) -> int:
     """--replay: each pinned in-order case with a timeline in the calls' results, its p90 step by pin mode, and the
     signed and abs mean error by family."""
     import convert   # noqa: E402 (beside this file; reads a call's cases.json however it is stored)
@@ -255,7 +290,7 @@ def replay_main(paths: Sequence[str], modes: Sequence[str], put_s: float = 0.0) 
         for c in doc["cases"]:
             if c.get("status") != "ok":
                 continue
-            rows = {m: replay_case(c, m, put_s=put_s) for m in modes}
+            rows = {m: replay_case(c, m, put_s=put_s, loop_replay=loop_replay) for m in modes}
             if any(r is None for r in rows.values()):
                 continue
             first = next(iter(rows.values()))
@@ -293,6 +328,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--put-ms", type=float, default=0.0,
                     help="with --replay, each worker's put after its batch at that batch's pace (its time over the "
                          "worker's mean), in ms at the mean: validation-runs.md \"The put's pace\" (default 0)")
+    ap.add_argument("--loop-replay", action="store_true",
+                    help="with --replay, the loop's measured own time a step (its next() call's start less the "
+                         "previous one's return) played back in order instead of its median")
     ap.add_argument("--pin", default=",".join(PIN_MODES),
                     help=f"with --replay, the pin thread's times: any of {', '.join(PIN_MODES)}, comma-separated")
     a = ap.parse_args(argv)
@@ -303,7 +341,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ap.error(f"--pin {a.pin!r}: expected one or more of {', '.join(PIN_MODES)}")
         if a.put_ms < 0:
             ap.error(f"--put-ms {a.put_ms}: expected >= 0")
-        return replay_main(a.replay, modes, a.put_ms / 1e3)
+        return replay_main(a.replay, modes, a.put_ms / 1e3, a.loop_replay)
     if a.workers < 1 or a.prefetch_factor < 1 or a.batch_ms <= 0 or a.loop_ms < 0 or a.pin_ms < 0 or a.steps < 200:
         ap.error("workers and prefetch factor >= 1, batch-ms > 0, loop-ms and pin-ms >= 0, steps >= 200")
     d = Dispatch(a.workers, a.prefetch_factor, a.batch_ms / 1e3, a.cv, a.correlation_s, a.send_ms / 1e3,

@@ -6,7 +6,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import random  # noqa: E402
 
-from dispatch_model import (Dispatch, case_series, ou_log_speed, paced_send_s, pin_series_for,  # noqa: E402
+from dispatch_model import (Dispatch, backlog_service_s, case_series, ou_log_speed, paced_send_s, pin_series_for,  # noqa: E402
                             replay_case, run)
 
 
@@ -115,6 +115,21 @@ class DispatchModelTest(unittest.TestCase):
         self.assertEqual(pin_series_for(cycles, "cpu", rng, 0.018), [0.018])
         with self.assertRaises(ValueError):
             pin_series_for(cycles, "cpu", rng)
+
+    def test_backlog_service_by_hand(self):
+        # one worker whose batches all collated at 0 (so each waits well over the margin), a pin thread ending its
+        # calls every 20 ms from 0.1 s: 29 cycles of 20 ms over the window; with a batch collated after the previous
+        # call's end the cycle holds a wait and is left out
+        pins = [[0.1 + 0.02 * i - 0.005, 0.1 + 0.02 * i] for i in range(30)]
+        tl = {"skip": 0, "main": {"next_start": [0.0]}, "pin": pins, "pin_received": [[i, p[0]] for i, p in
+                                                                                        enumerate(pins)],
+              "workers": {"0": [[0.0, 0.0] for _ in range(30)]}}
+        self.assertAlmostEqual(backlog_service_s(tl, 1), 0.020)
+        # batch 29 collated at 0.655 s, under the 8 ms margin before call 28's end (0.66 s): its cycle is left out
+        tl["workers"]["0"][29] = [0.0, 0.655]
+        self.assertAlmostEqual(backlog_service_s(tl, 1), 0.020)
+        self.assertIsNone(backlog_service_s(tl, 1, min_batches=29))
+        self.assertIsNone(backlog_service_s({"pin": [], "pin_received": []}, 1))
 
     def test_replay_case_needs_a_pinned_timeline(self):
         self.assertIsNone(replay_case({"knobs": {"pin_memory": False, "num_workers": 2}, "measured": {}}, "measured"))
