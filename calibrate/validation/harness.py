@@ -380,6 +380,35 @@ class PinThreadMeter:
         self.received: Optional[List[Tuple[int, float]]] = None
         self._orig_loop = None
         self._depth = 0
+        # the receive's file-descriptor hand-overs (ninetieth session; validation-runs.md run 83, finding 6): with
+        # PyTorch's file_descriptor sharing strategy each storage a worker sends is rebuilt through
+        # multiprocessing.resource_sharer.DupFd.detach(), which connects to the worker's sharer thread and waits for
+        # it (that thread needs the busy worker's GIL); each call's wall and the calling thread's CPU inside it
+        self.detach_calls = 0
+        self.detach_wall_s = 0.0
+        self.detach_cpu_s = 0.0
+        self._rs = None
+        self._orig_detach = None
+
+    def _wrap_detach(self):
+        """Times DupFd.detach() in this process while the meter is on. Any surprise leaves it as it was."""
+        try:
+            from multiprocessing import resource_sharer as rs
+            orig = rs.DupFd.detach
+        except Exception:      # noqa: BLE001 (no resource_sharer on this platform: no figures)
+            return
+        meter = self
+
+        def detach(dself, *a, **kw):
+            w0, c0 = time.perf_counter(), time.thread_time()
+            try:
+                return orig(dself, *a, **kw)
+            finally:
+                meter.detach_calls += 1
+                meter.detach_wall_s += time.perf_counter() - w0
+                meter.detach_cpu_s += time.thread_time() - c0
+        self._rs, self._orig_detach = rs, orig
+        rs.DupFd.detach = detach
 
     def _wrap_pin_loop(self, pm):
         """Puts a wrapper on the module's _pin_memory_loop (the DataLoader iterator's pin thread resolves it when it
@@ -416,6 +445,7 @@ class PinThreadMeter:
         self._mod, self._orig = pm, pm.pin_memory
         orig = pm.pin_memory
         self._wrap_pin_loop(pm)
+        self._wrap_detach()
 
         def timed(data, *a, **kw):
             t0 = time.perf_counter()
@@ -436,10 +466,12 @@ class PinThreadMeter:
         self._mod.pin_memory = self._orig
         if self._orig_loop is not None:
             self._mod._pin_memory_loop = self._orig_loop
+        if self._orig_detach is not None:
+            self._rs.DupFd.detach = self._orig_detach
         return False
 
     def snapshot(self):
-        return (self.calls, self.wall_s)
+        return (self.calls, self.wall_s, self.detach_calls, self.detach_wall_s, self.detach_cpu_s)
 
     @staticmethod
     def thread_cpu_s(it) -> Optional[float]:
@@ -610,6 +642,12 @@ def pin_thread_figures(pin0, pin1, cpu0, cpu1, batches: int) -> dict:
         out["pin_calls"] = calls
     if cpu0 is not None and cpu1 is not None and batches > 0:
         out["pin_thread_cpu_s_per_batch"] = (cpu1 - cpu0) / batches
+    if len(pin0) >= 5 and len(pin1) >= 5 and batches > 0 and pin1[2] > pin0[2]:
+        # the receive's fd hand-overs (PinThreadMeter._wrap_detach): their wall and CPU a batch; the difference is
+        # the wait for the worker's sharer thread
+        out["fd_detach_calls_per_batch"] = (pin1[2] - pin0[2]) / batches
+        out["fd_detach_wall_s_per_batch"] = (pin1[3] - pin0[3]) / batches
+        out["fd_detach_cpu_s_per_batch"] = (pin1[4] - pin0[4]) / batches
     return out
 
 
@@ -3483,6 +3521,9 @@ class Harness:
                     pin_note = f"pin thread CPU {ins['pin_thread_cpu_s_per_batch']*1e3:.2f} ms/batch"
                     if "pin_copy_s_per_batch" in ins:
                         pin_note += f" (pin_memory() {ins['pin_copy_s_per_batch']*1e3:.2f})"
+                    if "fd_detach_wall_s_per_batch" in ins:
+                        pin_note += (f", fd hand-overs {ins['fd_detach_wall_s_per_batch']*1e3:.2f} ms wall "
+                                     f"({ins['fd_detach_cpu_s_per_batch']*1e3:.2f} CPU)")
                     if ins.get("pin_thread_cpu_s_per_batch_head_rest"):
                         hr = ins["pin_thread_cpu_s_per_batch_head_rest"]
                         pin_note += f", first {PROBE_WINDOW_S:.1f} s {hr[0]*1e3:.2f} / rest {hr[1]*1e3:.2f}"

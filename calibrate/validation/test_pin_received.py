@@ -100,3 +100,54 @@ class PinReceived(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def harness_function(name):
+    with open(os.path.join(HERE, "harness.py")) as f:
+        tree = ast.parse(f.read())
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert found, f"harness.py lacks {name}"
+    ns = {"Optional": Optional}
+    exec(compile(ast.Module(body=found, type_ignores=[]), "harness.py", "exec"), ns)
+    return ns[name]
+
+
+class FdDetach(unittest.TestCase):
+    """The receive's file-descriptor hand-overs (validation-runs.md run 83, finding 6): each DupFd.detach() call's
+    wall and CPU while the meter is on, and the original put back as __exit__ does."""
+
+    def test_each_detach_is_timed_and_the_original_comes_back(self):
+        from multiprocessing import resource_sharer as rs
+        real = rs.DupFd.detach
+        try:
+            def fake(dself):
+                time.sleep(0.002)     # a wait: wall, no CPU
+                return 7
+            rs.DupFd.detach = fake
+            meter = pin_thread_meter()()
+            meter._wrap_detach()
+            self.assertEqual(rs.DupFd.detach(object()), 7)
+            self.assertEqual(rs.DupFd.detach(object()), 7)
+            self.assertEqual(meter.detach_calls, 2)
+            self.assertGreaterEqual(meter.detach_wall_s, 0.004)
+            self.assertLess(meter.detach_cpu_s, meter.detach_wall_s)
+            self.assertEqual(meter.snapshot()[2:], (2, meter.detach_wall_s, meter.detach_cpu_s))
+            meter._rs.DupFd.detach = meter._orig_detach     # as __exit__ does
+            self.assertIs(rs.DupFd.detach, fake)
+        finally:
+            rs.DupFd.detach = real
+
+    def test_pin_thread_figures_by_hand(self):
+        figures = harness_function("pin_thread_figures")
+        # 10 batches: 10 pin_memory() calls of 0.5 ms, 20 ms of pin thread CPU; 20 fd hand-overs of 30 ms wall and
+        # 4 ms CPU in all: 2 a batch, 3 ms of wall and 0.4 ms of CPU a batch
+        got = figures((5, 1.0, 100, 2.0, 0.5), (15, 1.005, 120, 2.03, 0.504), 3.0, 3.2, 10)
+        self.assertAlmostEqual(got["pin_copy_s_per_batch"], 0.0005)
+        self.assertAlmostEqual(got["pin_thread_cpu_s_per_batch"], 0.02)
+        self.assertAlmostEqual(got["fd_detach_calls_per_batch"], 2.0)
+        self.assertAlmostEqual(got["fd_detach_wall_s_per_batch"], 0.003)
+        self.assertAlmostEqual(got["fd_detach_cpu_s_per_batch"], 0.0004)
+        # an older meter's two-figure snapshot, or no hand-over: no fd figures
+        self.assertNotIn("fd_detach_wall_s_per_batch", figures((5, 1.0), (15, 1.005), 3.0, 3.2, 10))
+        self.assertNotIn("fd_detach_wall_s_per_batch",
+                         figures((5, 1.0, 100, 2.0, 0.5), (15, 1.005, 100, 2.0, 0.5), 3.0, 3.2, 10))
