@@ -387,6 +387,8 @@ class PinThreadMeter:
         self.detach_calls = 0
         self.detach_wall_s = 0.0
         self.detach_cpu_s = 0.0
+        # --timeline: each detach's (start, end), perf_counter, so its wait can be split by the sending worker's state
+        self.detach_intervals: Optional[List[Tuple[float, float]]] = None
         self._rs = None
         self._orig_detach = None
 
@@ -404,9 +406,13 @@ class PinThreadMeter:
             try:
                 return orig(dself, *a, **kw)
             finally:
+                w1 = time.perf_counter()
                 meter.detach_calls += 1
-                meter.detach_wall_s += time.perf_counter() - w0
+                meter.detach_wall_s += w1 - w0
                 meter.detach_cpu_s += time.thread_time() - c0
+                iv = meter.detach_intervals
+                if iv is not None and len(iv) < 2 * TL_PER_SLOT:
+                    iv.append((w0, w1))
         self._rs, self._orig_detach = rs, orig
         rs.DupFd.detach = detach
 
@@ -3256,6 +3262,7 @@ class Harness:
         if pin_meter is not None and insitu.timeline is not None:
             pin_meter.intervals = []
             pin_meter.received = []
+            pin_meter.detach_intervals = []
         pin0 = pin1 = pcpu0 = pcpu1 = None
         # the pin thread over the measured window's first PROBE_WINDOW_S, as a probe sees it, against the rest
         # (since run 14: run 13 found the probes' receive 17-39% dearer than the image cases' own, not from
@@ -3453,6 +3460,12 @@ class Harness:
             if pin_meter is not None and pin_meter.received:
                 # each batch's index and when the pin thread took it off the result queue, in that order
                 res["timeline"]["pin_received"] = [[i, round(t - wall0, 6)] for i, t in pin_meter.received]
+            if pin_meter is not None and pin_meter.detach_intervals:
+                # each file-descriptor hand-over in the receive (DupFd.detach(): validation-runs.md run 83, finding 6),
+                # (start, end) in the order made: which batch's, from the pin_received order; the sender's state, from
+                # its worker's spans
+                res["timeline"]["fd_detach"] = [[round(a - wall0, 6), round(b - wall0, 6)]
+                                                for a, b in pin_meter.detach_intervals]
         if epochs > 1:
             res["epochs"] = epochs
             res["steps_per_epoch"] = steps_per_epoch

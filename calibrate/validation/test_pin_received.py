@@ -132,6 +132,12 @@ class FdDetach(unittest.TestCase):
             self.assertGreaterEqual(meter.detach_wall_s, 0.004)
             self.assertLess(meter.detach_cpu_s, meter.detach_wall_s)
             self.assertEqual(meter.snapshot()[2:], (2, meter.detach_wall_s, meter.detach_cpu_s))
+            self.assertIsNone(meter.detach_intervals)            # no timeline: no intervals kept
+            meter.detach_intervals = []
+            rs.DupFd.detach(object())
+            (a, b), = meter.detach_intervals
+            self.assertGreaterEqual(b - a, 0.002)
+            self.assertEqual(meter.detach_calls, 3)
             meter._rs.DupFd.detach = meter._orig_detach     # as __exit__ does
             self.assertIs(rs.DupFd.detach, fake)
         finally:
