@@ -201,8 +201,8 @@ def backlog_service_s(timeline: Dict[str, Any], num_workers: int, put_margin_s: 
     """Pure: the pin thread's mean service wall a batch from a case's timeline: its cycles (one pin_memory() end to the
     next) over the steady window where the batch it served next had collated more than put_margin_s (its put's trip,
     about 3 ms, and a margin) before the cycle began, so that it was waiting: the pin thread's own time, its CPU plus
-    its waits for the GIL. None under min_batches such cycles. Run 83's tensor cases read 1.07-1.09x the pin thread's
-    CPU a batch at 4 workers (validation-runs.md run 83, finding 5)."""
+    its waits for the GIL. None under min_batches such cycles. Runs 79-83's tensor cases read 1.04-1.09x the pin
+    thread's CPU a batch at 4 workers (validation-runs.md run 83, finding 6)."""
     pins, rec = timeline.get("pin") or [], timeline.get("pin_received") or []
     n = min(len(pins), len(rec))     # the i-th pin_memory() call served the i-th batch received
     if n < 2:
@@ -215,7 +215,7 @@ def backlog_service_s(timeline: Dict[str, Any], num_workers: int, put_margin_s: 
     return statistics.fmean(serv) if len(serv) >= min_batches else None
 
 
-def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, cpu_s: Optional[float] = None
+def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, service_s: Optional[float] = None
                    ) -> List[float]:
     """Pure given rng: the pin thread's times a batch for replay_case: the measured cycles in order, shuffled (their
     spread, no memory), log-normal draws of their mean and cv (no memory, no shape), or their mean throughout."""
@@ -230,18 +230,13 @@ def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, cpu_s
         return [mean * math.exp(rng.gauss(0.0, math.sqrt(s2)) - s2 / 2.0) for _ in cycles]
     if mode == "constant":
         return [mean]
-    if mode == "cpu":
-        # the pin thread's CPU a batch (in situ): its service time, where a cycle also holds its waits for the next
-        # batch, so that in a worker-bound case the cycles are the arrivals', not the pin thread's (ninetieth session)
-        if not cpu_s or cpu_s <= 0:
-            raise ValueError("pin mode 'cpu' needs the pin thread's CPU a batch")
-        return [float(cpu_s)]
-    if mode == "wall":
-        # the pin thread's service wall a batch where it had the next batch waiting (backlog_service_s): its CPU
-        # plus what it waited for the GIL inside the cycle
-        if not cpu_s or cpu_s <= 0:
-            raise ValueError("pin mode 'wall' needs the pin thread's service wall a batch")
-        return [float(cpu_s)]
+    if mode in ("cpu", "wall"):
+        # a constant service time from outside the cycles, which in a worker-bound case hold the pin thread's waits
+        # for the next batch (ninetieth session): cpu, its CPU a batch in situ; wall, its cycle where the next batch
+        # was waiting (backlog_service_s), the CPU plus its waits inside the cycle
+        if not service_s or service_s <= 0:
+            raise ValueError(f"pin mode {mode!r} needs the pin thread's service time a batch")
+        return [float(service_s)]
     raise ValueError(f"pin mode {mode!r}: expected one of {', '.join(PIN_MODES)}")
 
 
@@ -261,15 +256,14 @@ def replay_case(case: Dict[str, Any], mode: str, seed: int = 1, put_s: float = 0
     if len(series["pin_cycles"]) < 10 or any(not w for w in series["walls"]):
         return None
     n = min(len(w) for w in series["walls"]) * nw
-    cpu_s = ((case.get("measured") or {}).get("in_situ") or {}).get("pin_thread_cpu_s_per_batch")
-    if mode == "wall":
-        cpu_s = backlog_service_s(tl, nw)
-    if mode in ("cpu", "wall") and not cpu_s:
+    service_s = (backlog_service_s(tl, nw) if mode == "wall" else
+                 ((case.get("measured") or {}).get("in_situ") or {}).get("pin_thread_cpu_s_per_batch"))
+    if mode in ("cpu", "wall") and not service_s:
         return None
     d = Dispatch(workers=nw, prefetch_factor=int(k.get("prefetch_factor") or 2), cv=0.0, pin_s=0.0,
                  loop_s=series["loop_s"], send_s=put_s, send_at_pace=True)
     r = run(d, steps=max(n - nw * d.prefetch_factor, 200), warmup=int(tl["skip"]),
-            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed), cpu_s),
+            batch_series=series["walls"], pin_series=pin_series_for(series["pin_cycles"], mode, random.Random(seed), service_s),
             loop_series=series["loop_own_s"] if loop_replay else None)
     measured = float(case["measured"]["step_time_s"]["p90"])
     from replay_anatomy_diagnostic import measured_anatomy   # here: it imports convert, which needs no torch
