@@ -2953,6 +2953,10 @@ class Harness:
             p0, c0 = (meter.snapshot(), PinThreadMeter.thread_cpu_s(it)) if meter else (None, None)
             if meter:
                 meter.intervals = []          # the window's pin_memory() calls: the pin thread's cycle (pin_cycle_figures)
+                # the window's receives and fd hand-overs, to split the hand-overs by the sender's state
+                # (fd_detach_diagnostic.detach_split; ninety-first session, device plan item 30)
+                meter.received = []
+                meter.detach_intervals = []
             main0 = time.thread_time()
             a = time.perf_counter()
             n = 0
@@ -2980,7 +2984,7 @@ class Harness:
         del it, dl
         gc.collect()
         d = InSitu.diff(s0, s1)
-        wander = worker_cpus = durations = turnaround = None
+        wander = worker_cpus = durations = turnaround = fd_split = None
         if insitu.timeline is not None:
             per_worker = insitu.timeline.per_worker(0.0)
             worker_cpus = window_worker_cpus(per_worker, insitu.timeline.per_worker_cpu(), a, b)
@@ -2992,6 +2996,14 @@ class Harness:
                     turnaround = probe_reading(per_worker, takes, 2, window_from_batch, d, samples_per_batch=bs)
                 except Exception as e:
                     turnaround = {"error": f"{e.__class__.__name__}: {e}"}
+            if meter and meter.detach_intervals:
+                try:  # a reading beside the probe: its failure never costs the probe
+                    from fd_detach_diagnostic import detach_split
+                    fd_split = detach_split({"skip": 0, "main": {"next_start": [a]}, "workers": per_worker,
+                                             "pin_received": list(meter.received or []),
+                                             "fd_detach": [iv for iv in meter.detach_intervals if iv[1] <= b]}, k)
+                except Exception as e:
+                    fd_split = {"error": f"{e.__class__.__name__}: {e}"}
             if k > 1:
                 # the workers' batches inside the window, read as the cases' timelines are (timeline_analysis)
                 from timeline_analysis import core_wander
@@ -3019,6 +3031,9 @@ class Harness:
                      "worker_batch_s": ([[round(x, 6) for x in w] for w in durations] if durations else None),
                      # the worker's path between two batches (turnaround_diagnostic.probe_reading), None without one
                      "turnaround": turnaround,
+                     # the window's fd hand-overs split by the sending worker's state (fd_detach_diagnostic), None
+                     # unpinned or without a hand-over
+                     "fd_detach_split": fd_split,
                      "seconds": time.perf_counter() - t0, "pin_memory": bool(meter),
                      "main_thread_cpu_s_per_batch": (main1 - main0) / n}, **pin_fig)
 
