@@ -71,6 +71,41 @@ def detach_split(timeline: Dict[str, Any], num_workers: int) -> Optional[Dict[st
     return out
 
 
+def receive_split(timeline: Dict[str, Any], num_workers: int, put_margin_s: float = 0.008,
+                  before_get_s: float = 0.0002) -> Optional[Dict[str, Any]]:
+    """Pure: a pinned case's timeline (any call with pin_received, since the eighty-third session) -> the pin
+    thread's receive where its next batch was waiting (the cycles dispatch_model.backlog_service_s counts: the batch
+    collated more than put_margin_s before the previous pin_memory() ended), from that end to the get's return
+    (the put of the batch before, the get, the unpickle with its fd hand-overs), and the pin_memory() call's wall
+    after it; the receives split by the sender's state before_get_s before the get returned, when its hand-over
+    runs. The hand-over hypothesis (run 83, finding 6) predicts the receives from a busy sender the longer. None
+    without the data."""
+    pins, rec = timeline.get("pin") or [], timeline.get("pin_received") or []
+    workers = timeline.get("workers") or {}
+    n = min(len(pins), len(rec))
+    if n < 2 or num_workers < 1 or not workers:
+        return None
+    done = {k * num_workers + int(w): b for w, sp in workers.items() for k, (_, b) in enumerate(sp)}
+    lo = timeline["main"]["next_start"][int(timeline.get("skip") or 0)]
+    recv: Dict[str, List[float]] = {"busy": [], "idle": []}
+    pin_wall: List[float] = []
+    for i in range(1, n):
+        idx = int(rec[i][0])
+        if pins[i][1] < lo or idx not in done or done[idx] + put_margin_s >= pins[i - 1][1]:
+            continue
+        busy = sender_busy_at(workers.get(str(idx % num_workers)) or [], rec[i][1] - before_get_s)
+        recv["busy" if busy else "idle"].append(rec[i][1] - pins[i - 1][1])
+        pin_wall.append(pins[i][1] - pins[i][0])
+    if not pin_wall:
+        return None
+    every = recv["busy"] + recv["idle"]
+    out: Dict[str, Any] = {"cycles": len(every), "receive_s": statistics.fmean(every),
+                           "pin_memory_s": statistics.fmean(pin_wall)}
+    for state, ws in recv.items():
+        out[state] = {"receives": len(ws), "mean_s": statistics.fmean(ws) if ws else None}
+    return out
+
+
 def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """One pinned case with workers -> its in situ detach figures, its timeline split, and its pin thread's
     backlogged cycle less CPU a batch; None for others."""
@@ -85,6 +120,7 @@ def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                            "detach_cpu_s": ins.get("fd_detach_cpu_s_per_batch"),
                            "pin_cpu_s": ins.get("pin_thread_cpu_s_per_batch")}
     row["split"] = detach_split(tl, row["workers"]) if tl else None
+    row["receive"] = receive_split(tl, row["workers"]) if tl else None
     serv = dispatch_model.backlog_service_s(tl, row["workers"]) if tl.get("pin") and tl.get("pin_received") else None
     row["backlog_extra_s"] = serv - row["pin_cpu_s"] if serv is not None and row["pin_cpu_s"] else None
     return row
@@ -99,7 +135,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("calls", nargs="+", help="result folders holding cases.json.xz (or cases.json)")
     a = ap.parse_args(argv)
     print("case | workers | detaches/batch | detach wall/CPU ms a batch | backlogged cycle - CPU ms | "
-          "detach wall ms, sender busy (n) | sender idle (n)")
+          "detach wall ms, sender busy (n) | sender idle (n) | backlogged receive ms, sender busy (n) | "
+          "sender idle (n) | pin_memory() ms")
     for d in a.calls:
         path = os.path.join(d, "cases.json.xz")
         opener = lzma.open if os.path.exists(path) else open
@@ -113,13 +150,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             row = case_row(case)
             if row is None:
                 continue
-            s = row["split"] or {}
+            s, rv = row["split"] or {}, row["receive"] or {}
             busy, idle = s.get("busy") or {}, s.get("idle") or {}
+            rbusy, ridle = rv.get("busy") or {}, rv.get("idle") or {}
             calls = row["detach_calls"]
             print(f"{os.path.basename(d.rstrip('/'))}/{row['id'][:2]} | {row['workers']} | "
                   f"{'-' if calls is None else f'{calls:.2f}'} | {ms(row['detach_wall_s'])}/{ms(row['detach_cpu_s'])}"
                   f" | {ms(row['backlog_extra_s'])} | {ms(busy.get('mean_wall_s'))} ({busy.get('detaches', 0)}) | "
-                  f"{ms(idle.get('mean_wall_s'))} ({idle.get('detaches', 0)})")
+                  f"{ms(idle.get('mean_wall_s'))} ({idle.get('detaches', 0)}) | "
+                  f"{ms(rbusy.get('mean_s'))} ({rbusy.get('receives', 0)}) | "
+                  f"{ms(ridle.get('mean_s'))} ({ridle.get('receives', 0)}) | {ms(rv.get('pin_memory_s'))}")
     return 0
 
 

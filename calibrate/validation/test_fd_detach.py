@@ -56,5 +56,33 @@ class DetachSplit(unittest.TestCase):
         self.assertIsNone(fd.case_row(case))
 
 
+class ReceiveSplit(unittest.TestCase):
+    def test_backlogged_receives_by_hand(self):
+        # one worker; batches 0-3 collate at 1, 1.5, 3, 40 ms (spans [0,1], [1,1.5], [2,3], [30,40]); the pin thread's
+        # pin_memory() calls run [5,10], [12,20], [23,30], [41,45] ms and it took the batches at 4.9, 11.9, 22.9,
+        # 40.9 ms. Batch 1 (received 11.9, collated at 1.5 < 10 - 8): backlogged, receive 10 -> 11.9 = 1.9 ms, the
+        # worker idle at 11.7 (between [2,3] and [30,40]). Batch 2 (collated 3 < 20 - 8): receive 20 -> 22.9 = 2.9
+        # ms, idle. Batch 3 collated at 40, after 30: not backlogged.
+        tl = {"skip": 0, "main": {"next_start": [0.0]},
+              "workers": {"0": [[0.0, 0.001], [0.001, 0.0015], [0.002, 0.003], [0.030, 0.040]]},
+              "pin": [[0.005, 0.010], [0.012, 0.020], [0.023, 0.030], [0.041, 0.045]],
+              "pin_received": [[0, 0.0049], [1, 0.0119], [2, 0.0229], [3, 0.0409]]}
+        r = fd.receive_split(tl, 1)
+        self.assertEqual(r["cycles"], 2)
+        self.assertAlmostEqual(r["receive_s"], (0.0019 + 0.0029) / 2)
+        self.assertAlmostEqual(r["pin_memory_s"], (0.008 + 0.007) / 2)
+        self.assertEqual(r["idle"]["receives"], 2)
+        self.assertEqual(r["busy"]["receives"], 0)
+        self.assertIsNone(r["busy"]["mean_s"])
+        # the worker inside a batch at batch 2's get: that receive counts busy
+        tl["workers"]["0"][3] = [0.022, 0.040]
+        r = fd.receive_split(tl, 1)
+        self.assertEqual(r["busy"]["receives"], 1)
+        self.assertAlmostEqual(r["busy"]["mean_s"], 0.0029)
+
+    def test_no_data(self):
+        self.assertIsNone(fd.receive_split({"pin": [], "pin_received": [], "workers": {}}, 2))
+
+
 if __name__ == "__main__":
     unittest.main()
