@@ -968,6 +968,22 @@ def pin_thread_wait_s(comp: Dict[str, Any], pin_busier: bool = True) -> Optional
     return sum(waits) / len(waits) if waits else None
 
 
+def fd_handover_wait_s(comp: Dict[str, Any]) -> Optional[float]:
+    """The receive's file-descriptor hand-overs' time off the pin thread's core per batch around a pinned case: over
+    its probes before and after that timed them (harness since the ninetieth session: each DupFd.detach() in the main
+    process, fd_detach_{wall_s,cpu_s}_per_batch), the mean of wall less CPU, never below 0. Run 84 (validation-runs.md):
+    at 2 and 4 tensor workers the cases' hand-overs took 1.44 and 1.96 ms a batch off the core, 73-79% of the pin
+    thread's backlogged cycle less its CPU, and their probes read 1.31 and 1.88 ms; the probes there are bound by
+    their workers, so pin_thread_wait_s has no reading. A part of the pin thread's time off its core, not all of it:
+    used only where pin_thread_wait_s has none. None without such a probe (every call before run 84)."""
+    got = []
+    for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
+        wall, cpu = p.get("fd_detach_wall_s_per_batch"), p.get("fd_detach_cpu_s_per_batch")
+        if p.get("pin_memory") and wall is not None and cpu is not None:
+            got.append(max(0.0, float(wall) - float(cpu)))
+    return sum(got) / len(got) if got else None
+
+
 def probe_pin_cycle_cv(comp: Dict[str, Any]) -> Optional[float]:
     """The pin thread's own spread around a pinned case: the mean over its probes before and after that were bound
     by the pin thread (workers under PIN_BOUND_PROBE_WORKERS_BUSY busy) of their pin cycle's cv (harness since the
@@ -1533,8 +1549,10 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
         if collate_in_shm:
             loader["collate_in_shared_memory"] = True
         loader["worker_s_per_batch"] = round(worker_overhead_s, 6)
-        wait_s = (pin_thread_wait_s(comp, pin_busier=pin_thread_wait == "probes")
-                  if k["pin_memory"] and pin_thread_wait in ("probes", "probes-any") else None)
+        wait_s = (pin_thread_wait_s(comp, pin_busier=pin_thread_wait != "probes-any")
+                  if k["pin_memory"] and pin_thread_wait in ("probes", "probes-any", "probes-fd") else None)
+        if wait_s is None and k["pin_memory"] and pin_thread_wait == "probes-fd":
+            wait_s = fd_handover_wait_s(comp)
         if wait_s is not None:
             loader["pin_thread_wait_s_per_batch"] = round(wait_s, 7)
         next_s = main_next_s(comp) if k["pin_memory"] and main_next == "probes" else None
@@ -3467,12 +3485,14 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned batch's receive inside next() from the "
                          "case-like window's next() where the harness timed it (since run 26's plan), or, off, from "
                          "the transport loop less calibrate's untouched release (run 25: below zero in the GIL call)")
-    ap.add_argument("--pin-thread-wait", choices=["probes", "probes-any", "off"], default="probes",
+    ap.add_argument("--pin-thread-wait", choices=["probes", "probes-fd", "probes-any", "off"], default="probes",
                     help="a pinned case's pin thread time off its core per batch (loader.pin_thread_wait_s_per_batch): "
                          "probes (default since run 38), from its pin-bound probes' wall less CPU per batch (run 36, "
                          "finding 6: about 4%% of the wall, the same on every lease; run 37, finding 2), a probe "
                          "counting only where its pin thread was busier than its workers (since the forty-sixth "
-                         "session); probes-any, any probe under 0.8 busy workers (runs 38-50); or off, the "
+                         "session); probes-fd, the same, and where no probe is pin-bound the probes' fd "
+                         "hand-overs' wall less CPU (fd_handover_wait_s; run 84); probes-any, any probe under 0.8 "
+                         "busy workers (runs 38-50); or off, the "
                          "pin thread on its CPU all the time (the default up to run 37)")
     ap.add_argument("--main-next", choices=["probes", "off"], default="probes",
                     help="a pinned case's loop-thread CPU in next() per batch (loader.main_next_s_per_batch): probes, "
