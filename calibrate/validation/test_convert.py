@@ -679,6 +679,30 @@ class PinThreadWaitTest(unittest.TestCase):
         self.assertNotIn("pin_thread_wait_s_per_batch",
                          convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes")["loader"])
 
+    def test_probes_fd_takes_the_hand_overs_where_no_probe_is_pin_bound(self):
+        # run 84's 4-worker probes, rounded: workers 0.87 busy (worker-bound, no pin_thread_wait_s reading); the
+        # hand-overs 2.00 ms wall / 0.62 ms CPU a batch before, 2.93 / 0.56 after: 1.38 and 2.37 ms off the core,
+        # 1.875 ms at mean
+        before, after = pin_probe(1.52, 71, 0.0199, 3.49, workers=4), pin_probe(1.52, 71, 0.0190, 3.36, workers=4)
+        before.update(fd_detach_wall_s_per_batch=0.0020, fd_detach_cpu_s_per_batch=0.00062)
+        after.update(fd_detach_wall_s_per_batch=0.00293, fd_detach_cpu_s_per_batch=0.00056)
+        comp = {"probe": before, "probe_after": after}
+        self.assertIsNone(convert.pin_thread_wait_s(comp))
+        self.assertAlmostEqual(convert.fd_handover_wait_s(comp), 0.001875)
+        c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
+        c["components"].update(comp)
+        self.assertNotIn("pin_thread_wait_s_per_batch", convert.scenario_for(c, {"cpu_cores": 16})["loader"])
+        s = convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes-fd")
+        self.assertAlmostEqual(s["loader"]["pin_thread_wait_s_per_batch"], 0.001875)
+        # a pin-bound probe's whole wall less CPU (which holds the hand-overs) wins where there is one
+        c["components"]["probe"] = dict(pin_probe(1.5, 75, 0.0192, 3.9), fd_detach_wall_s_per_batch=0.0005,
+                                        fd_detach_cpu_s_per_batch=0.0003)
+        s = convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes-fd")
+        self.assertAlmostEqual(s["loader"]["pin_thread_wait_s_per_batch"], 0.0008)
+        # a CPU above the wall gives 0, not below; probes without the figures (every call before run 84) none
+        self.assertEqual(convert.fd_handover_wait_s({"probe": dict(before, fd_detach_cpu_s_per_batch=0.003)}), 0.0)
+        self.assertIsNone(convert.fd_handover_wait_s({"probe": pin_probe(1.5, 75, 0.0192, 3.9)}))
+
 
 class PinCycleCvTest(unittest.TestCase):
     def test_the_mean_of_the_pin_bound_probes_cv(self):
