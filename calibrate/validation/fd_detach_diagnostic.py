@@ -119,6 +119,10 @@ def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                            "detach_wall_s": ins.get("fd_detach_wall_s_per_batch"),
                            "detach_cpu_s": ins.get("fd_detach_cpu_s_per_batch"),
                            "pin_cpu_s": ins.get("pin_thread_cpu_s_per_batch")}
+    # the probes' reading of the same wait, out of the case (convert.fd_handover_wait_s: --pin-thread-wait probes-fd);
+    # imported here, so that the harness's probes, which import this module on the GPU machine, do not load convert
+    import convert
+    row["probes_wait_s"] = convert.fd_handover_wait_s(case.get("components") or {})
     row["split"] = detach_split(tl, row["workers"]) if tl else None
     row["receive"] = receive_split(tl, row["workers"]) if tl else None
     serv = dispatch_model.backlog_service_s(tl, row["workers"]) if tl.get("pin") and tl.get("pin_received") else None
@@ -134,7 +138,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("calls", nargs="+", help="result folders holding cases.json.xz (or cases.json)")
     a = ap.parse_args(argv)
-    print("case | workers | detaches/batch | detach wall/CPU ms a batch | backlogged cycle - CPU ms | "
+    print("case | workers | detaches/batch | detach wall/CPU ms a batch | probes' wall - CPU ms | "
+          "backlogged cycle - CPU ms | "
           "detach wall ms, sender busy (n) | sender idle (n) | backlogged receive ms, sender busy (n) | "
           "sender idle (n) | pin_memory() ms")
     for d in a.calls:
@@ -156,7 +161,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             calls = row["detach_calls"]
             print(f"{os.path.basename(d.rstrip('/'))}/{row['id'][:2]} | {row['workers']} | "
                   f"{'-' if calls is None else f'{calls:.2f}'} | {ms(row['detach_wall_s'])}/{ms(row['detach_cpu_s'])}"
-                  f" | {ms(row['backlog_extra_s'])} | {ms(busy.get('mean_wall_s'))} ({busy.get('detaches', 0)}) | "
+                  f" | {ms(row['probes_wait_s'])} | {ms(row['backlog_extra_s'])} | {ms(busy.get('mean_wall_s'))} ({busy.get('detaches', 0)}) | "
                   f"{ms(idle.get('mean_wall_s'))} ({idle.get('detaches', 0)}) | "
                   f"{ms(rbusy.get('mean_s'))} ({rbusy.get('receives', 0)}) | "
                   f"{ms(ridle.get('mean_s'))} ({ridle.get('receives', 0)}) | {ms(rv.get('pin_memory_s'))}")
