@@ -203,16 +203,24 @@ def backlog_service_s(timeline: Dict[str, Any], num_workers: int, put_margin_s: 
     about 3 ms, and a margin) before the cycle began, so that it was waiting: the pin thread's own time, its CPU plus
     its waits for the GIL. None under min_batches such cycles. Runs 79-83's tensor cases read 1.04-1.09x the pin
     thread's CPU a batch at 4 workers (validation-runs.md run 83, finding 6)."""
+    pins = timeline.get("pin") or []
+    serv = [pins[i][1] - pins[i - 1][1] for i in backlogged_cycles(timeline, num_workers, put_margin_s)]
+    return statistics.fmean(serv) if serv and len(serv) >= min_batches else None
+
+
+def backlogged_cycles(timeline: Dict[str, Any], num_workers: int, put_margin_s: float = 0.008) -> List[int]:
+    """Pure: the indices i of a pinned case's pin cycles (the i-1-th pin_memory() call's end to the i-th's; the i-th
+    call served the i-th batch received) over the steady window where the batch served had collated more than
+    put_margin_s before the cycle began, so that it was waiting. Empty without the data."""
     pins, rec = timeline.get("pin") or [], timeline.get("pin_received") or []
-    n = min(len(pins), len(rec))     # the i-th pin_memory() call served the i-th batch received
-    if n < 2:
-        return None
+    n = min(len(pins), len(rec))
+    if n < 2 or num_workers < 1:
+        return []
     done = {k * num_workers + int(w): b for w, sp in (timeline.get("workers") or {}).items()
             for k, (a, b) in enumerate(sp)}
-    lo = timeline["main"]["next_start"][int(timeline["skip"])]
-    serv = [pins[i][1] - pins[i - 1][1] for i in range(1, n)
+    lo = timeline["main"]["next_start"][int(timeline.get("skip") or 0)]
+    return [i for i in range(1, n)
             if pins[i][1] >= lo and rec[i][0] in done and done[rec[i][0]] + put_margin_s < pins[i - 1][1]]
-    return statistics.fmean(serv) if len(serv) >= min_batches else None
 
 
 def pin_series_for(cycles: Sequence[float], mode: str, rng: random.Random, service_s: Optional[float] = None

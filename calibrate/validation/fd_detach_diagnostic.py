@@ -17,8 +17,6 @@ backlogged cycle less its CPU (dispatch_model.backlog_service_s). A diagnostic: 
 """
 import argparse
 import bisect
-import lzma
-import json
 import os
 import statistics
 import sys
@@ -82,17 +80,12 @@ def receive_split(timeline: Dict[str, Any], num_workers: int, put_margin_s: floa
     without the data."""
     pins, rec = timeline.get("pin") or [], timeline.get("pin_received") or []
     workers = timeline.get("workers") or {}
-    n = min(len(pins), len(rec))
-    if n < 2 or num_workers < 1 or not workers:
+    if not workers:
         return None
-    done = {k * num_workers + int(w): b for w, sp in workers.items() for k, (_, b) in enumerate(sp)}
-    lo = timeline["main"]["next_start"][int(timeline.get("skip") or 0)]
     recv: Dict[str, List[float]] = {"busy": [], "idle": []}
     pin_wall: List[float] = []
-    for i in range(1, n):
+    for i in dispatch_model.backlogged_cycles(timeline, num_workers, put_margin_s):
         idx = int(rec[i][0])
-        if pins[i][1] < lo or idx not in done or done[idx] + put_margin_s >= pins[i - 1][1]:
-            continue
         busy = sender_busy_at(workers.get(str(idx % num_workers)) or [], rec[i][1] - before_get_s)
         recv["busy" if busy else "idle"].append(rec[i][1] - pins[i - 1][1])
         pin_wall.append(pins[i][1] - pins[i][0])
@@ -120,7 +113,8 @@ def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                            "detach_cpu_s": ins.get("fd_detach_cpu_s_per_batch"),
                            "pin_cpu_s": ins.get("pin_thread_cpu_s_per_batch")}
     # the probes' reading of the same wait, out of the case (convert.fd_handover_wait_s: --pin-thread-wait probes-fd);
-    # imported here, so that the harness's probes, which import this module on the GPU machine, do not load convert
+    # convert is imported here and in main, so that the harness's probes, which import this module on the GPU
+    # machine, do not load it
     import convert
     row["probes_wait_s"] = convert.fd_handover_wait_s(case.get("components") or {})
     row["split"] = detach_split(tl, row["workers"]) if tl else None
@@ -138,19 +132,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("calls", nargs="+", help="result folders holding cases.json.xz (or cases.json)")
     a = ap.parse_args(argv)
+    import convert
+    docs = [(d, convert.read_call_json(d, "cases.json")) for d in a.calls]     # a bad folder: one line, exit 2
     print("case | workers | detaches/batch | detach wall/CPU ms a batch | probes' wall - CPU ms | "
           "backlogged cycle - CPU ms | "
           "detach wall ms, sender busy (n) | sender idle (n) | backlogged receive ms, sender busy (n) | "
           "sender idle (n) | pin_memory() ms")
-    for d in a.calls:
-        path = os.path.join(d, "cases.json.xz")
-        opener = lzma.open if os.path.exists(path) else open
-        path = path if os.path.exists(path) else os.path.join(d, "cases.json")
-        if not os.path.exists(path):
-            print(f"{d}: no cases.json(.xz)", file=sys.stderr)
-            return 2
-        with opener(path, "rt") as f:
-            doc = json.load(f)
+    for d, doc in docs:
         for case in doc["cases"] if isinstance(doc, dict) else doc:
             row = case_row(case)
             if row is None:
