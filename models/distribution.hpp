@@ -23,13 +23,14 @@ class Rng {
   explicit Rng(std::uint64_t seed);
   std::uint64_t next_u64();
   double uniform01();  // in (0, 1)
-  double standard_normal();
+  double standard_normal();  // the ziggurat (distribution.cpp)
 
  private:
   std::uint64_t state_[4];
-  bool has_spare_ = false;
-  double spare_ = 0.0;
 };
+
+// Where the standard normal's ziggurat puts its tail (the r that closes its 256 layers); for the tests.
+double ziggurat_tail_start();
 
 // One draw. Lognormal and gamma have the given mean and cv exactly.
 double sample(const Distribution& d, Rng& rng);

@@ -315,10 +315,11 @@ TEST(CpuModel, SplitWanderIsTheLognormalWithEqualSidesAndKeepsTheMeanSpeed) {
 // Validation run 37, finding 8 (the pin thread's spells are about 4 batches: 1 + cv^2 / 8 there).
 TEST(CpuModel, AFreeRunningThreadsMeanBatchTimeFallsFromOnePlusCvSquaredToOne) {
   const double cv = 0.3, sigma = pipeplan::lognormal_sigma(cv), batch_s = 0.01;
-  auto mean_batch_factor = [&](double tau_s) {
+  // n batches: spells of 300 batches leave about n / 600 independent ones, whose mean's standard error is about
+  // 0.3 / sqrt(n / 600): 0.005 at 2,000,000 batches, so the 0.015 below is 3 of them
+  auto mean_batch_factor = [&](double tau_s, int n) {
     pipeplan::Rng rng(11);
     double x = sigma * rng.standard_normal(), total = 0;
-    const int n = 200000;
     for (int i = 0; i < n; ++i) {
       const double f = pipeplan::wander_time_factor(x, cv);
       total += f;
@@ -326,9 +327,9 @@ TEST(CpuModel, AFreeRunningThreadsMeanBatchTimeFallsFromOnePlusCvSquaredToOne) {
     }
     return total / n;
   };
-  EXPECT_NEAR(mean_batch_factor(batch_s * 0.01), 1.0 + cv * cv, 0.005);
-  EXPECT_NEAR(mean_batch_factor(batch_s * 300), 1.0, 0.015);
-  const double four_batches = mean_batch_factor(batch_s * 4);
+  EXPECT_NEAR(mean_batch_factor(batch_s * 0.01, 200000), 1.0 + cv * cv, 0.005);
+  EXPECT_NEAR(mean_batch_factor(batch_s * 300, 2000000), 1.0, 0.015);
+  const double four_batches = mean_batch_factor(batch_s * 4, 200000);
   EXPECT_GT(four_batches, 1.0);
   EXPECT_LT(four_batches, 1.0 + 0.25 * cv * cv);
 }
@@ -547,6 +548,50 @@ TEST(Distribution, SameSeedSameDraws) {
   EXPECT_EQ(a.next_u64(), b.next_u64());
   EXPECT_NE(a.next_u64(), c.next_u64());
   EXPECT_NE(derive_seed(1, 1, 1), derive_seed(1, 2, 1));
+}
+
+// The ziggurat's 256 layers close at Marsaglia and Tsang's published r (J. Stat. Softw. 5(8), 2000: 3.6541528853610088)
+TEST(Distribution, TheZigguratsLayersCloseAtThePublishedTailStart) {
+  EXPECT_NEAR(ziggurat_tail_start(), 3.6541528853610088, 1e-12);
+}
+
+// Rng::standard_normal against the normal law's CDF (Phi(q) = erfc(-q / sqrt 2) / 2): the share of draws below each
+// q, within 5 binomial standard errors, at points inside the layers, in the tail beyond r = 3.654 (its own path) and
+// far into it, and the mean excess beyond r; the largest CDF gap (Kolmogorov-Smirnov) below its 1% critical value 1.63 / sqrt(n); and the moments.
+TEST(Distribution, StandardNormalDrawsFollowTheNormalLaw) {
+  Rng rng(2026);
+  const int n = 1000000;
+  std::vector<double> z(n);
+  double sum = 0, sum2 = 0, sum4 = 0;
+  for (double& x : z) {
+    x = rng.standard_normal();
+    sum += x;
+    sum2 += x * x;
+    sum4 += x * x * x * x;
+  }
+  std::sort(z.begin(), z.end());
+  const auto phi = [](double q) { return 0.5 * std::erfc(-q / std::sqrt(2.0)); };
+  for (double q : {-4.2, -3.7, -3.0, -2.0, -1.0, -0.3, 0.0, 0.3, 1.0, 2.0, 3.0, 3.7, 4.2}) {
+    const double share = double(std::lower_bound(z.begin(), z.end(), q) - z.begin()) / n;
+    const double p = phi(q);
+    EXPECT_NEAR(share, p, 5.0 * std::sqrt(p * (1 - p) / n) + 1.0 / n) << "q " << q;
+  }
+  double ks = 0.0;
+  for (int i = 0; i < n; i += 97) ks = std::max({ks, std::fabs(phi(z[i]) - double(i) / n), std::fabs(phi(z[i]) - double(i + 1) / n)});
+  EXPECT_LT(ks, 1.63 / std::sqrt(double(n)));
+  EXPECT_NEAR(sum / n, 0.0, 5.0 / std::sqrt(double(n)));
+  EXPECT_NEAR(sum2 / n, 1.0, 5.0 * std::sqrt(2.0 / n));
+  EXPECT_NEAR(sum4 / n, 3.0, 5.0 * std::sqrt(96.0 / n));  // Var(z^4) = E z^8 - 9 = 105 - 9
+  // the tail's own path: beyond r, the mean excess over r is phi(r) / Q(r) - r (about 0.247), each draw's excess
+  // spread about as wide, so 5 standard errors of ~260 draws (|z| > r on both sides) is about 0.075
+  const double r = ziggurat_tail_start();
+  double excess = 0;
+  int beyond = 0;
+  for (double x : z)
+    if (std::fabs(x) > r) excess += std::fabs(x) - r, ++beyond;
+  ASSERT_GT(beyond, 100);
+  const double mills = std::exp(-0.5 * r * r) / std::sqrt(2 * M_PI) / (0.5 * std::erfc(r / std::sqrt(2.0)));
+  EXPECT_NEAR(excess / beyond, mills - r, 5.0 * (mills - r) / std::sqrt(double(beyond)));
 }
 
 TEST(JsonReader, SuggestsTheNearestKey) {
