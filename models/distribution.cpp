@@ -99,7 +99,7 @@ struct ZigguratTable {
 
   ZigguratTable() {
     double lo = 3.0, hi = 4.0;  // bisection to the double's resolution
-    for (int k = 0; k < 100 && hi - lo > 0.0; ++k) {
+    for (int k = 0; k < 100; ++k) {
       const double mid = 0.5 * (lo + hi);
       if (mid == lo || mid == hi) break;
       (fill(mid) ? lo : hi) = mid;

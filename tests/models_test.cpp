@@ -557,7 +557,8 @@ TEST(Distribution, TheZigguratsLayersCloseAtThePublishedTailStart) {
 
 // Rng::standard_normal against the normal law's CDF (Phi(q) = erfc(-q / sqrt 2) / 2): the share of draws below each
 // q, within 5 binomial standard errors, at points inside the layers, in the tail beyond r = 3.654 (its own path) and
-// far into it, and the mean excess beyond r; the largest CDF gap (Kolmogorov-Smirnov) below its 1% critical value 1.63 / sqrt(n); and the moments.
+// far into it, and the mean excess beyond r; the largest CDF gap (Kolmogorov-Smirnov) below its 1% critical value
+// 1.63 / sqrt(n); and the moments.
 TEST(Distribution, StandardNormalDrawsFollowTheNormalLaw) {
   Rng rng(2026);
   const int n = 1000000;
@@ -577,7 +578,8 @@ TEST(Distribution, StandardNormalDrawsFollowTheNormalLaw) {
     EXPECT_NEAR(share, p, 5.0 * std::sqrt(p * (1 - p) / n) + 1.0 / n) << "q " << q;
   }
   double ks = 0.0;
-  for (int i = 0; i < n; i += 97) ks = std::max({ks, std::fabs(phi(z[i]) - double(i) / n), std::fabs(phi(z[i]) - double(i + 1) / n)});
+  for (int i = 0; i < n; i += 97)
+    ks = std::max({ks, std::fabs(phi(z[i]) - double(i) / n), std::fabs(phi(z[i]) - double(i + 1) / n)});
   EXPECT_LT(ks, 1.63 / std::sqrt(double(n)));
   EXPECT_NEAR(sum / n, 0.0, 5.0 / std::sqrt(double(n)));
   EXPECT_NEAR(sum2 / n, 1.0, 5.0 * std::sqrt(2.0 / n));
