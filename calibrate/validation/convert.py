@@ -67,7 +67,7 @@ TABLE_OPTIONS = argparse.Namespace(min_steps=MIN_SIM_STEPS, gpu_duty="measured",
                                    transport_clock="cpu", host_from="probe-bracket", cold_latency="load-cold",
                                    cold_probe="after", unpinned_window="case", probe_pin_window="whole",
                                    launch_tail="loop", unpinned_next="window", memory_map_wait="pin-parts",
-                                   pin_thread_wait="probes", transport_busy="probes", main_next="probes",
+                                   pin_thread_wait="probes-fd", transport_busy="probes", main_next="probes",
                                    copy_call="probe", receive_gil_s="0.00048", back_to_back="measured",
                                    new_shape_cost="call", pin_cycle="off")
 # A case whose workers all slowed down together (timeline_analysis.common_share above this) ran in a
@@ -945,7 +945,7 @@ def pin_thread_wait_s(comp: Dict[str, Any], pin_busier: bool = True) -> Optional
     the window's wall per batch less the pin thread's CPU per batch, never below 0. Run 36 (finding 6): in
     pin-bound probes the pin thread is on its CPU 95.6% of the wall (0.76 ms of a 17-20 ms cycle), and in the cases
     a batch is always ready for it; the simulator's pin thread, given the CPU alone, was busy 100%. None without a
-    pin-bound probe (image loaders, runs before 14). Used with --pin-thread-wait probes (the default since run 38).
+    pin-bound probe (image loaders, runs before 14). Used with --pin-thread-wait probes and probes-fd (the default).
     pin_busier (the default since the forty-sixth session): a probe counts only where its pin thread was also on its
     CPU a larger share of the wall than its workers were busy. Over runs 11-50, 1,099 of the 1,141 probes under
     0.8 busy workers pass; the 42 that do not are image probes whose workers were the busier side: 24-worker
@@ -975,7 +975,10 @@ def fd_handover_wait_s(comp: Dict[str, Any]) -> Optional[float]:
     at 2 and 4 tensor workers the cases' hand-overs took 1.44 and 1.96 ms a batch off the core, 73-79% of the pin
     thread's backlogged cycle less its CPU, and their probes read 1.31 and 1.88 ms; the probes there are bound by
     their workers, so pin_thread_wait_s has no reading. A part of the pin thread's time off its core, not all of it:
-    used only where pin_thread_wait_s has none. None without such a probe (every call before run 84)."""
+    used only where pin_thread_wait_s has none (--pin-thread-wait probes-fd, the default since the ninety-third
+    session: over the 12 such cases of runs 84-86 p90 abs throughput error 6.4% -> 4.5%, p90 step 59.5% -> 47.9% at
+    p90 but 9.8% -> 14.6% at the median; validation-runs.md run 86). None without such a probe (every call before
+    run 84)."""
     got = []
     for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
         wall, cpu = p.get("fd_detach_wall_s_per_batch"), p.get("fd_detach_cpu_s_per_batch")
@@ -1468,7 +1471,7 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
                  duty_time_constant_s: Optional[float] = None,
                  load_curve_from: str = "scaling", host_from: str = "step",
                  launch_tail: str = "loop", memory_map_wait: str = "pin-parts",
-                 pin_thread_wait: str = "probes", main_next: str = "probes",
+                 pin_thread_wait: str = "probes-fd", main_next: str = "probes",
                  copy_call: Optional[float] = None) -> Dict[str, Any]:
     """A pipeplan-scenario/1 document for one measured case (docs/scenario.md keys only). cpu_curve:
     the profile's cpu.speed_vs_busy_cores, needed only to bring a probe measured at K workers back
@@ -1477,9 +1480,10 @@ def scenario_for(case: Dict[str, Any], machine: Dict[str, Any], min_steps: int =
     ("scaling") or the machine's curve alone ("machine", no dataset curve). launch_tail: "loop" gives the
     step's launch tail from the loop's host probes (launch_tail_s), "off" none. memory_map_wait: "pin-parts" lets a
     loop that needs the memory map slow at the pin-parts probe's rate instead of stopping (memory_map_wait_s), "off"
-    the simulator's full stop. pin_thread_wait: "probes" (the default since run 38) gives a pinned case the pin
-    thread's time off its core per batch from its probes (pin_thread_wait_s; "probes-any" with run 38-50's probe
-    rule), "off" none (validation-runs.md run 37, findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
+    the simulator's full stop. pin_thread_wait: "probes" (the default from run 38 to the ninety-second session) gives
+    a pinned case the pin thread's time off its core per batch from its pin-bound probes (pin_thread_wait_s;
+    "probes-any" with run 38-50's probe rule); "probes-fd" (the default since the ninety-third session, device plan
+    item 30) the same, and where no probe is pin-bound the probes' fd hand-overs (fd_handover_wait_s); "off" none (validation-runs.md run 37, findings 2-4; run 38, finding 2). main_next: "probes" (the default since run 42) gives a pinned case with
     workers the loop thread's own CPU in next() from its probes (main_next_s, loader.main_next_s_per_batch), "off"
     none (run 42, finding 8). copy_call: the call's .to() host time (copy_call_s), given to a pinned non_blocking
     case as transfer.copy_call_s_per_batch; None: none."""
@@ -2222,7 +2226,7 @@ def case_inputs(c: Dict[str, Any], machine: Dict[str, Any], run_profile: Optiona
                         host_from=getattr(a, "host_from", "probe-bracket"),
                         launch_tail=getattr(a, "launch_tail", "loop"),
                         memory_map_wait=getattr(a, "memory_map_wait", "pin-parts"),
-                        pin_thread_wait=getattr(a, "pin_thread_wait", "probes"),
+                        pin_thread_wait=getattr(a, "pin_thread_wait", "probes-fd"),
                         main_next=getattr(a, "main_next", "probes"), copy_call=call_copy_s)
     b2b = back_to_back_factor_option(getattr(a, "back_to_back", "measured"),
                                      ((c.get("components") or {}).get("step") or {}))
@@ -3485,15 +3489,16 @@ def main(argv=None) -> int:
                     help="with --unpinned-loop beside-loader: an unpinned batch's receive inside next() from the "
                          "case-like window's next() where the harness timed it (since run 26's plan), or, off, from "
                          "the transport loop less calibrate's untouched release (run 25: below zero in the GIL call)")
-    ap.add_argument("--pin-thread-wait", choices=["probes", "probes-fd", "probes-any", "off"], default="probes",
+    ap.add_argument("--pin-thread-wait", choices=["probes", "probes-fd", "probes-any", "off"], default="probes-fd",
                     help="a pinned case's pin thread time off its core per batch (loader.pin_thread_wait_s_per_batch): "
-                         "probes (default since run 38), from its pin-bound probes' wall less CPU per batch (run 36, "
-                         "finding 6: about 4%% of the wall, the same on every lease; run 37, finding 2), a probe "
-                         "counting only where its pin thread was busier than its workers (since the forty-sixth "
-                         "session); probes-fd, the same, and where no probe is pin-bound the probes' fd "
-                         "hand-overs' wall less CPU (fd_handover_wait_s; run 84); probes-any, any probe under 0.8 "
-                         "busy workers (runs 38-50); or off, the "
-                         "pin thread on its CPU all the time (the default up to run 37)")
+                         "probes-fd (default since the ninety-third session: device plan item 30, 12 cases of runs "
+                         "84-86), from its pin-bound probes' wall less CPU per batch (run 36, finding 6: about 4%% of "
+                         "the wall, the same on every lease; run 37, finding 2), a probe counting only where its pin "
+                         "thread was busier than its workers (since the forty-sixth session), and where no probe is "
+                         "pin-bound the probes' fd hand-overs' wall less CPU (fd_handover_wait_s; run 84; probes "
+                         "since run 84 time them, none before); probes, the pin-bound probes alone (the default from "
+                         "run 38 to the ninety-second session); probes-any, any probe under 0.8 busy workers (runs "
+                         "38-50); or off, the pin thread on its CPU all the time (the default up to run 37)")
     ap.add_argument("--main-next", choices=["probes", "off"], default="probes",
                     help="a pinned case's loop-thread CPU in next() per batch (loader.main_next_s_per_batch): probes, "
                          "from the pinned probes around it (default since run 42: finding 8), or off, none (the "

@@ -691,7 +691,12 @@ class PinThreadWaitTest(unittest.TestCase):
         self.assertAlmostEqual(convert.fd_handover_wait_s(comp), 0.001875)
         c = make_case("p", "pin_memory_tensor", 3200, 0.02, 0.022)
         c["components"].update(comp)
-        self.assertNotIn("pin_thread_wait_s_per_batch", convert.scenario_for(c, {"cpu_cores": 16})["loader"])
+        # the default since the ninety-third session (device plan item 30); "probes" keeps the pin-bound probes alone
+        s = convert.scenario_for(c, {"cpu_cores": 16})
+        self.assertAlmostEqual(s["loader"]["pin_thread_wait_s_per_batch"], 0.001875)
+        self.assertNotIn("pin_thread_wait_s_per_batch",
+                         convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes")["loader"])
+        self.assertEqual(convert.TABLE_OPTIONS.pin_thread_wait, "probes-fd")
         s = convert.scenario_for(c, {"cpu_cores": 16}, pin_thread_wait="probes-fd")
         self.assertAlmostEqual(s["loader"]["pin_thread_wait_s_per_batch"], 0.001875)
         # a pin-bound probe's whole wall less CPU (which holds the hand-overs) wins where there is one
