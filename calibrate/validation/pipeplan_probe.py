@@ -83,7 +83,9 @@ The loop's own side (--main-loop, with --dataset and --num-workers K): DataLoade
 pin_memory=True) in four windows, drop, copy, drop, copy: the loop thread's CPU a batch in the drop windows is its
 Python in next() (loader.main_next_s_per_batch), each copy window's median .to(device, non_blocking=True) call its
 copy call (transfer.copy_call_s_per_batch). A loop that syncs every step leaves the GPU idle for both (validation
-runs 42 and 43). Needs CUDA.
+runs 42 and 43). Over the same windows the receive's file-descriptor hand-overs (each DupFd.detach() in the pin thread
+waits for the sending worker) give the pin thread's time off its core a batch (loader.pin_thread_wait_s_per_batch:
+their wall less CPU, as the validation table reads its probes' by default since run 86). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -1493,13 +1495,29 @@ def main_loop_figures(windows: Sequence[Dict[str, Any]]) -> Dict[str, Optional[f
     return {"main_next_s": _mean_or_none(nxt), "copy_call_s": _mean_or_none(call)}
 
 
+def fd_handover_wait_s(res: Dict[str, Any]) -> Optional[float]:
+    """Pure: the pin thread's time off its core a batch in the receive's file-descriptor hand-overs (each
+    DupFd.detach() waits for the sending worker's sharer thread): their wall less the pin thread's CPU inside them,
+    never below 0; None where they were not timed. The validation's default reading of
+    loader.pin_thread_wait_s_per_batch where the loader's probes are worker-bound (convert.fd_handover_wait_s,
+    --pin-thread-wait probes-fd; validation-runs.md runs 84 and 86: 0.5-2 ms a batch, by lease and worker count)."""
+    wall, cpu = res.get("fd_detach_wall_s_per_batch"), res.get("fd_detach_cpu_s_per_batch")
+    if wall is None or cpu is None:
+        return None
+    return max(0.0, float(wall) - float(cpu))
+
+
 def loop_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch and
-    transfer.copy_call_s_per_batch (docs/scenario.md); {} from a failed one."""
+    """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch,
+    loader.pin_thread_wait_s_per_batch (the fd hand-overs: fd_handover_wait_s) and transfer.copy_call_s_per_batch
+    (docs/scenario.md); {} from a failed one."""
     f = main_loop_figures(res.get("windows") or [])
     frag: Dict[str, Any] = {}
     if f["main_next_s"] is not None:
         frag["loader"] = {"main_next_s_per_batch": round(f["main_next_s"], 7)}
+    wait_s = fd_handover_wait_s(res) if res.get("windows") else None
+    if wait_s is not None:
+        frag.setdefault("loader", {})["pin_thread_wait_s_per_batch"] = round(wait_s, 7)
     if f["copy_call_s"] is not None:
         frag["transfer"] = {"copy_call_s_per_batch": round(f["copy_call_s"], 7)}
     return frag
@@ -1521,23 +1539,32 @@ def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_work
                     num_workers=num_workers, collate_fn=collate_fn, pin_memory=True, persistent_workers=True,
                     prefetch_factor=2)
 
-    source = endless_batches(dl, batch_size)
-    for _ in range(2 * num_workers):
-        next(source)
-    until = time.perf_counter() + settle_s
-    while time.perf_counter() < until:
-        next(source)
-
     def copy(batch):
         to_device(batch, "cuda")
-    pin_tid = pin_thread_native_id()
-    cpu0 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
-    windows = [main_loop_window(source, mode, window_s, copy, torch.cuda.synchronize)
-               for mode in ("drop", "copy", "drop", "copy")]
-    cpu1 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
+    harness = _validation_module("harness")
+    # on before the loader's iterator starts its pin thread: the meter wraps the pin loop and DupFd.detach, and puts
+    # them back however this ends
+    with harness.PinThreadMeter() as meter:
+        source = endless_batches(dl, batch_size)
+        for _ in range(2 * num_workers):
+            next(source)
+        until = time.perf_counter() + settle_s
+        while time.perf_counter() < until:
+            next(source)
+        pin_tid = pin_thread_native_id()
+        cpu0 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
+        d0 = meter.snapshot()
+        windows = [main_loop_window(source, mode, window_s, copy, torch.cuda.synchronize)
+                   for mode in ("drop", "copy", "drop", "copy")]
+        d1 = meter.snapshot()
+        cpu1 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
     del source, dl
     out = {"windows": windows, "num_workers": num_workers, "batch_size": batch_size}
     batches = sum(int(w["batches"]) for w in windows)
+    # the receive's fd hand-overs over the same windows (the validation harness's per-case probes read them the same
+    # way): fd_detach_{calls,wall_s,cpu_s}_per_batch, absent where the torch version hands storages over otherwise
+    out.update({k: v for k, v in harness.pin_thread_figures(d0, d1, None, None, batches).items()
+                if k.startswith("fd_detach_")})
     if cpu0 is not None and cpu1 is not None and batches > 0:
         # the pin thread's CPU a batch beside your own loader's workers (the harness's probes read the same around
         # each case): the transport over cached samples reads it 12% cheaper at median over the table's pinned
@@ -2091,8 +2118,13 @@ def _human_main_loop(ml: Dict[str, Any]) -> str:
 
     def ms(x: Optional[float]) -> str:
         return "n/a" if x is None else f"{x * 1e3:.3f} ms"
-    return (f"main loop              next() {ms(f['main_next_s'])} of the loop thread's CPU a batch, the .to() call "
+    line = (f"main loop              next() {ms(f['main_next_s'])} of the loop thread's CPU a batch, the .to() call "
             f"{ms(f['copy_call_s'])} ({len(ml.get('windows') or [])} windows, {ml.get('num_workers')} workers, pinned)")
+    wait_s = fd_handover_wait_s(ml)
+    if wait_s is not None:
+        line += (f"; the pin thread's fd hand-overs {ms(wait_s)} a batch off its core "
+                 f"({ml['fd_detach_calls_per_batch']:.2f} a batch, {ms(ml['fd_detach_wall_s_per_batch'])} wall)")
+    return line
 
 
 def _human_memory_map(mm: Dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import tempfile
 import unittest
 
@@ -2701,6 +2702,75 @@ class ProbeStepTest(unittest.TestCase):
         self.assertEqual(probe.loop_fragment(failed), {})
         self.assertIn("not measured (RuntimeError: no CUDA", probe._human_main_loop(failed))
         self.assertIn("next() 0.250 ms", probe._human_main_loop({"windows": windows, "num_workers": 4}))
+
+    def test_loop_fragment_takes_the_fd_hand_overs_off_the_pin_threads_core(self):
+        # run 86a's first w4 case, rounded: two hand-overs a batch, 1.76 ms wall, 0.56 ms of the pin thread's CPU in
+        # them: 1.20 ms a batch off its core (convert.fd_handover_wait_s reads a probe the same way)
+        windows = [{"main_loop": "drop", "main_thread_cpu_s_per_batch": 0.0002}]
+        res = {"windows": windows, "num_workers": 4, "fd_detach_calls_per_batch": 2.0,
+               "fd_detach_wall_s_per_batch": 0.00176, "fd_detach_cpu_s_per_batch": 0.00056}
+        self.assertAlmostEqual(probe.fd_handover_wait_s(res), 0.0012)
+        self.assertEqual(probe.loop_fragment(res)["loader"],
+                         {"main_next_s_per_batch": 0.0002, "pin_thread_wait_s_per_batch": 0.0012})
+        self.assertAlmostEqual(probe.fd_handover_wait_s(res),
+                               convert.fd_handover_wait_s({"probe": dict(res, pin_memory=True)}))
+        self.assertIn("fd hand-overs 1.200 ms a batch off its core", probe._human_main_loop(res))
+        # CPU above the wall: 0, never below; not timed (a torch that hands storages over otherwise): no key
+        self.assertEqual(probe.fd_handover_wait_s(dict(res, fd_detach_cpu_s_per_batch=0.002)), 0.0)
+        del res["fd_detach_wall_s_per_batch"]
+        self.assertIsNone(probe.fd_handover_wait_s(res))
+        self.assertNotIn("pin_thread_wait_s_per_batch", probe.loop_fragment(res)["loader"])
+        # a failed run fills nothing, whatever it carries
+        self.assertEqual(probe.loop_fragment({"error": "RuntimeError: no CUDA device", "fd_detach_wall_s_per_batch": 1,
+                                              "fd_detach_cpu_s_per_batch": 0}), {})
+
+    def test_time_main_loop_times_the_hand_overs_of_its_own_windows_and_puts_everything_back(self):
+        # time_main_loop's plumbing without torch or a GPU: a stand-in torch whose DataLoader hands over two fds a
+        # batch through multiprocessing.resource_sharer.DupFd.detach (here a 1 ms sleep, no CPU to speak of, in
+        # place of the wait for the worker's sharer thread), and harness's numpy stubbed where it is missing
+        import types
+        from multiprocessing import resource_sharer as rs
+        from unittest import mock
+
+        def sleeping_detach(self_):
+            time.sleep(0.001)
+
+        class DataLoader:
+            def __init__(self, dataset, batch_size, **kw):
+                self.batches = len(dataset) // batch_size
+
+            def __iter__(self):
+                for i in range(self.batches):
+                    rs.DupFd.detach(None)
+                    rs.DupFd.detach(None)
+                    yield i
+        data = types.ModuleType("torch.utils.data")
+        data.DataLoader, data.IterableDataset = DataLoader, type("IterableDataset", (), {})
+        pm = types.ModuleType("torch.utils.data._utils.pin_memory")
+        pm.pin_memory, pm._pin_memory_loop = (lambda d, *a, **k: d), (lambda *a, **k: None)
+        _utils = types.ModuleType("torch.utils.data._utils")
+        _utils.pin_memory, data._utils = pm, _utils
+        utils = types.ModuleType("torch.utils")
+        utils.data = data
+        torch = types.ModuleType("torch")
+        torch.utils, torch.cuda = utils, types.SimpleNamespace(is_available=lambda: True, synchronize=lambda: None)
+        fakes = {"torch": torch, "torch.utils": utils, "torch.utils.data": data, "torch.utils.data._utils": _utils,
+                 "torch.utils.data._utils.pin_memory": pm}
+        if importlib.util.find_spec("numpy") is None:
+            fakes["numpy"] = types.ModuleType("numpy")
+        orig_pin = pm.pin_memory
+        with mock.patch.dict(sys.modules, fakes), mock.patch.object(rs.DupFd, "detach", sleeping_detach):
+            res = probe.time_main_loop(list(range(64 * 4)), batch_size=64, num_workers=2, window_s=0.02,
+                                       settle_s=0.01)
+            # the meter put the module's pin_memory and the class's detach back when it ended
+            self.assertIs(rs.DupFd.detach, sleeping_detach)
+            self.assertIs(pm.pin_memory, orig_pin)
+        self.assertEqual([w["main_loop"] for w in res["windows"]], ["drop", "copy", "drop", "copy"])
+        self.assertEqual(res["fd_detach_calls_per_batch"], 2.0)
+        # two 1 ms sleeps a batch: 2 ms off the core (the sleep's own overshoot allowed, at most 1 ms a call)
+        wait_s = probe.loop_fragment(res)["loader"]["pin_thread_wait_s_per_batch"]
+        self.assertGreaterEqual(wait_s, 0.0019)
+        self.assertLess(wait_s, 0.004)
 
     @unittest.skipUnless(os.access(os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"), os.X_OK),
                          "build/cli/pipeplan not built")
