@@ -50,6 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import cold_read_latency_s as _cold_wait_beyond_bytes_s  # noqa: E402  (torch-free)
 from pipeplan_probe import memory_map_needed, memory_map_wait_from_rate  # noqa: E402  (one rule and formula for both)
+from pipeplan_probe import fd_handover_wait_s as _one_window_fd_wait_s  # noqa: E402  (the user helper's reading, the same)
 from sequence_fit import component_fit, fitted_step_s  # noqa: E402  (the sequence step's fit, refitted)
 
 TARGETS = {
@@ -979,11 +980,9 @@ def fd_handover_wait_s(comp: Dict[str, Any]) -> Optional[float]:
     session: over the 12 such cases of runs 84-86 p90 abs throughput error 6.4% -> 4.5%, p90 step 59.5% -> 47.9% at
     p90 but 9.8% -> 14.6% at the median; validation-runs.md run 86). None without such a probe (every call before
     run 84)."""
-    got = []
-    for p in (comp.get("probe") or {}, comp.get("probe_after") or {}):
-        wall, cpu = p.get("fd_detach_wall_s_per_batch"), p.get("fd_detach_cpu_s_per_batch")
-        if p.get("pin_memory") and wall is not None and cpu is not None:
-            got.append(max(0.0, float(wall) - float(cpu)))
+    got = [_one_window_fd_wait_s(p) for p in (comp.get("probe") or {}, comp.get("probe_after") or {})
+           if p.get("pin_memory")]
+    got = [w for w in got if w is not None]
     return sum(got) / len(got) if got else None
 
 
