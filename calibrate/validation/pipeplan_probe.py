@@ -83,9 +83,10 @@ The loop's own side (--main-loop, with --dataset and --num-workers K): DataLoade
 pin_memory=True) in four windows, drop, copy, drop, copy: the loop thread's CPU a batch in the drop windows is its
 Python in next() (loader.main_next_s_per_batch), each copy window's median .to(device, non_blocking=True) call its
 copy call (transfer.copy_call_s_per_batch). A loop that syncs every step leaves the GPU idle for both (validation
-runs 42 and 43). Over the same windows the receive's file-descriptor hand-overs (each DupFd.detach() in the pin thread
-waits for the sending worker) give the pin thread's time off its core a batch (loader.pin_thread_wait_s_per_batch:
-their wall less CPU, as the validation table reads its probes' by default since run 86). Needs CUDA.
+runs 42 and 43). Over the same windows it times the receive's file-descriptor hand-overs (each DupFd.detach() in the
+pin thread waits for the sending worker): their wall less CPU is the pin thread's time off its core a batch, which
+the validation table reads from its probes by default since run 86; --pin-wait-from-hand-overs writes it as
+loader.pin_thread_wait_s_per_batch (off by default until a job check has tried it on the user's path). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -1507,15 +1508,18 @@ def fd_handover_wait_s(res: Dict[str, Any]) -> Optional[float]:
     return max(0.0, float(wall) - float(cpu))
 
 
-def loop_fragment(res: Dict[str, Any]) -> Dict[str, Any]:
-    """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch,
-    loader.pin_thread_wait_s_per_batch (the fd hand-overs: fd_handover_wait_s) and transfer.copy_call_s_per_batch
-    (docs/scenario.md); {} from a failed one."""
+def loop_fragment(res: Dict[str, Any], pin_wait: bool = False) -> Dict[str, Any]:
+    """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch and
+    transfer.copy_call_s_per_batch (docs/scenario.md), and with pin_wait (--pin-wait-from-hand-overs)
+    loader.pin_thread_wait_s_per_batch from the fd hand-overs (fd_handover_wait_s); {} from a failed one. pin_wait is
+    off by default while the user's path has not been checked with it: the table takes this reading by default since
+    run 86, but the one job checked end to end (run 68, before the hand-overs were timed) came within 0.6% without
+    it, and a 0.5-1.2 ms wait there would have put it 3-8% low (status.md "Next")."""
     f = main_loop_figures(res.get("windows") or [])
     frag: Dict[str, Any] = {}
     if f["main_next_s"] is not None:
         frag["loader"] = {"main_next_s_per_batch": round(f["main_next_s"], 7)}
-    wait_s = fd_handover_wait_s(res) if res.get("windows") else None
+    wait_s = fd_handover_wait_s(res) if pin_wait and res.get("windows") else None
     if wait_s is not None:
         frag.setdefault("loader", {})["pin_thread_wait_s_per_batch"] = round(wait_s, 7)
     if f["copy_call_s"] is not None:
@@ -1748,7 +1752,12 @@ def main(argv=None) -> int:
     ap.add_argument("--main-loop", action="store_true",
                     help="with --dataset and --num-workers K: also time the training loop's own side of your pinning "
                          "loader, its Python in next() and the batch's .to() call; fills loader.main_next_s_per_batch "
-                         "and transfer.copy_call_s_per_batch (needs CUDA)")
+                         "and transfer.copy_call_s_per_batch (needs CUDA); it also times the receive's fd hand-overs "
+                         "and prints them")
+    ap.add_argument("--pin-wait-from-hand-overs", action="store_true",
+                    help="with --main-loop: also write the hand-overs' wall less CPU as "
+                         "loader.pin_thread_wait_s_per_batch, as the validation table reads its probes by default "
+                         "since run 86 (off by default until a job check on a GPU has tried it on the user's path)")
     ap.add_argument("--no-main-loop", action="store_true",
                     help="with --transport --profile-out and --num-workers K: do not run --main-loop for the fold's "
                          "scaling (it runs by default there: validation run 68)")
@@ -1906,6 +1915,10 @@ def main(argv=None) -> int:
               f"--num-workers {a.num_workers!r}); expected both: the loop's side of a loader with workers",
               file=sys.stderr)
         return 2
+    if a.pin_wait_from_hand_overs and not a.main_loop:
+        print("pipeplan_probe: --pin-wait-from-hand-overs: needs --main-loop (got none); expected --main-loop, whose "
+              "windows time the hand-overs", file=sys.stderr)
+        return 2
     if a.shape_fit_rows and not a.shape_step:
         print("pipeplan_probe: --shape-fit-rows: given without --shape-step (the rows its step-by-shape fit times)",
               file=sys.stderr)
@@ -1954,7 +1967,7 @@ def main(argv=None) -> int:
     if a.main_loop:
         ml = measure_main_loop(a, ds, coll)
         res["main_loop"] = ml
-        frag = merge_fragments(frag, loop_fragment(ml))
+        frag = merge_fragments(frag, loop_fragment(ml, pin_wait=a.pin_wait_from_hand_overs))
     profile_out_missing = None
     if a.transport:
         tr = measure_transport(a, ds, coll)
@@ -2123,7 +2136,8 @@ def _human_main_loop(ml: Dict[str, Any]) -> str:
     wait_s = fd_handover_wait_s(ml)
     if wait_s is not None:
         line += (f"; the pin thread's fd hand-overs {ms(wait_s)} a batch off its core "
-                 f"({ml['fd_detach_calls_per_batch']:.2f} a batch, {ms(ml['fd_detach_wall_s_per_batch'])} wall)")
+                 f"({ml['fd_detach_calls_per_batch']:.2f} a batch, {ms(ml['fd_detach_wall_s_per_batch'])} wall; "
+                 f"--pin-wait-from-hand-overs writes it as loader.pin_thread_wait_s_per_batch)")
     return line
 
 

@@ -2497,6 +2497,15 @@ class ProbeTest(unittest.TestCase):
                                 "nosuchmod:x"], capture_output=True, text=True)
             self.assertEqual(p.returncode, 2)
             self.assertIn("No module named 'nosuchmod'", p.stderr)
+            # the hand-overs' wait needs the windows that time them: one line, exit 2, no fragment written
+            nothing = os.path.join(d, "nothing.json")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "pipeplan_probe.py"), "--dataset", f"{mod}:make",
+                                "--collate", f"{mod}:coll", "--batch-size", "4", "--pin-wait-from-hand-overs",
+                                "--out", nothing], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("--pin-wait-from-hand-overs: needs --main-loop", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            self.assertFalse(os.path.exists(nothing))
             # --open-files: the files' opens timed, their wait written (a local disk: microseconds or none)
             for i in range(6):
                 with open(os.path.join(d, f"f{i}.bin"), "wb") as f:
@@ -2710,7 +2719,9 @@ class ProbeStepTest(unittest.TestCase):
         res = {"windows": windows, "num_workers": 4, "fd_detach_calls_per_batch": 2.0,
                "fd_detach_wall_s_per_batch": 0.00176, "fd_detach_cpu_s_per_batch": 0.00056}
         self.assertAlmostEqual(probe.fd_handover_wait_s(res), 0.0012)
-        self.assertEqual(probe.loop_fragment(res)["loader"],
+        # written only when asked (--pin-wait-from-hand-overs): the user's path has not been checked with it yet
+        self.assertEqual(probe.loop_fragment(res)["loader"], {"main_next_s_per_batch": 0.0002})
+        self.assertEqual(probe.loop_fragment(res, pin_wait=True)["loader"],
                          {"main_next_s_per_batch": 0.0002, "pin_thread_wait_s_per_batch": 0.0012})
         self.assertAlmostEqual(probe.fd_handover_wait_s(res),
                                convert.fd_handover_wait_s({"probe": dict(res, pin_memory=True)}))
@@ -2719,10 +2730,10 @@ class ProbeStepTest(unittest.TestCase):
         self.assertEqual(probe.fd_handover_wait_s(dict(res, fd_detach_cpu_s_per_batch=0.002)), 0.0)
         del res["fd_detach_wall_s_per_batch"]
         self.assertIsNone(probe.fd_handover_wait_s(res))
-        self.assertNotIn("pin_thread_wait_s_per_batch", probe.loop_fragment(res)["loader"])
+        self.assertNotIn("pin_thread_wait_s_per_batch", probe.loop_fragment(res, pin_wait=True)["loader"])
         # a failed run fills nothing, whatever it carries
         self.assertEqual(probe.loop_fragment({"error": "RuntimeError: no CUDA device", "fd_detach_wall_s_per_batch": 1,
-                                              "fd_detach_cpu_s_per_batch": 0}), {})
+                                              "fd_detach_cpu_s_per_batch": 0}, pin_wait=True), {})
 
     def test_time_main_loop_times_the_hand_overs_of_its_own_windows_and_puts_everything_back(self):
         # time_main_loop's plumbing without torch or a GPU: a stand-in torch whose DataLoader hands over two fds a
@@ -2768,7 +2779,7 @@ class ProbeStepTest(unittest.TestCase):
         self.assertEqual([w["main_loop"] for w in res["windows"]], ["drop", "copy", "drop", "copy"])
         self.assertEqual(res["fd_detach_calls_per_batch"], 2.0)
         # two 1 ms sleeps a batch: 2 ms off the core (the sleep's own overshoot allowed, at most 1 ms a call)
-        wait_s = probe.loop_fragment(res)["loader"]["pin_thread_wait_s_per_batch"]
+        wait_s = probe.loop_fragment(res, pin_wait=True)["loader"]["pin_thread_wait_s_per_batch"]
         self.assertGreaterEqual(wait_s, 0.0019)
         self.assertLess(wait_s, 0.004)
 
