@@ -14,8 +14,8 @@ import os
 import stat
 import subprocess
 import sys
-import time
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -2778,10 +2778,11 @@ class ProbeStepTest(unittest.TestCase):
             self.assertIs(pm.pin_memory, orig_pin)
         self.assertEqual([w["main_loop"] for w in res["windows"]], ["drop", "copy", "drop", "copy"])
         self.assertEqual(res["fd_detach_calls_per_batch"], 2.0)
-        # two 1 ms sleeps a batch: 2 ms off the core (the sleep's own overshoot allowed, at most 1 ms a call)
+        # two 1 ms sleeps a batch: at least 2 ms off the core (a sleep never returns early; its overshoot on a busy
+        # CI machine is left loose above: the count of calls a batch above is the check on what is counted)
         wait_s = probe.loop_fragment(res, pin_wait=True)["loader"]["pin_thread_wait_s_per_batch"]
         self.assertGreaterEqual(wait_s, 0.0019)
-        self.assertLess(wait_s, 0.004)
+        self.assertLess(wait_s, 0.02)
 
     @unittest.skipUnless(os.access(os.path.join(HERE, "..", "..", "build", "cli", "pipeplan"), os.X_OK),
                          "build/cli/pipeplan not built")
