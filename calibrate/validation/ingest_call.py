@@ -10,7 +10,9 @@ probe's files) into calibrate/validation/results/NAME/, stores cases.json, calib
 (XZ_STORED: convert and every diagnostic read them as they are), writes run_meta.json (the command, its timeout and,
 from the device tool's reply saved as JSON with --reply, rc, wall_s, warm, lease and device), keeps the small side
 files (NOTES_PACKED: env.txt, probe.log, run_meta.json, probe_fragment.json...) in one notes.tar.xz, leaves every file
-writable, and with --table adds NAME to table_calls.txt. With --score it then runs score_call.py on the new folder.
+writable, and with --table adds NAME to table_calls.txt and to the device plan's lists of calls that carry a reading
+(results/fd-handover-calls.txt, results/wander-long-calls.txt: reading_lists). With --score it then runs
+score_call.py on the new folder.
 What each session did by hand after a call (docs/validation.md, the device plan); a bad argument or an incomplete
 call is one line and exit 2, with nothing written.
 """
@@ -46,6 +48,27 @@ NOTES_PACKED = ("env.txt", "probe.log", "run_meta.json", "output_tail.txt", "rep
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[a-z0-9]+-[A-Za-z0-9_.-]+$")
 # the device tool's reply keys that run_meta.json keeps (as runs 11-66 kept them by hand)
 REPLY_KEYS = ("rc", "wall_s", "warm", "lease", "device")
+
+
+# the lists of calls beside table_calls.txt that a device plan item scores (results/NAME-calls.txt), by the reading a
+# call carries: item 30's (a pinned probe at 2-4 workers that timed the receive's fd hand-overs, harness since run
+# 84) and item 29's (the workers-only long reading, components.wander_long, harness --wander-long-s since run 83)
+READING_LISTS = ("fd-handover", "wander-long")
+
+
+def reading_lists(doc: Any) -> List[str]:
+    """Pure: which of READING_LISTS a call's cases.json belongs in, in that order."""
+    doc = doc if isinstance(doc, dict) else {}
+    out = []
+    probes = [p for case in (doc.get("cases") or []) if isinstance(case, dict)
+              for p in ((case.get("components") or {}).get("probe"), (case.get("components") or {}).get("probe_after"))
+              if isinstance(p, dict)]
+    if any(p.get("pin_memory") and 2 <= int(p.get("workers") or 0) <= 4
+           and p.get("fd_detach_wall_s_per_batch") is not None for p in probes):
+        out.append("fd-handover")
+    if (doc.get("components") or {}).get("wander_long"):
+        out.append("wander-long")
+    return out
 
 
 def straggler_probe_path(doc: Any) -> Optional[str]:
@@ -219,6 +242,20 @@ def main(argv=None) -> int:
                 f.writelines(new)
             os.replace(tmp, a.table_calls)
             print(f"ingest_call: {a.name} added to {a.table_calls}")
+        for kind in reading_lists(doc):
+            listed = os.path.join(a.results, f"{kind}-calls.txt")
+            if not os.path.exists(listed):
+                print(f"ingest_call: {listed}: not there, so {a.name} is not listed in it (the call carries its "
+                      "reading)", file=sys.stderr)
+                continue
+            with open(listed) as f:
+                lines = f.readlines()
+            new = with_call_listed(lines, a.name)
+            if new != lines:
+                with open(listed + ".tmp", "w") as f:
+                    f.writelines(new)
+                os.replace(listed + ".tmp", listed)
+                print(f"ingest_call: {a.name} added to {listed}")
     if a.score:
         return subprocess.run([sys.executable, os.path.join(HERE, "score_call.py"), dest]).returncode
     return 0

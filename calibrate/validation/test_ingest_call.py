@@ -116,6 +116,35 @@ class IngestCallTest(unittest.TestCase):
         rc, err = self.run_main()                               # kept beside the table, as run 72's a and c are
         self.assertEqual((rc, err), (0, ""))
 
+    def test_a_call_with_item_29_and_30_readings_goes_into_their_lists_too(self):
+        # run 86's shape, cut down: a pinned 4-worker probe that timed the fd hand-overs, and the call's long reading
+        doc = {"components": {"wander_long": {"tensor_f32/b64/w4/pin": {"batches": 534}}},
+               "cases": [{"id": "00-x", "components": {"probe": {"pin_memory": True, "workers": 4,
+                                                                 "fd_detach_wall_s_per_batch": 0.0014}}}]}
+        self.assertEqual(ingest_call.reading_lists(doc), ["fd-handover", "wander-long"])
+        # an 8-worker probe's hand-overs, an unpinned probe, no long reading: in neither (run 85's w8 case alone)
+        self.assertEqual(ingest_call.reading_lists(
+            {"cases": [{"components": {"probe": {"pin_memory": True, "workers": 8, "fd_detach_wall_s_per_batch": 1e-3},
+                                       "probe_after": {"pin_memory": False, "workers": 4}}}]}), [])
+        self.assertEqual(ingest_call.reading_lists(self.cases), [])
+        with open(os.path.join(self.src, "cases.json"), "w") as f:
+            json.dump(doc, f)
+        fd_list = os.path.join(self.results, "fd-handover-calls.txt")
+        with open(fd_list, "w") as f:
+            f.write("# item 30's calls\n2026-12-07-h100-run84a\n")
+        rc, err = self.run_main("--table")
+        self.assertEqual(rc, 0)
+        with open(fd_list) as f:
+            self.assertEqual(f.read().splitlines()[-2:], ["2026-12-07-h100-run84a", "2026-12-05-h100-run66seq"])
+        # a list that is not there is said in one line, not made
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("wander-long-calls.txt: not there", err)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "wander-long-calls.txt")))
+        # without --table the lists are left alone, as the table is
+        rc, err = self.run_main(name="2026-12-05-h100-run66b")
+        with open(fd_list) as f:
+            self.assertNotIn("run66b", f.read())
+
     def test_meta_without_a_reply(self):
         self.assertEqual(ingest_call.run_meta("c", 520, None), {"command": "c", "timeout_s": 520})
 
