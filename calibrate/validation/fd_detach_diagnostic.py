@@ -99,6 +99,16 @@ def receive_split(timeline: Dict[str, Any], num_workers: int, put_margin_s: floa
     return out
 
 
+def pin_share_of_step(pin_cpu_s: Optional[float], detach_wall_s: Optional[float], detach_cpu_s: Optional[float],
+                      batch_size: int, samples_per_s: Optional[float]) -> Optional[float]:
+    """Pure: the pin thread's CPU a batch plus its fd hand-overs' time off the core, over the measured time between
+    batches (batch_size / samples_per_s): near 1 the pin thread bound the case, whatever its probes said (run 86:
+    0.973-0.996 in five 4-worker cases whose probes were worker-bound). None where a figure is missing."""
+    if not (pin_cpu_s and samples_per_s and batch_size) or detach_wall_s is None or detach_cpu_s is None:
+        return None
+    return (float(pin_cpu_s) + max(0.0, float(detach_wall_s) - float(detach_cpu_s))) / (batch_size / float(samples_per_s))
+
+
 def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """One pinned case with workers -> its in situ detach figures, its timeline split, and its pin thread's
     backlogged cycle less CPU a batch; None for others."""
@@ -112,6 +122,8 @@ def case_row(case: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                            "detach_wall_s": ins.get("fd_detach_wall_s_per_batch"),
                            "detach_cpu_s": ins.get("fd_detach_cpu_s_per_batch"),
                            "pin_cpu_s": ins.get("pin_thread_cpu_s_per_batch")}
+    row["pin_share"] = pin_share_of_step(row["pin_cpu_s"], row["detach_wall_s"], row["detach_cpu_s"],
+                                         int(k.get("batch_size") or 0), m.get("throughput_samples_per_s"))
     # the probes' reading of the same wait, out of the case (convert.fd_handover_wait_s: --pin-thread-wait probes-fd);
     # convert is imported here and in main, so that the harness's probes, which import this module on the GPU
     # machine, do not load it
@@ -137,7 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("case | workers | detaches/batch | detach wall/CPU ms a batch | probes' wall - CPU ms | "
           "backlogged cycle - CPU ms | "
           "detach wall ms, sender busy (n) | sender idle (n) | backlogged receive ms, sender busy (n) | "
-          "sender idle (n) | pin_memory() ms")
+          "sender idle (n) | pin_memory() ms | pin CPU + hand-overs over the step")
     for d, doc in docs:
         for case in doc["cases"] if isinstance(doc, dict) else doc:
             row = case_row(case)
@@ -147,12 +159,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             busy, idle = s.get("busy") or {}, s.get("idle") or {}
             rbusy, ridle = rv.get("busy") or {}, rv.get("idle") or {}
             calls = row["detach_calls"]
+            share = "-" if row["pin_share"] is None else f"{row['pin_share']:.3f}"
             print(f"{os.path.basename(d.rstrip('/'))}/{row['id'][:2]} | {row['workers']} | "
                   f"{'-' if calls is None else f'{calls:.2f}'} | {ms(row['detach_wall_s'])}/{ms(row['detach_cpu_s'])}"
                   f" | {ms(row['probes_wait_s'])} | {ms(row['backlog_extra_s'])} | {ms(busy.get('mean_wall_s'))} ({busy.get('detaches', 0)}) | "
                   f"{ms(idle.get('mean_wall_s'))} ({idle.get('detaches', 0)}) | "
                   f"{ms(rbusy.get('mean_s'))} ({rbusy.get('receives', 0)}) | "
-                  f"{ms(ridle.get('mean_s'))} ({ridle.get('receives', 0)}) | {ms(rv.get('pin_memory_s'))}")
+                  f"{ms(ridle.get('mean_s'))} ({ridle.get('receives', 0)}) | {ms(rv.get('pin_memory_s'))} | "
+                  f"{share}")
     return 0
 
 

@@ -51,6 +51,16 @@ class DetachSplit(unittest.TestCase):
         self.assertIsNone(fd.detach_split({**timeline(), "fd_detach": []}, 2))
         self.assertIsNone(fd.detach_split({**timeline(), "pin_received": []}, 2))
 
+    def test_pin_share_of_the_step_by_hand(self):
+        # run 86a's w4 repeat, rounded: 18.22 ms of pin thread CPU and 1.36 / 0.53 ms hand-overs a batch at 3,346
+        # samples/s of 64: (18.22 + 0.83) / 19.127 = 0.996, the pin thread the bound in situ
+        self.assertAlmostEqual(fd.pin_share_of_step(0.01822, 0.00136, 0.00053, 64, 3346.0), 0.01905 / (64 / 3346.0))
+        self.assertAlmostEqual(fd.pin_share_of_step(0.01822, 0.00136, 0.00053, 64, 3346.0), 0.996, places=3)
+        # a hand-over's CPU above its wall adds nothing; a missing figure gives none
+        self.assertAlmostEqual(fd.pin_share_of_step(0.010, 0.001, 0.002, 64, 3200.0), 0.5)
+        self.assertIsNone(fd.pin_share_of_step(0.010, None, 0.001, 64, 3200.0))
+        self.assertIsNone(fd.pin_share_of_step(0.010, 0.002, 0.001, 64, None))
+
     def test_case_row_skips_unpinned(self):
         case = {"id": "00-x", "status": "ok", "knobs": {"pin_memory": False, "num_workers": 2}, "measured": {}}
         self.assertIsNone(fd.case_row(case))
