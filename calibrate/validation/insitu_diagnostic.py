@@ -468,6 +468,32 @@ def simulate_surrogates(binary: str, scen: Dict[str, Any], profile_path: str, tm
     return convert.simulate_seeds(binary, paths, profile_path, 300)
 
 
+def in_situ_transport(transport: Optional[Dict[str, Any]], in_situ: Dict[str, Any],
+                      pinned: bool = True) -> Optional[Dict[str, Any]]:
+    """Pure: the call's transport component as --base step gives it to a case: for a pinned case on its loops' CPU
+    clock, as the table takes it (the pin thread's wall beyond its CPU, the fd hand-overs and waits, is the scenario's
+    pin_thread_wait_s_per_batch, so the wall counted it twice: ninety-third session, run 86a's pin thread 21.4 ms a
+    batch in situ against the case's 19.05 with its hand-overs; run 76a's pinned cases -8.2% / -8.4% in situ, +0.3% /
+    -0.1% on the CPU clock); an unpinned case's receive in the loop keeps the wall, as it always had here (the
+    scenario carries no wait for it). Then scaled to the case's own pin thread CPU a batch where both have it
+    (harness since the pin-thread check of 2026-11-30: the main side in situ, as the workers' costs)."""
+    if not transport:
+        return None
+    tr = convert.transport_on_cpu_clock(transport) if pinned else dict(transport)
+    if in_situ.get("pin_thread_cpu_s_per_batch") and tr.get("pin_thread_cpu_s_per_batch"):
+        tr = convert.transport_scaled(tr, in_situ["pin_thread_cpu_s_per_batch"] / tr["pin_thread_cpu_s_per_batch"])
+    return tr
+
+
+def step_base_profile(base_profile: Dict[str, Any], case: Dict[str, Any]) -> Dict[str, Any]:
+    """The profile --base step simulates a case on: the call's, with the transport in situ (in_situ_transport)."""
+    tr = in_situ_transport(case["components"].get("transport"), case["measured"].get("in_situ") or {},
+                           pinned=bool((case.get("knobs") or {}).get("pin_memory")))
+    if not tr:
+        return base_profile
+    return convert.transport_profile(base_profile, tr, float(case["components"]["collate"]["batch_bytes"]["mean"]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir")
@@ -549,7 +575,6 @@ def main() -> int:
         for c in doc["cases"]:
             if c.get("status") != "ok" or (a.family and c.get("family") != a.family):
                 continue
-            ins = c["measured"]["in_situ"]
             if a.base == "table":
                 scen, prof = table_inputs_in_situ(c, doc, base_profile, cpu_curve, duty_tau_s)
             else:
@@ -557,14 +582,7 @@ def main() -> int:
             cold = c["knobs"].get("storage") == "cold"
             scen = loader_costs_in_situ(c, scen, a.base, cpu_curve)
             if a.base == "step":
-                prof = base_profile
-                tr = c["components"].get("transport")
-                if tr and ins.get("pin_thread_cpu_s_per_batch") and tr.get("pin_thread_cpu_s_per_batch"):
-                    # the pin thread's own CPU per batch in the case against the transport's (harness since the
-                    # pin-thread check of 2026-11-30): the main side in situ, as the workers' costs above
-                    tr = convert.transport_scaled(tr, ins["pin_thread_cpu_s_per_batch"] / tr["pin_thread_cpu_s_per_batch"])
-                if tr:
-                    prof = convert.transport_profile(base_profile, tr, float(c["components"]["collate"]["batch_bytes"]["mean"]))
+                prof = step_base_profile(base_profile, c)
             prof = json.loads(json.dumps(prof))
             if a.base == "step":
                 prof.setdefault("cpu", {})["speed_vs_busy_cores"] = [{"busy_cores": 1, "relative_speed": 1.0}]

@@ -341,3 +341,23 @@ class UnpinnedNextInSitu(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StepBaseTransport(unittest.TestCase):
+    def test_the_transport_goes_in_on_its_cpu_clock_then_to_the_cases_pin_thread(self):
+        # run 86a's transport component, rounded: receive 4.64 ms wall / 4.00 CPU, receive + pin 17.73 ms wall with
+        # the pin thread's CPU 16.07; the case's own pin thread 18.22 ms of CPU a batch
+        tr = {"receive_s_per_batch": 0.00464, "receive_cpu_s_per_batch": 0.0040,
+              "pin_s_per_batch": 0.01773, "pin_thread_cpu_s_per_batch": 0.01607}
+        got = diag.in_situ_transport(tr, {"pin_thread_cpu_s_per_batch": 0.01822})
+        scale = 0.01822 / 0.01607
+        # the pin loop's CPU (not its wall, whose 1.66 ms beyond the CPU the scenario's pin wait carries) to 18.22 ms
+        self.assertAlmostEqual(got["pin_s_per_batch"], 0.01822)
+        self.assertAlmostEqual(got["receive_s_per_batch"], 0.0040 * scale)
+        # the wall, scaled the same way, was 20.10 ms: the hand-overs counted once more beside the pin wait
+        self.assertAlmostEqual(0.01773 * scale, 0.0201, places=4)
+        # an unpinned case's receive keeps its wall (no pin thread, no wait key for it)
+        self.assertAlmostEqual(diag.in_situ_transport(tr, {}, pinned=False)["receive_s_per_batch"], 0.00464)
+        # without the case's pin thread CPU: the CPU clock alone; without a transport: none
+        self.assertAlmostEqual(diag.in_situ_transport(tr, {})["pin_s_per_batch"], 0.01607)
+        self.assertIsNone(diag.in_situ_transport(None, {"pin_thread_cpu_s_per_batch": 0.018}))
