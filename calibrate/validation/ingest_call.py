@@ -122,6 +122,18 @@ def with_call_listed(lines: List[str], name: str) -> List[str]:
     return out + [name + "\n"]
 
 
+def list_call(path: str, name: str) -> None:
+    """Adds name to a list of calls (table_calls.txt, results/*-calls.txt) once, the file replaced whole, and says so."""
+    with open(path) as f:
+        lines = f.readlines()
+    new = with_call_listed(lines, name)
+    if new != lines:
+        with open(path + ".tmp", "w") as f:
+            f.writelines(new)
+        os.replace(path + ".tmp", path)
+        print(f"ingest_call: {name} added to {path}")
+
+
 def pack_notes(folder: str) -> List[str]:
     """Moves `folder`'s NOTES_PACKED files into its notes.tar.xz, keeping the members already there (a file beside
     the archive replaces its member). The archive is written whole to a temporary name and renamed, and only then
@@ -233,29 +245,14 @@ def main(argv=None) -> int:
     written = ingest(a.src, dest, run_meta(a.command, a.timeout_s, reply))
     print(f"ingest_call: {dest}: {', '.join(written)}")
     if a.table:
-        with open(a.table_calls) as f:
-            lines = f.readlines()
-        new = with_call_listed(lines, a.name)
-        if new != lines:
-            tmp = a.table_calls + ".tmp"
-            with open(tmp, "w") as f:
-                f.writelines(new)
-            os.replace(tmp, a.table_calls)
-            print(f"ingest_call: {a.name} added to {a.table_calls}")
+        list_call(a.table_calls, a.name)
         for kind in reading_lists(doc):
             listed = os.path.join(a.results, f"{kind}-calls.txt")
-            if not os.path.exists(listed):
+            if os.path.exists(listed):
+                list_call(listed, a.name)
+            else:
                 print(f"ingest_call: {listed}: not there, so {a.name} is not listed in it (the call carries its "
                       "reading)", file=sys.stderr)
-                continue
-            with open(listed) as f:
-                lines = f.readlines()
-            new = with_call_listed(lines, a.name)
-            if new != lines:
-                with open(listed + ".tmp", "w") as f:
-                    f.writelines(new)
-                os.replace(listed + ".tmp", listed)
-                print(f"ingest_call: {a.name} added to {listed}")
     if a.score:
         return subprocess.run([sys.executable, os.path.join(HERE, "score_call.py"), dest]).returncode
     return 0
