@@ -15,7 +15,9 @@
 #   PIPEPLAN_JC_STEP      module:callable (default calibrate/validation/example_step.py:matmul_step)
 #   PIPEPLAN_JC_WORKERS   num_workers (default 4)
 #   PIPEPLAN_JC_SECONDS   each job_check's steady-state seconds (default 20)
-#   PIPEPLAN_CALIBRATE_ARGS  extra arguments for the calibrate binary (default: the full calibration, cap 150 s)
+#   PIPEPLAN_CALIBRATE_ARGS  extra arguments for the calibrate binary (default: the full calibration, cap 150 s); an
+#                         --only list must keep storage: the probe refuses a profile without
+#                         storage.stream_read_bytes_per_s (run 87b: "--only copy,host,ipc,decode,compute,storage")
 # Writes under $OUT: env.txt (the call's narrative), profile.json, calibrate.log, jobcheck.tgz (jc_s.json, jc_p.json,
 # jc1.json, jc2.json, jc.log). Exit: 0 when both checks ran, else the first failing step's code.
 set -u
