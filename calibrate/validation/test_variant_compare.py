@@ -61,6 +61,10 @@ class Compare(unittest.TestCase):
     def test_same_id_in_two_calls_kept_apart(self):
         self.assertNotEqual(vc.case_key(row("r1", "a", 0.0)), vc.case_key(row("r2", "a", 0.0)))
 
+    def test_prefixed_id_not_prefixed_twice(self):
+        self.assertEqual(vc.case_key(row("r10", "r10:00-pin", 0.0)), "r10:00-pin")
+        self.assertEqual(vc.case_key(row("r10", "00-pin", 0.0)), "r10:00-pin")
+
 
 class Cli(unittest.TestCase):
     def run_main(self, args):

@@ -34,9 +34,10 @@ class BadInput(Exception):
 
 
 def case_key(row: Dict[str, Any]) -> str:
-    """Pure: a case's key across reports: its family's call prefix (r12:) and its id; the same id recurs in
-    several calls."""
-    return f"{str(row.get('family', '')).split(':')[0]}:{row.get('id')}"
+    """Pure: a case's key across reports: its id, led by its family's call prefix (r12:) where the id lacks it
+    (convert's pooled reports already prefix the id; the same bare id recurs in several calls)."""
+    cid, call = str(row.get("id")), str(row.get("family", "")).split(":")[0]
+    return cid if cid.startswith(call + ":") else f"{call}:{cid}"
 
 
 def scored_rows(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
