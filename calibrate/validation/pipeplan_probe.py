@@ -86,7 +86,8 @@ copy call (transfer.copy_call_s_per_batch). A loop that syncs every step leaves 
 runs 42 and 43). Over the same windows it times the receive's file-descriptor hand-overs (each DupFd.detach() in the
 pin thread waits for the sending worker): their wall less CPU is the pin thread's time off its core a batch, which
 the validation table reads from its probes by default since run 86; --pin-wait-from-hand-overs writes it as
-loader.pin_thread_wait_s_per_batch (off by default until a job check has tried it on the user's path). Needs CUDA.
+loader.pin_thread_wait_s_per_batch (off by default: on run 68's job it took the prediction from -6.5% / -7.9% to
+-9.5% / -10.9%, validation-runs.md run 87, finding 3). Needs CUDA.
 """
 from __future__ import annotations
 
@@ -1512,9 +1513,9 @@ def loop_fragment(res: Dict[str, Any], pin_wait: bool = False) -> Dict[str, Any]
     """The scenario keys a time_main_loop result fills: loader.main_next_s_per_batch and
     transfer.copy_call_s_per_batch (docs/scenario.md), and with pin_wait (--pin-wait-from-hand-overs)
     loader.pin_thread_wait_s_per_batch from the fd hand-overs (fd_handover_wait_s); {} from a failed one. pin_wait is
-    off by default while the user's path has not been checked with it: the table takes this reading by default since
-    run 86, but the one job checked end to end (run 68, before the hand-overs were timed) came within 0.6% without
-    it, and a 0.5-1.2 ms wait there would have put it 3-8% low (status.md "Next")."""
+    off by default: the table takes this reading by default since run 86, but on the one job checked end to end
+    (run 68's, checked again with the reading in run 87) it made the prediction worse, -6.5% / -7.9% without it and
+    -9.5% / -10.9% with it (validation-runs.md run 87, finding 3)."""
     f = main_loop_figures(res.get("windows") or [])
     frag: Dict[str, Any] = {}
     if f["main_next_s"] is not None:
@@ -1757,7 +1758,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pin-wait-from-hand-overs", action="store_true",
                     help="with --main-loop: also write the hand-overs' wall less CPU as "
                          "loader.pin_thread_wait_s_per_batch, as the validation table reads its probes by default "
-                         "since run 86 (off by default until a job check on a GPU has tried it on the user's path)")
+                         "since run 86 (off by default: run 87's job check read worse with it)")
     ap.add_argument("--no-main-loop", action="store_true",
                     help="with --transport --profile-out and --num-workers K: do not run --main-loop for the fold's "
                          "scaling (it runs by default there: validation run 68)")
