@@ -14,6 +14,11 @@ prefetch_factor x num_workers + 2 steps fill the loader and are left out; a CUDA
 throughput over the events' window; the step time's p50 and p90 over the events' intervals). Then it simulates the
 same scenario with `pipeplan simulate` over the same number of steps (--replications seeds, their mean, as the
 validation table predicts) and prints measured against predicted: throughput, mean and p90 step time, bottleneck.
+A pinning loader with workers also has its pin thread read over the window (the validation harness's meter): its
+CPU a batch, the receive's fd hand-overs off its core, and their share of the mean step, beside pipeplan's pin
+thread time a batch and busy share: where a pinned job's prediction misses, this says whether the pin thread's
+cost or the loop's wait around it is off (validation-runs.md run 87, finding 3: the first job checks had no such
+reading).
 
     python3 calibrate/validation/job_check.py S.json --dataset mypkg.data:make_dataset --step mypkg.train:make_step \
         [--collate mypkg.data:collate] [--seconds 30] [--profile PROFILE.json] [--out check.json]
@@ -30,6 +35,7 @@ CUDA GPU here; 1 anything else. --out is written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -40,7 +46,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeplan_probe import (_read_json_object, build_dataset, build_step, load_callable,  # noqa: E402
+from pipeplan_probe import (_read_json_object, _validation_module, build_dataset, build_step,  # noqa: E402
+                            fd_handover_wait_s, load_callable, pin_thread_native_id, process_cpu_s,
                             steady_state_skip, summarize, tensors_in, to_device, write_whole)
 import convert  # noqa: E402  (the table's own prediction and scoring rules: one rule for both)
 from timeline_analysis import p90_halves  # noqa: E402  (the harness's halves: how well a window knows its own p90)
@@ -161,9 +168,41 @@ def measured_class(figures: Dict[str, Any], step_gpu_s: Optional[float]) -> Dict
     return {"bottleneck": cls, "gpu_busy_fraction": busy}
 
 
-def comparison(measured: Dict[str, Any], report: Dict[str, Any]) -> Dict[str, Any]:
+def pin_thread_measured(figs: Dict[str, Any], step_mean_s: Optional[float]) -> Optional[Dict[str, Any]]:
+    """Pure: the pin thread in your loop's measured window, from harness.pin_thread_figures' per-batch figures
+    (pin_thread_cpu_s_per_batch, fd_detach_*): its CPU a batch, the receive's fd hand-overs (their wall, CPU and the
+    wait off the core, pipeplan_probe.fd_handover_wait_s) and the share of the mean step the pin thread spent on
+    its CPU plus that wait. The share is what the validation reads a pin-bound case by (fd_detach_diagnostic.py's
+    last column: 0.91-1.00 in run 86-87's pin-bound w4 cases, 0.41-0.57 where workers bound): near 1, the pin
+    thread was the bound. None where neither was read (a loader without a pin thread)."""
+    cpu = figs.get("pin_thread_cpu_s_per_batch")
+    wait = fd_handover_wait_s(figs)
+    if cpu is None and wait is None:
+        return None
+    out: Dict[str, Any] = {"cpu_s_per_batch": cpu, "fd_handover_wait_s_per_batch": wait}
+    for k in ("fd_detach_calls_per_batch", "fd_detach_wall_s_per_batch", "fd_detach_cpu_s_per_batch"):
+        if figs.get(k) is not None:
+            out[k] = figs[k]
+    out["share_of_step"] = ((cpu + (wait or 0.0)) / step_mean_s
+                            if cpu is not None and step_mean_s else None)
+    return out
+
+
+def pin_thread_predicted(report: Dict[str, Any], batch_size: int) -> Optional[Dict[str, Any]]:
+    """Pure: pipeplan's pin thread in a report: its time a batch (the batch over the stage's capacity: its CPU and
+    any wait it is given, loader.pin_thread_wait_s_per_batch) and its busy share of the run. None where the report
+    has no pin_thread stage (no pinning, or no workers)."""
+    st = next((x for x in report.get("stages") or [] if x.get("name") == "pin_thread"), None)
+    if not st or not st.get("capacity_samples_per_s"):
+        return None
+    return {"s_per_batch": batch_size / st["capacity_samples_per_s"], "busy_fraction": st.get("busy_fraction")}
+
+
+def comparison(measured: Dict[str, Any], report: Dict[str, Any], batch_size: Optional[int] = None
+               ) -> Dict[str, Any]:
     """Pure: pipeplan's report (one seed's, or convert.combine_replications' mean) against the measured figures:
-    each relative error (predicted - measured) / measured, and whether the bottleneck's class agrees."""
+    each relative error (predicted - measured) / measured, and whether the bottleneck's class agrees; with the
+    loop's batch_size also pipeplan's pin thread (pin_thread_predicted), to set beside the measured one."""
     st = report.get("step_time_s") or {}
     stage = (report.get("bottleneck") or {}).get("stage")
     pred = {"samples_per_s": (report.get("throughput") or {}).get("samples_per_s"),
@@ -172,6 +211,7 @@ def comparison(measured: Dict[str, Any], report: Dict[str, Any]) -> Dict[str, An
             "explanation": (report.get("bottleneck") or {}).get("explanation"),
             "step_p90_on_edge": report.get("step_p90_on_edge"),
             "gpu_busy_fraction": (report.get("gpu") or {}).get("busy_fraction"),
+            "pin_thread": pin_thread_predicted(report, batch_size) if batch_size else None,
             "seeds": (report.get("replications") or {}).get("n", 1)}
 
     def rel(p: Optional[float], m: Optional[float]) -> Optional[float]:
@@ -235,6 +275,27 @@ def profile_note(settings: Dict[str, Any], profile: Optional[Dict[str, Any]], pa
             f"--profile-out P2 and check again with --profile P2")
 
 
+def pin_thread_line(measured: Optional[Dict[str, Any]], predicted: Optional[Dict[str, Any]]) -> Optional[str]:
+    """Pure: one line setting the pin thread your loop measured (pin_thread_measured) beside pipeplan's
+    (pin_thread_predicted): which of its time a batch or the in-order loop on top is long, where a pinned job's
+    prediction misses (validation-runs.md run 87, finding 3). None where neither is known."""
+    def ms(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x * 1e3:.2f} ms"
+
+    def pct(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x * 100:.0f}%"
+    parts = []
+    if measured:
+        part = f"your loop's {ms(measured.get('cpu_s_per_batch'))} of CPU a batch"
+        if measured.get("fd_handover_wait_s_per_batch") is not None:
+            part += f" + {ms(measured['fd_handover_wait_s_per_batch'])} off its core in the fd hand-overs"
+        parts.append(part + f", {pct(measured.get('share_of_step'))} of the mean step")
+    if predicted:
+        parts.append(f"pipeplan's {ms(predicted.get('s_per_batch'))} a batch, busy "
+                     f"{pct(predicted.get('busy_fraction'))} of the run")
+    return ("pin thread      " + "; ".join(parts)) if parts else None
+
+
 def human(check: Dict[str, Any]) -> str:
     """The check as a few lines: the loop, then measured | pipeplan | error per figure, then pipeplan's words."""
     s, m, p, e = check["settings"], check["measured"], check["predicted"], check["errors"]
@@ -261,6 +322,9 @@ def human(check: Dict[str, Any]) -> str:
     agree = {True: ": they agree", False: ": they differ", None: ""}[e["bottleneck_agrees"]]
     lines.append(f"{'bottleneck':16}measured {mb}, pipeplan {p['bottleneck'] or 'n/a'} (its stage "
                  f"{p['bottleneck_stage']}){agree}")
+    pin = pin_thread_line(m.get("pin_thread"), p.get("pin_thread"))
+    if pin:
+        lines.append(pin)
     if p.get("explanation"):
         lines.append(f"pipeplan: {p['explanation']}")
     if check.get("profile_note"):
@@ -287,6 +351,9 @@ def human_measured(check: Dict[str, Any], a: argparse.Namespace) -> str:
             f"{st['p90'] * 1e3:.1f} ms")
     if m.get("bottleneck"):
         line += f", bottleneck {m['bottleneck']}"
+    pin = pin_thread_line(m.get("pin_thread"), None)
+    if pin:
+        line += "\n" + pin
     later = f"python3 calibrate/validation/job_check.py {a.scenario} --measured {a.out or 'CHECK.json (--out)'}"
     return line + f"\nsimulate it where pipeplan is: {later}" + (f" --profile {a.profile}" if a.profile else "")
 
@@ -352,60 +419,79 @@ def run_loop(ds: Any, collate_fn: Optional[Callable[..., Any]], settings: Dict[s
     waits: List[float] = []
     samples: List[int] = []
     epochs = 0
-    torch.cuda.synchronize()
-    wall0 = time.perf_counter()
-    t_skip = None
-    it = None
-    i = 0
-    while True:
-        t0 = time.perf_counter()
-        batch = None
-        while batch is None:
-            if it is None:
-                it = iter(dl)
-                epochs += 1
-            try:
-                batch = next(it)
-            except StopIteration:
-                it = None
-                if epochs > 1 and i == 0:
-                    raise BadInput("the DataLoader gave no batch (a Dataset shorter than one batch with drop_last?)")
-        t1 = time.perf_counter()
-        samples.append(samples_in(batch, s["batch_size"]))
-        if side is not None:
-            with torch.cuda.stream(side):
-                gb = to_device(batch, dev, s["non_blocking"])
-            torch.cuda.current_stream().wait_stream(side)
-            for x in tensors_in(gb):
-                if x.is_cuda:
-                    x.record_stream(torch.cuda.current_stream())
-        else:
-            gb = to_device(batch, dev, s["non_blocking"])
-        loss = step_fn(gb) if with_batch else step_fn()
-        ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
-        if se > 0 and (i + 1) % se == 0:
-            if hasattr(loss, "item"):
-                float(loss.item())
+    # pinned with workers: harness.PinThreadMeter (as the validation's cases and the helper's --main-loop read it) on
+    # before the iterator starts its pin thread: the pin thread's CPU and the receive's fd hand-overs over the window
+    pinned = bool(s["pin_memory"]) and s["num_workers"] > 0
+    meter_cm = _validation_module("harness").PinThreadMeter() if pinned else contextlib.nullcontext()
+    pin_tid, pin0, pin1 = None, None, None
+    with meter_cm as meter:
+        torch.cuda.synchronize()
+        wall0 = time.perf_counter()
+        t_skip = None
+        it = None
+        i = 0
+        while True:
+            t0 = time.perf_counter()
+            batch = None
+            while batch is None:
+                if it is None:
+                    it = iter(dl)
+                    epochs += 1
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    it = None
+                    if epochs > 1 and i == 0:
+                        raise BadInput("the DataLoader gave no batch (a Dataset shorter than one batch with "
+                                       "drop_last?)")
+            t1 = time.perf_counter()
+            samples.append(samples_in(batch, s["batch_size"]))
+            if side is not None:
+                with torch.cuda.stream(side):
+                    gb = to_device(batch, dev, s["non_blocking"])
+                torch.cuda.current_stream().wait_stream(side)
+                for x in tensors_in(gb):
+                    if x.is_cuda:
+                        x.record_stream(torch.cuda.current_stream())
             else:
-                torch.cuda.synchronize()
-        del batch, gb
-        events.append(ev)
-        host_end.append(time.perf_counter())
-        waits.append(t1 - t0)
-        i += 1
-        now = time.perf_counter()
-        if i == skip:
-            t_skip = now
-        if t_skip is not None and i >= skip + floor and now - t_skip >= window_s:
-            break
-        if now - wall0 > 3 * window_s + 120 and i > skip + 2:
-            break                            # a loop far slower than its fill: what it has is the window
-    torch.cuda.synchronize()
+                gb = to_device(batch, dev, s["non_blocking"])
+            loss = step_fn(gb) if with_batch else step_fn()
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            if se > 0 and (i + 1) % se == 0:
+                if hasattr(loss, "item"):
+                    float(loss.item())
+                else:
+                    torch.cuda.synchronize()
+            del batch, gb
+            events.append(ev)
+            host_end.append(time.perf_counter())
+            waits.append(t1 - t0)
+            i += 1
+            now = time.perf_counter()
+            if i == skip:
+                t_skip = now
+                if meter is not None:        # the window's start: the pin thread's CPU and the meter's totals
+                    pin_tid = pin_thread_native_id()
+                    pin0 = (meter.snapshot(), process_cpu_s(os.getpid(), pin_tid) if pin_tid else None)
+            if t_skip is not None and i >= skip + floor and now - t_skip >= window_s:
+                break
+            if now - wall0 > 3 * window_s + 120 and i > skip + 2:
+                break                            # a loop far slower than its fill: what it has is the window
+        torch.cuda.synchronize()
+        if meter is not None and pin0 is not None:
+            # the same thread's CPU at the end; a pin thread restarted inside the window (an epoch's end without
+            # persistent_workers) leaves its CPU unread, the hand-overs (counted in every thread) kept
+            same = pin_tid is not None and pin_thread_native_id() == pin_tid
+            pin1 = (meter.snapshot(), process_cpu_s(os.getpid(), pin_tid) if same else None)
     ends = [events[0].elapsed_time(e) / 1e3 for e in events]
     figures = loop_figures(ends, host_end, waits, skip, s["batch_size"], samples)
     figures.update({"epochs_started": epochs, "step_takes_batch": with_batch,
                     "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__})
+    if pin0 is not None and pin1 is not None:
+        pf = _validation_module("harness").pin_thread_figures(pin0[0], pin1[0], pin0[1], pin1[1],
+                                                              figures["n_measured"])
+        figures["pin_thread"] = pin_thread_measured(pf, figures["step_time_s"]["mean"])
     del it, dl
     return figures
 
@@ -576,7 +662,8 @@ def run_check(a: argparse.Namespace) -> Dict[str, Any]:
            "scenario": os.path.abspath(a.scenario), "profile": a.profile, "settings": settings,
            "dataset_len": dataset_len, "measured": measured, "simulated_scenario": sim}
     if binary:
-        out.update(comparison(measured, predict(binary, sim, a.profile, a.replications, a.scenario)))
+        out.update(comparison(measured, predict(binary, sim, a.profile, a.replications, a.scenario),
+                              settings["batch_size"]))
         note = profile_note(settings, read_json_object(a.profile, "a pipeplan profile") if a.profile else None,
                             a.profile)
         if note:

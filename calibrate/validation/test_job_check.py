@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -385,7 +386,141 @@ class FakeTorch:
         self.Loss = Loss
 
 
+class FakeMeter:
+    """harness.PinThreadMeter's face to run_loop: a context, and snapshots that count how often they were taken
+    (calls, pin wall, detach calls, detach wall, detach CPU: each snapshot's figures are its index times a step)."""
+
+    def __init__(self):
+        self.n = 0
+        self.entered = self.exited = False
+
+    def __enter__(self):
+        self.entered = True
+        return self
+
+    def __exit__(self, *exc):
+        self.exited = True
+        return False
+
+    def snapshot(self):
+        self.n += 1
+        return (10 * self.n, 0.01 * self.n, 20 * self.n, 0.020 * self.n, 0.006 * self.n)
+
+
+class PinThreadTest(unittest.TestCase):
+    def test_measured_by_hand(self):
+        figs = {"pin_thread_cpu_s_per_batch": 0.012, "fd_detach_calls_per_batch": 2.0,
+                "fd_detach_wall_s_per_batch": 0.0011, "fd_detach_cpu_s_per_batch": 0.0003}
+        m = job_check.pin_thread_measured(figs, 0.0135)
+        # the wait off the core: 1.1 - 0.3 = 0.8 ms; the share: (12 + 0.8) / 13.5
+        self.assertAlmostEqual(m["fd_handover_wait_s_per_batch"], 0.0008)
+        self.assertAlmostEqual(m["share_of_step"], 0.0128 / 0.0135)
+        self.assertEqual(m["fd_detach_calls_per_batch"], 2.0)
+        # CPU alone (no hand-overs timed: a torch that shares storages otherwise): the share is the CPU's
+        m = job_check.pin_thread_measured({"pin_thread_cpu_s_per_batch": 0.010}, 0.020)
+        self.assertIsNone(m["fd_handover_wait_s_per_batch"])
+        self.assertAlmostEqual(m["share_of_step"], 0.5)
+        # hand-overs alone (the thread restarted in the window): no share
+        m = job_check.pin_thread_measured({"fd_detach_wall_s_per_batch": 0.001, "fd_detach_cpu_s_per_batch": 0.0004},
+                                          0.020)
+        self.assertIsNone(m["cpu_s_per_batch"])
+        self.assertIsNone(m["share_of_step"])
+        self.assertIsNone(job_check.pin_thread_measured({}, 0.02))
+
+    def test_predicted_is_the_batch_over_the_stage_s_capacity(self):
+        rep = {"stages": [{"name": "workers", "capacity_samples_per_s": 10000.0, "busy_fraction": 0.3},
+                          {"name": "pin_thread", "capacity_samples_per_s": 4000.0, "busy_fraction": 0.8}]}
+        p = job_check.pin_thread_predicted(rep, 64)
+        self.assertAlmostEqual(p["s_per_batch"], 0.016)       # 64 / 4,000
+        self.assertEqual(p["busy_fraction"], 0.8)
+        self.assertIsNone(job_check.pin_thread_predicted({"stages": [rep["stages"][0]]}, 64))
+        c = job_check.comparison({"samples_per_s": 3000.0, "step_time_s": {"mean": 0.02, "p90": 0.04}}, rep, 64)
+        self.assertAlmostEqual(c["predicted"]["pin_thread"]["s_per_batch"], 0.016)
+        self.assertIsNone(job_check.comparison({"samples_per_s": 1.0, "step_time_s": {}}, rep)["predicted"]["pin_thread"])
+
+    def test_line(self):
+        m = {"cpu_s_per_batch": 0.0125, "fd_handover_wait_s_per_batch": 0.0008, "share_of_step": 0.95}
+        line = job_check.pin_thread_line(m, {"s_per_batch": 0.01421, "busy_fraction": 0.81})
+        self.assertEqual(line, "pin thread      your loop's 12.50 ms of CPU a batch + 0.80 ms off its core in the fd "
+                               "hand-overs, 95% of the mean step; pipeplan's 14.21 ms a batch, busy 81% of the run")
+        self.assertTrue(job_check.pin_thread_line(None, {"s_per_batch": 0.01, "busy_fraction": None})
+                        .endswith("pipeplan's 10.00 ms a batch, busy n/a of the run"))
+        self.assertIsNone(job_check.pin_thread_line(None, None))
+
+
 class RunLoopTest(unittest.TestCase):
+    def run_fake(self, settings, step, ds, patches=None):
+        """run_loop on FakeTorch with job_check's names in `patches` replaced for the call."""
+        fake = FakeTorch()
+        saved = {k: sys.modules.get(k) for k in ("torch", "torch.utils", "torch.utils.data")}
+        saved_names = {k: getattr(job_check, k) for k in (patches or {})}
+        sys.modules["torch"] = fake.module
+        sys.modules["torch.utils"] = fake.module.utils
+        sys.modules["torch.utils.data"] = fake.module.utils.data
+        for k, v in (patches or {}).items():
+            setattr(job_check, k, v)
+        try:
+            return job_check.run_loop(ds, None, settings, step(fake), window_s=1e-6), fake
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+            for k, v in saved_names.items():
+                setattr(job_check, k, v)
+
+    def pinned_patches(self, end_tid):
+        meter = FakeMeter()
+        cpu = iter([1.00, 1.36])          # the pin thread's CPU at the window's start and end
+        tids = iter([4242, end_tid])
+        calls = []
+
+        def figures(p0, p1, c0, c1, batches):
+            calls.append((p0, p1, c0, c1, batches))
+            out = {"fd_detach_calls_per_batch": (p1[2] - p0[2]) / batches,
+                   "fd_detach_wall_s_per_batch": (p1[3] - p0[3]) / batches,
+                   "fd_detach_cpu_s_per_batch": (p1[4] - p0[4]) / batches}
+            if c0 is not None and c1 is not None:
+                out["pin_thread_cpu_s_per_batch"] = (c1 - c0) / batches
+            return out
+        harness = types.SimpleNamespace(PinThreadMeter=lambda: meter, pin_thread_figures=figures)
+        return meter, calls, {"_validation_module": lambda name: harness,
+                              "pin_thread_native_id": lambda: next(tids),
+                              "process_cpu_s": lambda pid, tid: next(cpu) if tid == 4242 else None}
+
+    def test_pinned_reads_the_pin_thread_over_the_window(self):
+        meter, calls, patches = self.pinned_patches(end_tid=4242)
+        s = job_check.loop_settings({"loader": {"batch_size": 4, "num_workers": 2, "pin_memory": True,
+                                                "persistent_workers": True}})
+        f, _ = self.run_fake(s, lambda fake: (lambda batch: fake.Loss()), list(range(40)), patches)
+        self.assertTrue(meter.entered and meter.exited)
+        # one snapshot at the window's start (after the fill), one at its end; the figures over the measured steps
+        self.assertEqual(meter.n, 2)
+        (p0, p1, c0, c1, batches), = calls
+        self.assertEqual((c0, c1, batches), (1.00, 1.36, f["n_measured"]))
+        self.assertAlmostEqual(f["pin_thread"]["cpu_s_per_batch"], 0.36 / f["n_measured"])
+        # hand-overs: 20 calls, 20 ms wall, 6 ms CPU between the snapshots: 14 ms off the core over the window
+        self.assertAlmostEqual(f["pin_thread"]["fd_handover_wait_s_per_batch"], 0.014 / f["n_measured"])
+        self.assertAlmostEqual(f["pin_thread"]["share_of_step"],
+                               (0.36 + 0.014) / f["n_measured"] / f["step_time_s"]["mean"])
+
+    def test_a_restarted_pin_thread_leaves_its_cpu_unread(self):
+        meter, calls, patches = self.pinned_patches(end_tid=5151)
+        s = job_check.loop_settings({"loader": {"batch_size": 4, "num_workers": 2, "pin_memory": True}})
+        f, _ = self.run_fake(s, lambda fake: (lambda batch: fake.Loss()), list(range(40)), patches)
+        self.assertIsNone(calls[0][3])
+        self.assertIsNone(f["pin_thread"]["cpu_s_per_batch"])
+        self.assertIsNotNone(f["pin_thread"]["fd_handover_wait_s_per_batch"])
+
+    def test_unpinned_has_no_pin_thread_reading(self):
+        def no_harness(name):
+            raise AssertionError("an unpinned loop must not load the harness's meter")
+        s = job_check.loop_settings({"loader": {"batch_size": 4, "num_workers": 2}})
+        f, _ = self.run_fake(s, lambda fake: (lambda batch: fake.Loss()), list(range(40)),
+                             {"_validation_module": no_harness})
+        self.assertNotIn("pin_thread", f)
+
     def test_epochs_skip_floor_and_syncs(self):
         fake = FakeTorch()
         saved = {k: sys.modules.get(k) for k in ("torch", "torch.utils", "torch.utils.data")}
