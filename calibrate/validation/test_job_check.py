@@ -522,25 +522,15 @@ class RunLoopTest(unittest.TestCase):
         self.assertNotIn("pin_thread", f)
 
     def test_epochs_skip_floor_and_syncs(self):
-        fake = FakeTorch()
-        saved = {k: sys.modules.get(k) for k in ("torch", "torch.utils", "torch.utils.data")}
-        sys.modules["torch"] = fake.module
-        sys.modules["torch.utils"] = fake.module.utils
-        sys.modules["torch.utils.data"] = fake.module.utils.data
         seen = []
 
-        def step(batch):
-            seen.append(len(batch[1]))
-            return fake.Loss()
-        try:
-            s = job_check.loop_settings({"loader": {"batch_size": 4}, "training": {"sync_every_steps": 2}})
-            f = job_check.run_loop(list(range(10)), None, s, step, window_s=1e-6)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    sys.modules.pop(k, None)
-                else:
-                    sys.modules[k] = v
+        def make_step(fake):
+            def step(batch):
+                seen.append(len(batch[1]))
+                return fake.Loss()
+            return step
+        s = job_check.loop_settings({"loader": {"batch_size": 4}, "training": {"sync_every_steps": 2}})
+        f, fake = self.run_fake(s, make_step, list(range(10)))
         # no workers: 5 steps fill, then at least 12 measured: 17 steps of 4, 4, 2 samples (10 a pass, no drop_last)
         self.assertEqual((f["steps_run"], f["skip"], f["n_measured"]), (17, 5, 12))
         self.assertEqual(seen, [4, 4, 2] * 5 + [4, 4])
