@@ -15,11 +15,14 @@
 #   PIPEPLAN_JC_STEP      module:callable (default calibrate/validation/example_step.py:matmul_step)
 #   PIPEPLAN_JC_WORKERS   num_workers (default 4)
 #   PIPEPLAN_JC_SECONDS   each job_check's steady-state seconds (default 20)
+#   PIPEPLAN_JC_UNORDERED 1 (default): a third check of the same job with loader.in_order false (jc3.json, from
+#                         jc_s_unordered.json): pipeplan's what-if for a pin-bound in-order loader, measured
 #   PIPEPLAN_CALIBRATE_ARGS  extra arguments for the calibrate binary (default: the full calibration, cap 150 s); an
 #                         --only list must keep storage: the probe refuses a profile without
 #                         storage.stream_read_bytes_per_s (run 87b: "--only copy,host,ipc,decode,compute,storage")
 # Writes under $OUT: env.txt (the call's narrative), profile.json, calibrate.log, jobcheck.tgz (jc_s.json, jc_p.json,
-# jc1.json, jc2.json, jc.log). Exit: 0 when both checks ran, else the first failing step's code.
+# jc1.json, jc2.json, jc_s_unordered.json, jc3.json, jc.log). Exit: 0 when the two checks of the scenario as written
+# ran, else the first failing step's code (the third check's exit is said, not returned).
 set -u
 OUT=${OUT:?set OUT (the device call sets it)}
 T0=$(date +%s)
@@ -67,6 +70,17 @@ if [ "$rc" = 0 ]; then
     say "job_check $i exit $rc"
     [ "$first_rc" = 0 ] && first_rc=$rc
   done
+  # pipeplan's own what-if for a pin-bound in-order loader (its explanation in run 87b: "loader.in_order=false evens
+  # the steps and may lift the throughput toward the pin thread's rate"), run as the job: the same scenario with
+  # in_order false (PyTorch 2.6+), its measurement in jc3.json beside jc_s_unordered.json
+  if [ "${PIPEPLAN_JC_UNORDERED:-1}" = 1 ]; then
+    python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s.setdefault("loader", {})["in_order"] = False; json.dump(s, open(sys.argv[2], "w"), indent=1)' \
+      "$W/jc_s.json" "$W/jc_s_unordered.json"
+    timeout $(( SECONDS_EACH + 40 )) python3 calibrate/validation/job_check.py "$W/jc_s_unordered.json" \
+      --dataset "$DATASET" --step "$STEP" --seconds "$SECONDS_EACH" --no-simulate --out "$W/jc3.json" \
+      >> "$W/jc.log" 2>&1
+    say "job_check 3 (in_order false) exit $?"
+  fi
 fi
 tar czf "$OUT/jobcheck.tgz" -C "$W" .
 rm -rf "$W" "$D"
