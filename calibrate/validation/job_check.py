@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeplan_probe import (_read_json_object, _validation_module, build_dataset, build_step,  # noqa: E402
-                            fd_handover_wait_s, load_callable, pin_thread_native_id, process_cpu_s,
+                            fd_handover_wait_s, load_callable, pin_thread_between, pin_thread_mark,
                             steady_state_skip, summarize, tensors_in, to_device, write_whole)
 import convert  # noqa: E402  (the table's own prediction and scoring rules: one rule for both)
 from timeline_analysis import p90_halves  # noqa: E402  (the harness's halves: how well a window knows its own p90)
@@ -423,7 +423,7 @@ def run_loop(ds: Any, collate_fn: Optional[Callable[..., Any]], settings: Dict[s
     # before the iterator starts its pin thread: the pin thread's CPU and the receive's fd hand-overs over the window
     pinned = bool(s["pin_memory"]) and s["num_workers"] > 0
     meter_cm = _validation_module("harness").PinThreadMeter() if pinned else contextlib.nullcontext()
-    pin_tid, pin0, pin1 = None, None, None
+    pin0, pin1 = None, None
     with meter_cm as meter:
         torch.cuda.synchronize()
         wall0 = time.perf_counter()
@@ -472,25 +472,22 @@ def run_loop(ds: Any, collate_fn: Optional[Callable[..., Any]], settings: Dict[s
             if i == skip:
                 t_skip = now
                 if meter is not None:        # the window's start: the pin thread's CPU and the meter's totals
-                    pin_tid = pin_thread_native_id()
-                    pin0 = (meter.snapshot(), process_cpu_s(os.getpid(), pin_tid) if pin_tid else None)
+                    pin0 = pin_thread_mark(meter)
             if t_skip is not None and i >= skip + floor and now - t_skip >= window_s:
                 break
             if now - wall0 > 3 * window_s + 120 and i > skip + 2:
                 break                            # a loop far slower than its fill: what it has is the window
         torch.cuda.synchronize()
         if meter is not None and pin0 is not None:
-            # the same thread's CPU at the end; a pin thread restarted inside the window (an epoch's end without
-            # persistent_workers) leaves its CPU unread, the hand-overs (counted in every thread) kept
-            same = pin_tid is not None and pin_thread_native_id() == pin_tid
-            pin1 = (meter.snapshot(), process_cpu_s(os.getpid(), pin_tid) if same else None)
+            # the window's end; a pin thread restarted inside the window (an epoch's end without persistent_workers)
+            # leaves its CPU unread, the hand-overs (counted in every thread) kept (pin_thread_between)
+            pin1 = pin_thread_mark(meter)
     ends = [events[0].elapsed_time(e) / 1e3 for e in events]
     figures = loop_figures(ends, host_end, waits, skip, s["batch_size"], samples)
     figures.update({"epochs_started": epochs, "step_takes_batch": with_batch,
                     "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__})
     if pin0 is not None and pin1 is not None:
-        pf = _validation_module("harness").pin_thread_figures(pin0[0], pin1[0], pin0[1], pin1[1],
-                                                              figures["n_measured"])
+        pf = pin_thread_between(_validation_module("harness"), pin0, pin1, figures["n_measured"])
         figures["pin_thread"] = pin_thread_measured(pf, figures["step_time_s"]["mean"])
     del it, dl
     return figures

@@ -1556,26 +1556,38 @@ def time_main_loop(dataset: Any, collate_fn=None, batch_size: int = 64, num_work
         until = time.perf_counter() + settle_s
         while time.perf_counter() < until:
             next(source)
-        pin_tid = pin_thread_native_id()
-        cpu0 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
-        d0 = meter.snapshot()
+        mark0 = pin_thread_mark(meter)
         windows = [main_loop_window(source, mode, window_s, copy, torch.cuda.synchronize)
                    for mode in ("drop", "copy", "drop", "copy")]
-        d1 = meter.snapshot()
-        cpu1 = process_cpu_s(os.getpid(), pin_tid) if pin_tid is not None else None
+        mark1 = pin_thread_mark(meter)
     del source, dl
     out = {"windows": windows, "num_workers": num_workers, "batch_size": batch_size}
     batches = sum(int(w["batches"]) for w in windows)
-    # the receive's fd hand-overs over the same windows (the validation harness's per-case probes read them the same
-    # way): fd_detach_{calls,wall_s,cpu_s}_per_batch, absent where the torch version hands storages over otherwise
-    out.update({k: v for k, v in harness.pin_thread_figures(d0, d1, None, None, batches).items()
-                if k.startswith("fd_detach_")})
-    if cpu0 is not None and cpu1 is not None and batches > 0:
-        # the pin thread's CPU a batch beside your own loader's workers (the harness's probes read the same around
-        # each case): the transport over cached samples reads it 12% cheaper at median over the table's pinned
-        # tensor cases (validation-runs.md, the user's path), which --profile-out scales away
-        out["pin_thread_cpu_s_per_batch"] = (cpu1 - cpu0) / batches
+    # over the same windows (the validation harness's per-case probes read them the same way): the receive's fd
+    # hand-overs, fd_detach_{calls,wall_s,cpu_s}_per_batch, absent where the torch version hands storages over
+    # otherwise; and the pin thread's CPU a batch beside your own loader's workers: the transport over cached samples
+    # reads it 12% cheaper at median over the table's pinned tensor cases (validation-runs.md, the user's path),
+    # which --profile-out scales away
+    out.update({k: v for k, v in pin_thread_between(harness, mark0, mark1, batches).items()
+                if k.startswith("fd_detach_") or k == "pin_thread_cpu_s_per_batch"})
     return out
+
+
+def pin_thread_mark(meter: Any) -> Tuple[Any, Optional[int], Optional[float]]:
+    """The pin thread at one instant, for a window's edge: a harness.PinThreadMeter's totals, the pin thread's
+    native id (pin_thread_native_id) and its CPU seconds so far (None without a pin thread)."""
+    tid = pin_thread_native_id()
+    return meter.snapshot(), tid, (process_cpu_s(os.getpid(), tid) if tid is not None else None)
+
+
+def pin_thread_between(harness: Any, mark0: Tuple[Any, Optional[int], Optional[float]],
+                       mark1: Tuple[Any, Optional[int], Optional[float]], batches: int) -> Dict[str, Any]:
+    """Per-batch pin thread figures between two pin_thread_marks (harness.pin_thread_figures): the meter's (fd
+    hand-overs, pin_memory() calls) always, the thread's CPU only where both marks saw the same pin thread (one
+    restarted inside the window, at an epoch's end without persistent_workers, is another thread's clock)."""
+    same = mark0[1] is not None and mark0[1] == mark1[1]
+    return harness.pin_thread_figures(mark0[0], mark1[0], mark0[2] if same else None, mark1[2] if same else None,
+                                      batches)
 
 
 def pin_thread_native_id() -> Optional[int]:

@@ -450,15 +450,21 @@ class PinThreadTest(unittest.TestCase):
 
 class RunLoopTest(unittest.TestCase):
     def run_fake(self, settings, step, ds, patches=None):
-        """run_loop on FakeTorch with job_check's names in `patches` replaced for the call."""
+        """run_loop on FakeTorch with the names in `patches` replaced for the call: a bare name is job_check's, a
+        "pipeplan_probe.name" the helper's (where the pin thread's marks read the thread)."""
         fake = FakeTorch()
         saved = {k: sys.modules.get(k) for k in ("torch", "torch.utils", "torch.utils.data")}
-        saved_names = {k: getattr(job_check, k) for k in (patches or {})}
+        mods = {"pipeplan_probe": pipeplan_probe}
+
+        def where(key):
+            mod, _, name = key.rpartition(".")
+            return mods[mod] if mod else job_check, name
+        saved_names = {k: getattr(*where(k)) for k in (patches or {})}
         sys.modules["torch"] = fake.module
         sys.modules["torch.utils"] = fake.module.utils
         sys.modules["torch.utils.data"] = fake.module.utils.data
         for k, v in (patches or {}).items():
-            setattr(job_check, k, v)
+            setattr(*where(k), v)
         try:
             return job_check.run_loop(ds, None, settings, step(fake), window_s=1e-6), fake
         finally:
@@ -468,7 +474,7 @@ class RunLoopTest(unittest.TestCase):
                 else:
                     sys.modules[k] = v
             for k, v in saved_names.items():
-                setattr(job_check, k, v)
+                setattr(*where(k), v)
 
     def pinned_patches(self, end_tid):
         meter = FakeMeter()
@@ -486,8 +492,9 @@ class RunLoopTest(unittest.TestCase):
             return out
         harness = types.SimpleNamespace(PinThreadMeter=lambda: meter, pin_thread_figures=figures)
         return meter, calls, {"_validation_module": lambda name: harness,
-                              "pin_thread_native_id": lambda: next(tids),
-                              "process_cpu_s": lambda pid, tid: next(cpu) if tid == 4242 else None}
+                              "pipeplan_probe.pin_thread_native_id": lambda: next(tids),
+                              # a restarted thread has a clock of its own, 0.05 s so far
+                              "pipeplan_probe.process_cpu_s": lambda pid, tid: next(cpu) if tid == 4242 else 0.05}
 
     def test_pinned_reads_the_pin_thread_over_the_window(self):
         meter, calls, patches = self.pinned_patches(end_tid=4242)
